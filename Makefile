@@ -1,0 +1,46 @@
+# The two commands a newcomer needs: `make sandbox` and `make test`.
+# Everything they need is installed into .venv from pyproject.toml; nothing by hand.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: sandbox test lint typecheck contracts pytest bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Re-install whenever pyproject.toml changes.
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+$(VENV)/.installed-server: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[server]'
+	touch $@
+
+sandbox: $(VENV)/.installed-server
+	$(BIN)/kamaji-broker sandbox $(ARGS)
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.installed-test
+	$(BIN)/mypy
+	$(BIN)/mypy tests
+
+contracts: $(VENV)/.installed-test
+	$(BIN)/lint-imports
+
+# pytest exits 5 when it collects no test: that fails this target (and CI) loudly.
+pytest: $(VENV)/.installed-test
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test: lint typecheck contracts pytest
+
+bench: $(VENV)/.installed-test
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .sandbox .mypy_cache .pytest_cache .ruff_cache

