@@ -1,0 +1,33 @@
+"""Errors of the wire protocol: everything a peer can get wrong about a message or a subject.
+
+    ProtocolError
+    ├── DecodeError        bytes that are not a valid message of the expected type
+    ├── SubjectError       a subject or subject token that is not what the protocol allows
+    ├── SignatureError     an intent that is unsigned, mis-signed or signed by an untrusted key
+    └── SealError          a sealed payload that cannot be opened (unknown key, corrupt box)
+
+Every error carries a message naming the offending field, subject or key id, never secret
+material.
+"""
+
+from __future__ import annotations
+
+
+class ProtocolError(Exception):
+    """Base of every protocol error."""
+
+
+class DecodeError(ProtocolError):
+    """A message failed to decode. The only exception the decoders raise."""
+
+
+class SubjectError(ProtocolError, ValueError):
+    """A subject or one of its tokens is not allowed (not a DNS-1123 label, wrong shape)."""
+
+
+class SignatureError(ProtocolError):
+    """An intent's signature is missing, invalid, or made by a key that is not trusted."""
+
+
+class SealError(ProtocolError):
+    """A sealed payload could not be opened, or a key could not be loaded."""

@@ -1,0 +1,191 @@
+"""The four wire types of kamaji-broker (DESIGN §3) and their JSON codec.
+
+Every message is a msgspec Struct encoded as JSON with ``schema: "kamaji-broker.io/v1"``.
+Schema evolution rules, which the compatibility test holds us to:
+
+- a field added later always carries a default, so older messages still decode;
+- unknown fields are ignored, so older peers decode newer messages;
+- a message with another ``schema`` value is refused (a breaking change gets a new schema).
+
+Decoding is the one edge where foreign bytes enter: ``decode_*`` raise only
+``errors.DecodeError`` whatever the input, with a message naming the offending field.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Final, Literal, TypeVar
+
+import msgspec
+
+from protocol import errors, labels
+
+SCHEMA: Final = "kamaji-broker.io/v1"
+
+Label = Annotated[str, msgspec.Meta(pattern=labels.PATTERN, max_length=labels.MAX_LENGTH)]
+"""A DNS-1123 label: site, namespace and control plane names travel as subject tokens."""
+
+Op = Literal["provision", "delete"]
+Phase = Literal[
+    "Pending",
+    "Provisioning",
+    "Ready",
+    "NotReady",
+    "Upgrading",
+    "Sleeping",
+    "Deleting",
+    "Deleted",
+    "Rejected",
+    "Failed",
+]
+NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class _Message(msgspec.Struct, kw_only=True, frozen=True):
+    schema: str = SCHEMA
+
+
+class Owner(msgspec.Struct, kw_only=True, frozen=True):
+    """The RemoteKamajiControlPlane that wants the TCP, in the management cluster."""
+
+    uid: str
+    namespace: Label
+    name: str
+    cluster: str = ""
+
+
+class Endpoint(msgspec.Struct, kw_only=True, frozen=True):
+    host: str
+    port: Annotated[int, msgspec.Meta(ge=0, le=65535)]
+
+
+class Intent(_Message, kw_only=True, frozen=True):
+    """Desired state of one TCP at one site, signed by the hub."""
+
+    op: Op
+    site: Label
+    namespace: Label
+    name: Label
+    owner: Owner
+    generation: NonNegative = 0
+    issued_at: dt.datetime
+    spec: dict[str, Any] = msgspec.field(default_factory=dict)
+    key_id: str = ""
+    signature: str = ""
+
+
+class Status(_Message, kw_only=True, frozen=True):
+    """What the agent observed of one TCP, answering the intent with stream sequence ``intent_seq``."""
+
+    site: Label
+    namespace: Label
+    name: Label
+    owner_uid: str = ""
+    observed_generation: NonNegative = 0
+    intent_seq: NonNegative = 0
+    phase: Phase
+    reason: str = ""
+    message: str = ""
+    version: str = ""
+    endpoint: Endpoint | None = None
+    replicas: NonNegative = 0
+    ready_replicas: NonNegative = 0
+    available_replicas: NonNegative = 0
+    updated_replicas: NonNegative = 0
+    unavailable_replicas: NonNegative = 0
+    secrets_checksum: str = ""
+    observed_at: dt.datetime
+
+
+class SealedSecrets(_Message, kw_only=True, frozen=True):
+    """A TCP's generated secrets, sealed to the hub key ``recipient_key_id``.
+
+    ``ciphertext`` is a libsodium sealed box (base64 in JSON); ``checksum`` is the SHA-256 of the
+    plaintext, so the agent republishes only on change and the hub can skip unchanged payloads.
+    """
+
+    site: Label
+    namespace: Label
+    name: Label
+    owner_uid: str = ""
+    recipient_key_id: str
+    ciphertext: bytes
+    checksum: str
+    observed_at: dt.datetime
+
+
+class Heartbeat(_Message, kw_only=True, frozen=True):
+    """A site agent's liveness and summary, published every interval on ``kb.site.<site>``."""
+
+    site: Label
+    agent_version: str = ""
+    started_at: dt.datetime
+    sent_at: dt.datetime
+    managed: NonNegative = 0
+    ready: NonNegative = 0
+    last_intent_seq: NonNegative = 0
+    kamaji_detected: bool = False
+
+
+Message = Intent | Status | SealedSecrets | Heartbeat
+M = TypeVar("M", Intent, Status, SealedSecrets, Heartbeat)
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode(message: Message) -> bytes:
+    return _encoder.encode(message)
+
+
+class _Decoder:
+    """A typed decoder for one stream that raises only DecodeError."""
+
+    def __init__(self, kind: type[Message]) -> None:
+        self._kind: type[Message] = kind
+        self._decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(kind)
+
+    def __call__(self, data: bytes | bytearray | memoryview | str) -> Any:
+        name = self._kind.__name__
+        try:
+            message = self._decoder.decode(data)
+        except (msgspec.MsgspecError, ValueError, TypeError, RecursionError, UnicodeError) as exc:
+            raise errors.DecodeError(f"invalid {name}: {exc}") from None
+        if message.schema != SCHEMA:
+            raise errors.DecodeError(
+                f"invalid {name}: unsupported schema {message.schema!r} (expected {SCHEMA!r}) - at `$.schema`"
+            )
+        return message
+
+
+_decode_intent = _Decoder(Intent)
+_decode_status = _Decoder(Status)
+_decode_sealed_secrets = _Decoder(SealedSecrets)
+_decode_heartbeat = _Decoder(Heartbeat)
+
+
+def decode_intent(data: bytes | bytearray | memoryview | str) -> Intent:
+    """Decode a message of the KB_INTENTS stream."""
+    result: Intent = _decode_intent(data)
+    return result
+
+
+def decode_status(data: bytes | bytearray | memoryview | str) -> Status:
+    """Decode a message of the KB_STATUS stream."""
+    result: Status = _decode_status(data)
+    return result
+
+
+def decode_sealed_secrets(data: bytes | bytearray | memoryview | str) -> SealedSecrets:
+    """Decode a message of the KB_SECRETS stream."""
+    result: SealedSecrets = _decode_sealed_secrets(data)
+    return result
+
+
+def decode_heartbeat(data: bytes | bytearray | memoryview | str) -> Heartbeat:
+    """Decode a message of the KB_SITES stream."""
+    result: Heartbeat = _decode_heartbeat(data)
+    return result
