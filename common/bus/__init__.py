@@ -1,0 +1,42 @@
+"""The NATS bus: the one place that imports nats-py (import-linter enforces it).
+
+connection   connect (NKey seed or .creds, inbox prefix, reconnect forever), error translation
+permissions  server permission violations → PermissionDenied naming the subject
+topology     ensure_topology: streams and durable consumers, idempotently (hub only)
+publishing   publish with Nats-Msg-Id and optional expected-last-subject-sequence
+consuming    bind / fetch / ack / nak / term / in-progress, last message per subject, purge
+"""
+
+from common.bus.connection import Connection, Options, connect, site_inbox_prefix
+from common.bus.consuming import (
+    Consumer,
+    ConsumerState,
+    Delivery,
+    StoredMessage,
+    bind,
+    consumer_info,
+    last_message,
+    purge_subject,
+    subscribe_check,
+)
+from common.bus.publishing import Ack, publish
+from common.bus.topology import ensure_topology
+
+__all__ = [
+    "Ack",
+    "Connection",
+    "Consumer",
+    "ConsumerState",
+    "Delivery",
+    "Options",
+    "StoredMessage",
+    "bind",
+    "connect",
+    "consumer_info",
+    "ensure_topology",
+    "last_message",
+    "publish",
+    "purge_subject",
+    "site_inbox_prefix",
+    "subscribe_check",
+]

@@ -1,0 +1,178 @@
+"""The NATS connection: credentials, inbox prefix, reconnect forever, error translation.
+
+Owns the nats-py client and JetStream context for the rest of ``common.bus``. Every call that
+reaches the server goes through ``Connection.call``, the one place where nats-py exceptions
+become ``common.errors`` and permission violations become ``PermissionDenied``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import nats
+import nats.errors
+import nats.js
+import nats.js.errors
+from nats.aio.client import Client
+
+from common import errors
+from common.bus import permissions
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+DEFAULT_INBOX_PREFIX = "_INBOX"
+
+
+def site_inbox_prefix(site: str) -> str:
+    """A site may subscribe only to ``_INBOX_<site>.>``, so its replies must arrive there."""
+    return f"{DEFAULT_INBOX_PREFIX}_{site}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    servers: tuple[str, ...]
+    seed_file: Path | None = None
+    """An NKey user seed file (as written by ``kamaji-broker site add`` / ``nats-config``)."""
+    creds_file: Path | None = None
+    """A ``.creds`` file (JWT + seed), for servers in operator mode."""
+    inbox_prefix: str = DEFAULT_INBOX_PREFIX
+    name: str = "kamaji-broker"
+    request_timeout: float = 5.0
+    """Seconds to wait for a JetStream API answer before a call counts as a timeout."""
+    reconnect_wait: float = 2.0
+    """Seconds between (re)connect attempts; nats-py adds jitter so sites do not stampede."""
+
+    def __post_init__(self) -> None:
+        if self.seed_file is not None and self.creds_file is not None:
+            raise ValueError("give either an NKey seed file or a .creds file, not both")
+        for f in (self.seed_file, self.creds_file):
+            if f is not None and not f.is_file():
+                raise ValueError(f"NATS credentials file {str(f)!r} does not exist")
+
+
+@dataclass(eq=False)
+class Connection:
+    """A live connection. ``on_reconnect`` callbacks run after every reconnect (anti-entropy)."""
+
+    nc: Client
+    js: nats.js.JetStreamContext
+    options: Options
+    watch: permissions.Watch
+    on_reconnect: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
+    reconnects: int = 0
+
+    @property
+    def connected(self) -> bool:
+        return bool(self.nc.is_connected)
+
+    def inbox_pattern(self) -> str:
+        return f"{self.options.inbox_prefix}.>"
+
+    async def call(self, call: Awaitable[T], *, subjects: Iterable[str], what: str) -> T:
+        """Await a nats-py call with permission guarding and error translation."""
+        with translate(what):
+            return await self.watch.guard(call, subjects=(*subjects, self.inbox_pattern()))
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.nc.drain()
+        if not self.nc.is_closed:
+            await self.nc.close()
+
+
+@contextlib.contextmanager
+def translate(what: str) -> Iterator[None]:
+    """Map nats-py exceptions onto ``common.errors``; ``what`` names the operation and subject."""
+    try:
+        yield
+    except errors.BusError:
+        raise
+    except nats.js.errors.NotFoundError as exc:
+        raise errors.NotFound(f"{what}: not found ({exc.description})") from None
+    except nats.js.errors.ServiceUnavailableError:
+        raise errors.Unavailable(f"{what}: JetStream is not available") from None
+    except nats.js.errors.NoStreamResponseError:
+        raise errors.Unavailable(f"{what}: no stream answered (is the topology created?)") from None
+    except nats.js.errors.APIError as exc:
+        raise errors.BusError(
+            f"{what}: {exc.description} (code {exc.code}, err_code {exc.err_code})"
+        ) from None
+    except (TimeoutError, nats.errors.TimeoutError):
+        raise errors.BusTimeout(f"{what}: timed out") from None
+    except nats.errors.NoRespondersError:
+        raise errors.Unavailable(f"{what}: no responders") from None
+    except (nats.errors.ConnectionClosedError, nats.errors.ConnectionReconnectingError) as exc:
+        raise errors.Unavailable(f"{what}: {exc}") from None
+    except nats.errors.Error as exc:
+        raise errors.BusError(f"{what}: {exc}") from None
+
+
+async def connect(options: Options, *, deadline: float | None = None) -> Connection:
+    """Connect, retrying until connected (forever unless ``deadline`` seconds pass).
+
+    Once connected, nats-py reconnects forever on its own; we count reconnects and run the
+    ``on_reconnect`` callbacks.
+    """
+    watch = permissions.Watch()
+    holder: list[Connection] = []
+
+    async def error_cb(exc: Exception) -> None:
+        violation = permissions.parse_violation(str(exc))
+        if violation is not None:
+            log.error("NATS permission violation: %s to %r", *violation)
+            watch.record(*violation)
+        else:
+            log.warning("NATS error: %s", exc)
+
+    async def reconnected_cb() -> None:
+        if not holder:
+            return
+        conn = holder[0]
+        conn.reconnects += 1
+        log.info("NATS reconnected to %s", conn.nc.connected_url.netloc if conn.nc.connected_url else "?")
+        for callback in list(conn.on_reconnect):
+            asyncio.get_running_loop().create_task(callback())
+
+    async def disconnected_cb() -> None:
+        log.warning("NATS disconnected; reconnecting")
+
+    kwargs: dict[str, Any] = {
+        "servers": list(options.servers),
+        "name": options.name,
+        "inbox_prefix": options.inbox_prefix,
+        "allow_reconnect": True,
+        "max_reconnect_attempts": -1,
+        "reconnect_time_wait": options.reconnect_wait,
+        "connect_timeout": options.request_timeout,
+        "error_cb": error_cb,
+        "reconnected_cb": reconnected_cb,
+        "disconnected_cb": disconnected_cb,
+    }
+    if options.seed_file is not None:
+        kwargs["nkeys_seed"] = str(options.seed_file)
+    if options.creds_file is not None:
+        kwargs["user_credentials"] = str(options.creds_file)
+
+    # With max_reconnect_attempts=-1 nats-py retries the first connect forever too (every
+    # reconnect_wait seconds, with jitter, each failure reported to error_cb); a deadline is for
+    # callers that prefer to fail, such as the CLI and the tests.
+    nc = Client()
+    try:
+        await asyncio.wait_for(nc.connect(**kwargs), deadline)
+    except (TimeoutError, Exception) as exc:
+        with contextlib.suppress(Exception):
+            await nc.close()
+        detail = f"no connection within {deadline}s" if isinstance(exc, TimeoutError) else str(exc)
+        raise errors.Unavailable(
+            f"cannot connect to NATS at {', '.join(options.servers)}: {detail}"
+        ) from None
+    conn = Connection(nc=nc, js=nc.jetstream(timeout=options.request_timeout), options=options, watch=watch)
+    holder.append(conn)
+    return conn
