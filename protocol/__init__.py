@@ -3,7 +3,7 @@
 Pure: no I/O, no NATS, no Kubernetes. Import modules (``from protocol import messages``).
 """
 
-from protocol import errors, keys, labels, messages, sealing, signing, streams, subjects
+from protocol import errors, keys, labels, messages, permissions, sealing, signing, streams, subjects
 from protocol.errors import DecodeError, ProtocolError, SealError, SignatureError, SubjectError
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "keys",
     "labels",
     "messages",
+    "permissions",
     "sealing",
     "signing",
     "streams",

@@ -152,13 +152,26 @@ class _Decoder:
         name = self._kind.__name__
         try:
             message = self._decoder.decode(data)
-        except (msgspec.MsgspecError, ValueError, TypeError, RecursionError, UnicodeError) as exc:
-            raise errors.DecodeError(f"invalid {name}: {exc}") from None
+        except _FAILURES as exc:
+            # A message of another schema version fails for reasons of that version; say so.
+            raise errors.DecodeError(f"invalid {name}: {_other_schema(data) or exc}") from None
         if message.schema != SCHEMA:
-            raise errors.DecodeError(
-                f"invalid {name}: unsupported schema {message.schema!r} (expected {SCHEMA!r}) - at `$.schema`"
-            )
+            raise errors.DecodeError(f"invalid {name}: {_other_schema(data)}")
         return message
+
+
+_FAILURES = (msgspec.MsgspecError, ValueError, TypeError, RecursionError, UnicodeError)
+_schema_decoder = msgspec.json.Decoder(_Message)
+
+
+def _other_schema(data: bytes | bytearray | memoryview | str) -> str | None:
+    try:
+        schema = _schema_decoder.decode(data).schema
+    except _FAILURES:
+        return None
+    if schema == SCHEMA:
+        return None
+    return f"unsupported schema {schema!r} (expected {SCHEMA!r}) - at `$.schema`"
 
 
 _decode_intent = _Decoder(Intent)

@@ -141,7 +141,8 @@ async def connect(options: Options, *, deadline: float | None = None) -> Connect
             asyncio.get_running_loop().create_task(callback())
 
     async def disconnected_cb() -> None:
-        log.warning("NATS disconnected; reconnecting")
+        if holder and not (holder[0].nc.is_closed or holder[0].nc.is_draining):
+            log.warning("NATS disconnected; reconnecting")
 
     kwargs: dict[str, Any] = {
         "servers": list(options.servers),

@@ -47,7 +47,7 @@ class StoredMessage:
 
 
 def _consumer_subjects(stream: str, consumer: str) -> list[str]:
-    return [f"$JS.API.CONSUMER.*.{stream}.{consumer}", f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}"]
+    return [f"$JS.API.CONSUMER.INFO.{stream}.{consumer}", f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}"]
 
 
 async def consumer_info(conn: Connection, stream: str, consumer: str) -> ConsumerState:

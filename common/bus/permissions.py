@@ -43,6 +43,17 @@ def matches(pattern: str, subject: str) -> bool:
     return len(p_tokens) == len(s_tokens)
 
 
+def restore_case(pattern: str, subject: str) -> str:
+    """The caller's spelling of a lower-cased ``subject`` matched by ``pattern``: literal tokens
+    come from the pattern, wildcard tokens from the subject."""
+    p_tokens = pattern.split(".")
+    out = []
+    for i, token in enumerate(subject.split(".")):
+        literal = i < len(p_tokens) and p_tokens[i] not in ("*", ">") and ">" not in p_tokens[: i + 1]
+        out.append(p_tokens[i] if literal else token)
+    return ".".join(out)
+
+
 class Watch:
     """Violations seen on one connection, and the calls waiting to hear of them."""
 
@@ -55,9 +66,8 @@ class Watch:
         self.seen = [*self.seen[-99:], (operation, subject)]
         for patterns, future in self._waiters:
             if not future.done() and any(matches(p, subject) for p in patterns):
-                # Report the caller's own spelling of the subject, not the lower-cased echo.
-                named = next((p for p in patterns if "*" not in p and ">" not in p), subject)
-                future.set_result((operation, named if named.lower() == subject.lower() else subject))
+                pattern = next(p for p in patterns if matches(p, subject))
+                future.set_result((operation, restore_case(pattern, subject)))
 
     async def guard(self, call: Awaitable[T], *, subjects: Iterable[str]) -> T:
         """Await ``call``; fail with PermissionDenied as soon as a violation on ``subjects`` arrives."""

@@ -1,0 +1,134 @@
+"""``kamaji-broker``: argument parsing and dispatch for every subcommand.
+
+Operator tools (``keys``, ``site``, ``nats-config``) act on files; ``hub``, ``agent`` and
+``sandbox`` run the long-lived processes once their issues land. Errors in what the user typed
+are reported naming the flag or value, with exit code 2; nothing prints secret material except
+``keys generate --print-secret``, which exists to do exactly that (to stdout only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from kamaji_broker import __version__, keyfiles, natsfiles
+from protocol import errors as protocol_errors
+from protocol import subjects
+
+NOT_YET = {
+    "hub": "the management-cluster controller",
+    "agent": "the site controller",
+    "sandbox": "the whole system on this machine",
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="kamaji-broker",
+        description="Run Kamaji control planes in remote sites, driven by Cluster API over NATS JetStream.",
+    )
+    p.add_argument("--version", action="version", version=f"kamaji-broker {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    for name, what in NOT_YET.items():
+        sub.add_parser(name, help=f"run {what} (not yet available)")
+
+    keys = sub.add_parser("keys", help="hub key pairs (signing and sealing)")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    gen = keys_sub.add_parser("generate", help="create the hub's key pairs (idempotent)")
+    gen.add_argument("--out", required=True, type=Path, help="directory for the key files")
+    gen.add_argument(
+        "--rotate-signing", action="store_true", help="add a new signing key (old one stays trusted)"
+    )
+    gen.add_argument(
+        "--rotate-sealing", action="store_true", help="add a new sealing key (old ones stay usable)"
+    )
+    gen.add_argument("--print-secret", metavar="NAME", help="print a Kubernetes Secret manifest named NAME")
+    gen.add_argument("--namespace", help="namespace of the printed Secret")
+
+    site = sub.add_parser("site", help="site onboarding: NATS identity and permissions")
+    site_sub = site.add_subparsers(dest="site_command", required=True, metavar="ACTION")
+    for action, helptext in (("add", "create or refresh a site's credentials"), ("remove", "revoke a site")):
+        a = site_sub.add_parser(action, help=helptext)
+        a.add_argument("site", help="site name (a DNS-1123 label)")
+        a.add_argument("--nats-config-dir", required=True, type=Path)
+        a.add_argument("--prefix", default=subjects.DEFAULT_PREFIX, help="subject prefix (default: kb)")
+    ls = site_sub.add_parser("list", help="list configured sites")
+    ls.add_argument("--nats-config-dir", required=True, type=Path)
+
+    nc = sub.add_parser("nats-config", help="write a nats-server configuration (JetStream, hub user, sites)")
+    nc.add_argument("--dir", required=True, type=Path)
+    nc.add_argument("--host", default="0.0.0.0")
+    nc.add_argument("--port", type=int, default=4222)
+    nc.add_argument("--store-dir", type=Path, help="JetStream store (default: DIR/jetstream)")
+    nc.add_argument("--server-name", default="kamaji-broker")
+    nc.add_argument("--prefix", default=subjects.DEFAULT_PREFIX, help="subject prefix (default: kb)")
+    return p
+
+
+def _keys(args: argparse.Namespace) -> int:
+    result = keyfiles.generate(
+        args.out, rotate_signing=args.rotate_signing, rotate_sealing=args.rotate_sealing
+    )
+    for path in result.created:
+        print(f"created {path}", file=sys.stderr)
+    print(
+        f"signing key id {result.signing_key_id}; sealing key ids {', '.join(result.sealing_key_ids)}",
+        file=sys.stderr,
+    )
+    print(f"agents trust {args.out / keyfiles.PUBLIC_FILE} (--hub-public-keys)", file=sys.stderr)
+    if args.print_secret:
+        sys.stdout.write(keyfiles.secret_manifest(args.out, name=args.print_secret, namespace=args.namespace))
+    return 0
+
+
+def _site(args: argparse.Namespace) -> int:
+    config_dir: Path = args.nats_config_dir
+    if args.site_command == "list":
+        for identity in natsfiles.site_list(config_dir):
+            print(f"{identity.name}\t{identity.public_key}")
+        return 0
+    if args.site_command == "add":
+        identity = natsfiles.site_add(config_dir, args.site, prefix=args.prefix)
+        print(f"site {identity.name}: NKey {identity.public_key}", file=sys.stderr)
+        print(f"agent seed file (give it to this site's agent only): {identity.seed_file}", file=sys.stderr)
+    else:
+        natsfiles.site_remove(config_dir, args.site, prefix=args.prefix)
+        print(f"site {args.site} removed", file=sys.stderr)
+    print("reload the server to apply: nats-server --signal reload", file=sys.stderr)
+    return 0
+
+
+def _nats_config(args: argparse.Namespace) -> int:
+    if not 0 < args.port < 65536:
+        raise ValueError(f"--port must be between 1 and 65535, got {args.port}")
+    main, hub = natsfiles.nats_config(
+        args.dir,
+        host=args.host,
+        port=args.port,
+        store_dir=args.store_dir,
+        server_name=args.server_name,
+        prefix=args.prefix,
+    )
+    print(f"wrote {main}; hub NKey {hub.public_key}, seed {hub.seed_file}", file=sys.stderr)
+    print(f"start it with: nats-server -c {main}", file=sys.stderr)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command in NOT_YET:
+        print(f"kamaji-broker {args.command}: not yet available in this version", file=sys.stderr)
+        return 2
+    handlers = {"keys": _keys, "site": _site, "nats-config": _nats_config}
+    try:
+        return handlers[args.command](args)
+    except (protocol_errors.ProtocolError, ValueError, FileNotFoundError) as exc:
+        print(f"kamaji-broker {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""``kamaji-broker nats-config`` and ``kamaji-broker site``: the NATS server's files on disk.
+
+    DIR/nats-server.conf     main configuration: listen, JetStream store, include auth.conf
+    DIR/auth.conf            users: the hub and every site (re-rendered on each change)
+    DIR/hub.nk, hub.pub      the hub's NKey seed (0600) and public key
+    DIR/sites/<site>.nk      a site's NKey seed (0600): hand it to that site's agent only
+    DIR/sites/<site>.pub     its public key
+    DIR/sites/<site>.conf    its user block with exactly the permissions of DESIGN §4
+
+Every command is idempotent: an existing seed is kept, blocks are re-rendered from the code's
+current permissions.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import nkeys
+
+from common import natsconfig
+from kamaji_broker import files
+from protocol import labels, permissions, subjects
+
+MAIN_FILE = "nats-server.conf"
+SITES_DIR = "sites"
+HUB_SEED = "hub.nk"
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    seed_file: Path
+    public_key: str
+
+
+def _identity(seed_file: Path, name: str) -> Identity:
+    """Load the NKey user seed at ``seed_file``, creating it (0600) if absent."""
+    if seed_file.exists():
+        seed = seed_file.read_bytes().strip()
+    else:
+        seed = nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER)
+        files.write_private(seed_file, seed.decode() + "\n")
+    public = nkeys.from_seed(bytearray(seed)).public_key.decode()
+    files.write_public(seed_file.with_suffix(".pub"), public + "\n")
+    return Identity(name=name, seed_file=seed_file, public_key=public)
+
+
+def render_auth(config_dir: Path, *, prefix: str) -> Path:
+    blocks = []
+    hub_pub = config_dir / "hub.pub"
+    if hub_pub.exists():
+        blocks.append(
+            natsconfig.user_block(
+                hub_pub.read_text().strip(),
+                permissions.for_hub(prefix=prefix),
+                comment="hub (management cluster)",
+            )
+        )
+    blocks += [p.read_text() for p in sorted((config_dir / SITES_DIR).glob("*.conf"))]
+    path = config_dir / natsconfig.AUTH_FILE
+    files.write_public(path, natsconfig.auth(blocks))
+    return path
+
+
+def nats_config(
+    config_dir: Path,
+    *,
+    host: str = "0.0.0.0",
+    port: int = 4222,
+    store_dir: Path | None = None,
+    server_name: str = "kamaji-broker",
+    prefix: str = subjects.DEFAULT_PREFIX,
+) -> tuple[Path, Identity]:
+    subjects.check_prefix(prefix)
+    config_dir.mkdir(parents=True, exist_ok=True)
+    hub = _identity(config_dir / HUB_SEED, "hub")
+    store = store_dir if store_dir is not None else config_dir / "jetstream"
+    main = config_dir / MAIN_FILE
+    files.write_public(
+        main, natsconfig.main(host=host, port=port, store_dir=str(store.absolute()), server_name=server_name)
+    )
+    render_auth(config_dir, prefix=prefix)
+    return main, hub
+
+
+def site_add(config_dir: Path, site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Identity:
+    labels.check(site, field="site name")
+    subjects.check_prefix(prefix)
+    sites = config_dir / SITES_DIR
+    identity = _identity(sites / f"{site}.nk", site)
+    block = natsconfig.user_block(
+        identity.public_key, permissions.for_site(site, prefix=prefix), comment=f"site {site}"
+    )
+    files.write_public(sites / f"{site}.conf", block)
+    render_auth(config_dir, prefix=prefix)
+    return identity
+
+
+def site_remove(config_dir: Path, site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> None:
+    labels.check(site, field="site name")
+    sites = config_dir / SITES_DIR
+    if not (sites / f"{site}.conf").exists():
+        raise FileNotFoundError(f"site {site!r} is not configured in {config_dir}")
+    for suffix in (".conf", ".nk", ".pub"):
+        (sites / f"{site}{suffix}").unlink(missing_ok=True)
+    render_auth(config_dir, prefix=prefix)
+
+
+def site_list(config_dir: Path) -> list[Identity]:
+    sites = config_dir / SITES_DIR
+    return [
+        Identity(name=p.stem, seed_file=p.with_suffix(".nk"), public_key=p.read_text().strip())
+        for p in sorted(sites.glob("*.pub"))
+    ]

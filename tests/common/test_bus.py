@@ -1,0 +1,252 @@
+"""common.bus against a real nats-server: round trips, de-duplication, fencing, compaction,
+redelivery and durability across a server restart."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from common import bus, errors
+from protocol import messages, streams, subjects
+from sandbox import natsd
+from tests import helpers
+
+K = subjects.Kind
+
+
+async def test_topology_is_idempotent(conn: bus.Connection, prefix: str) -> None:
+    first = await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
+    second = await bus.ensure_topology(conn, sites=["site-a", "site-b"], prefix=prefix)
+    assert set(first.values()) == {"created"}
+    assert set(second.values()) == {"unchanged"}
+    for kind in K:
+        info = await conn.js.stream_info(helpers.stream(kind, prefix))
+        assert info.config.max_msgs_per_subject == 1
+        assert info.config.max_consumers == streams.MAX_CONSUMERS
+        assert info.config.storage == "file"
+    state = await bus.consumer_info(conn, helpers.stream(K.INTENT, prefix), "agent-site-b")
+    assert state.filter_subject == f"{prefix}.intent.site-b.>"
+
+
+async def test_topology_updates_a_drifted_stream(conn: bus.Connection, prefix: str) -> None:
+    await bus.ensure_topology(conn, sites=[], prefix=prefix)
+    name = helpers.stream(K.STATUS, prefix)
+    info = await conn.js.stream_info(name)
+    info.config.max_msgs_per_subject = 5
+    await conn.js.update_stream(info.config)
+    outcome = await bus.ensure_topology(conn, sites=[], prefix=prefix)
+    assert outcome[name] == "updated"
+    assert (await conn.js.stream_info(name)).config.max_msgs_per_subject == 1
+
+
+ROUND_TRIPS: list[tuple[str, K, Callable[[], Any], Callable[[bytes], Any]]] = [
+    ("intent", K.INTENT, helpers.intent, messages.decode_intent),
+    ("status", K.STATUS, helpers.status, messages.decode_status),
+    ("sealed", K.SECRET, helpers.sealed, messages.decode_sealed_secrets),
+    ("heartbeat", K.SITE, helpers.heartbeat, messages.decode_heartbeat),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "make", "decode"), [r[1:] for r in ROUND_TRIPS], ids=[r[0] for r in ROUND_TRIPS]
+)
+async def test_every_message_type_round_trips(
+    conn: bus.Connection, topology: str, kind: K, make: Callable[[], Any], decode: Callable[[bytes], Any]
+) -> None:
+    message = make()
+    if kind is K.SITE:
+        subject = subjects.heartbeat("site-a", prefix=topology)
+    else:
+        subject = subjects.control_plane(kind, "site-a", "tenants", "cp1", prefix=topology)
+    ack = await bus.publish(conn, subject, messages.encode(message), msg_id=f"{kind}-1")
+    assert ack.seq == 1 and not ack.duplicate
+    stored = await bus.last_message(conn, helpers.stream(kind, topology), subject)
+    assert stored is not None and stored.seq == 1
+    assert decode(stored.data) == message
+
+
+async def test_fetch_ack_and_settle(conn: bus.Connection, topology: str) -> None:
+    subject = subjects.intent("site-a", "tenants", "cp1", prefix=topology)
+    await bus.publish(conn, subject, messages.encode(helpers.intent()), msg_id="i-1")
+    consumer = await bus.bind(conn, streams.agent_consumer("site-a", prefix=topology))
+    [delivery] = await consumer.fetch(10, timeout=2)
+    assert delivery.subject == subject and delivery.stream_seq == 1 and delivery.num_delivered == 1
+    assert messages.decode_intent(delivery.data) == helpers.intent()
+    await delivery.in_progress()
+    await delivery.ack()
+    assert await consumer.fetch(10, timeout=0.5) == []
+    state = await consumer.info()
+    assert (state.num_pending, state.num_ack_pending, state.ack_floor_stream_seq) == (0, 0, 1)
+    await consumer.unsubscribe()
+
+
+async def test_duplicate_msg_id_is_stored_once(conn: bus.Connection, topology: str) -> None:
+    subject = subjects.status("site-a", "tenants", "cp1", prefix=topology)
+    first = await bus.publish(conn, subject, messages.encode(helpers.status()), msg_id="same")
+    again = await bus.publish(conn, subject, messages.encode(helpers.status()), msg_id="same")
+    assert (first.seq, first.duplicate) == (1, False)
+    assert (again.seq, again.duplicate) == (1, True)
+    info = await conn.js.stream_info(helpers.stream(K.STATUS, topology))
+    assert info.state.messages == 1 and info.state.last_seq == 1
+
+
+async def test_expected_last_subject_sequence_fences_writers(conn: bus.Connection, topology: str) -> None:
+    subject = subjects.intent("site-a", "tenants", "cp1", prefix=topology)
+    other = subjects.intent("site-a", "tenants", "cp2", prefix=topology)
+    first = await bus.publish(conn, subject, b"{}", msg_id="a", expected_last_subject_seq=0)
+    await bus.publish(conn, other, b"{}", msg_id="b")  # another subject does not count
+    second = await bus.publish(conn, subject, b"{}", msg_id="c", expected_last_subject_seq=first.seq)
+    with pytest.raises(errors.WrongLastSequence) as exc:
+        # A second hub replica that still believes the subject is at `first.seq`.
+        await bus.publish(conn, subject, b"{}", msg_id="d", expected_last_subject_seq=first.seq)
+    assert exc.value.subject == subject and exc.value.expected == first.seq
+    stored = await bus.last_message(conn, helpers.stream(K.INTENT, topology), subject)
+    assert stored is not None and stored.seq == second.seq
+
+
+async def test_compaction_keeps_only_the_latest_intent(conn: bus.Connection, topology: str) -> None:
+    subject = subjects.intent("site-a", "tenants", "cp1", prefix=topology)
+    for generation in (1, 2, 3):
+        await bus.publish(
+            conn, subject, messages.encode(helpers.intent(generation=generation)), msg_id=f"g{generation}"
+        )
+    consumer = await bus.bind(conn, streams.agent_consumer("site-a", prefix=topology))
+    deliveries = await consumer.fetch(10, timeout=1)
+    assert [messages.decode_intent(d.data).generation for d in deliveries] == [3]
+    assert deliveries[0].stream_seq == 3
+    await deliveries[0].ack()
+    await consumer.unsubscribe()
+
+
+async def test_consumer_of_one_site_sees_only_its_intents(conn: bus.Connection, topology: str) -> None:
+    for site in ("site-a", "site-b"):
+        await bus.publish(
+            conn, subjects.intent(site, "tenants", "cp1", prefix=topology), b"{}", msg_id=f"{site}-1"
+        )
+    consumer = await bus.bind(conn, streams.agent_consumer("site-b", prefix=topology))
+    deliveries = await consumer.fetch(10, timeout=1)
+    assert [d.subject for d in deliveries] == [subjects.intent("site-b", "tenants", "cp1", prefix=topology)]
+    await deliveries[0].term()
+    await consumer.unsubscribe()
+
+
+async def test_unacked_message_is_redelivered_after_ack_wait(conn: bus.Connection, prefix: str) -> None:
+    await bus.ensure_topology(conn, sites=[], prefix=prefix)
+    short = streams.ConsumerDef(
+        stream=helpers.stream(K.INTENT, prefix),
+        durable_name="agent-short",
+        filter_subject=f"{prefix}.intent.short.>",
+        ack_wait=1.0,
+    )
+    await bus.ensure_topology(conn, sites=[], prefix=prefix)
+    await bus.topology.ensure_consumer(conn, short)
+    await bus.publish(conn, f"{prefix}.intent.short.ns.cp", b"{}", msg_id="r1")
+    consumer = await bus.bind(conn, short)
+    [first] = await consumer.fetch(1, timeout=2)
+    assert first.num_delivered == 1  # not acked: the server must hand it out again
+    redelivered = []
+    for _ in range(20):
+        redelivered = await consumer.fetch(1, timeout=0.5)
+        if redelivered:
+            break
+    assert [d.stream_seq for d in redelivered] == [first.stream_seq]
+    assert redelivered[0].num_delivered == 2
+    await redelivered[0].ack()
+    await consumer.unsubscribe()
+
+
+async def test_nak_with_delay_redelivers(conn: bus.Connection, topology: str) -> None:
+    subject = subjects.intent("site-a", "tenants", "cp1", prefix=topology)
+    await bus.publish(conn, subject, b"{}", msg_id="n1")
+    consumer = await bus.bind(conn, streams.agent_consumer("site-a", prefix=topology))
+    [d] = await consumer.fetch(1, timeout=2)
+    await d.nak(delay=0.3)
+    again: list[bus.Delivery] = []
+    for _ in range(20):
+        again = await consumer.fetch(1, timeout=0.5)
+        if again:
+            break
+    assert again and again[0].stream_seq == d.stream_seq and again[0].num_delivered == 2
+    await again[0].ack()
+    await consumer.unsubscribe()
+
+
+async def test_bind_to_missing_consumer_is_consumer_not_found(conn: bus.Connection, topology: str) -> None:
+    with pytest.raises(errors.ConsumerNotFound) as exc:
+        await bus.bind(conn, streams.agent_consumer("site-zz", prefix=topology))
+    assert "agent-site-zz" in str(exc.value)
+
+
+async def test_purge_subject_and_missing_last_message(conn: bus.Connection, topology: str) -> None:
+    subject = subjects.status("site-a", "tenants", "cp1", prefix=topology)
+    await bus.publish(conn, subject, b"{}", msg_id="p1")
+    name = helpers.stream(K.STATUS, topology)
+    assert await bus.last_message(conn, name, subject) is not None
+    await bus.purge_subject(conn, name, subject)
+    assert await bus.last_message(conn, name, subject) is None
+
+
+async def test_server_restart_keeps_every_acknowledged_message(
+    restartable_nats: natsd.NatsServer, prefix: str
+) -> None:
+    conn = await bus.connect(helpers.options(restartable_nats.url), deadline=10)
+    try:
+        await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
+        published = {}
+        for i in range(5):
+            subject = subjects.intent("site-a", "tenants", f"cp{i}", prefix=prefix)
+            published[subject] = (
+                await bus.publish(
+                    conn, subject, messages.encode(helpers.intent(name=f"cp{i}")), msg_id=f"m{i}"
+                )
+            ).seq
+        reconnects = conn.reconnects
+        restartable_nats.restart()
+        await helpers.eventually(lambda: _true(conn.reconnects > reconnects), within=15)
+        for subject, seq in published.items():
+            stored = await bus.last_message(conn, helpers.stream(K.INTENT, prefix), subject)
+            assert stored is not None and stored.seq == seq
+        # The durable consumer survived too and still delivers everything.
+        consumer = await bus.bind(conn, streams.agent_consumer("site-a", prefix=prefix))
+        got = await consumer.fetch(10, timeout=2)
+        assert sorted(d.subject for d in got) == sorted(published)
+        await consumer.unsubscribe()
+    finally:
+        await conn.close()
+
+
+async def test_publish_retries_until_the_server_is_back(
+    restartable_nats: natsd.NatsServer, prefix: str
+) -> None:
+    conn = await bus.connect(helpers.options(restartable_nats.url), deadline=10)
+    try:
+        await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
+        subject = subjects.status("site-a", "tenants", "cp1", prefix=prefix)
+        restartable_nats.stop()
+        import asyncio
+
+        async def bring_back() -> None:
+            await asyncio.sleep(1.0)
+            await asyncio.to_thread(restartable_nats.start)
+
+        task = asyncio.create_task(bring_back())
+        ack = await bus.publish(conn, subject, b"{}", msg_id="while-down", attempts=30, retry_wait=0.1)
+        await task
+        assert ack.seq == 1
+        again = await bus.publish(conn, subject, b"{}", msg_id="while-down")
+        assert again.duplicate
+    finally:
+        await conn.close()
+
+
+async def test_connect_gives_up_only_at_the_deadline() -> None:
+    port = natsd.free_port()
+    with pytest.raises(errors.Unavailable) as exc:
+        await bus.connect(helpers.options(f"nats://127.0.0.1:{port}"), deadline=1.0)
+    assert f"127.0.0.1:{port}" in str(exc.value)
+
+
+async def _true(value: bool) -> bool:
+    return value

@@ -1,0 +1,144 @@
+"""Site credentials made by `kamaji-broker site add` on a server configured by
+`kamaji-broker nats-config`: each site reaches only its own subjects, and every denial surfaces
+as PermissionDenied naming the subject (not as a bare timeout)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from common import bus, errors
+from common.bus import consuming
+from kamaji_broker import natsfiles
+from protocol import messages, streams, subjects
+from sandbox import natsd
+from tests import helpers
+
+K = subjects.Kind
+PREFIX = subjects.DEFAULT_PREFIX
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[natsd.NatsServer, Path]]:
+    d = tmp_path_factory.mktemp("secured")
+    port = natsd.free_port()
+    main, _ = natsfiles.nats_config(d / "conf", host="127.0.0.1", port=port, store_dir=d / "store")
+    for site in ("site-a", "site-b"):
+        natsfiles.site_add(d / "conf", site)
+    server = natsd.NatsServer(store_dir=d / "store", port=port, config=main, log_file=d / "nats.log")
+    server.start()
+    yield server, d / "conf"
+    server.stop()
+
+
+@pytest.fixture
+async def hub(secured: tuple[natsd.NatsServer, Path]) -> AsyncIterator[bus.Connection]:
+    server, conf = secured
+    conn = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
+    await bus.ensure_topology(conn, sites=["site-a", "site-b"])
+    yield conn
+    await conn.close()
+
+
+@pytest.fixture
+async def site_a(
+    secured: tuple[natsd.NatsServer, Path], hub: bus.Connection
+) -> AsyncIterator[bus.Connection]:
+    server, conf = secured
+    conn = await bus.connect(
+        helpers.options(
+            server.url, seed_file=conf / "sites" / "site-a.nk", inbox_prefix=bus.site_inbox_prefix("site-a")
+        ),
+        deadline=10,
+    )
+    yield conn
+    await conn.close()
+
+
+async def test_site_cannot_read_another_sites_consumer(site_a: bus.Connection) -> None:
+    with pytest.raises(errors.PermissionDenied) as exc:
+        await bus.bind(site_a, streams.agent_consumer("site-b"))
+    assert exc.value.subject == "$JS.API.CONSUMER.INFO.KB_INTENTS.agent-site-b"
+    assert exc.value.operation == "publish"
+
+
+async def test_site_cannot_fetch_from_another_sites_consumer(site_a: bus.Connection) -> None:
+    definition = streams.agent_consumer("site-b")
+    sub = await site_a.js.pull_subscribe_bind(
+        durable=definition.durable_name, stream=definition.stream, inbox_prefix=b"_INBOX_site-a."
+    )
+    consumer = consuming.Consumer(site_a, definition, sub)
+    with pytest.raises(errors.PermissionDenied) as exc:
+        await consumer.fetch(1, timeout=30)  # would block 30 s without the permission guard
+    assert exc.value.subject == "$JS.API.CONSUMER.MSG.NEXT.KB_INTENTS.agent-site-b"
+    await consumer.unsubscribe()
+
+
+@pytest.mark.parametrize(
+    "subject",
+    [
+        "kb.status.site-b.tenants.cp1",
+        "kb.secret.site-b.tenants.cp1",
+        "kb.site.site-b",
+        "kb.intent.site-a.tenants.cp1",  # a site never writes intents, not even its own
+    ],
+)
+async def test_site_cannot_publish_outside_its_subjects(site_a: bus.Connection, subject: str) -> None:
+    with pytest.raises(errors.PermissionDenied) as exc:
+        await bus.publish(site_a, subject, b"{}", msg_id="x", attempts=1)
+    assert exc.value.subject == subject
+
+
+@pytest.mark.parametrize("subject", ["kb.intent.>", "kb.intent.site-a.>", "_INBOX.>", "_INBOX_site-b.>"])
+async def test_site_cannot_subscribe_outside_its_inbox(site_a: bus.Connection, subject: str) -> None:
+    with pytest.raises(errors.PermissionDenied) as exc:
+        await bus.subscribe_check(site_a, subject)
+    assert exc.value.subject == subject and exc.value.operation == "subscribe"
+
+
+async def test_site_can_do_all_of_its_own_operations(site_a: bus.Connection, hub: bus.Connection) -> None:
+    for name in ("cp1", "cp2", "cp3", "cp4"):
+        subject = subjects.intent("site-a", "tenants", name)
+        await bus.publish(hub, subject, messages.encode(helpers.intent(name=name)), msg_id=f"own-{name}")
+    consumer = await bus.bind(site_a, streams.agent_consumer("site-a"))
+    deliveries = await consumer.fetch(4, timeout=2)
+    assert len(deliveries) == 4
+    ack, nak, term, progress = deliveries
+    await progress.in_progress()
+    await ack.ack()
+    await nak.nak(delay=30)
+    await term.term()
+    await progress.ack()
+    state = await consumer.info()
+    assert state.num_ack_pending == 1  # only the nak'ed one waits for redelivery
+    await consumer.unsubscribe()
+
+    for kind, message in ((K.STATUS, helpers.status()), (K.SECRET, helpers.sealed())):
+        subject = subjects.control_plane(kind, "site-a", "tenants", "cp1")
+        ack_ = await bus.publish(site_a, subject, messages.encode(message), msg_id=f"{kind}-own")
+        assert ack_.stream == streams.stream_name(kind)
+    hb = await bus.publish(
+        site_a, subjects.heartbeat("site-a"), messages.encode(helpers.heartbeat()), msg_id="hb"
+    )
+    assert hb.stream == "KB_SITES"
+    await bus.subscribe_check(site_a, "_INBOX_site-a.anything")
+
+
+async def test_site_connected_with_the_default_inbox_is_told_so(
+    secured: tuple[natsd.NatsServer, Path],
+) -> None:
+    server, conf = secured
+    conn = await bus.connect(helpers.options(server.url, seed_file=conf / "sites" / "site-a.nk"), deadline=10)
+    try:
+        with pytest.raises(errors.PermissionDenied) as exc:
+            await bus.consumer_info(conn, "KB_INTENTS", "agent-site-a")
+        assert exc.value.operation == "subscribe" and exc.value.subject.startswith("_INBOX.")
+    finally:
+        await conn.close()
+
+
+async def test_hub_cannot_read_a_sites_inbox(hub: bus.Connection) -> None:
+    with pytest.raises(errors.PermissionDenied):
+        await bus.subscribe_check(hub, "_INBOX_site-a.>")

