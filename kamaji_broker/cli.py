@@ -9,6 +9,7 @@ are reported naming the flag or value, with exit code 2; nothing prints secret m
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +21,6 @@ from protocol import subjects
 NOT_YET = {
     "hub": "the management-cluster controller",
     "agent": "the site controller",
-    "sandbox": "the whole system on this machine",
 }
 
 
@@ -34,6 +34,13 @@ def _parser() -> argparse.ArgumentParser:
 
     for name, what in NOT_YET.items():
         sub.add_parser(name, help=f"run {what} (not yet available)")
+
+    sb = sub.add_parser(
+        "sandbox", help="run the system on this machine (today: the wire protocol, end to end)"
+    )
+    sb.add_argument(
+        "--dir", type=Path, default=Path(".sandbox"), help="working directory (default: .sandbox)"
+    )
 
     keys = sub.add_parser("keys", help="hub key pairs (signing and sealing)")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
@@ -117,12 +124,20 @@ def _nats_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sandbox(args: argparse.Namespace) -> int:
+    # Imported here: only this command needs the sandbox (and its nats-server wheel).
+    from sandbox import demo
+
+    return demo.run(args.dir)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command in NOT_YET:
         print(f"kamaji-broker {args.command}: not yet available in this version", file=sys.stderr)
         return 2
-    handlers = {"keys": _keys, "site": _site, "nats-config": _nats_config}
+    handlers = {"keys": _keys, "site": _site, "nats-config": _nats_config, "sandbox": _sandbox}
     try:
         return handlers[args.command](args)
     except (protocol_errors.ProtocolError, ValueError, FileNotFoundError) as exc:
