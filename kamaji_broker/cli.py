@@ -14,7 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kamaji_broker import __version__, keyfiles, natsfiles
+from common import keyfiles, natsfiles
+from kamaji_broker import __version__
 from protocol import errors as protocol_errors
 from protocol import subjects
 

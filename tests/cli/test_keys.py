@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kamaji_broker import cli, keyfiles
+from common import keyfiles
+from kamaji_broker import cli
 from protocol import keys, messages, sealing, signing
 from tests import helpers
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import nkeys
 import pytest
 
-from kamaji_broker import cli, natsfiles
+from common import natsfiles
+from kamaji_broker import cli
 from sandbox import natsd
 
 

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from common import bus, errors
+from common import bus, errors, natsfiles
 from common.bus import consuming
-from kamaji_broker import natsfiles
 from protocol import messages, streams, subjects
 from sandbox import natsd
 from tests import helpers

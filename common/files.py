@@ -1,4 +1,4 @@
-"""Small file helpers for the operator commands: private files are created 0600, atomically."""
+"""File helpers for operator files (keys, NATS credentials): private files are 0600, atomic."""
 
 from __future__ import annotations
 

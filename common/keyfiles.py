@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from kamaji_broker import files
+from common import files
 from protocol import keys
 
 SIGNING_FILE = "signing.key"

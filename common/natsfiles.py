@@ -19,8 +19,7 @@ from pathlib import Path
 
 import nkeys
 
-from common import natsconfig
-from kamaji_broker import files
+from common import files, natsconfig
 from protocol import labels, permissions, subjects
 
 MAIN_FILE = "nats-server.conf"
