@@ -15,8 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from common import bus, errors
-from kamaji_broker import keyfiles, natsfiles
+from common import bus, errors, keyfiles, natsfiles
 from protocol import keys, messages, sealing, signing, streams, subjects
 from sandbox import natsd
 
