@@ -1,0 +1,42 @@
+"""The Kubernetes API emulator: one in-memory cluster per ``Server``, real REST API on 127.0.0.1.
+
+Speaks enough of the Kubernetes API (discovery, built-ins, CRDs with structural-schema
+validation, list/watch with resourceVersions, patches, subresources, finalizers, garbage
+collection) that kubectl, kubernetes_asyncio and the official client work against it unchanged::
+
+    from sandbox import kubeapi
+    server = kubeapi.Server(name="mgmt")
+    await server.start(port=0)
+    server.write_kubeconfig(".sandbox/mgmt.kubeconfig")
+    await server.stop()
+
+Layers, bottom up: pure pieces (``errors``, ``selectors``, ``patching``, ``schema``,
+``resources``, ``routing``, ``discovery``, ``tables``), the state (``watching``, ``objects``,
+``admission``, ``store``, ``collecting``), HTTP (``rendering``, ``streaming``, ``handlers``,
+``server``). Known deviations from a real apiserver are listed in ``DEVIATIONS``.
+"""
+
+from __future__ import annotations
+
+from sandbox.kubeapi.errors import ApiError
+from sandbox.kubeapi.server import Server
+
+__all__ = ["DEVIATIONS", "ApiError", "Server"]
+
+DEVIATIONS = """\
+- Strategic merge patch is applied as JSON merge patch (lists replaced, no $patch directives);
+  server-side apply (application/apply-patch+yaml) is a merge patch that creates when absent,
+  without field ownership (managedFields are not kept).
+- OpenAPI: /openapi/v3 answers an empty index and /openapi/v2 an empty document, so kubectl
+  skips client-side validation and never sends fieldValidation=Strict; fieldValidation is
+  ignored (unknown fields of custom resources are pruned, as with the default "Ignore").
+- CEL rules (x-kubernetes-validations) are not evaluated; other structural-schema checks are.
+- Custom resources are served in every served version without conversion (only apiVersion
+  changes); status/scale subresources come from the storage version.
+- events and events.k8s.io/v1 Events are stored separately (no conversion between them).
+- One history window for the whole cluster (not one watch cache per resource); lists are
+  served from memory at the requested page's resourceVersion.
+- Garbage collection, namespace cleanup and CRD cleanup run synchronously at the end of the
+  write that triggers them, not a moment later in a controller.
+- No authentication or authorisation: every request is allowed.
+"""
