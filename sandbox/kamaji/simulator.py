@@ -193,8 +193,19 @@ class Simulator:
         present = {_key(obj) for obj in items}
         for key in [k for k in self._workers if k not in present]:
             self._forget(key)
+        # Re-adopt every endpoint already in a status before any worker allocates a new one:
+        # otherwise a restarted simulator could hand a new TCP the address of an existing one.
+        for obj in items:
+            self._claim_address(obj)
         for obj in items:
             self._dispatch(kube.WatchEvent(type="ADDED", object=obj))
+
+    def _claim_address(self, obj: Mapping[str, Any]) -> None:
+        if ((obj.get("spec") or {}).get("networkProfile") or {}).get("address"):
+            return
+        host = _endpoint_host(obj.get("status") or {})
+        if host is not None:
+            self._pool.address_for(str(_metadata(obj).get("uid") or ""), hint=host)
 
     def _dispatch(self, event: kube.WatchEvent) -> None:
         if event.type not in ("ADDED", "MODIFIED", "DELETED"):
@@ -206,6 +217,7 @@ class Simulator:
                 self._forget(key)
             return
         if worker is None:
+            self._claim_address(event.object)
             worker = _Worker(key=key, obj=event.object)
             worker.task = asyncio.create_task(self._work(worker), name=f"kamaji-simulator {key[0]}/{key[1]}")
             self._workers[key] = worker
