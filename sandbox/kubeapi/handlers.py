@@ -8,7 +8,7 @@ HTTP. Watch streams are in ``streaming``. Talks to a ``store.Store``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
 from typing import Any
 
 import msgspec
@@ -19,6 +19,7 @@ from sandbox.kubeapi import (
     discovery,
     errors,
     objects,
+    options,
     patching,
     rendering,
     resources,
@@ -29,6 +30,7 @@ from sandbox.kubeapi import (
     watching,
 )
 
+log = logging.getLogger(__name__)
 JSON = "application/json"
 _MERGE_TYPES = (
     "application/merge-patch+json",
@@ -38,14 +40,6 @@ _MERGE_TYPES = (
     # Documented deviation: server-side apply is applied as a merge patch that may create.
     "application/apply-patch+yaml",
 )
-
-
-@dataclass
-class Settings:
-    bookmark_interval: float = 10.0
-    """Seconds between BOOKMARK events on an idle watch that asked for them (the real server: ~1 min)."""
-    default_watch_timeout: float = 1800.0
-    """Seconds a watch without ``timeoutSeconds`` stays open (the real server: 30-60 min)."""
 
 
 def respond(body: bytes, *, status: int = 200, content_type: str = JSON) -> web.Response:
@@ -67,7 +61,7 @@ def not_found_path() -> errors.ApiError:
 class Handler:
     """One cluster's HTTP front: ``handle`` is the aiohttp catch-all route."""
 
-    def __init__(self, state: store.Store, settings: Settings) -> None:
+    def __init__(self, state: store.Store, settings: options.Settings) -> None:
         self.store = state
         self.settings = settings
         self.address = ""
@@ -77,6 +71,9 @@ class Handler:
             return await self._dispatch(request)
         except errors.ApiError as exc:
             return error_response(exc)
+        except Exception as exc:  # a bug of ours: answer a Status, as the real server does on a panic
+            log.exception("%s %s failed", request.method, request.path_qs)
+            return error_response(errors.internal(repr(exc)))
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
@@ -143,7 +140,7 @@ class Handler:
             raise not_found_path()
         if not target.name:
             if method == "GET":
-                if target.legacy_watch or _flag(query.get("watch")):
+                if target.legacy_watch or options.flag(query.get("watch")):
                     return await streaming.watch(
                         request, self.store, view, self._filter(target, rtype, query), self.settings
                     )
@@ -151,7 +148,11 @@ class Handler:
             if method == "POST":
                 body = await _body(request)
                 entry = self.store.create(
-                    rtype, target.namespace or "", body, version=target.version, dry_run=_dry_run(query)
+                    rtype,
+                    target.namespace or "",
+                    body,
+                    version=target.version,
+                    dry_run=options.dry_run(query),
                 )
                 return respond(rendering.object_bytes(view, entry), status=201)
             if method == "DELETE":
@@ -183,7 +184,7 @@ class Handler:
     def _list(
         self, view: rendering.View, target: routing.Target, rtype: resources.ResourceType, query: Any
     ) -> web.Response:
-        limit = _int(query.get("limit"), "limit")
+        limit = options.integer(query.get("limit"), "limit")
         exact = None
         if query.get("resourceVersionMatch") == "Exact":
             exact = store.parse_rv(query.get("resourceVersion"))
@@ -221,7 +222,7 @@ class Handler:
                 body,
                 version=target.version,
                 subresource=sub,
-                dry_run=_dry_run(request.query),
+                dry_run=options.dry_run(request.query),
             )
             return respond(rendering.object_bytes(view, entry))
         if method == "PATCH":
@@ -248,7 +249,7 @@ class Handler:
             if content_type != "application/apply-patch+yaml":
                 raise
             return self.store.create(
-                rtype, ns, patch, version=target.version, dry_run=_dry_run(request.query)
+                rtype, ns, patch, version=target.version, dry_run=options.dry_run(request.query)
             )
         patched = apply_patch(content_type, rendering.as_version(view, current), patch)
         return self.store.update(
@@ -258,7 +259,7 @@ class Handler:
             patched,
             version=target.version,
             subresource=target.subresource,
-            dry_run=_dry_run(request.query),
+            dry_run=options.dry_run(request.query),
         )
 
     async def _scale(
@@ -296,7 +297,7 @@ class Handler:
             obj["metadata"]["resourceVersion"] = wanted_rv
         rendering.set_path(obj, rtype.scale.spec_replicas_path, replicas)
         entry = self.store.update(
-            rtype, ns, name, obj, version=rtype.storage_version, dry_run=_dry_run(request.query)
+            rtype, ns, name, obj, version=rtype.storage_version, dry_run=options.dry_run(request.query)
         )
         return respond_json(rendering.scale_of(rtype, entry))
 
@@ -307,15 +308,15 @@ class Handler:
         target: routing.Target,
         rtype: resources.ResourceType,
     ) -> web.Response:
-        options = await _delete_options(request)
+        opts = await _delete_options(request)
         entry, gone = self.store.delete(
             rtype,
             target.namespace or "",
             target.name,
-            propagation=options["propagation"],
-            uid=options["uid"],
-            resource_version=options["rv"],
-            dry_run=options["dry_run"],
+            propagation=opts["propagation"],
+            uid=opts["uid"],
+            resource_version=opts["rv"],
+            dry_run=opts["dry_run"],
         )
         if rtype.returns_deleted_object or not gone:
             return respond(rendering.object_bytes(view, entry))
@@ -342,7 +343,7 @@ class Handler:
         target: routing.Target,
         rtype: resources.ResourceType,
     ) -> web.Response:
-        options = await _delete_options(request)
+        opts = await _delete_options(request)
         page = self.store.list_page(rtype, self._filter(target, rtype, request.query))
         deleted = []
         for entry in page.entries:
@@ -353,8 +354,8 @@ class Handler:
                 rtype,
                 meta.get("namespace", ""),
                 meta["name"],
-                propagation=options["propagation"],
-                dry_run=options["dry_run"],
+                propagation=opts["propagation"],
+                dry_run=opts["dry_run"],
             )
             deleted.append(result)
         plain = rendering.View(rtype, view.version)
@@ -406,37 +407,20 @@ async def _body(request: web.Request) -> dict[str, Any]:
 
 async def _delete_options(request: web.Request) -> dict[str, Any]:
     query = request.query
-    options: dict[str, Any] = {}
+    opts: dict[str, Any] = {}
     raw = await request.read()
     if raw.strip():
         decoded = _decode(raw)
-        options = decoded if isinstance(decoded, dict) else {}
-    propagation = query.get("propagationPolicy") or options.get("propagationPolicy") or "Background"
-    if options.get("orphanDependents") is True or _flag(query.get("orphanDependents")):
+        opts = decoded if isinstance(decoded, dict) else {}
+    propagation = query.get("propagationPolicy") or opts.get("propagationPolicy") or "Background"
+    if opts.get("orphanDependents") is True or options.flag(query.get("orphanDependents")):
         propagation = "Orphan"
     if propagation not in ("Background", "Foreground", "Orphan"):
         raise errors.bad_request(f'unsupported propagationPolicy "{propagation}"')
-    preconditions = options.get("preconditions") or {}
+    preconditions = opts.get("preconditions") or {}
     return {
         "propagation": propagation,
         "uid": preconditions.get("uid"),
         "rv": preconditions.get("resourceVersion"),
-        "dry_run": _dry_run(query) or bool(options.get("dryRun")),
+        "dry_run": options.dry_run(query) or bool(opts.get("dryRun")),
     }
-
-
-def _flag(value: str | None) -> bool:
-    return value in ("true", "1", "True")
-
-
-def _dry_run(query: Any) -> bool:
-    return "All" in query.getall("dryRun", [])
-
-
-def _int(value: str | None, name: str) -> int:
-    if not value:
-        return 0
-    try:
-        return max(int(value), 0)
-    except ValueError as exc:
-        raise errors.bad_request(f"invalid {name} {value!r}") from exc

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from sandbox.kubeapi import errors, handlers, store
+from sandbox.kubeapi import errors, handlers, options, store
 from sandbox.kubeapi.objects import CRDS
 
 
@@ -37,7 +37,7 @@ class Server:
     ) -> None:
         self.name = name
         self.store = store.Store(history=history, watch_queue=watch_queue)
-        self.settings = handlers.Settings(bookmark_interval=bookmark_interval)
+        self.settings = options.Settings(bookmark_interval=bookmark_interval)
         self._handler = handlers.Handler(self.store, self.settings)
         self._runner: web.AppRunner | None = None
         self.port = 0

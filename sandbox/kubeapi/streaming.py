@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
-from sandbox.kubeapi import errors, rendering, store, watching
-
-if TYPE_CHECKING:
-    from sandbox.kubeapi.handlers import Settings
+from sandbox.kubeapi import errors, options, rendering, store, watching
 
 
-def _timeout(query: Any, settings: Settings) -> float:
+def _timeout(query: Any, settings: options.Settings) -> float:
     raw = query.get("timeoutSeconds")
     if not raw:
         return settings.default_watch_timeout
@@ -36,13 +33,13 @@ async def watch(
     state: store.Store,
     view: rendering.View,
     filter_: watching.Filter,
-    settings: Settings,
+    settings: options.Settings,
 ) -> web.StreamResponse:
     query = request.query
     deadline = time.monotonic() + _timeout(query, settings)
-    bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+    bookmarks = options.flag(query.get("allowWatchBookmarks"))
     rv = query.get("resourceVersion")
-    send_initial = query.get("sendInitialEvents") == "true"
+    send_initial = options.flag(query.get("sendInitialEvents"))
     if send_initial:
         rv = None  # the initial state as synthetic ADDED events, then the bookmark below
     response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})

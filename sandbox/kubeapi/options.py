@@ -1,0 +1,38 @@
+"""Settings of a server and the parsing of common query parameters.
+
+Owns ``Settings`` (watch timing) and the Go-compatible parsing of boolean, integer and
+``dryRun`` query parameters, shared by ``handlers`` and ``streaming``. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sandbox.kubeapi import errors
+
+
+@dataclass
+class Settings:
+    bookmark_interval: float = 10.0
+    """Seconds between BOOKMARK events on an idle watch that asked for them (the real server: ~1 min)."""
+    default_watch_timeout: float = 1800.0
+    """Seconds a watch without ``timeoutSeconds`` stays open (the real server: 30-60 min)."""
+
+
+def flag(value: str | None) -> bool:
+    """A boolean query parameter, parsed as Go's strconv.ParseBool (clients send "true" or "True")."""
+    return value in ("1", "t", "T", "TRUE", "true", "True")
+
+
+def dry_run(query: Any) -> bool:
+    return "All" in query.getall("dryRun", [])
+
+
+def integer(value: str | None, name: str) -> int:
+    if not value:
+        return 0
+    try:
+        return max(int(value), 0)
+    except ValueError as exc:
+        raise errors.bad_request(f"invalid {name} {value!r}") from exc
