@@ -1,0 +1,192 @@
+"""Unmodified kubectl against the emulator: discovery, apply of the real Kamaji CRD, get/patch/delete, -w."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sandbox import kubeapi
+from tests.sandbox.conftest import KAMAJI_CRD, tcp
+
+KUBECTL = Path("/usr/bin/kubectl")
+pytestmark = pytest.mark.skipif(not KUBECTL.exists(), reason=f"kubectl is absent: {KUBECTL}")
+
+
+class Kubectl:
+    def __init__(self, kubeconfig: Path, cache: Path) -> None:
+        self.base = [str(KUBECTL), "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache)]
+
+    async def run(self, *args: str, stdin: str | None = None, ok: bool = True) -> tuple[int, str, str]:
+        proc = await asyncio.create_subprocess_exec(
+            *self.base,
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), timeout=60)
+        code = proc.returncode if proc.returncode is not None else -1
+        if ok:
+            assert code == 0, f"kubectl {' '.join(args)} failed ({code}): {err.decode()}"
+        return code, out.decode(), err.decode()
+
+    async def __call__(self, *args: str, stdin: str | None = None) -> str:
+        return (await self.run(*args, stdin=stdin))[1]
+
+
+@pytest.fixture
+def kubectl(kubeconfig: Path, tmp_path: Path) -> Kubectl:
+    return Kubectl(kubeconfig, tmp_path / "kube-cache")
+
+
+@pytest.fixture
+def crd_file() -> Path:
+    if not KAMAJI_CRD.is_file():
+        pytest.skip(f"the real Kamaji CRD is absent: {KAMAJI_CRD}")
+    return KAMAJI_CRD
+
+
+def _yaml(obj: dict[str, Any]) -> str:
+    return yaml.safe_dump(obj)
+
+
+async def test_api_resources(kubectl: Kubectl) -> None:
+    out = await kubectl("api-resources")
+    rows = {tuple(line.split()[:1]) for line in out.splitlines()[1:]}
+    for name in ("namespaces", "secrets", "configmaps", "events", "leases", "customresourcedefinitions"):
+        assert (name,) in rows
+    assert "coordination.k8s.io/v1" in out and "events.k8s.io/v1" in out
+
+
+async def test_apply_the_real_kamaji_crd_then_manage_a_tcp(kubectl: Kubectl, crd_file: Path) -> None:
+    out = await kubectl("apply", "-f", str(crd_file))  # no --validate=false needed
+    assert "tenantcontrolplanes.kamaji.clastix.io created" in out
+    assert "tenantcontrolplanes" in await kubectl("api-resources", "--api-group=kamaji.clastix.io")
+    await kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin=_yaml({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenants"}}),
+    )
+    manifest = tcp("tenant-a", namespace="tenants", labels={"team": "a"})
+    assert "created" in await kubectl("apply", "-f", "-", stdin=_yaml(manifest))
+    await kubectl("apply", "-f", "-", stdin=_yaml(tcp("tenant-b", labels={"team": "b"})))
+
+    table = await kubectl("get", "tcp", "-n", "tenants")
+    header, row = table.splitlines()[:2]
+    assert header.split()[:2] == ["NAME", "VERSION"]
+    assert row.split()[:2] == ["tenant-a", "v1.30.0"]
+    by_name = json.loads(
+        await kubectl("get", "tenantcontrolplane", "tenant-a", "-n", "tenants", "-o", "json")
+    )
+    assert by_name["spec"]["kubernetes"]["kubelet"]["cgroupfs"] == "systemd"
+    everywhere = await kubectl("get", "tcp", "-A", "-o", "name")
+    assert everywhere.split() == [
+        "tenantcontrolplane.kamaji.clastix.io/tenant-b",
+        "tenantcontrolplane.kamaji.clastix.io/tenant-a",
+    ]  # sorted by namespace: default, tenants
+    labelled = await kubectl("get", "tcp", "-A", "-l", "team=a", "-o", "jsonpath={.items[*].metadata.name}")
+    assert labelled == "tenant-a"
+
+    await kubectl(
+        "patch",
+        "tcp",
+        "tenant-a",
+        "-n",
+        "tenants",
+        "--type=merge",
+        "-p",
+        '{"spec":{"kubernetes":{"version":"v1.31.0"}}}',
+    )
+    patched = json.loads(await kubectl("get", "tcp", "tenant-a", "-n", "tenants", "-o", "json"))
+    assert patched["spec"]["kubernetes"]["version"] == "v1.31.0"
+    assert patched["metadata"]["generation"] == 2
+    await kubectl(
+        "patch",
+        "tcp",
+        "tenant-a",
+        "-n",
+        "tenants",
+        "--type=json",
+        "-p",
+        '[{"op":"replace","path":"/spec/kubernetes/version","value":"v1.31.1"}]',
+    )
+    reapplied = await kubectl("apply", "-f", "-", stdin=_yaml(manifest))
+    assert "configured" in reapplied
+
+    assert "deleted" in await kubectl("delete", "tcp", "tenant-a", "-n", "tenants")
+    code, _, err = await kubectl.run("get", "tcp", "tenant-a", "-n", "tenants", ok=False)
+    assert code != 0 and "NotFound" in err
+
+
+async def test_apply_of_an_invalid_tcp_reports_the_fields(kubectl: Kubectl, crd_file: Path) -> None:
+    await kubectl("apply", "-f", str(crd_file))
+    bad = tcp("bad")
+    bad["spec"]["controlPlane"]["service"]["serviceType"] = "Foo"
+    code, _, err = await kubectl.run("apply", "-f", "-", stdin=_yaml(bad), ok=False)
+    assert code != 0
+    assert 'spec.controlPlane.service.serviceType: Unsupported value: "Foo"' in err
+
+
+async def test_get_watch_prints_events(kube_server: kubeapi.Server, kubectl: Kubectl, crd_file: Path) -> None:
+    await kubectl("apply", "-f", str(crd_file))
+    await kubectl("apply", "-f", "-", stdin=_yaml(tcp("first")))
+    proc = await asyncio.create_subprocess_exec(
+        *kubectl.base,
+        "get",
+        "tcp",
+        "-w",
+        "--output-watch-events",
+        "--request-timeout=0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    try:
+        lines = [await asyncio.wait_for(proc.stdout.readline(), timeout=30) for _ in range(2)]
+        assert lines[0].split()[:2] == [b"EVENT", b"NAME"]
+        assert lines[1].split()[:2] == [b"ADDED", b"first"]
+        await kubectl("apply", "-f", "-", stdin=_yaml(tcp("second")))
+        await kubectl(
+            "patch", "tcp", "first", "--type=merge", "-p", '{"spec":{"kubernetes":{"version":"v1.31.0"}}}'
+        )
+        await kubectl("delete", "tcp", "second")
+        seen = [(await asyncio.wait_for(proc.stdout.readline(), timeout=30)).split()[:3] for _ in range(3)]
+        assert seen == [
+            [b"ADDED", b"second", b"v1.30.0"],
+            [b"MODIFIED", b"first", b"v1.31.0"],
+            [b"DELETED", b"second", b"v1.30.0"],
+        ]
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
+async def test_builtins_with_kubectl(kubectl: Kubectl) -> None:
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "creds"},
+        "stringData": {"token": "abc"},
+    }
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings"},
+        "data": {"a": "1"},
+    }
+    await kubectl("apply", "-f", "-", stdin=_yaml(secret))
+    await kubectl("apply", "-f", "-", stdin=_yaml(configmap))
+    assert (await kubectl("get", "secret", "creds", "-o", "jsonpath={.data.token}")) == "YWJj"
+    out = await kubectl("get", "secrets,configmaps", "-o", "name")
+    assert out.split() == ["secret/creds", "configmap/settings"]
+    await kubectl("label", "configmap", "settings", "tier=front")
+    assert (await kubectl("get", "cm", "-l", "tier=front", "-o", "name")).split() == ["configmap/settings"]
+    await kubectl("delete", "namespace", "default", "--wait=false")
+    code, _, err = await kubectl.run("get", "namespace", "default", ok=False)
+    assert code != 0 and "NotFound" in err
