@@ -80,9 +80,21 @@ class Connection:
         with translate(what):
             return await self.watch.guard(call, subjects=(*subjects, self.inbox_pattern()))
 
+    async def sync(self) -> None:
+        """Return once the server has processed everything sent before: a denial of it has arrived.
+
+        One flush is not enough: nats-py writes the PING straight to the socket while earlier
+        commands (SUB, PUB) may still wait in its pending buffer for the flusher task, so the
+        PONG can overtake them. The first flush kicks the flusher; the second PING then follows
+        everything that was pending.
+        """
+        timeout = int(self.options.request_timeout) or 1
+        await self.nc.flush(timeout=timeout)
+        await self.nc.flush(timeout=timeout)
+
     async def close(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.nc.drain()
+        # close(), not drain(): every publish and ack of ours already waited for the server's
+        # answer, and drain() waits its full timeout on a subscription the server refused.
         if not self.nc.is_closed:
             await self.nc.close()
 

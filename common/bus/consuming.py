@@ -117,7 +117,7 @@ class Delivery:
         # A plain publish gets no answer; the flush round-trip makes a denial arrive before we return.
         async def settle_and_flush() -> None:
             await call
-            await self._conn.nc.flush(timeout=int(self._conn.options.request_timeout))
+            await self._conn.sync()
 
         await self._conn.call(settle_and_flush(), subjects=self._ack_subjects(), what=what)
 
@@ -211,7 +211,7 @@ async def subscribe_check(conn: Connection, subject: str) -> None:
     async def sub_and_flush() -> None:
         sub = await conn.nc.subscribe(subject)
         try:
-            await conn.nc.flush(timeout=int(conn.options.request_timeout))
+            await conn.sync()
         finally:
             await sub.unsubscribe()
 
