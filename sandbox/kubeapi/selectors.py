@@ -120,7 +120,13 @@ def parse_labels(selector: str) -> LabelSelector:
             if i >= len(tokens) or tokens[i] == ",":
                 reqs.append(Requirement(key, "exists"))
             else:
-                reqs.append(_operation(selector, key, take(), take))
+                op = take()
+                if op in ("=", "==", "!=") and (i >= len(tokens) or tokens[i] == ","):
+                    reqs.append(
+                        Requirement(key, "in" if op != "!=" else "notin", frozenset([""]))
+                    )  # key= is key==""
+                else:
+                    reqs.append(_operation(selector, key, op, take))
         if i == len(tokens):
             break
         if take() != ",":

@@ -1,0 +1,310 @@
+"""sandbox.kubeapi.schema: structural-schema pruning, defaulting and validation (pure)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from sandbox.kubeapi import schema
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "required": ["name"],
+            "properties": {
+                "name": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 8, "minLength": 2},
+                "mode": {"type": "string", "enum": ["A", "B"], "default": "A"},
+                "count": {"type": "integer", "minimum": 1, "maximum": 5},
+                "ratio": {"type": "number", "exclusiveMinimum": True, "minimum": 0},
+                "port": {
+                    "x-kubernetes-int-or-string": True,
+                    "anyOf": [{"type": "integer"}, {"type": "string"}],
+                },
+                "when": {"type": "string", "format": "date-time"},
+                "ip": {"type": "string", "format": "ipv4"},
+                "maybe": {"type": "string", "nullable": True},
+                "tags": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "maxItems": 2,
+                    "x-kubernetes-list-type": "set",
+                },
+                "ports": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
+                    },
+                },
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                "nested": {
+                    "type": "object",
+                    "default": {},
+                    "properties": {"inner": {"type": "boolean", "default": True}},
+                },
+                "flag": {"type": "boolean"},
+            },
+        },
+        "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+    },
+}
+
+
+def _causes(spec: dict[str, Any]) -> list[tuple[str, str, str]]:
+    obj = {"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"}, "spec": spec}
+    return [(c.field, c.reason, c.message) for c in schema.validate(obj, SCHEMA)]
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"name": "ok"}, []),
+        ({}, [("spec.name", "FieldValueRequired", "Required value")]),
+        (
+            {"name": 5},
+            [
+                (
+                    "spec.name",
+                    "FieldValueTypeInvalid",
+                    'Invalid value: "integer": spec.name in body must be of type string: "integer"',
+                )
+            ],
+        ),
+        (
+            {"name": "Abc"},
+            [
+                (
+                    "spec.name",
+                    "FieldValueInvalid",
+                    "Invalid value: \"Abc\": spec.name in body should match '^[a-z]+$'",
+                )
+            ],
+        ),
+        (
+            {"name": "abcdefghi"},
+            [("spec.name", "FieldValueTooLong", "Too long: may not be more than 8 bytes")],
+        ),
+        (
+            {"name": "a"},
+            [
+                (
+                    "spec.name",
+                    "FieldValueInvalid",
+                    'Invalid value: "a": spec.name in body should be at least 2 chars long',
+                )
+            ],
+        ),
+        (
+            {"name": "ok", "mode": "C"},
+            [("spec.mode", "FieldValueNotSupported", 'Unsupported value: "C": supported values: "A", "B"')],
+        ),
+        (
+            {"name": "ok", "count": 0},
+            [
+                (
+                    "spec.count",
+                    "FieldValueInvalid",
+                    "Invalid value: 0: spec.count in body should be greater than or equal to 1",
+                )
+            ],
+        ),
+        (
+            {"name": "ok", "count": 6},
+            [
+                (
+                    "spec.count",
+                    "FieldValueInvalid",
+                    "Invalid value: 6: spec.count in body should be less than or equal to 5",
+                )
+            ],
+        ),
+        ({"name": "ok", "count": 2.0}, []),
+        (
+            {"name": "ok", "count": 2.5},
+            [
+                (
+                    "spec.count",
+                    "FieldValueTypeInvalid",
+                    'Invalid value: "number": spec.count in body must be of type integer: "number"',
+                )
+            ],
+        ),
+        (
+            {"name": "ok", "count": True},
+            [
+                (
+                    "spec.count",
+                    "FieldValueTypeInvalid",
+                    'Invalid value: "boolean": spec.count in body must be of type integer: "boolean"',
+                )
+            ],
+        ),
+        (
+            {"name": "ok", "ratio": 0},
+            [
+                (
+                    "spec.ratio",
+                    "FieldValueInvalid",
+                    "Invalid value: 0: spec.ratio in body should be greater than 0",
+                )
+            ],
+        ),
+        ({"name": "ok", "port": 80}, []),
+        ({"name": "ok", "port": "http"}, []),
+        (
+            {"name": "ok", "port": [1]},
+            [
+                (
+                    "spec.port",
+                    "FieldValueTypeInvalid",
+                    'Invalid value: "array": spec.port in body must be of type integer,string: "array"',
+                )
+            ],
+        ),
+        ({"name": "ok", "when": "2024-01-02T03:04:05Z"}, []),
+        (
+            {"name": "ok", "when": "yesterday"},
+            [
+                (
+                    "spec.when",
+                    "FieldValueInvalid",
+                    'Invalid value: "yesterday": spec.when in body must be of type date-time: "yesterday"',
+                )
+            ],
+        ),
+        ({"name": "ok", "ip": "10.0.0.1"}, []),
+        (
+            {"name": "ok", "ip": "10.0.0.256"},
+            [
+                (
+                    "spec.ip",
+                    "FieldValueInvalid",
+                    'Invalid value: "10.0.0.256": spec.ip in body must be of type ipv4: "10.0.0.256"',
+                )
+            ],
+        ),
+        ({"name": "ok", "maybe": None}, []),
+        (
+            {"name": "ok", "tags": ["a", "b", "c"]},
+            [("spec.tags", "FieldValueTooMany", "Too many: 3: must have at most 2 items")],
+        ),
+        (
+            {"name": "ok", "tags": ["a", "a"]},
+            [("spec.tags[1]", "FieldValueDuplicate", 'Duplicate value: "a"')],
+        ),
+        (
+            {"name": "ok", "tags": [1]},
+            [
+                (
+                    "spec.tags[0]",
+                    "FieldValueTypeInvalid",
+                    'Invalid value: "integer": spec.tags[0] in body must be of type string: "integer"',
+                )
+            ],
+        ),
+        (
+            {"name": "ok", "ports": [{"name": "a", "port": 1}, {"name": "a", "port": 2}]},
+            [("spec.ports[1]", "FieldValueDuplicate", 'Duplicate value: {"name": "a"}')],
+        ),
+        (
+            {"name": "ok", "labels": {"a": 1}},
+            [
+                (
+                    "spec.labels[a]",
+                    "FieldValueTypeInvalid",
+                    'Invalid value: "integer": spec.labels[a] in body must be of type string: "integer"',
+                )
+            ],
+        ),
+        ({"name": "ok", "free": {"anything": [1, {"x": None}]}}, []),
+        (
+            {"name": "ok", "flag": None},
+            [
+                (
+                    "spec.flag",
+                    "FieldValueTypeInvalid",
+                    'Invalid value: "null": spec.flag in body must be of type boolean: "null"',
+                )
+            ],
+        ),
+    ],
+)
+def test_validate(spec: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
+    assert _causes(spec) == expected
+
+
+def test_required_top_level_fields() -> None:
+    causes = schema.validate({"metadata": {}}, {"type": "object", "required": ["spec"], "properties": {}})
+    assert [(c.field, c.message) for c in causes] == [("spec", "Required value")]
+
+
+def test_prune_drops_unknown_fields_but_keeps_preserved_and_additional() -> None:
+    obj: dict[str, Any] = {
+        "apiVersion": "x/v1",
+        "kind": "X",
+        "metadata": {"name": "n", "junk": 1, "labels": {"a": "b"}},
+        "spec": {
+            "name": "ok",
+            "unknown": 1,
+            "free": {"anything": {"deep": 1}},
+            "labels": {"x": "y"},
+            "ports": [{"name": "a", "extra": True}],
+            "flag": None,
+            "maybe": None,
+        },
+        "other": {},
+    }
+    schema.prune(obj, SCHEMA)
+    assert obj == {
+        "apiVersion": "x/v1",
+        "kind": "X",
+        "metadata": {"name": "n", "labels": {"a": "b"}},
+        "spec": {
+            "name": "ok",
+            "free": {"anything": {"deep": 1}},
+            "labels": {"x": "y"},
+            "ports": [{"name": "a"}],
+            "maybe": None,
+        },
+    }
+
+
+def test_defaults_apply_inside_present_objects_and_into_defaults() -> None:
+    obj: dict[str, Any] = {"spec": {"name": "ok"}}
+    schema.apply_defaults(obj, SCHEMA)
+    assert obj == {"spec": {"name": "ok", "mode": "A", "nested": {"inner": True}}}
+    bare: dict[str, Any] = {}
+    schema.apply_defaults(bare, SCHEMA)
+    assert bare == {}  # no spec, so nothing below it is defaulted
+    explicit = {"spec": {"name": "ok", "mode": "B", "nested": {"inner": False}}}
+    kept = copy.deepcopy(explicit)
+    schema.apply_defaults(kept, SCHEMA)
+    assert kept == explicit
+
+
+@pytest.mark.parametrize(
+    ("fmt", "value", "ok"),
+    [
+        ("date-time", "2024-01-02T03:04:05.123+02:00", True),
+        ("date-time", "2024-13-02T03:04:05Z", False),
+        ("date", "2024-02-29", True),
+        ("byte", "aGVsbG8=", True),
+        ("byte", "not base64!", False),
+        ("ipv6", "::1", True),
+        ("cidr", "10.0.0.0/8", True),
+        ("cidr", "10.0.0.0/33", False),
+        ("uuid", "123e4567-e89b-12d3-a456-426614174000", True),
+        ("hostname", "example.com", True),
+        ("hostname", "-bad", False),
+        ("int32", "anything", True),
+    ],
+)
+def test_formats(fmt: str, value: str, ok: bool) -> None:
+    assert schema.check_format(fmt, value) is ok
