@@ -21,6 +21,7 @@ _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
+_ANNOTATIONS_MAX = 256 * 1024  # TotalAnnotationSizeLimitB of the real apiserver
 _SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
     "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
@@ -104,6 +105,18 @@ def metadata_causes(rtype: resources.ResourceType, meta: dict[str, Any]) -> list
                 )
             )
     annotations = meta.get("annotations") or {}
+    if (
+        isinstance(annotations, dict)
+        and sum(len(k) + len(str(v)) for k, v in annotations.items()) > _ANNOTATIONS_MAX
+    ):
+        # What makes a client-side `kubectl apply` of a big CRD fail on a real cluster, too.
+        causes.append(
+            errors.Cause(
+                "FieldValueTooLong",
+                f"Too long: must have at most {_ANNOTATIONS_MAX} bytes",
+                "metadata.annotations",
+            )
+        )
     if not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values()):
         causes.append(
             errors.Cause(

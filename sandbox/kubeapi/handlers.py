@@ -390,10 +390,15 @@ def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> dict[s
 
 def _decode(raw: bytes, *, yaml_ok: bool = False) -> Any:
     try:
-        if yaml_ok:
-            return yaml.safe_load(raw)
         return msgspec.json.decode(raw)
-    except (msgspec.DecodeError, yaml.YAMLError) as exc:
+    except msgspec.DecodeError as exc:
+        if (
+            not yaml_ok
+        ):  # YAML bodies are mostly JSON (kubectl sends JSON as apply-patch+yaml): try that first
+            raise errors.bad_request(f"the request body could not be decoded: {exc}") from exc
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
         raise errors.bad_request(f"the request body could not be decoded: {exc}") from exc
 
 
