@@ -13,9 +13,14 @@ from pathlib import Path
 
 import pytest
 
+import yaml
+
 from common import bus
-from sandbox import natsd
+from common import kube as ckube
+from sandbox import kubeapi, natsd
 from tests.helpers import options
+
+CRD_DIR = Path(__file__).resolve().parents[1] / "sandbox" / "crds"
 
 
 @pytest.fixture(scope="session")
@@ -53,3 +58,22 @@ async def topology(conn: bus.Connection, prefix: str) -> str:
     """Streams and consumers for sites ``site-a`` and ``site-b`` under this test's prefix."""
     await bus.ensure_topology(conn, sites=["site-a", "site-b"], prefix=prefix)
     return prefix
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[kubeapi.Server]:
+    """An emulated cluster with the sandbox's compact TenantControlPlane and Cluster CRDs."""
+    server = kubeapi.Server(name="test", history=200)
+    await server.start(port=0)
+    for path in sorted(CRD_DIR.glob("*.yaml")):
+        await server.apply_crd(yaml.safe_load(path.read_text()))
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def kube(cluster: kubeapi.Server, tmp_path: Path) -> AsyncIterator[ckube.Kube]:
+    """common.kube's client on ``cluster``, built from its kubeconfig as production does."""
+    api = await ckube.api_client_from_kubeconfig(cluster.write_kubeconfig(tmp_path / "kubeconfig"))
+    yield ckube.Kube(api)
+    await api.close()

@@ -1,0 +1,241 @@
+"""One generic Kubernetes client over kubernetes_asyncio: plain dicts in and out.
+
+The only place of ``common`` that imports kubernetes_asyncio. Every call goes through
+``ApiClient.call_api`` with a path from ``resources.Resource``, so built-ins and custom resources
+share one code path (get, list, watch, create, replace, merge/JSON patch, delete, subresources).
+Library and transport errors become ``common.kube.errors`` in ``translated``.
+Works the same against a real API server and the sandbox's emulator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import aiohttp
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from common.kube import errors
+from common.kube.resources import Resource
+
+MERGE_PATCH: Final = "application/merge-patch+json"
+JSON_PATCH: Final = "application/json-patch+json"
+_AUTH: Final = ["BearerToken"]
+
+
+@contextlib.contextmanager
+def translated() -> Iterator[None]:
+    try:
+        yield
+    except ApiException as exc:
+        raise errors.from_status(int(exc.status or 0), exc.body, str(exc.reason or "")) from None
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        raise errors.Unavailable(0, type(exc).__name__, str(exc)) from None
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """ADDED, MODIFIED, DELETED or BOOKMARK, with the object as a dict."""
+
+    type: str
+    object: dict[str, Any]
+
+    @property
+    def resource_version(self) -> str:
+        return str((self.object.get("metadata") or {}).get("resourceVersion") or "")
+
+
+@dataclass(frozen=True)
+class Listing:
+    items: list[dict[str, Any]]
+    resource_version: str
+
+
+class Kube:
+    """Calls on one cluster through a caller-owned kubernetes_asyncio ``ApiClient``."""
+
+    def __init__(self, api_client: Any) -> None:
+        self.api_client = api_client
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, Any]] = (),
+        body: Any = None,
+        content_type: str = "application/json",
+        preload: bool = True,
+        timeout: Any = None,
+    ) -> Any:
+        with translated():
+            return await self.api_client.call_api(
+                path,
+                method,
+                query_params=list(query),
+                header_params={"Accept": "application/json", "Content-Type": content_type},
+                body=body,
+                response_types_map={200: "object", 201: "object", 202: "object"},
+                auth_settings=_AUTH,
+                _return_http_data_only=True,
+                _preload_content=preload,
+                _request_timeout=timeout,
+            )
+
+    async def get(self, r: Resource, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        found: dict[str, Any] = await self._call("GET", r.path(namespace, name))
+        return found
+
+    async def get_or_none(
+        self, r: Resource, name: str, *, namespace: str | None = None
+    ) -> dict[str, Any] | None:
+        try:
+            return await self.get(r, name, namespace=namespace)
+        except errors.NotFound:
+            return None
+
+    async def list(
+        self,
+        r: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> Listing:
+        """All objects (following ``continue`` pages) and the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        token = ""
+        while True:
+            query: list[tuple[str, Any]] = [("limit", 500)]
+            if label_selector:
+                query.append(("labelSelector", label_selector))
+            if field_selector:
+                query.append(("fieldSelector", field_selector))
+            if token:
+                query.append(("continue", token))
+            page = await self._call("GET", r.path(namespace), query=query)
+            items.extend(page.get("items") or ())
+            meta = page.get("metadata") or {}
+            token = str(meta.get("continue") or "")
+            if not token:
+                return Listing(items=items, resource_version=str(meta.get("resourceVersion") or ""))
+
+    async def watch(
+        self,
+        r: Resource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncGenerator[WatchEvent, None]:
+        """Events after ``resource_version`` until the server ends the watch.
+
+        Raises ``errors.Gone`` when that version has expired, whether the server answers 410 at
+        once or sends an ERROR event mid-stream: the caller relists.
+        """
+        query: list[tuple[str, Any]] = [
+            ("watch", "true"),
+            ("resourceVersion", resource_version),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", timeout_seconds),
+        ]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        response = await self._call(
+            "GET",
+            r.path(namespace),
+            query=query,
+            preload=False,
+            # The server ends the watch after timeout_seconds; the client allows it some slack.
+            timeout=aiohttp.ClientTimeout(sock_connect=10, sock_read=timeout_seconds + 30),
+        )
+        try:
+            if response.status != 200:
+                raise errors.from_status(response.status, await response.read(), str(response.reason or ""))
+            while True:
+                with translated():
+                    line = await response.content.readline()
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                kind, obj = str(event.get("type") or ""), event.get("object") or {}
+                if kind == "ERROR":
+                    raise errors.from_status(
+                        int(obj.get("code") or 0), json.dumps(obj), str(obj.get("reason") or "")
+                    )
+                yield WatchEvent(type=kind, object=obj)
+        finally:
+            response.release()
+
+    async def create(
+        self, r: Resource, body: Mapping[str, Any], *, namespace: str | None = None
+    ) -> dict[str, Any]:
+        created: dict[str, Any] = await self._call("POST", r.path(namespace), body=dict(body))
+        return created
+
+    async def replace(
+        self, r: Resource, name: str, body: Mapping[str, Any], *, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """PUT; with ``metadata.resourceVersion`` in ``body`` it fails with Conflict when stale."""
+        replaced: dict[str, Any] = await self._call("PUT", r.path(namespace, name), body=dict(body))
+        return replaced
+
+    async def patch(
+        self,
+        r: Resource,
+        name: str,
+        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        content_type: str = MERGE_PATCH,
+    ) -> dict[str, Any]:
+        """A merge patch (or a JSON patch with ``content_type=JSON_PATCH``)."""
+        body: Any = dict(patch) if isinstance(patch, Mapping) else [dict(p) for p in patch]
+        patched: dict[str, Any] = await self._call(
+            "PATCH", r.path(namespace, name, subresource), body=body, content_type=content_type
+        )
+        return patched
+
+    async def delete(
+        self,
+        r: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        uid: str | None = None,
+        propagation: str = "Background",
+    ) -> dict[str, Any] | None:
+        """Delete (with a uid precondition when given); None when already gone."""
+        options: dict[str, Any] = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "propagationPolicy": propagation,
+        }
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        try:
+            found: dict[str, Any] = await self._call("DELETE", r.path(namespace, name), body=options)
+        except errors.NotFound:
+            return None
+        return found
+
+
+async def api_client_from_kubeconfig(path: str | Path, *, context: str | None = None) -> Any:
+    """A kubernetes_asyncio ApiClient for a kubeconfig file; the caller closes it."""
+    with translated():
+        return await config.new_client_from_config(config_file=str(path), context=context)
+
+
+def api_client_in_cluster() -> Any:
+    """An ApiClient from the pod's service account (in-cluster)."""
+    config.load_incluster_config()  # type: ignore[no-untyped-call]
+    return client.ApiClient()

@@ -1,0 +1,47 @@
+"""The Kubernetes resources hub and agent touch, and the verbs each uses on them.
+
+``Resource`` names a resource by group, version and plural and builds its REST paths, so one
+generic client serves built-ins and custom resources alike. The permissions each process needs
+are declared next to the code that uses them (``agent.rbac``, ``hub.rbac``) from these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace is not None:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name is not None:
+            base += f"/{name}"
+            if subresource is not None:
+                base += f"/{subresource}"
+        return base
+
+
+NAMESPACE = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+SECRET = Resource("", "v1", "secrets", "Secret")
+EVENT = Resource("", "v1", "events", "Event")
+LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+TENANT_CONTROL_PLANE = Resource("kamaji.clastix.io", "v1alpha1", "tenantcontrolplanes", "TenantControlPlane")
+CLUSTER = Resource("cluster.x-k8s.io", "v1beta1", "clusters", "Cluster")
+REMOTE_KAMAJI_CONTROL_PLANE = Resource(
+    "controlplane.cluster.x-k8s.io", "v1alpha1", "remotekamajicontrolplanes", "RemoteKamajiControlPlane"
+)

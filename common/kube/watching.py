@@ -1,0 +1,70 @@
+"""List-then-watch with resume: the informer loop hub and agent build their caches on.
+
+``stream`` yields a ``Synced`` snapshot after every (re)list, then each watch event. It resumes
+from the last resourceVersion it saw (bookmarks included) when a watch ends, relists when the
+server says the version is gone (410), and backs off and retries on any other error, forever:
+a controller never exits because the API server blinked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from common.kube import errors
+from common.kube.client import Kube, WatchEvent
+from common.kube.resources import Resource
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Synced:
+    """The full current set after a (re)list: objects missing from it were deleted meanwhile."""
+
+    items: list[dict[str, Any]]
+    resource_version: str
+
+
+async def stream(
+    kube: Kube,
+    r: Resource,
+    *,
+    namespace: str | None = None,
+    label_selector: str | None = None,
+    resource_version: str = "",
+    watch_timeout: int = 300,
+    max_backoff: float = 30.0,
+) -> AsyncIterator[Synced | WatchEvent]:
+    """``resource_version`` resumes a stream a caller held before (no Synced unless it expired)."""
+    failures = 0
+    version = resource_version
+    while True:
+        try:
+            if not version:
+                listing = await kube.list(r, namespace=namespace, label_selector=label_selector)
+                version = listing.resource_version
+                yield Synced(items=listing.items, resource_version=version)
+            async for event in kube.watch(
+                r,
+                resource_version=version,
+                namespace=namespace,
+                label_selector=label_selector,
+                timeout_seconds=watch_timeout,
+            ):
+                failures = 0
+                version = event.resource_version or version
+                if event.type != "BOOKMARK":
+                    yield event
+        except errors.Gone:
+            log.info("watch of %s expired at resourceVersion %s; relisting", r.plural, version)
+            version = ""
+        except errors.KubeError as exc:
+            failures += 1
+            delay = min(max_backoff, 0.2 * 2**failures) * random.uniform(0.5, 1.0)
+            log.warning("watch of %s failed (%s); retrying in %.1fs", r.plural, exc, delay)
+            await asyncio.sleep(delay)
