@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-
 import yaml
 
 from common import bus
