@@ -12,6 +12,8 @@ import asyncio
 import base64
 import contextlib
 import functools
+import signal
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,8 +40,9 @@ DEADLINE = 20.0
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[kubeapi.Server]:
-    emulator = kubeapi.Server(name="site-a")
+async def site(request: pytest.FixtureRequest) -> AsyncIterator[kubeapi.Server]:
+    """An emulated site cluster; ``indirect`` parametrization passes Server options."""
+    emulator = kubeapi.Server(name="site-a", **getattr(request, "param", {}))
     await emulator.start(port=0)
     try:
         yield emulator
@@ -48,8 +51,8 @@ async def server(tmp_path: Path) -> AsyncIterator[kubeapi.Server]:
 
 
 @pytest.fixture
-def kubeconfig(server: kubeapi.Server, tmp_path: Path) -> Path:
-    path: Path = server.write_kubeconfig(tmp_path / "site-a.kubeconfig")
+def site_kubeconfig(site: kubeapi.Server, tmp_path: Path) -> Path:
+    path: Path = site.write_kubeconfig(tmp_path / "site-a.kubeconfig")
     return path
 
 
@@ -63,9 +66,9 @@ def crd_path(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture
-async def api(kubeconfig: Path, crd_path: Path) -> AsyncIterator[Any]:
+async def api(site_kubeconfig: Path, crd_path: Path) -> AsyncIterator[Any]:
     """An ApiClient on a cluster with the TCP CRD installed and the tenants namespace."""
-    api_client = await kube.new_api_client(kubeconfig)
+    api_client = await kube.new_api_client(site_kubeconfig)
     try:
         await crds.install(api_client, [crd_path])
         await client.CoreV1Api(api_client).create_namespace(
@@ -399,10 +402,87 @@ async def test_a_restarted_simulator_keeps_every_endpoint(api: Any) -> None:
 
 
 async def test_simulator_from_a_kubeconfig_path_owns_and_closes_its_client(
-    kubeconfig: Path, api: Any
+    site_kubeconfig: Path, api: Any
 ) -> None:
     # filterwarnings=error turns an unclosed aiohttp session into a failure at teardown.
-    async with Simulator(kubeconfig, ready_delay=0.0) as sim:
+    async with Simulator(site_kubeconfig, ready_delay=0.0) as sim:
         await sim.wait_synced()
         await create_tcp(api, tcp_body("tcp1"))
         await eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
+
+
+async def test_foreign_finalizers_are_kept(api: Any) -> None:
+    body = tcp_body("tcp1")
+    body["metadata"]["finalizers"] = ["example.com/keep"]
+    async with simulating(api, ready_delay=0.0, delete_delay=0.0):
+        await create_tcp(api, body)
+        ready = await eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
+        assert (ready or {})["metadata"]["finalizers"] == ["example.com/keep", FINALIZER]
+        await custom(api).delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, "tcp1")
+        held = await eventually(
+            lambda: get_tcp(api, "tcp1"),
+            lambda o: FINALIZER not in (o or {})["metadata"]["finalizers"],
+            what="our finalizer removed",
+        )
+    assert (held or {})["metadata"]["finalizers"] == ["example.com/keep"]
+    assert (held or {})["metadata"].get("deletionTimestamp")
+
+
+async def test_a_secret_left_by_someone_else_is_replaced(api: Any) -> None:
+    stale = client.V1Secret(
+        metadata=client.V1ObjectMeta(name="tcp1-ca", namespace=NAMESPACE), data={"ca.crt": "bm90IGEgY2VydA=="}
+    )
+    await client.CoreV1Api(api).create_namespaced_secret(NAMESPACE, stale)
+    async with simulating(api, ready_delay=0.0):
+        created = await create_tcp(api, tcp_body("tcp1"))
+        secret = await eventually(
+            lambda: get_secret(api, "tcp1-ca"),
+            lambda s: bool(s and s["metadata"].get("ownerReferences")),
+            what="tcp1-ca taken over",
+        )
+    assert (secret or {})["metadata"]["ownerReferences"][0]["uid"] == created["metadata"]["uid"]
+    x509.load_pem_x509_certificate(pem(secret or {}, "ca.crt"))
+
+
+@pytest.mark.parametrize("site", [{"history": 4, "bookmark_interval": 3600.0}], indirect=True)
+async def test_relists_when_its_watch_expired(api: Any, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="sandbox.kamaji.simulator")
+    # watch_timeout=1: the watch ends every second and resumes from the last TCP event it saw.
+    async with simulating(api, ready_delay=0.0, watch_timeout=1):
+        await create_tcp(api, tcp_body("tcp1"))
+        await eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="tcp1 Ready")
+        # Writes the TCP watch does not see push its resourceVersion out of the 4-event window.
+        core = client.CoreV1Api(api)
+        for index in range(8):
+            filler = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"filler-{index}"))
+            await core.create_namespaced_config_map(NAMESPACE, filler)
+        await eventually(
+            lambda: asyncio.sleep(0, result=[r.getMessage() for r in caplog.records]),
+            lambda messages: any("relisting" in m for m in messages),
+            what="a relist after 410",
+        )
+        await create_tcp(api, tcp_body("tcp2"))
+        await eventually(lambda: get_tcp(api, "tcp2"), lambda o: phase(o) == "Ready", what="tcp2 Ready")
+
+
+async def test_module_runner(site_kubeconfig: Path, api: Any) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sandbox.kamaji",
+        "--kubeconfig",
+        str(site_kubeconfig),
+        "--ready-delay",
+        "0",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        await create_tcp(api, tcp_body("tcp1"))
+        await eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(DEADLINE):
+            _, stderr = await process.communicate()
+    assert process.returncode == 0, stderr.decode()
