@@ -5,6 +5,11 @@ consumer for messages and info, and settle (ack) what that consumer delivered, i
 the ack subject the server uses (``$JS.ACK.<stream>.<consumer>.…`` and the domain-qualified
 ``$JS.ACK.<domain>.<account hash>.<stream>.<consumer>.…``). It may subscribe only below its
 own inbox prefix, where JetStream's replies come. Everything else is denied by the server.
+
+One grant beyond DESIGN §4: Direct Get of the latest message on the site's own intent subjects
+(``$JS.API.DIRECT.GET.<stream>.<prefix>.intent.<site>.>``), so that anti-entropy can tell a
+TenantControlPlane whose intent was purged (an orphan) and re-read the desired spec of a
+drifted one, without any right on other sites' subjects.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ def for_site(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions
             subjects.heartbeat(site, prefix=prefix),
             f"$JS.API.CONSUMER.MSG.NEXT.{intents}.{consumer}",
             f"$JS.API.CONSUMER.INFO.{intents}.{consumer}",
+            f"$JS.API.DIRECT.GET.{intents}.{subjects.site_filter(subjects.Kind.INTENT, site, prefix=prefix)}",
             f"$JS.ACK.{intents}.{consumer}.>",
             f"$JS.ACK.*.*.{intents}.{consumer}.>",
         ),

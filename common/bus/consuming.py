@@ -169,12 +169,20 @@ async def bind(conn: Connection, definition: streams.ConsumerDef) -> Consumer:
     return Consumer(conn, definition, sub)
 
 
-async def last_message(conn: Connection, stream: str, subject: str) -> StoredMessage | None:
-    """The latest message on ``subject`` (streams keep one per subject), or None."""
+async def last_message(
+    conn: Connection, stream: str, subject: str, *, direct: bool = False
+) -> StoredMessage | None:
+    """The latest message on ``subject`` (streams keep one per subject), or None.
+
+    ``direct`` uses the Direct Get API with the subject inside the API subject
+    (``$JS.API.DIRECT.GET.<stream>.<subject>``), which a site may be granted for its own
+    subjects only; the plain form is a stream-wide API the hub uses.
+    """
+    api_subject = f"$JS.API.DIRECT.GET.{stream}.{subject}" if direct else f"$JS.API.STREAM.MSG.GET.{stream}"
     try:
         raw = await conn.call(
-            conn.js.get_last_msg(stream, subject),
-            subjects=[f"$JS.API.STREAM.MSG.GET.{stream}"],
+            conn.js.get_last_msg(stream, subject, direct=direct),
+            subjects=[api_subject],
             what=f"last message on {subject}",
         )
     except errors.NotFound:

@@ -125,6 +125,30 @@ async def test_site_can_do_all_of_its_own_operations(site_a: bus.Connection, hub
     await bus.subscribe_check(site_a, "_INBOX_site-a.anything")
 
 
+async def test_site_reads_the_latest_intent_of_its_own_subjects_only(
+    site_a: bus.Connection, hub: bus.Connection
+) -> None:
+    own = subjects.intent("site-a", "tenants", "direct")
+    await bus.publish(hub, own, messages.encode(helpers.intent(name="direct")), msg_id="direct-own")
+    stored = await bus.last_message(site_a, "KB_INTENTS", own, direct=True)
+    assert stored is not None and messages.decode_intent(stored.data).name == "direct"
+    assert (
+        await bus.last_message(
+            site_a, "KB_INTENTS", subjects.intent("site-a", "tenants", "none"), direct=True
+        )
+        is None
+    )
+    other = subjects.intent("site-b", "tenants", "direct")
+    await bus.publish(
+        hub, other, messages.encode(helpers.intent(site="site-b", name="direct")), msg_id="direct-b"
+    )
+    with pytest.raises(errors.PermissionDenied) as exc:
+        await bus.last_message(site_a, "KB_INTENTS", other, direct=True)
+    assert exc.value.subject == f"$JS.API.DIRECT.GET.KB_INTENTS.{other}"
+    with pytest.raises(errors.PermissionDenied):
+        await bus.last_message(site_a, "KB_INTENTS", own)  # the stream-wide form is not granted
+
+
 async def test_site_connected_with_the_default_inbox_is_told_so(
     secured: tuple[natsd.NatsServer, Path],
 ) -> None:

@@ -15,6 +15,7 @@ def test_site_permissions_are_exactly_its_own_subjects() -> None:
         "kb.site.site-a",
         "$JS.API.CONSUMER.MSG.NEXT.KB_INTENTS.agent-site-a",
         "$JS.API.CONSUMER.INFO.KB_INTENTS.agent-site-a",
+        "$JS.API.DIRECT.GET.KB_INTENTS.kb.intent.site-a.>",
         "$JS.ACK.KB_INTENTS.agent-site-a.>",
         "$JS.ACK.*.*.KB_INTENTS.agent-site-a.>",
     )
