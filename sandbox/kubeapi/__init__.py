@@ -11,9 +11,10 @@ collection) that kubectl, kubernetes_asyncio and the official client work agains
     await server.stop()
 
 Layers, bottom up: pure pieces (``errors``, ``selectors``, ``patching``, ``schema``,
-``resources``, ``routing``, ``discovery``, ``tables``), the state (``watching``, ``objects``,
-``admission``, ``store``, ``collecting``), HTTP (``rendering``, ``streaming``, ``handlers``,
-``server``). Known deviations from a real apiserver are listed in ``DEVIATIONS``.
+``resources``, ``routing``, ``discovery``, ``tables``, ``protobuf``, ``options``), the state
+(``watching``, ``objects``, ``admission``, ``store``, ``collecting``), HTTP (``rendering``,
+``streaming``, ``handlers``, ``server``). Known deviations from a real apiserver are listed in
+``DEVIATIONS``.
 """
 
 from __future__ import annotations
@@ -39,4 +40,7 @@ DEVIATIONS = """\
 - Garbage collection, namespace cleanup and CRD cleanup run synchronously at the end of the
   write that triggers them, not a moment later in a controller.
 - No authentication or authorisation: every request is allowed.
+- Responses are always JSON; protobuf request bodies are decoded only for Namespace, Secret,
+  ConfigMap and Lease (what `kubectl create namespace|secret|configmap` sends), others get 415.
+- Watches without timeoutSeconds last 30 min; BOOKMARKs (when allowed) every 10 s of idleness.
 """

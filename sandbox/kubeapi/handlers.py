@@ -21,6 +21,7 @@ from sandbox.kubeapi import (
     objects,
     options,
     patching,
+    protobuf,
     rendering,
     resources,
     routing,
@@ -404,6 +405,8 @@ def _decode(raw: bytes, *, yaml_ok: bool = False) -> Any:
 
 async def _body(request: web.Request) -> dict[str, Any]:
     raw = await request.read()
+    if request.content_type == protobuf.CONTENT_TYPE:
+        return protobuf.decode(raw)
     body = _decode(raw, yaml_ok=request.content_type in ("application/yaml", "application/x-yaml"))
     if not isinstance(body, dict):
         raise errors.bad_request("the request body must be a JSON object")

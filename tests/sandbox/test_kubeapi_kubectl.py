@@ -195,3 +195,13 @@ async def test_builtins_with_kubectl(kubectl: Kubectl) -> None:
     await kubectl("delete", "namespace", "default", "--wait=false")
     code, _, err = await kubectl.run("get", "namespace", "default", ok=False)
     assert code != 0 and "NotFound" in err
+
+
+async def test_imperative_create_sends_protobuf(kubectl: Kubectl) -> None:
+    await kubectl("create", "namespace", "team")
+    await kubectl("create", "secret", "generic", "creds", "-n", "team", "--from-literal=token=abc")
+    await kubectl("create", "configmap", "cfg", "-n", "team", "--from-literal=a=1")
+    secret = json.loads(await kubectl("get", "secret", "creds", "-n", "team", "-o", "json"))
+    assert secret["data"] == {"token": "YWJj"} and secret["type"] == "Opaque"
+    assert "generateName" not in secret["metadata"]
+    assert (await kubectl("get", "cm", "cfg", "-n", "team", "-o", "jsonpath={.data.a}")) == "1"
