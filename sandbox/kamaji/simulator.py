@@ -188,6 +188,12 @@ class Simulator:
                 delay = _backoff(failures)
                 log.warning("watching tenantcontrolplanes failed (%s); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
+            except Exception:
+                # A bug or a malformed object must not silently end the only watch: log it, go on.
+                failures += 1
+                log.exception("watching tenantcontrolplanes failed unexpectedly; relisting")
+                resource_version = ""
+                await asyncio.sleep(_backoff(failures))
 
     def _relisted(self, items: list[dict[str, Any]]) -> None:
         present = {_key(obj) for obj in items}
