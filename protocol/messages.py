@@ -14,7 +14,7 @@ Decoding is the one edge where foreign bytes enter: ``decode_*`` raise only
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Final, Literal, TypeVar
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -74,6 +74,8 @@ class Intent(_Message, kw_only=True, frozen=True):
     generation: NonNegative = 0
     issued_at: dt.datetime
     spec: dict[str, Any] = msgspec.field(default_factory=dict)
+    kubeconfig_key: str = "admin.conf"
+    """Key of the TCP's ``<tcp>-admin-kubeconfig`` Secret to seal back (RKCP kubeconfigSecretKey)."""
     key_id: str = ""
     signature: str = ""
 
@@ -118,6 +120,20 @@ class SealedSecrets(_Message, kw_only=True, frozen=True):
     observed_at: dt.datetime
 
 
+class SecretsPayload(_Message, kw_only=True, frozen=True):
+    """The plaintext inside ``SealedSecrets.ciphertext``: only the hub ever sees it."""
+
+    kubeconfig_key: str = "admin.conf"
+    kubeconfig: str
+    """The admin kubeconfig (the TCP's ``<tcp>-admin-kubeconfig`` Secret, key ``kubeconfig_key``)."""
+    ca_crt: str
+    ca_key: str
+
+    def __repr__(self) -> str:
+        # Never print key material, whatever logs the object.
+        return f"SecretsPayload(kubeconfig_key={self.kubeconfig_key!r}, <redacted>)"
+
+
 class Heartbeat(_Message, kw_only=True, frozen=True):
     """A site agent's liveness and summary, published every interval on ``kb.site.<site>``."""
 
@@ -131,8 +147,7 @@ class Heartbeat(_Message, kw_only=True, frozen=True):
     kamaji_detected: bool = False
 
 
-Message = Intent | Status | SealedSecrets | Heartbeat
-M = TypeVar("M", Intent, Status, SealedSecrets, Heartbeat)
+Message = Intent | Status | SealedSecrets | Heartbeat | SecretsPayload
 
 _encoder = msgspec.json.Encoder()
 
@@ -178,6 +193,7 @@ _decode_intent = _Decoder(Intent)
 _decode_status = _Decoder(Status)
 _decode_sealed_secrets = _Decoder(SealedSecrets)
 _decode_heartbeat = _Decoder(Heartbeat)
+_decode_secrets_payload = _Decoder(SecretsPayload)
 
 
 def decode_intent(data: bytes | bytearray | memoryview | str) -> Intent:
@@ -201,4 +217,10 @@ def decode_sealed_secrets(data: bytes | bytearray | memoryview | str) -> SealedS
 def decode_heartbeat(data: bytes | bytearray | memoryview | str) -> Heartbeat:
     """Decode a message of the KB_SITES stream."""
     result: Heartbeat = _decode_heartbeat(data)
+    return result
+
+
+def decode_secrets_payload(data: bytes | bytearray | memoryview | str) -> SecretsPayload:
+    """Decode the plaintext of an opened sealed box."""
+    result: SecretsPayload = _decode_secrets_payload(data)
     return result

@@ -1,0 +1,153 @@
+"""Deciding what one verified intent means for the site: pure, no I/O, no clock.
+
+``decide`` maps (intent, its stream sequence, what the site has) to one ``Decision``: an action
+on the TCP (create, patch, delete), a Status to report, and how to settle the message (ack, nak
+with a delay, term). ``after_error`` maps the API's answer to an action that failed onto the
+same shape, so every outcome of an intent is decided here and tested by tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agent import tcps
+from common.kube import errors as kerrors
+from protocol import messages
+
+Settle = Literal["ack", "nak", "term"]
+
+
+@dataclass(frozen=True)
+class Create:
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Patch:
+    patch: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Delete:
+    uid: str
+    """Precondition: delete only this object, never a newer one of the same name."""
+
+
+Action = Create | Patch | Delete
+
+
+@dataclass(frozen=True)
+class Report:
+    phase: messages.Phase
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    result: str
+    """Metric label and log word: applied, unchanged, stale, deleted, rejected, retry, ..."""
+    action: Action | None = None
+    report: Report | None = None
+    settle: Settle = "ack"
+    delay: float | None = None
+    """For ``nak``: seconds before redelivery."""
+
+
+@dataclass(frozen=True)
+class Context:
+    site: str
+    namespaces: tuple[str, ...]
+    """Target namespaces; empty means all."""
+    namespace_retry: float
+
+
+def backoff(num_delivered: int, *, cap: float = 60.0) -> float:
+    """Redelivery delay for a transient failure: 0.5 s doubling per delivery, capped."""
+    return float(min(cap, 0.5 * 2 ** max(0, num_delivered - 1)))
+
+
+def decide(
+    intent: messages.Intent, seq: int, observed: Mapping[str, Any] | None, *, ctx: Context
+) -> Decision:
+    if intent.site != ctx.site:
+        return Decision("wrong_site", settle="term")
+    if ctx.namespaces and intent.namespace not in ctx.namespaces:
+        return Decision(
+            "rejected",
+            report=Report(
+                "Rejected",
+                "NamespaceNotAllowed",
+                f"namespace {intent.namespace!r} is not a target namespace of the agent at site {ctx.site!r}",
+            ),
+        )
+    if intent.op == "delete":
+        return _decide_delete(intent, seq, observed)
+    return _decide_provision(intent, seq, observed)
+
+
+def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, Any] | None) -> Decision:
+    if observed is None:
+        return Decision("applied", action=Create(tcps.desired(intent, seq=seq)))
+    ours = tcps.applied(observed, site=intent.site)
+    where = f"TenantControlPlane {intent.namespace}/{intent.name}"
+    if ours is None:
+        return Decision(
+            "conflict",
+            report=Report(
+                "Rejected", "Conflict", f"{where} exists and is not managed by kamaji-broker for this site"
+            ),
+        )
+    if ours.owner_uid != intent.owner.uid:
+        return Decision(
+            "conflict",
+            report=Report("Rejected", "Conflict", f"{where} belongs to another owner (uid {ours.owner_uid})"),
+        )
+    if ours.intent_seq > seq:
+        return Decision("stale")
+    if tcps.deleting(observed):
+        # Being deleted (Kamaji's finalizers): wait until it is gone, then create it anew.
+        return Decision("retry", settle="nak", delay=2.0)
+    if ours.intent_seq == seq and not tcps.drift(intent.spec, observed.get("spec") or {}):
+        return Decision("unchanged")
+    return Decision("applied", action=Patch(tcps.patch_for(intent, seq=seq)))
+
+
+def _decide_delete(intent: messages.Intent, seq: int, observed: Mapping[str, Any] | None) -> Decision:
+    gone = Report("Deleted", "Deleted", f"TenantControlPlane {intent.namespace}/{intent.name} is gone")
+    if observed is None:
+        return Decision("deleted", report=gone)
+    ours = tcps.applied(observed, site=intent.site)
+    if ours is None or ours.owner_uid != intent.owner.uid:
+        # Not the intent owner's TCP (never ours, or a newer owner's): leave it alone. The
+        # owner's TCP does not exist here, which is what the hub waits to hear.
+        return Decision("stale", report=gone)
+    if ours.intent_seq > seq:
+        return Decision("stale")
+    uid = str(tcps.meta(observed).get("uid") or "")
+    return Decision("deleted", action=Delete(uid=uid), report=gone)
+
+
+def after_error(
+    intent: messages.Intent, error: kerrors.KubeError, *, num_delivered: int, ctx: Context
+) -> Decision:
+    """The decision once the API refused the action; transient failures are retried with backoff."""
+    if isinstance(error, kerrors.Invalid):
+        return Decision("rejected", report=Report("Rejected", "Invalid", error.message or str(error)))
+    if isinstance(error, kerrors.NotFound) and error.kind == "namespaces":
+        return Decision(
+            "rejected",
+            report=Report(
+                "Rejected",
+                "NamespaceNotFound",
+                f"namespace {intent.namespace!r} does not exist at site {ctx.site!r}",
+            ),
+            settle="nak",
+            delay=ctx.namespace_retry,
+        )
+    if isinstance(error, kerrors.Conflict) and intent.op == "delete" and error.reason != "AlreadyExists":
+        # The uid precondition failed: the TCP was replaced meanwhile; decide again on redelivery.
+        return Decision("retry", settle="nak", delay=backoff(num_delivered))
+    return Decision("retry", settle="nak", delay=backoff(num_delivered))

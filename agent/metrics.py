@@ -1,0 +1,31 @@
+"""The agent's Prometheus metrics, on a registry of its own (one per agent, so tests can run
+several). Labels carry outcomes and operations only, never names of secrets or their content."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.intents = Counter(
+            "kb_agent_intents", "Intents handled, by operation and result", ["op", "result"], registry=r
+        )
+        self.apply_seconds = Histogram("kb_agent_apply_seconds", "Time to apply one intent", registry=r)
+        self.status_published = Counter("kb_agent_status_published", "Status messages published", registry=r)
+        self.secrets_published = Counter(
+            "kb_agent_secrets_published", "SealedSecrets messages published", registry=r
+        )
+        self.managed_tcps = Gauge(
+            "kb_agent_managed_tcps", "TenantControlPlanes managed at this site", registry=r
+        )
+        self.consumer_pending = Gauge(
+            "kb_agent_consumer_pending", "Intents not yet delivered to this agent", registry=r
+        )
+        self.orphans = Counter("kb_agent_orphans", "Orphaned TCPs handled, by action", ["action"], registry=r)
+        self.nats_connected = Gauge("kb_agent_nats_connected", "1 when connected to NATS", registry=r)
+        self.drift_reverted = Counter(
+            "kb_agent_drift_reverted", "TCP specs re-applied after drift", registry=r
+        )

@@ -1,0 +1,20 @@
+"""Every Kubernetes permission the agent uses, in one place (the Helm chart's Role follows it).
+
+Each entry is (apiGroup, resource, verbs). The code touches nothing else; a test compares these
+against the calls recorded during a run.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+RULES: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
+    # TenantControlPlanes: the agent's whole job.
+    ("kamaji.clastix.io", "tenantcontrolplanes", ("get", "list", "watch", "create", "patch", "delete")),
+    # <tcp>-admin-kubeconfig and <tcp>-ca, read to seal back to the hub.
+    ("", "secrets", ("get", "list", "watch")),
+    # Warning events when an orphan is deleted, Normal ones for applied intents.
+    ("", "events", ("create",)),
+    # Whether a target namespace exists (NamespaceNotFound is reported, never created).
+    ("", "namespaces", ("get",)),
+)
