@@ -154,24 +154,47 @@ def _namespace(obj: dict[str, Any]) -> list[errors.Cause]:
     return []
 
 
-def _custom(rtype: resources.ResourceType, obj: dict[str, Any], version: str) -> list[errors.Cause]:
+def _custom(
+    rtype: resources.ResourceType,
+    obj: dict[str, Any],
+    version: str,
+    *,
+    field_validation: str,
+    warnings: list[str],
+) -> list[errors.Cause]:
     structural = rtype.schemas.get(version) or {}
     if not structural:
         return []
-    schema.prune(obj, structural)
+    unknown = [f'unknown field "{path}"' for path in schema.prune(obj, structural)]
+    if unknown and field_validation == "Strict":
+        raise errors.bad_request("strict decoding error: " + ", ".join(unknown))
+    if field_validation == "Warn":
+        warnings.extend(unknown)
     schema.apply_defaults(obj, structural)
     return schema.validate(obj, structural)
 
 
-def admit(rtype: resources.ResourceType, obj: dict[str, Any], *, version: str) -> None:
-    """Normalise ``obj`` in place for storage; raise 422 Invalid (or 400) when it is not acceptable."""
+def admit(
+    rtype: resources.ResourceType,
+    obj: dict[str, Any],
+    *,
+    version: str,
+    field_validation: str = "Warn",
+    warnings: list[str] | None = None,
+) -> None:
+    """Normalise ``obj`` in place for storage; raise 422 Invalid (or 400) when it is not acceptable.
+
+    ``field_validation`` is the request's fieldValidation (Warn, the server default, appends one
+    message per pruned unknown field to ``warnings``; Strict rejects them with 400).
+    """
     meta = obj.setdefault("metadata", {})
     if not isinstance(meta, dict):
         raise errors.bad_request("metadata must be an object")
     meta.pop("managedFields", None)
     causes = metadata_causes(rtype, meta)
     if rtype.crd_name:
-        causes += _custom(rtype, obj, version)
+        sink = warnings if warnings is not None else []
+        causes += _custom(rtype, obj, version, field_validation=field_validation, warnings=sink)
     elif rtype.key == ("", "secrets"):
         causes += _secret(obj)
     elif rtype.key == ("", "namespaces"):

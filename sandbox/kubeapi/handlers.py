@@ -32,6 +32,7 @@ from sandbox.kubeapi import (
 )
 
 log = logging.getLogger(__name__)
+_WARNINGS = web.RequestKey("warnings", list[str])
 JSON = "application/json"
 _MERGE_TYPES = (
     "application/merge-patch+json",
@@ -69,7 +70,11 @@ class Handler:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
-            return await self._dispatch(request)
+            response = await self._dispatch(request)
+            for warning in request.get(_WARNINGS, []):
+                if not response.prepared:  # a watch stream has sent its headers already
+                    response.headers.add("Warning", '299 - "' + warning.replace('"', '\\"') + '"')
+            return response
         except errors.ApiError as exc:
             return error_response(exc)
         except Exception as exc:  # a bug of ours: answer a Status, as the real server does on a panic
@@ -153,7 +158,7 @@ class Handler:
                     target.namespace or "",
                     body,
                     version=target.version,
-                    dry_run=options.dry_run(query),
+                    **_write_args(request),
                 )
                 return respond(rendering.object_bytes(view, entry), status=201)
             if method == "DELETE":
@@ -223,7 +228,7 @@ class Handler:
                 body,
                 version=target.version,
                 subresource=sub,
-                dry_run=options.dry_run(request.query),
+                **_write_args(request),
             )
             return respond(rendering.object_bytes(view, entry))
         if method == "PATCH":
@@ -249,9 +254,7 @@ class Handler:
         except errors.ApiError:
             if content_type != "application/apply-patch+yaml":
                 raise
-            return self.store.create(
-                rtype, ns, patch, version=target.version, dry_run=options.dry_run(request.query)
-            )
+            return self.store.create(rtype, ns, patch, version=target.version, **_write_args(request))
         patched = apply_patch(content_type, rendering.as_version(view, current), patch)
         return self.store.update(
             rtype,
@@ -260,7 +263,7 @@ class Handler:
             patched,
             version=target.version,
             subresource=target.subresource,
-            dry_run=options.dry_run(request.query),
+            **_write_args(request),
         )
 
     async def _scale(
@@ -297,9 +300,7 @@ class Handler:
         if wanted_rv:
             obj["metadata"]["resourceVersion"] = wanted_rv
         rendering.set_path(obj, rtype.scale.spec_replicas_path, replicas)
-        entry = self.store.update(
-            rtype, ns, name, obj, version=rtype.storage_version, dry_run=options.dry_run(request.query)
-        )
+        entry = self.store.update(rtype, ns, name, obj, version=rtype.storage_version, **_write_args(request))
         return respond_json(rendering.scale_of(rtype, entry))
 
     async def _delete(
@@ -387,6 +388,15 @@ def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> dict[s
     if not isinstance(result, dict):
         raise errors.ApiError(422, "Invalid", "the patched object must be a JSON object")
     return result
+
+
+def _write_args(request: web.Request) -> dict[str, Any]:
+    """dryRun and fieldValidation of a write, and the list that collects its warnings."""
+    return {
+        "dry_run": options.dry_run(request.query),
+        "field_validation": options.field_validation(request.query),
+        "warnings": request.setdefault(_WARNINGS, []),
+    }
 
 
 def _decode(raw: bytes, *, yaml_ok: bool = False) -> Any:

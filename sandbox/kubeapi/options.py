@@ -36,3 +36,13 @@ def integer(value: str | None, name: str) -> int:
         return max(int(value), 0)
     except ValueError as exc:
         raise errors.bad_request(f"invalid {name} {value!r}") from exc
+
+
+def field_validation(query: Any) -> str:
+    """fieldValidation: Ignore, Warn (the server default) or Strict."""
+    value = query.get("fieldValidation") or "Warn"
+    if value not in ("Ignore", "Warn", "Strict"):
+        raise errors.bad_request(
+            f'fieldValidation: Unsupported value: "{value}": supported values: "Ignore", "Strict", "Warn"'
+        )
+    return str(value)

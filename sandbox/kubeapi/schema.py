@@ -52,16 +52,24 @@ _ROOT_FIELDS = ("apiVersion", "kind", "metadata")
 # Pruning ------------------------------------------------------------------------------------
 
 
-def prune(obj: dict[str, Any], schema: Schema) -> None:
-    """Drop, in place, the fields ``schema`` does not declare (the root keeps apiVersion/kind/metadata)."""
+def prune(obj: dict[str, Any], schema: Schema) -> list[str]:
+    """Drop, in place, the fields ``schema`` does not declare; returns their paths (for fieldValidation).
+
+    The root keeps apiVersion, kind and metadata (metadata is coerced to ObjectMeta's fields).
+    """
+    dropped: list[str] = []
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         for key in [k for k in meta if k not in OBJECT_META_FIELDS]:
             del meta[key]
-    _prune_object(obj, schema, keep=_ROOT_FIELDS)
+            dropped.append(f"metadata.{key}")
+    _prune_object(obj, schema, "", dropped, keep=_ROOT_FIELDS)
+    return dropped
 
 
-def _prune_object(obj: dict[str, Any], schema: Schema, *, keep: tuple[str, ...] = ()) -> None:
+def _prune_object(
+    obj: dict[str, Any], schema: Schema, path: str, dropped: list[str], *, keep: tuple[str, ...] = ()
+) -> None:
     props: dict[str, Schema] = schema.get("properties") or {}
     additional = schema.get("additionalProperties")
     preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
@@ -72,24 +80,26 @@ def _prune_object(obj: dict[str, Any], schema: Schema, *, keep: tuple[str, ...] 
         sub = props.get(key)
         if sub is None and isinstance(additional, dict):
             sub = additional
+        where = f"{path}.{key}" if path else key
         if sub is None:
             if not preserve and additional is not True:
                 del obj[key]
+                dropped.append(where)
             continue
         if obj[key] is None and not sub.get("nullable"):
             del obj[key]
             continue
-        _prune_value(obj[key], sub)
+        _prune_value(obj[key], sub, where, dropped)
 
 
-def _prune_value(value: Any, schema: Schema) -> None:
+def _prune_value(value: Any, schema: Schema, path: str, dropped: list[str]) -> None:
     if schema.get("x-kubernetes-int-or-string"):
         return
     if isinstance(value, dict) and (schema.get("type") == "object" or "properties" in schema):
-        _prune_object(value, schema)
+        _prune_object(value, schema, path, dropped)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for item in value:
-            _prune_value(item, schema["items"])
+        for index, item in enumerate(value):
+            _prune_value(item, schema["items"], f"{path}[{index}]", dropped)
 
 
 # Defaulting ---------------------------------------------------------------------------------

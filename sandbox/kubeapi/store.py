@@ -181,6 +181,8 @@ class Store:
         *,
         version: str,
         dry_run: bool = False,
+        field_validation: str = "Warn",
+        warnings: list[str] | None = None,
     ) -> Entry:
         meta = body.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -204,7 +206,7 @@ class Store:
         admission.check_identity(rtype, body, version=version)
         if rtype.has_status and rtype.crd_name:
             body.pop("status", None)  # the status subresource owns it
-        admission.admit(rtype, body, version=version)
+        admission.admit(rtype, body, version=version, field_validation=field_validation, warnings=warnings)
         okey = (namespace, meta["name"])
         if okey in self._objects[rtype.key]:
             raise errors.already_exists(rtype.plural, meta["name"], group=rtype.group)
@@ -260,6 +262,8 @@ class Store:
         version: str,
         subresource: str = "",
         dry_run: bool = False,
+        field_validation: str = "Warn",
+        warnings: list[str] | None = None,
     ) -> Entry:
         """PUT semantics: replace the object (or only its status for ``subresource="status"``)."""
         meta = body.setdefault("metadata", {})
@@ -273,7 +277,15 @@ class Store:
         current = self._objects[rtype.key].get((namespace, name))
         if current is None:
             if rtype.create_on_update and not subresource:
-                return self.create(rtype, namespace, body, version=version, dry_run=dry_run)
+                return self.create(
+                    rtype,
+                    namespace,
+                    body,
+                    version=version,
+                    dry_run=dry_run,
+                    field_validation=field_validation,
+                    warnings=warnings,
+                )
             raise errors.not_found(rtype.plural, name, group=rtype.group)
         if rtype.namespaced and meta.get("namespace") and meta["namespace"] != namespace:
             raise errors.bad_request(
@@ -284,9 +296,17 @@ class Store:
             and meta["resourceVersion"] != current.obj["metadata"]["resourceVersion"]
         ):
             raise errors.conflict(rtype.plural, name, group=rtype.group)
+        if meta.get("uid") and meta["uid"] != current.obj["metadata"]["uid"]:
+            raise errors.conflict(
+                rtype.plural,
+                name,
+                group=rtype.group,
+                why=f"Precondition failed: UID in precondition: {meta['uid']}, "
+                f"UID in object meta: {current.obj['metadata']['uid']}",
+            )
         admission.check_identity(rtype, body, version=version)
         new = self._merge_subresource(rtype, current, body, subresource)
-        admission.admit(rtype, new, version=version)
+        admission.admit(rtype, new, version=version, field_validation=field_validation, warnings=warnings)
         self._keep_server_fields(rtype, current.obj, new, bump=subresource != "status")
         if rtype.key == CRDS:
             collecting.crd_defaults(new, finalizer=None)

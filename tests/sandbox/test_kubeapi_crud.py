@@ -371,3 +371,15 @@ async def test_unknown_resource_is_404(api_client: aclient.ApiClient) -> None:
             "nope.io", "v1", "default", "things"
         )
     assert info.value.status == 404
+
+
+async def test_update_with_another_uid_conflicts(api_client: aclient.ApiClient) -> None:
+    core = aclient.CoreV1Api(api_client)
+    cm = await core.create_namespaced_config_map(
+        "default", aclient.V1ConfigMap(metadata=aclient.V1ObjectMeta(name="u"))
+    )
+    cm.metadata.uid = "someone-else"
+    with pytest.raises(ApiException) as info:
+        await core.replace_namespaced_config_map("u", "default", cm)
+    assert info.value.status == 409
+    assert "Precondition failed: UID in precondition" in _status(info.value)["message"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import aiohttp
 import pytest
 from kubernetes_asyncio import client as aclient
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -127,3 +128,29 @@ async def test_discovery_lists_the_tcp_resource(
     assert by_name["tenantcontrolplanes"].short_names == ["tcp"]
     assert by_name["tenantcontrolplanes"].categories == ["kamaji"]
     assert set(by_name) == {"tenantcontrolplanes", "tenantcontrolplanes/status", "tenantcontrolplanes/scale"}
+
+
+@pytest.mark.parametrize(
+    ("validation", "status", "warning"),
+    [
+        ("Strict", 400, None),
+        ("Warn", 201, '299 - "unknown field \\"spec.bogus\\""'),
+        ("", 201, '299 - "unknown field \\"spec.bogus\\""'),  # Warn is the server default
+        ("Ignore", 201, None),
+    ],
+)
+async def test_field_validation_of_unknown_fields(
+    with_kamaji: kubeapi.Server, validation: str, status: int, warning: str | None
+) -> None:
+    body = tcp("t")
+    body["spec"]["bogus"] = 1
+    url = f"{with_kamaji.url}/apis/kamaji.clastix.io/v1alpha1/namespaces/default/tenantcontrolplanes"
+    query = f"?fieldValidation={validation}" if validation else ""
+    async with aiohttp.ClientSession() as http, http.post(url + query, json=body) as resp:
+        assert resp.status == status
+        assert resp.headers.get("Warning") == warning
+        answer = await resp.json()
+    if status == 400:
+        assert answer["message"] == 'strict decoding error: unknown field "spec.bogus"'
+    else:
+        assert "bogus" not in answer["spec"]
