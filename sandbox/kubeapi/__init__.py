@@ -28,9 +28,10 @@ DEVIATIONS = """\
 - Strategic merge patch is applied as JSON merge patch (lists replaced, no $patch directives);
   server-side apply (application/apply-patch+yaml) is a merge patch that creates when absent,
   without field ownership (managedFields are not kept).
-- OpenAPI: /openapi/v3 answers an empty index and /openapi/v2 an empty document, so kubectl
-  skips client-side validation and never sends fieldValidation=Strict; fieldValidation is
-  ignored (unknown fields of custom resources are pruned, as with the default "Ignore").
+- OpenAPI: /openapi/v3 answers an empty index and /openapi/v2 an empty document (no schemas),
+  so kubectl skips client-side validation without --validate=false and relies on the server's
+  fieldValidation (Warn by default, Strict from kubectl: unknown fields of custom resources are
+  reported; built-in kinds are not checked for unknown fields). `kubectl explain` has nothing.
 - CEL rules (x-kubernetes-validations) are not evaluated; other structural-schema checks are.
 - Custom resources are served in every served version without conversion (only apiVersion
   changes); status/scale subresources come from the storage version.
@@ -39,7 +40,8 @@ DEVIATIONS = """\
   served from memory at the requested page's resourceVersion.
 - Garbage collection, namespace cleanup and CRD cleanup run synchronously at the end of the
   write that triggers them, not a moment later in a controller.
-- No authentication or authorisation: every request is allowed.
+- No authentication or authorisation: every request is allowed; no admission webhooks.
+- Built-in kinds are not validated beyond metadata (and Secret data being base64).
 - Responses are always JSON; protobuf request bodies are decoded only for Namespace, Secret,
   ConfigMap and Lease (what `kubectl create namespace|secret|configmap` sends), others get 415.
 - Watches without timeoutSeconds last 30 min; BOOKMARKs (when allowed) every 10 s of idleness.

@@ -71,8 +71,8 @@ async def watch(
             headers=not initial,
         )
         await response.write_eof()
-    except (ConnectionResetError, asyncio.CancelledError):
-        pass  # the client went away; the watcher is released below
+    except ConnectionResetError:
+        pass  # the client went away (a cancellation, with handler_cancellation, propagates)
     finally:
         state.history.unsubscribe(watcher)
     return response

@@ -233,3 +233,16 @@ async def test_watch_fans_out_to_many_watchers(
         await core.create_namespaced_config_map("default", _cm(name))
     results = await asyncio.gather(*watchers)
     assert all(r == [("ADDED", "a"), ("ADDED", "b"), ("ADDED", "c")] for r in results)
+
+
+async def test_a_watch_whose_client_left_is_released(kube_server: kubeapi.Server) -> None:
+    async with aiohttp.ClientSession() as http:
+        resp = await http.get(f"{kube_server.url}/api/v1/namespaces?watch=true")
+        await resp.content.readline()
+        assert kube_server.store.history.watcher_count == 1
+        resp.close()
+    for _ in range(200):  # the server notices the closed connection asynchronously
+        if kube_server.store.history.watcher_count == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert kube_server.store.history.watcher_count == 0
