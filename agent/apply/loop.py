@@ -1,0 +1,287 @@
+"""The apply loop's shell: bind, fetch, verify, observe, decide, execute, report, settle.
+
+Talks to NATS (the ``agent-<site>`` durable consumer, through ``common.bus``) and to the site's
+API server (``common.kube``). Messages for different TCPs are handled concurrently; messages for
+one TCP strictly in order, by one worker per subject. Deciding is ``intents.decide``'s job; this
+module only performs what it decides and never acks before the API has persisted the change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from collections.abc import Mapping
+
+import nacl.signing
+
+from agent import metrics as agent_metrics
+from agent import publishing, tcps
+from agent.apply import intents
+from common import bus, health
+from common import errors as bus_errors
+from common.kube import Kube
+from common.kube import errors as kerrors
+from protocol import errors as protocol_errors
+from protocol import messages, signing, streams, subjects
+
+log = logging.getLogger(__name__)
+
+READY_CHECK = "consumer"
+
+
+class ApplyLoop:
+    def __init__(
+        self,
+        *,
+        conn: bus.Connection,
+        kube: Kube,
+        publisher: publishing.Publisher,
+        ctx: intents.Context,
+        trusted: Mapping[str, nacl.signing.VerifyKey],
+        metrics: agent_metrics.Metrics,
+        readiness: health.Readiness,
+        prefix: str = subjects.DEFAULT_PREFIX,
+        batch: int = 64,
+        max_in_flight: int = 512,
+        bind_retry: float = 5.0,
+    ) -> None:
+        self.conn = conn
+        self.kube = kube
+        self.publisher = publisher
+        self.ctx = ctx
+        self.trusted = dict(trusted)
+        self.metrics = metrics
+        self.readiness = readiness
+        self.prefix = prefix
+        self.batch = batch
+        self.max_in_flight = max_in_flight
+        self.bind_retry = bind_retry
+        self.definition = streams.agent_consumer(ctx.site, prefix=prefix)
+        self.last_seq = 0
+        """Highest stream sequence handled (for the heartbeat)."""
+        self.idle = False
+        """True when the last fetch came back empty and no intent is in flight (caught up)."""
+        self._queues: dict[str, collections.deque[bus.Delivery]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        readiness.declare(READY_CHECK)
+
+    @property
+    def in_flight(self) -> int:
+        return sum(len(q) for q in self._queues.values()) + len(self._workers)
+
+    async def run(self) -> None:
+        """Forever: bind (the hub creates the consumer; we never do), then consume."""
+        try:
+            while True:
+                consumer = await self._bind()
+                try:
+                    await self._consume(consumer)
+                except bus_errors.PermissionDenied as exc:
+                    self._not_ready(f"configuration error: {exc}", error=True)
+                    await asyncio.sleep(self.bind_retry * 6)  # not a tight loop: a human must act
+                except bus_errors.BusError as exc:
+                    self._not_ready(f"fetching intents failed: {exc}")
+                    await asyncio.sleep(self.bind_retry)
+                finally:
+                    await consumer.unsubscribe()
+        finally:
+            for task in self._workers.values():
+                task.cancel()
+            await asyncio.gather(*self._workers.values(), return_exceptions=True)
+
+    def _not_ready(self, reason: str, *, error: bool = False) -> None:
+        self.readiness.set(READY_CHECK, False, reason)
+        (log.error if error else log.warning)("%s", reason)
+
+    async def _bind(self) -> bus.Consumer:
+        d = self.definition
+        while True:
+            try:
+                consumer = await bus.bind(self.conn, d)
+            except bus_errors.ConsumerNotFound as exc:
+                self._not_ready(str(exc))
+            except bus_errors.PermissionDenied as exc:
+                self._not_ready(f"configuration error: {exc}", error=True)
+                await asyncio.sleep(self.bind_retry * 5)
+            except bus_errors.BusError as exc:
+                self._not_ready(f"cannot bind consumer {d.durable_name}: {exc}")
+            else:
+                self.readiness.set(READY_CHECK, True, f"bound to {d.stream}/{d.durable_name}")
+                return consumer
+            await asyncio.sleep(self.bind_retry)
+
+    async def _consume(self, consumer: bus.Consumer) -> None:
+        while True:
+            if self.in_flight >= self.max_in_flight:
+                await asyncio.wait(list(self._workers.values()), return_when=asyncio.FIRST_COMPLETED)
+                continue
+            deliveries = await consumer.fetch(self.batch, timeout=2.0)
+            self.idle = not deliveries and not self._workers
+            for delivery in deliveries:
+                self._enqueue(delivery)
+            if deliveries:
+                self.metrics.consumer_pending.set(deliveries[-1].num_pending)
+            else:
+                self.metrics.consumer_pending.set(0)
+
+    def _enqueue(self, delivery: bus.Delivery) -> None:
+        queue = self._queues.setdefault(delivery.subject, collections.deque())
+        queue.append(delivery)
+        if delivery.subject not in self._workers:
+            task = asyncio.get_running_loop().create_task(self._work(delivery.subject))
+            self._workers[delivery.subject] = task
+
+    async def _work(self, subject: str) -> None:
+        queue = self._queues[subject]
+        try:
+            while queue:
+                delivery = queue.popleft()
+                try:
+                    await self.handle(delivery)
+                except bus_errors.BusError as exc:
+                    # Settling failed (connection lost): the server redelivers; applying is idempotent.
+                    log.warning("intent on %s: %s; it will be redelivered", subject, exc)
+        finally:
+            self._workers.pop(subject, None)
+            if not queue:
+                self._queues.pop(subject, None)
+
+    def superseded(self, subject: str) -> bool:
+        """A newer message for this TCP is waiting: stop working on the older one."""
+        return bool(self._queues.get(subject))
+
+    async def handle(self, delivery: bus.Delivery) -> None:
+        """Process one delivery and settle it (ack only once the outcome is persisted and reported)."""
+        started = time.perf_counter()
+        self.last_seq = max(self.last_seq, delivery.stream_seq)
+        intent = await self._verified(delivery)
+        if intent is None:
+            return
+        decision = await self.process(intent, delivery)
+        await self._settle(delivery, decision)
+        self.metrics.intents.labels(op=intent.op, result=decision.result).inc()
+        self.metrics.apply_seconds.observe(time.perf_counter() - started)
+        log.info(
+            "intent %s seq %d (%s, generation %d): %s%s",
+            delivery.subject,
+            delivery.stream_seq,
+            intent.op,
+            intent.generation,
+            decision.result,
+            f" ({decision.report.reason})" if decision.report else "",
+        )
+
+    async def process(self, intent: messages.Intent, delivery: bus.Delivery) -> intents.Decision:
+        """Observe, decide, execute and report; the caller settles the message."""
+        try:
+            observed = await self.kube.get_or_none(tcps.TCP, intent.name, namespace=intent.namespace)
+        except kerrors.KubeError as exc:
+            decision = intents.after_error(intent, exc, num_delivered=delivery.num_delivered, ctx=self.ctx)
+        else:
+            decision = intents.decide(intent, delivery.stream_seq, observed, ctx=self.ctx)
+            if decision.action is not None:
+                decision = await self._execute(decision, intent, delivery)
+        if decision.report is not None:
+            try:
+                await self.publisher.status(
+                    self._status(intent, delivery.stream_seq, decision.report),
+                    about=f"intent-{delivery.stream_seq}",
+                )
+            except bus_errors.BusError as exc:
+                log.warning(
+                    "reporting %s for %s failed (%s); retrying the intent",
+                    decision.report.phase,
+                    delivery.subject,
+                    exc,
+                )
+                decision = intents.Decision(
+                    "retry", settle="nak", delay=intents.backoff(delivery.num_delivered)
+                )
+        return decision
+
+    async def _verified(self, delivery: bus.Delivery) -> messages.Intent | None:
+        try:
+            intent = signing.verify(delivery.data, self.trusted)
+            where = subjects.parse(delivery.subject, prefix=self.prefix)
+            if (where.site, where.namespace, where.name) != (intent.site, intent.namespace, intent.name):
+                raise protocol_errors.SubjectError(
+                    f"intent for {intent.site}/{intent.namespace}/{intent.name} arrived on another subject"
+                )
+            if intent.site != self.ctx.site:
+                raise protocol_errors.SubjectError(
+                    f"intent for site {intent.site!r}, this is site {self.ctx.site!r}"
+                )
+        except (
+            protocol_errors.DecodeError,
+            protocol_errors.SignatureError,
+            protocol_errors.SubjectError,
+        ) as exc:
+            kind = {
+                protocol_errors.DecodeError: "undecodable",
+                protocol_errors.SignatureError: "bad_signature",
+            }.get(type(exc), "wrong_subject")
+            log.warning("rejected intent on %s (seq %d): %s", delivery.subject, delivery.stream_seq, exc)
+            self.metrics.intents.labels(op="unknown", result=kind).inc()
+            await delivery.term()
+            return None
+        return intent
+
+    async def _execute(
+        self, decision: intents.Decision, intent: messages.Intent, delivery: bus.Delivery
+    ) -> intents.Decision:
+        action = decision.action
+        try:
+            if isinstance(action, intents.Create):
+                await self.kube.create(tcps.TCP, action.body, namespace=intent.namespace)
+            elif isinstance(action, intents.Patch):
+                await self.kube.patch(tcps.TCP, intent.name, action.patch, namespace=intent.namespace)
+            elif isinstance(action, intents.Delete):
+                await self.kube.delete(
+                    tcps.TCP, intent.name, namespace=intent.namespace, uid=action.uid or None
+                )
+                if not await self._wait_gone(intent, uid=action.uid, delivery=delivery):
+                    return intents.Decision("superseded")
+        except kerrors.KubeError as exc:
+            return intents.after_error(intent, exc, num_delivered=delivery.num_delivered, ctx=self.ctx)
+        return decision
+
+    async def _wait_gone(self, intent: messages.Intent, *, uid: str, delivery: bus.Delivery) -> bool:
+        """Wait until Kamaji's finalizers let the TCP go; False when a newer intent superseded this one."""
+        loop = asyncio.get_running_loop()
+        last_progress = loop.time()
+        interval = 0.2
+        while True:
+            found = await self.kube.get_or_none(tcps.TCP, intent.name, namespace=intent.namespace)
+            if found is None or tcps.meta(found).get("uid") != uid:
+                return True
+            if self.superseded(delivery.subject):
+                return False
+            if loop.time() - last_progress > streams.ACK_WAIT_SECONDS / 3:
+                await delivery.in_progress()  # still deleting: keep the message ours
+                last_progress = loop.time()
+            await asyncio.sleep(interval)
+            interval = min(2.0, interval * 1.5)
+
+    def _status(self, intent: messages.Intent, seq: int, report: intents.Report) -> messages.Status:
+        return messages.Status(
+            site=intent.site,
+            namespace=intent.namespace,
+            name=intent.name,
+            owner_uid=intent.owner.uid,
+            observed_generation=intent.generation,
+            intent_seq=seq,
+            phase=report.phase,
+            reason=report.reason,
+            message=report.message,
+            observed_at=messages.utcnow(),
+        )
+
+    async def _settle(self, delivery: bus.Delivery, decision: intents.Decision) -> None:
+        if decision.settle == "ack":
+            await delivery.ack()
+        elif decision.settle == "nak":
+            await delivery.nak(delay=decision.delay)
+        else:
+            await delivery.term()

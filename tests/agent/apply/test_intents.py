@@ -1,0 +1,222 @@
+"""agent.apply.intents: every outcome of an intent, as a table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from agent import tcps
+from agent.apply import intents
+from common.kube import errors as kerrors
+from protocol import messages
+from tests import helpers
+
+CTX = intents.Context(site="site-a", namespaces=(), namespace_retry=60.0)
+SEQ = 10
+
+
+def observed(
+    *, seq: int = SEQ, uid: str = "8d1c-uid", managed: bool = True, deleting: bool = False, **spec: Any
+) -> dict[str, Any]:
+    obj = tcps.desired(helpers.intent(), seq=seq)
+    obj["metadata"]["uid"] = "tcp-uid-1"
+    obj["metadata"]["annotations"][tcps.OWNER_UID] = uid
+    if not managed:
+        obj["metadata"]["labels"] = {}
+    if deleting:
+        obj["metadata"]["deletionTimestamp"] = "2026-11-30T12:00:00Z"
+    obj["spec"] = {**obj["spec"], **spec}
+    return obj
+
+
+def delete_intent() -> messages.Intent:
+    return helpers.intent(op="delete", spec={})
+
+
+CASES: list[tuple[str, messages.Intent, int, dict[str, Any] | None, str, type | None, str | None, str]] = [
+    # id, intent, seq, observed, result, action type, reported reason, settle
+    ("create when absent", helpers.intent(), SEQ, None, "applied", intents.Create, None, "ack"),
+    ("same intent again: no write", helpers.intent(), SEQ, observed(), "unchanged", None, None, "ack"),
+    (
+        "newer intent: patch",
+        helpers.intent(generation=2),
+        SEQ + 1,
+        observed(),
+        "applied",
+        intents.Patch,
+        None,
+        "ack",
+    ),
+    (
+        "drift at the same seq: patch",
+        helpers.intent(),
+        SEQ,
+        observed(kubernetes={"version": "v1.20.0"}),
+        "applied",
+        intents.Patch,
+        None,
+        "ack",
+    ),
+    ("older seq: ignored", helpers.intent(), SEQ - 1, observed(), "stale", None, None, "ack"),
+    (
+        "another owner's TCP",
+        helpers.intent(),
+        SEQ + 1,
+        observed(uid="other"),
+        "conflict",
+        None,
+        "Conflict",
+        "ack",
+    ),
+    (
+        "unmanaged TCP",
+        helpers.intent(),
+        SEQ + 1,
+        observed(managed=False),
+        "conflict",
+        None,
+        "Conflict",
+        "ack",
+    ),
+    (
+        "being deleted: retry later",
+        helpers.intent(),
+        SEQ + 1,
+        observed(deleting=True),
+        "retry",
+        None,
+        None,
+        "nak",
+    ),
+    ("wrong site", helpers.intent(site="site-b"), SEQ, None, "wrong_site", None, None, "term"),
+    ("delete: absent is Deleted at once", delete_intent(), SEQ + 1, None, "deleted", None, "Deleted", "ack"),
+    ("delete ours", delete_intent(), SEQ + 1, observed(), "deleted", intents.Delete, "Deleted", "ack"),
+    (
+        "delete of another owner: untouched",
+        delete_intent(),
+        SEQ + 1,
+        observed(uid="newer-owner"),
+        "stale",
+        None,
+        "Deleted",
+        "ack",
+    ),
+    (
+        "delete of an unmanaged TCP: untouched",
+        delete_intent(),
+        SEQ + 1,
+        observed(managed=False),
+        "stale",
+        None,
+        "Deleted",
+        "ack",
+    ),
+    ("delete older than the applied seq", delete_intent(), SEQ - 1, observed(), "stale", None, None, "ack"),
+]
+
+
+@pytest.mark.parametrize(
+    ("intent", "seq", "obs", "result", "action", "reason", "settle"),
+    [c[1:] for c in CASES],
+    ids=[c[0] for c in CASES],
+)
+def test_decide(
+    intent: messages.Intent,
+    seq: int,
+    obs: dict[str, Any] | None,
+    result: str,
+    action: type | None,
+    reason: str | None,
+    settle: str,
+) -> None:
+    d = intents.decide(intent, seq, obs, ctx=CTX)
+    assert d.result == result
+    assert (type(d.action) if d.action else None) is action
+    assert (d.report.reason if d.report else None) == reason
+    assert d.settle == settle
+
+
+def test_create_carries_labels_annotations_and_spec() -> None:
+    intent = msgspec.structs.replace(helpers.intent(generation=4), kubeconfig_key="super.conf")
+    d = intents.decide(intent, 42, None, ctx=CTX)
+    assert isinstance(d.action, intents.Create)
+    meta = d.action.body["metadata"]
+    assert meta["labels"] == {tcps.MANAGED_BY: "kamaji-broker", tcps.SITE: "site-a"}
+    assert meta["annotations"] == {
+        tcps.OWNER_UID: "8d1c-uid",
+        tcps.OWNER: "default/cp1",
+        tcps.CLUSTER: "cp1",
+        tcps.GENERATION: "4",
+        tcps.INTENT_SEQ: "42",
+        tcps.KUBECONFIG_KEY: "super.conf",
+    }
+    assert d.action.body["spec"] == intent.spec
+    assert (meta["name"], meta["namespace"]) == ("cp1", "tenants")
+
+
+def test_delete_is_fenced_by_uid_precondition() -> None:
+    d = intents.decide(delete_intent(), SEQ + 1, observed(), ctx=CTX)
+    assert d.action == intents.Delete(uid="tcp-uid-1")
+
+
+def test_namespace_outside_the_targets_is_rejected() -> None:
+    ctx = intents.Context(site="site-a", namespaces=("other",), namespace_retry=60.0)
+    d = intents.decide(helpers.intent(), SEQ, None, ctx=ctx)
+    assert d.report is not None and (d.report.phase, d.report.reason) == ("Rejected", "NamespaceNotAllowed")
+    assert d.action is None and d.settle == "ack"
+
+
+ERRORS = [
+    (
+        "422 Invalid",
+        kerrors.Invalid(422, "Invalid", "spec.kubernetes.kubelet: Required value"),
+        "rejected",
+        "Invalid",
+        "ack",
+        None,
+    ),
+    (
+        "namespace missing",
+        kerrors.NotFound(404, "NotFound", 'namespaces "x" not found', {"kind": "namespaces"}),
+        "rejected",
+        "NamespaceNotFound",
+        "nak",
+        60.0,
+    ),
+    ("API down", kerrors.Unavailable(0, "ClientConnectorError"), "retry", None, "nak", 2.0),
+    ("create raced", kerrors.Conflict(409, "AlreadyExists"), "retry", None, "nak", 2.0),
+    ("forbidden", kerrors.KubeError(403, "Forbidden"), "retry", None, "nak", 2.0),
+]
+
+
+@pytest.mark.parametrize(
+    ("error", "result", "reason", "settle", "delay"), [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS]
+)
+def test_after_error(
+    error: kerrors.KubeError, result: str, reason: str | None, settle: str, delay: float | None
+) -> None:
+    d = intents.after_error(helpers.intent(), error, num_delivered=3, ctx=CTX)
+    assert (d.result, d.settle, d.delay) == (result, settle, delay)
+    assert (d.report.reason if d.report else None) == reason
+    if reason == "Invalid":
+        assert d.report is not None and "spec.kubernetes.kubelet" in d.report.message
+
+
+@pytest.mark.parametrize(("delivered", "delay"), [(1, 0.5), (2, 1.0), (5, 8.0), (50, 60.0)])
+def test_backoff(delivered: int, delay: float) -> None:
+    assert intents.backoff(delivered) == delay
+
+
+@pytest.mark.parametrize(
+    ("spec", "have", "paths"),
+    [
+        ({"a": 1}, {"a": 1, "b": 2}, []),
+        ({"a": {"b": 1}}, {"a": {"b": 2}}, ["a.b"]),
+        ({"a": {"b": 1}}, {}, ["a"]),
+        ({"l": [1, 2]}, {"l": [2, 1]}, ["l"]),
+    ],
+)
+def test_drift(spec: dict[str, Any], have: dict[str, Any], paths: list[str]) -> None:
+    assert tcps.drift(spec, have) == paths

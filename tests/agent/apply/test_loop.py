@@ -1,0 +1,309 @@
+"""The apply loop on a real nats-server and the emulated site with the Kamaji simulator; the
+test plays the hub."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import msgspec
+import pytest
+
+from agent import metrics as agent_metrics
+from agent import publishing, tcps
+from agent.apply import intents, loop
+from common import bus, health
+from common import kube as ckube
+from common.bus import topology
+from common.kube import resources
+from protocol import keys, messages, signing, streams, subjects
+from tests import helpers
+from tests.agent.conftest import NAMESPACE, SITE, Hub, intent, with_version
+
+TCP = resources.TENANT_CONTROL_PLANE
+
+
+class Agent:
+    def __init__(self, conn: bus.Connection, kube: ckube.Kube, hub: Hub, **ctx: Any) -> None:
+        self.metrics = agent_metrics.Metrics()
+        self.readiness = health.Readiness()
+        context = intents.Context(
+            site=SITE, namespaces=ctx.pop("namespaces", ()), namespace_retry=ctx.pop("namespace_retry", 0.5)
+        )
+        self.loop = loop.ApplyLoop(
+            conn=conn,
+            kube=kube,
+            publisher=publishing.Publisher(conn, site=SITE, prefix=hub.prefix),
+            ctx=context,
+            trusted=hub.public.verify_keys(),
+            metrics=self.metrics,
+            readiness=self.readiness,
+            prefix=hub.prefix,
+            bind_retry=0.2,
+        )
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self.loop.run())
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+            self.task = None
+
+    def count(self, op: str, result: str) -> float:
+        value = self.metrics.registry.get_sample_value("kb_agent_intents_total", {"op": op, "result": result})
+        return value or 0.0
+
+
+@pytest.fixture
+async def agent(conn: bus.Connection, site: ckube.Kube, hub: Hub) -> AsyncIterator[Agent]:
+    a = Agent(conn, site, hub)
+    a.start()
+    yield a
+    await a.stop()
+
+
+async def tcp_where(
+    kube: ckube.Kube, name: str, check: Callable[[dict[str, Any] | None], bool]
+) -> dict[str, Any] | None:
+    found: list[dict[str, Any] | None] = []
+
+    async def probe() -> bool:
+        obj = await kube.get_or_none(TCP, name, namespace=NAMESPACE)
+        found[:] = [obj]
+        return check(obj)
+
+    await helpers.eventually(probe, within=15)
+    return found[0]
+
+
+async def test_provision_creates_the_tcp_with_the_exact_spec_labels_and_annotations(
+    agent: Agent, hub: Hub, site: ckube.Kube
+) -> None:
+    sent = intent(generation=3)
+    seq = await hub.send(sent)
+    obj = await tcp_where(site, "cp1", lambda o: o is not None)
+    assert obj is not None
+    assert obj["metadata"]["labels"] == {tcps.MANAGED_BY: "kamaji-broker", tcps.SITE: SITE}
+    notes = obj["metadata"]["annotations"]
+    assert notes[tcps.OWNER_UID] == sent.owner.uid and notes[tcps.INTENT_SEQ] == str(seq)
+    assert notes[tcps.GENERATION] == "3" and notes[tcps.OWNER] == "default/cp1"
+    assert tcps.drift(sent.spec, obj["spec"]) == []
+    await helpers.eventually(lambda: _async(agent.count("provision", "applied") == 1))
+    await helpers.eventually(lambda: _async(agent.readiness.ready))
+
+
+async def test_update_patches_and_delete_waits_for_kamaji(agent: Agent, hub: Hub, site: ckube.Kube) -> None:
+    first = intent()
+    await hub.send(first)
+    await tcp_where(site, "cp1", lambda o: o is not None and _phase(o) == "Ready")
+    await hub.send(with_version(first, "v1.32.0", replicas=3))
+    updated = await tcp_where(
+        site, "cp1", lambda o: o is not None and o["spec"]["kubernetes"]["version"] == "v1.32.0"
+    )
+    assert updated is not None and updated["spec"]["controlPlane"]["deployment"]["replicas"] == 3
+    assert updated["metadata"]["generation"] == 2
+    await tcp_where(
+        site,
+        "cp1",
+        lambda o: _phase(o) == "Upgrading" or (_phase(o) == "Ready" and _version(o) == "v1.32.0"),
+    )
+    await hub.send(msgspec.structs.replace(first, op="delete", spec={}, generation=3))
+    deleted = await hub.status_is("cp1", "Deleted")
+    assert deleted.owner_uid == first.owner.uid
+    assert await site.get_or_none(TCP, "cp1", namespace=NAMESPACE) is None
+
+
+async def test_delete_of_an_absent_tcp_is_deleted_at_once(agent: Agent, hub: Hub) -> None:
+    await hub.send(msgspec.structs.replace(intent("never"), op="delete", spec={}))
+    await hub.status_is("never", "Deleted")
+
+
+async def test_delete_with_another_owner_uid_leaves_the_tcp(agent: Agent, hub: Hub, site: ckube.Kube) -> None:
+    await hub.send(intent())
+    before = await tcp_where(site, "cp1", lambda o: o is not None)
+    assert before is not None
+    stale = msgspec.structs.replace(
+        intent(), op="delete", spec={}, owner=msgspec.structs.replace(intent().owner, uid="old-uid")
+    )
+    await hub.send(stale)
+    await helpers.eventually(lambda: _async(agent.count("delete", "stale") == 1))
+    after = await site.get(TCP, "cp1", namespace=NAMESPACE)
+    assert after["metadata"]["uid"] == before["metadata"]["uid"] and not after["metadata"].get(
+        "deletionTimestamp"
+    )
+
+
+async def test_bad_intents_are_terminated_and_the_agent_lives_on(
+    agent: Agent, hub: Hub, site: ckube.Kube
+) -> None:
+    await hub.send(intent("forged"), signer=keys.new_signing_key())
+    await hub.send_raw("garbage", b"{not json")
+    other_site = intent("elsewhere", site="site-b")
+    # A validly signed intent for site-b, put on this site's subject: refused by subject and site.
+    wrong = subjects.intent(SITE, NAMESPACE, "elsewhere", prefix=hub.prefix)
+    await bus.publish(
+        hub.conn, wrong, messages.encode(signing.sign(other_site, hub.signer)), msg_id="wrong-site"
+    )
+    await helpers.eventually(
+        lambda: _async(
+            agent.count("unknown", "bad_signature") == 1
+            and agent.count("unknown", "undecodable") == 1
+            and agent.count("unknown", "wrong_subject") == 1
+        )
+    )
+    for name in ("forged", "garbage", "elsewhere"):
+        assert await site.get_or_none(TCP, name, namespace=NAMESPACE) is None
+    await hub.send(intent("fine"))
+    await tcp_where(site, "fine", lambda o: o is not None)
+    state = await bus.consumer_info(
+        hub.conn, streams.stream_name(subjects.Kind.INTENT, prefix=hub.prefix), f"agent-{SITE}"
+    )
+    assert state.num_ack_pending == 0  # terminated, not left to redeliver forever
+
+
+async def test_rejections_are_reported_and_acked(agent: Agent, hub: Hub, site: ckube.Kube) -> None:
+    await site.create(
+        TCP,
+        {**tcps.desired(intent("theirs"), seq=1), "metadata": {"name": "theirs", "namespace": NAMESPACE}},
+        namespace=NAMESPACE,
+    )
+    await hub.send(intent("theirs"))
+    conflict = await hub.status_is("theirs", "Rejected", "Conflict")
+    assert "not managed by kamaji-broker" in conflict.message
+    untouched = await site.get(TCP, "theirs", namespace=NAMESPACE)
+    assert tcps.MANAGED_BY not in (untouched["metadata"].get("labels") or {})
+
+    bad = intent(
+        "invalid",
+        spec={
+            "controlPlane": {"service": {"serviceType": "Foo"}},
+            "kubernetes": {"version": "v1.31.0", "kubelet": {}},
+        },
+    )
+    await hub.send(bad)
+    invalid = await hub.status_is("invalid", "Rejected", "Invalid")
+    assert "serviceType" in invalid.message
+
+
+async def test_missing_namespace_is_reported_then_applied_once_created(
+    agent: Agent, hub: Hub, site: ckube.Kube
+) -> None:
+    await hub.send(intent("cp1", namespace="later"))
+    found: list[messages.Status] = []
+
+    async def rejected() -> bool:
+        stream = streams.stream_name(subjects.Kind.STATUS, prefix=hub.prefix)
+        stored = await bus.last_message(
+            hub.conn, stream, subjects.status(SITE, "later", "cp1", prefix=hub.prefix)
+        )
+        if stored:
+            found.append(messages.decode_status(stored.data))
+        return bool(found) and found[-1].reason == "NamespaceNotFound"
+
+    await helpers.eventually(rejected)
+    assert found[-1].phase == "Rejected" and "later" in found[-1].message
+    await site.create(resources.NAMESPACE, {"metadata": {"name": "later"}})
+    await helpers.eventually(lambda: _exists(site, "cp1", "later"), within=15)
+
+
+async def test_stopped_before_ack_converges_with_one_write(
+    conn: bus.Connection, site: ckube.Kube, hub: Hub
+) -> None:
+    seq = await hub.send(intent())
+    first = Agent(conn, site, hub)
+    consumer = await bus.bind(conn, first.loop.definition)
+    [delivery] = await consumer.fetch(1, timeout=5)
+    decision = await first.loop.process(signing.verify(delivery.data, hub.public.verify_keys()), delivery)
+    assert decision.result == "applied"  # applied, then the agent "dies" before acking
+    await consumer.unsubscribe()
+    created = await site.get(TCP, "cp1", namespace=NAMESPACE)
+
+    second = Agent(conn, site, hub)
+    second.start()
+    try:
+        await helpers.eventually(lambda: _async(second.count("provision", "unchanged") == 1), within=15)
+        again = await site.get(TCP, "cp1", namespace=NAMESPACE)
+        assert again["metadata"]["generation"] == created["metadata"]["generation"] == 1
+        assert again["metadata"]["annotations"][tcps.INTENT_SEQ] == str(seq)
+        assert second.count("provision", "applied") == 0
+    finally:
+        await second.stop()
+
+
+async def test_offline_agent_applies_only_the_latest_of_three(
+    conn: bus.Connection, site: ckube.Kube, hub: Hub
+) -> None:
+    base = intent()
+    for generation, version in ((1, "v1.30.0"), (2, "v1.31.0"), (3, "v1.32.0")):
+        last = await hub.send(with_version(base, version, generation=generation))
+    a = Agent(conn, site, hub)
+    a.start()
+    try:
+        obj = await tcp_where(site, "cp1", lambda o: o is not None)
+        assert obj is not None and obj["spec"]["kubernetes"]["version"] == "v1.32.0"
+        assert obj["metadata"]["annotations"][tcps.INTENT_SEQ] == str(last)
+        await helpers.eventually(lambda: _async(a.count("provision", "applied") == 1))
+        assert obj["metadata"]["generation"] == 1  # created once at the last spec, never patched
+    finally:
+        await a.stop()
+
+
+async def test_an_older_sequence_after_a_newer_one_is_ignored(
+    conn: bus.Connection, site: ckube.Kube, hub: Hub
+) -> None:
+    a = Agent(conn, site, hub)
+    consumer = await bus.bind(conn, a.loop.definition)
+    await hub.send(intent())
+    [old] = await consumer.fetch(1, timeout=5)
+    newer = with_version(intent(), "v1.32.0")
+    await hub.send(newer)
+    [new] = await consumer.fetch(1, timeout=5)
+    trusted = hub.public.verify_keys()
+    assert (await a.loop.process(signing.verify(new.data, trusted), new)).result == "applied"
+    assert (await a.loop.process(signing.verify(old.data, trusted), old)).result == "stale"
+    obj = await site.get(TCP, "cp1", namespace=NAMESPACE)
+    assert obj["spec"]["kubernetes"]["version"] == "v1.32.0"
+    await consumer.unsubscribe()
+
+
+async def test_missing_consumer_is_not_ready_until_the_hub_creates_it(
+    conn: bus.Connection, site: ckube.Kube, prefix: str, hub_keys: Any
+) -> None:
+    await bus.ensure_topology(conn, sites=[], prefix=prefix)
+    signer, sealer, public = hub_keys
+    hub = Hub(conn=conn, prefix=prefix, signer=signer, sealer=sealer, public=public)
+    a = Agent(conn, site, hub)
+    a.start()
+    try:
+        await helpers.eventually(lambda: _async("does not exist" in a.readiness.checks[loop.READY_CHECK][1]))
+        assert not a.readiness.ready
+        await topology.ensure_consumer(conn, streams.agent_consumer(SITE, prefix=prefix))
+        await helpers.eventually(lambda: _async(a.readiness.ready), within=10)
+    finally:
+        await a.stop()
+
+
+def _phase(obj: dict[str, Any] | None) -> str:
+    return str(
+        (((obj or {}).get("status") or {}).get("kubernetesResources") or {}).get("version", {}).get("status")
+        or ""
+    )
+
+
+def _version(obj: dict[str, Any] | None) -> str:
+    return str(
+        (((obj or {}).get("status") or {}).get("kubernetesResources") or {}).get("version", {}).get("version")
+        or ""
+    )
+
+
+async def _exists(kube: ckube.Kube, name: str, namespace: str) -> bool:
+    return await kube.get_or_none(TCP, name, namespace=namespace) is not None
+
+
+async def _async(value: bool) -> bool:
+    return value
