@@ -435,6 +435,8 @@ class Store:
         self._index(rtype.key, okey, old.obj if old else None, obj)
         self.history.record(Event(rv, kind, rtype.key, entry, old))
         collecting.after_write(self, rtype, entry, old)
+        if old is not None:
+            old.compact()
         return entry
 
     def write(self, rtype: resources.ResourceType, obj: dict[str, Any], old: Entry) -> Entry:
@@ -460,6 +462,7 @@ class Store:
         self._index(rtype.key, okey, current.obj, None)
         self.history.record(Event(rv, "DELETED", rtype.key, entry, current))
         collecting.after_remove(self, rtype, entry)
+        current.compact()
         return entry
 
     def remove(self, rtype: resources.ResourceType, current: Entry) -> Entry:
