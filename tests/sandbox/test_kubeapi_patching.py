@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from sandbox.kubeapi import patching
 
@@ -99,3 +101,28 @@ def test_json_patch_is_atomic() -> None:
     with pytest.raises(patching.PatchError):
         patching.json_patch(doc, [{"op": "add", "path": "/b", "value": 2}, {"op": "remove", "path": "/zzz"}])
     assert doc == {"a": 1}
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=3), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+_objects = st.dictionaries(st.text(max_size=3), _json, max_size=4)
+
+
+@given(target=_objects, patch=_objects)
+def test_merge_patch_is_idempotent(target: dict[str, Any], patch: dict[str, Any]) -> None:
+    once = patching.merge_patch(target, patch)
+    assert patching.merge_patch(once, patch) == once
+
+
+@given(doc=_objects, key=st.text(max_size=4), value=_json)
+def test_json_patch_add_then_remove_restores(doc: dict[str, Any], key: str, value: Any) -> None:
+    pointer = "/" + key.replace("~", "~0").replace("/", "~1")
+    assume(key not in doc)
+    added = patching.json_patch(doc, [{"op": "add", "path": pointer, "value": value}])
+    assert added[key] == value
+    assert patching.json_patch(added, [{"op": "remove", "path": pointer}]) == doc
