@@ -14,9 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sandbox.kubeapi import objects, resources
-from sandbox.kubeapi.objects import CRD_FINALIZER, CRDS, FOREGROUND, NAMESPACES
-from sandbox.kubeapi.watching import Entry
+from sandbox.kubeapi import objects, resources, watching
 
 if TYPE_CHECKING:
     from sandbox.kubeapi.store import Store
@@ -57,17 +55,17 @@ def crd_defaults(crd: dict[str, Any], *, finalizer: str | None) -> None:
 
 
 def delete(
-    store: Store, rtype: resources.ResourceType, current: Entry, *, propagation: str
-) -> tuple[Entry, bool]:
+    store: Store, rtype: resources.ResourceType, current: watching.Entry, *, propagation: str
+) -> tuple[watching.Entry, bool]:
     """Start or finish deleting ``current``; returns the object and whether it is gone."""
     meta = current.obj["metadata"]
-    if rtype.key == NAMESPACES:
+    if rtype.key == objects.NAMESPACES:
         return _delete_namespace(store, rtype, current), False
     if propagation == "Orphan":
         _orphan(store, meta["uid"])
     finalizers = list(meta.get("finalizers") or [])
-    if propagation == "Foreground" and store.dependents(meta["uid"]) and FOREGROUND not in finalizers:
-        finalizers.append(FOREGROUND)
+    if propagation == "Foreground" and store.dependents(meta["uid"]) and objects.FOREGROUND not in finalizers:
+        finalizers.append(objects.FOREGROUND)
     if not finalizers:
         return store.remove(rtype, current), True
     if objects.terminating(current) and finalizers == (meta.get("finalizers") or []):
@@ -82,14 +80,14 @@ def delete(
     new_meta["finalizers"] = finalizers
     entry = store.write(rtype, new, current)
     uid, name = meta["uid"], meta["name"]
-    if FOREGROUND in finalizers:
+    if objects.FOREGROUND in finalizers:
         store.defer(lambda: _delete_dependents(store, uid))
-    if rtype.key == CRDS:
+    if rtype.key == objects.CRDS:
         store.defer(lambda: _finish_crd(store, name))
     return entry, False
 
 
-def _delete_namespace(store: Store, rtype: resources.ResourceType, current: Entry) -> Entry:
+def _delete_namespace(store: Store, rtype: resources.ResourceType, current: watching.Entry) -> watching.Entry:
     if objects.terminating(current):
         return current
     new = objects.copy_obj(current)
@@ -102,7 +100,7 @@ def _delete_namespace(store: Store, rtype: resources.ResourceType, current: Entr
     return entry
 
 
-def _in_namespace(store: Store, name: str) -> list[tuple[resources.ResourceType, Entry]]:
+def _in_namespace(store: Store, name: str) -> list[tuple[resources.ResourceType, watching.Entry]]:
     found = []
     for key, rtype in list(store.types.items()):
         if rtype.namespaced:
@@ -112,7 +110,7 @@ def _in_namespace(store: Store, name: str) -> list[tuple[resources.ResourceType,
 
 def _finish_namespace(store: Store, name: str) -> None:
     """The namespace controller: delete the content of a Terminating namespace, then the namespace."""
-    ns = store.objects(NAMESPACES).get(("", name))
+    ns = store.objects(objects.NAMESPACES).get(("", name))
     if ns is None or not objects.terminating(ns):
         return
     for rtype, entry in _in_namespace(store, name):
@@ -120,15 +118,15 @@ def _finish_namespace(store: Store, name: str) -> None:
             delete(store, rtype, entry, propagation="Background")
     if _in_namespace(store, name):
         return  # objects with finalizers: the removal of each one calls us again
-    ns = store.objects(NAMESPACES)[("", name)]
+    ns = store.objects(objects.NAMESPACES)[("", name)]
     final = objects.copy_obj(ns)
     final.setdefault("spec", {})["finalizers"] = []
-    store.write(store.types[NAMESPACES], final, ns)
+    store.write(store.types[objects.NAMESPACES], final, ns)
 
 
 def _finish_crd(store: Store, crd_name: str) -> None:
     """The CRD cleanup controller: delete every object of a deleted CRD, then drop its finalizer."""
-    crd = store.objects(CRDS).get(("", crd_name))
+    crd = store.objects(objects.CRDS).get(("", crd_name))
     if crd is None or not objects.terminating(crd):
         return
     spec = crd.obj["spec"]
@@ -140,16 +138,16 @@ def _finish_crd(store: Store, crd_name: str) -> None:
                 delete(store, rtype, entry, propagation="Background")
         if store.objects(key):
             return
-    crd = store.objects(CRDS)[("", crd_name)]
+    crd = store.objects(objects.CRDS)[("", crd_name)]
     final = objects.copy_obj(crd)
     final["metadata"]["finalizers"] = [
-        f for f in final["metadata"].get("finalizers", []) if f != CRD_FINALIZER
+        f for f in final["metadata"].get("finalizers", []) if f != objects.CRD_FINALIZER
     ]
     if final["metadata"]["finalizers"] != crd.obj["metadata"].get("finalizers"):
-        store.write(store.types[CRDS], final, crd)
+        store.write(store.types[objects.CRDS], final, crd)
 
 
-def _without_owner(entry: Entry, uid: str) -> dict[str, Any]:
+def _without_owner(entry: watching.Entry, uid: str) -> dict[str, Any]:
     new = objects.copy_obj(entry)
     refs = [r for r in new["metadata"].get("ownerReferences", []) if r.get("uid") != uid]
     if refs:
@@ -188,10 +186,12 @@ def _finish_foreground(store: Store, owner_uid: str) -> None:
     if found is None:
         return
     key, owner = found
-    if FOREGROUND not in (owner.obj["metadata"].get("finalizers") or []) or store.dependents(owner_uid):
+    if objects.FOREGROUND not in (owner.obj["metadata"].get("finalizers") or []) or store.dependents(
+        owner_uid
+    ):
         return
     new = objects.copy_obj(owner)
-    new["metadata"]["finalizers"] = [f for f in new["metadata"]["finalizers"] if f != FOREGROUND]
+    new["metadata"]["finalizers"] = [f for f in new["metadata"]["finalizers"] if f != objects.FOREGROUND]
     store.write(store.types[key], new, owner)
 
 
@@ -206,9 +206,11 @@ def _collect_if_orphaned(store: Store, uid: str) -> None:
         delete(store, store.types[key], entry, propagation="Background")
 
 
-def after_write(store: Store, rtype: resources.ResourceType, entry: Entry, old: Entry | None) -> None:
+def after_write(
+    store: Store, rtype: resources.ResourceType, entry: watching.Entry, old: watching.Entry | None
+) -> None:
     meta = entry.obj["metadata"]
-    if rtype.key == CRDS and not meta.get("deletionTimestamp"):
+    if rtype.key == objects.CRDS and not meta.get("deletionTimestamp"):
         store.register(resources.from_crd(entry.obj))
     refs = meta.get("ownerReferences") or []
     if refs and (old is None or old.obj["metadata"].get("ownerReferences") != refs):
@@ -216,7 +218,7 @@ def after_write(store: Store, rtype: resources.ResourceType, entry: Entry, old: 
         store.defer(lambda: _collect_if_orphaned(store, uid))
 
 
-def after_remove(store: Store, rtype: resources.ResourceType, entry: Entry) -> None:
+def after_remove(store: Store, rtype: resources.ResourceType, entry: watching.Entry) -> None:
     meta = entry.obj["metadata"]
     uid = meta["uid"]
     store.defer(lambda: _collect(store, uid))
@@ -228,6 +230,6 @@ def after_remove(store: Store, rtype: resources.ResourceType, entry: Entry) -> N
     if rtype.crd_name:
         crd_name = rtype.crd_name
         store.defer(lambda: _finish_crd(store, crd_name))
-    if rtype.key == CRDS:
+    if rtype.key == objects.CRDS:
         spec = entry.obj["spec"]
         store.unregister((spec["group"], spec["names"]["plural"]))

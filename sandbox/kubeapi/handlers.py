@@ -193,7 +193,7 @@ class Handler:
         limit = options.integer(query.get("limit"), "limit")
         exact = None
         if query.get("resourceVersionMatch") == "Exact":
-            exact = store.parse_rv(query.get("resourceVersion"))
+            exact = options.parse_rv(query.get("resourceVersion"))
         page = self.store.list_page(
             rtype,
             self._filter(target, rtype, query),

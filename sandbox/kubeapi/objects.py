@@ -10,10 +10,10 @@ from typing import Any
 
 import msgspec
 
-from sandbox.kubeapi.watching import Entry, ResourceKey
+from sandbox.kubeapi import watching
 
-NAMESPACES: ResourceKey = ("", "namespaces")
-CRDS: ResourceKey = ("apiextensions.k8s.io", "customresourcedefinitions")
+NAMESPACES: watching.ResourceKey = ("", "namespaces")
+CRDS: watching.ResourceKey = ("apiextensions.k8s.io", "customresourcedefinitions")
 #: The finalizer the apiextensions-apiserver puts on every CRD to delete its objects first.
 CRD_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 #: The finalizer of foreground cascading deletion.
@@ -25,11 +25,11 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def copy_obj(entry: Entry) -> dict[str, Any]:
+def copy_obj(entry: watching.Entry) -> dict[str, Any]:
     """A private deep copy of a stored object (decoding its cached JSON is the fastest copy)."""
     result: dict[str, Any] = msgspec.json.decode(entry.raw)
     return result
 
 
-def terminating(entry: Entry) -> bool:
+def terminating(entry: watching.Entry) -> bool:
     return bool(entry.obj["metadata"].get("deletionTimestamp"))

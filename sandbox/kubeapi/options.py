@@ -1,11 +1,15 @@
 """Settings of a server and the parsing of common query parameters.
 
-Owns ``Settings`` (watch timing) and the Go-compatible parsing of boolean, integer and
-``dryRun`` query parameters, shared by ``handlers`` and ``streaming``. Pure.
+Owns ``Settings`` (watch timing), the Go-compatible parsing of boolean, integer, ``dryRun``,
+``fieldValidation`` and ``resourceVersion`` query parameters, and the list ``continue`` token
+format; shared by ``handlers``, ``streaming`` and ``store``. Pure.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,3 +50,26 @@ def field_validation(query: Any) -> str:
             f'fieldValidation: Unsupported value: "{value}": supported values: "Ignore", "Strict", "Warn"'
         )
     return str(value)
+
+
+def parse_rv(text: str | None) -> int:
+    try:
+        value = int(text or "0")
+    except ValueError as exc:
+        raise errors.bad_request(f'invalid resourceVersion "{text}"') from exc
+    if value < 0:
+        raise errors.bad_request(f'invalid resourceVersion "{text}"')
+    return value
+
+
+def encode_continue(rv: int, last: tuple[str, str]) -> str:
+    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": list(last)}).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(data["rv"]), (str(data["start"][0]), str(data["start"][1]))
+    except (ValueError, KeyError, IndexError, TypeError, binascii.Error) as exc:
+        raise errors.bad_request(f"continue key is not valid: {exc}") from exc

@@ -13,8 +13,7 @@ from typing import Any
 
 import msgspec
 
-from sandbox.kubeapi import resources, tables
-from sandbox.kubeapi.watching import Entry
+from sandbox.kubeapi import resources, tables, watching
 
 
 @dataclass(frozen=True)
@@ -39,13 +38,13 @@ def wants_table(accept: str) -> bool:
     return any("as=Table" in part and "g=meta.k8s.io" in part for part in accept.split(","))
 
 
-def as_version(view: View, entry: Entry) -> dict[str, Any]:
+def as_version(view: View, entry: watching.Entry) -> dict[str, Any]:
     if not view.converts:
         return entry.obj
     return {**entry.obj, "apiVersion": view.api_version}
 
 
-def object_bytes(view: View, entry: Entry) -> bytes:
+def object_bytes(view: View, entry: watching.Entry) -> bytes:
     if view.table:
         meta = {"resourceVersion": entry.obj["metadata"]["resourceVersion"]}
         return msgspec.json.encode(
@@ -60,7 +59,7 @@ def object_bytes(view: View, entry: Entry) -> bytes:
 
 
 def list_bytes(
-    view: View, entries: list[Entry], *, rv: int, continue_token: str, remaining: int | None
+    view: View, entries: list[watching.Entry], *, rv: int, continue_token: str, remaining: int | None
 ) -> bytes:
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
     if continue_token:
@@ -78,7 +77,7 @@ def list_bytes(
     return head[:-1] + b',"items":[' + items + b"]}"
 
 
-def event_bytes(view: View, kind: str, entry: Entry, *, headers: bool = False) -> bytes:
+def event_bytes(view: View, kind: str, entry: watching.Entry, *, headers: bool = False) -> bytes:
     if view.table:
         cols = tables.columns(view.rtype, view.version)
         meta = {"resourceVersion": entry.obj["metadata"]["resourceVersion"]}
@@ -101,7 +100,7 @@ def error_event_bytes(status: dict[str, Any]) -> bytes:
     return msgspec.json.encode({"type": "ERROR", "object": status}) + b"\n"
 
 
-def scale_of(rtype: resources.ResourceType, entry: Entry) -> dict[str, Any]:
+def scale_of(rtype: resources.ResourceType, entry: watching.Entry) -> dict[str, Any]:
     """The autoscaling/v1 Scale view of a custom object with a scale subresource."""
     assert rtype.scale is not None
     obj = entry.obj

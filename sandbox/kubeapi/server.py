@@ -16,8 +16,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from sandbox.kubeapi import errors, handlers, options, store
-from sandbox.kubeapi.objects import CRDS
+from sandbox.kubeapi import errors, handlers, objects, options, store
 
 
 class Server:
@@ -104,7 +103,7 @@ class Server:
 
     def apply_crd_now(self, crd: dict[str, Any]) -> dict[str, Any]:
         """``apply_crd`` for synchronous callers (before ``start``, or from the event loop thread)."""
-        rtype = self.store.types[CRDS]
+        rtype = self.store.types[objects.CRDS]
         body = copy.deepcopy(crd)
         name = (body.get("metadata") or {}).get("name", "")
         try:

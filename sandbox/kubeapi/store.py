@@ -11,8 +11,6 @@ of HTTP.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import random
 import uuid
@@ -21,9 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox.kubeapi import admission, collecting, errors, resources, watching
-from sandbox.kubeapi.objects import CRD_FINALIZER, CRDS, NAMESPACES, copy_obj, now
-from sandbox.kubeapi.watching import Entry, Event, ResourceKey
+from sandbox.kubeapi import admission, collecting, errors, objects, options, resources, watching
 
 ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -31,7 +27,7 @@ _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 @dataclass
 class Page:
-    entries: list[Entry]
+    entries: list[watching.Entry]
     rv: int
     continue_token: str = ""
     remaining: int | None = None
@@ -44,15 +40,15 @@ class Store:
         self.rv = 0
         self.history = watching.History(history)
         self.watch_queue = watch_queue
-        self.types: dict[ResourceKey, resources.ResourceType] = {}
-        self._objects: dict[ResourceKey, dict[ObjectKey, Entry]] = {}
-        self._uids: dict[str, tuple[ResourceKey, ObjectKey]] = {}
-        self._dependents: dict[str, set[tuple[ResourceKey, ObjectKey]]] = {}
+        self.types: dict[watching.ResourceKey, resources.ResourceType] = {}
+        self._objects: dict[watching.ResourceKey, dict[ObjectKey, watching.Entry]] = {}
+        self._uids: dict[str, tuple[watching.ResourceKey, ObjectKey]] = {}
+        self._dependents: dict[str, set[tuple[watching.ResourceKey, ObjectKey]]] = {}
         self._work: deque[Callable[[], None]] = deque()
         for rtype in resources.builtins():
             self.register(rtype)
         for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
-            self.create(self.types[NAMESPACES], "", {"metadata": {"name": name}}, version="v1")
+            self.create(self.types[objects.NAMESPACES], "", {"metadata": {"name": name}}, version="v1")
 
     # Registry ---------------------------------------------------------------------------------
 
@@ -60,7 +56,7 @@ class Store:
         self.types[rtype.key] = rtype
         self._objects.setdefault(rtype.key, {})
 
-    def unregister(self, key: ResourceKey) -> None:
+    def unregister(self, key: watching.ResourceKey) -> None:
         self.types.pop(key, None)
         self._objects.pop(key, None)
         self.history.close_all(key)
@@ -69,10 +65,10 @@ class Store:
         rtype = self.types.get((group, plural))
         return rtype if rtype is not None and version in rtype.versions else None
 
-    def objects(self, key: ResourceKey) -> dict[ObjectKey, Entry]:
+    def objects(self, key: watching.ResourceKey) -> dict[ObjectKey, watching.Entry]:
         return self._objects.get(key, {})
 
-    def locate(self, uid: str) -> tuple[ResourceKey, Entry] | None:
+    def locate(self, uid: str) -> tuple[watching.ResourceKey, watching.Entry] | None:
         """The resource and current object with this uid, if it exists."""
         where = self._uids.get(uid)
         if where is None:
@@ -80,7 +76,7 @@ class Store:
         entry = self._objects.get(where[0], {}).get(where[1])
         return None if entry is None else (where[0], entry)
 
-    def dependents(self, uid: str) -> list[tuple[ResourceKey, Entry]]:
+    def dependents(self, uid: str) -> list[tuple[watching.ResourceKey, watching.Entry]]:
         found = []
         for key, okey in sorted(self._dependents.get(uid, ())):
             entry = self._objects.get(key, {}).get(okey)
@@ -90,7 +86,7 @@ class Store:
 
     # Reads ------------------------------------------------------------------------------------
 
-    def get(self, rtype: resources.ResourceType, namespace: str, name: str) -> Entry:
+    def get(self, rtype: resources.ResourceType, namespace: str, name: str) -> watching.Entry:
         entry = self._objects[rtype.key].get((namespace, name))
         if entry is None:
             raise errors.not_found(rtype.plural, name, group=rtype.group)
@@ -109,7 +105,7 @@ class Store:
         start: ObjectKey | None = None
         rv = self.rv if resource_version is None else resource_version
         if continue_token:
-            rv, start = _decode_continue(continue_token)
+            rv, start = options.decode_continue(continue_token)
             if rv < self.history.compacted:
                 raise errors.expired(
                     "The provided continue parameter is too old to display a consistent list result. "
@@ -121,7 +117,7 @@ class Store:
         keys.sort()
         if start is not None:
             keys = [k for k in keys if k > start]
-        items: list[Entry] = []
+        items: list[watching.Entry] = []
         last: ObjectKey | None = None
         for index, okey in enumerate(keys):
             entry = view[okey]
@@ -129,13 +125,13 @@ class Store:
                 continue
             if limit and len(items) == limit:
                 filtered = not filter_.labels.empty or bool(filter_.fields.requirements)
-                token = _encode_continue(rv, last) if last is not None else ""
+                token = options.encode_continue(rv, last) if last is not None else ""
                 return Page(items, rv, token, None if filtered else len(keys) - index)
             items.append(entry)
             last = okey
         return Page(items, rv)
 
-    def _snapshot(self, key: ResourceKey, rv: int) -> dict[ObjectKey, Entry]:
+    def _snapshot(self, key: watching.ResourceKey, rv: int) -> dict[ObjectKey, watching.Entry]:
         current = self._objects.get(key, {})
         if rv >= self.rv:
             return current
@@ -154,15 +150,15 @@ class Store:
 
     def watch(
         self, filter_: watching.Filter, resource_version: str | None
-    ) -> tuple[list[tuple[str, Entry]], watching.Watcher]:
+    ) -> tuple[list[tuple[str, watching.Entry]], watching.Watcher]:
         """Initial events (synthetic ADDED, or the replay since the rv) and the live watcher."""
         watcher = watching.Watcher(filter_, self.watch_queue)
-        initial: list[tuple[str, Entry]] = []
+        initial: list[tuple[str, watching.Entry]] = []
         if resource_version in (None, "", "0"):
             view = self._objects.get(filter_.key, {})
             initial = [("ADDED", view[k]) for k in sorted(view) if filter_.matches(view[k].obj)]
         else:
-            rv = parse_rv(resource_version)
+            rv = options.parse_rv(resource_version)
             self.history.check(rv)
             for event in self.history.since(rv, filter_.key):
                 kind = watcher.translate(event)
@@ -183,7 +179,7 @@ class Store:
         dry_run: bool = False,
         field_validation: str = "Warn",
         warnings: list[str] | None = None,
-    ) -> Entry:
+    ) -> watching.Entry:
         meta = body.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")
@@ -218,16 +214,16 @@ class Store:
         ):
             meta.pop(server_owned, None)
         meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = now()
+        meta["creationTimestamp"] = objects.now()
         if rtype.uses_generation:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
-        if rtype.key == CRDS:
-            collecting.crd_defaults(body, finalizer=CRD_FINALIZER)
+        if rtype.key == objects.CRDS:
+            collecting.crd_defaults(body, finalizer=objects.CRD_FINALIZER)
         if dry_run:
             meta["resourceVersion"] = str(self.rv)
-            return Entry(body)
+            return watching.Entry(body)
         entry = self._write(rtype, body, "ADDED", None)
         self._drain()
         return entry
@@ -241,7 +237,7 @@ class Store:
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
         meta["namespace"] = namespace
-        ns = self._objects[NAMESPACES].get(("", namespace))
+        ns = self._objects[objects.NAMESPACES].get(("", namespace))
         if ns is None:
             raise errors.not_found("namespaces", namespace)
         if ns.obj["metadata"].get("deletionTimestamp"):
@@ -264,7 +260,7 @@ class Store:
         dry_run: bool = False,
         field_validation: str = "Warn",
         warnings: list[str] | None = None,
-    ) -> Entry:
+    ) -> watching.Entry:
         """PUT semantics: replace the object (or only its status for ``subresource="status"``)."""
         meta = body.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -308,13 +304,13 @@ class Store:
         new = self._merge_subresource(rtype, current, body, subresource)
         admission.admit(rtype, new, version=version, field_validation=field_validation, warnings=warnings)
         self._keep_server_fields(rtype, current.obj, new, bump=subresource != "status")
-        if rtype.key == CRDS:
+        if rtype.key == objects.CRDS:
             collecting.crd_defaults(new, finalizer=None)
         if new == current.obj:
             return current  # a no-op write changes nothing, not even the resourceVersion
         if dry_run:
-            return Entry(new)
-        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            return watching.Entry(new)
+        if _finalized(rtype, new):
             entry = self._remove(rtype, current, final=new)
         else:
             entry = self._write(rtype, new, "MODIFIED", current)
@@ -322,10 +318,10 @@ class Store:
         return entry
 
     def _merge_subresource(
-        self, rtype: resources.ResourceType, current: Entry, body: dict[str, Any], subresource: str
+        self, rtype: resources.ResourceType, current: watching.Entry, body: dict[str, Any], subresource: str
     ) -> dict[str, Any]:
         if subresource == "status":
-            new = copy_obj(current)
+            new = objects.copy_obj(current)
             if "status" in body:
                 new["status"] = body["status"]
             else:
@@ -334,7 +330,7 @@ class Store:
         if rtype.has_status:
             body.pop("status", None)
             if "status" in current.obj:
-                body["status"] = copy_obj(current)["status"]
+                body["status"] = objects.copy_obj(current)["status"]
         return body
 
     def _keep_server_fields(
@@ -384,7 +380,7 @@ class Store:
         uid: str | None = None,
         resource_version: str | None = None,
         dry_run: bool = False,
-    ) -> tuple[Entry, bool]:
+    ) -> tuple[watching.Entry, bool]:
         """Delete (or start deleting): returns the object and whether it is gone already."""
         current = self.get(rtype, namespace, name)
         meta = current.obj["metadata"]
@@ -424,52 +420,54 @@ class Store:
             self._work.popleft()()
 
     def _write(
-        self, rtype: resources.ResourceType, obj: dict[str, Any], kind: str, old: Entry | None
-    ) -> Entry:
+        self, rtype: resources.ResourceType, obj: dict[str, Any], kind: str, old: watching.Entry | None
+    ) -> watching.Entry:
         meta = obj["metadata"]
         rv = self.next_rv()
         meta["resourceVersion"] = str(rv)
-        entry = Entry(obj)
+        entry = watching.Entry(obj)
         okey = (meta.get("namespace", ""), meta["name"])
         self._objects[rtype.key][okey] = entry
         self._index(rtype.key, okey, old.obj if old else None, obj)
-        self.history.record(Event(rv, kind, rtype.key, entry, old))
+        self.history.record(watching.Event(rv, kind, rtype.key, entry, old))
         collecting.after_write(self, rtype, entry, old)
         if old is not None:
             old.compact()
         return entry
 
-    def write(self, rtype: resources.ResourceType, obj: dict[str, Any], old: Entry) -> Entry:
+    def write(
+        self, rtype: resources.ResourceType, obj: dict[str, Any], old: watching.Entry
+    ) -> watching.Entry:
         """A controller's update of an existing object (no admission, no generation bump)."""
-        if (
-            obj["metadata"].get("deletionTimestamp")
-            and not obj["metadata"].get("finalizers")
-            and not (rtype.key == NAMESPACES and (obj.get("spec") or {}).get("finalizers"))
-        ):
+        if _finalized(rtype, obj):
             return self._remove(rtype, old, final=obj)
         return self._write(rtype, obj, "MODIFIED", old)
 
     def _remove(
-        self, rtype: resources.ResourceType, current: Entry, *, final: dict[str, Any] | None = None
-    ) -> Entry:
-        obj = final if final is not None else copy_obj(current)
+        self, rtype: resources.ResourceType, current: watching.Entry, *, final: dict[str, Any] | None = None
+    ) -> watching.Entry:
+        obj = final if final is not None else objects.copy_obj(current)
         meta = obj["metadata"]
         rv = self.next_rv()
         meta["resourceVersion"] = str(rv)
-        entry = Entry(obj)
+        entry = watching.Entry(obj)
         okey = (meta.get("namespace", ""), meta["name"])
         self._objects[rtype.key].pop(okey, None)
         self._index(rtype.key, okey, current.obj, None)
-        self.history.record(Event(rv, "DELETED", rtype.key, entry, current))
+        self.history.record(watching.Event(rv, "DELETED", rtype.key, entry, current))
         collecting.after_remove(self, rtype, entry)
         current.compact()
         return entry
 
-    def remove(self, rtype: resources.ResourceType, current: Entry) -> Entry:
+    def remove(self, rtype: resources.ResourceType, current: watching.Entry) -> watching.Entry:
         return self._remove(rtype, current)
 
     def _index(
-        self, key: ResourceKey, okey: ObjectKey, old: dict[str, Any] | None, new: dict[str, Any] | None
+        self,
+        key: watching.ResourceKey,
+        okey: ObjectKey,
+        old: dict[str, Any] | None,
+        new: dict[str, Any] | None,
     ) -> None:
         where = (key, okey)
         old_owners = _owner_uids(old)
@@ -488,6 +486,14 @@ class Store:
             self._uids[new["metadata"]["uid"]] = where
 
 
+def _finalized(rtype: resources.ResourceType, obj: dict[str, Any]) -> bool:
+    """Deleted and nothing left to wait for (a namespace also waits for its spec.finalizers)."""
+    meta = obj["metadata"]
+    if not meta.get("deletionTimestamp") or meta.get("finalizers"):
+        return False
+    return not (rtype.key == objects.NAMESPACES and (obj.get("spec") or {}).get("finalizers"))
+
+
 def _owner_uids(obj: dict[str, Any] | None) -> set[str]:
     if obj is None:
         return set()
@@ -502,26 +508,3 @@ def _spec_of(obj: dict[str, Any], rtype: resources.ResourceType) -> dict[str, An
     """What generation tracks: everything but metadata (and status when it is a subresource)."""
     skip = {"metadata", "status"} if rtype.has_status else {"metadata"}
     return {k: v for k, v in obj.items() if k not in skip}
-
-
-def parse_rv(text: str | None) -> int:
-    try:
-        value = int(text or "0")
-    except ValueError as exc:
-        raise errors.bad_request(f'invalid resourceVersion "{text}"') from exc
-    if value < 0:
-        raise errors.bad_request(f'invalid resourceVersion "{text}"')
-    return value
-
-
-def _encode_continue(rv: int, last: ObjectKey) -> str:
-    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": list(last)}).encode()
-    return base64.urlsafe_b64encode(raw).decode()
-
-
-def _decode_continue(token: str) -> tuple[int, ObjectKey]:
-    try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
-        return int(data["rv"]), (str(data["start"][0]), str(data["start"][1]))
-    except (ValueError, KeyError, IndexError, TypeError, binascii.Error) as exc:
-        raise errors.bad_request(f"continue key is not valid: {exc}") from exc

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sandbox.kubeapi import resources
-from sandbox.kubeapi.resources import PrinterColumn
 
 _NAME_COLUMN = {
     "name": "Name",
@@ -21,25 +20,30 @@ _NAME_COLUMN = {
     "description": "Name must be unique within a namespace.",
     "priority": 0,
 }
-_AGE = PrinterColumn("Age", "date", ".metadata.creationTimestamp", "CreationTimestamp is a timestamp.")
+_AGE = resources.PrinterColumn(
+    "Age", "date", ".metadata.creationTimestamp", "CreationTimestamp is a timestamp."
+)
 
-_BUILTIN_COLUMNS: dict[tuple[str, str], list[PrinterColumn]] = {
-    ("", "namespaces"): [PrinterColumn("Status", "string", ".status.phase"), _AGE],
+_BUILTIN_COLUMNS: dict[tuple[str, str], list[resources.PrinterColumn]] = {
+    ("", "namespaces"): [resources.PrinterColumn("Status", "string", ".status.phase"), _AGE],
     ("", "secrets"): [
-        PrinterColumn("Type", "string", ".type"),
-        PrinterColumn("Data", "integer", ".data"),
+        resources.PrinterColumn("Type", "string", ".type"),
+        resources.PrinterColumn("Data", "integer", ".data"),
         _AGE,
     ],
-    ("", "configmaps"): [PrinterColumn("Data", "integer", ".data"), _AGE],
+    ("", "configmaps"): [resources.PrinterColumn("Data", "integer", ".data"), _AGE],
     ("", "events"): [
-        PrinterColumn("Type", "string", ".type"),
-        PrinterColumn("Reason", "string", ".reason"),
-        PrinterColumn("Message", "string", ".message"),
+        resources.PrinterColumn("Type", "string", ".type"),
+        resources.PrinterColumn("Reason", "string", ".reason"),
+        resources.PrinterColumn("Message", "string", ".message"),
         _AGE,
     ],
-    ("coordination.k8s.io", "leases"): [PrinterColumn("Holder", "string", ".spec.holderIdentity"), _AGE],
+    ("coordination.k8s.io", "leases"): [
+        resources.PrinterColumn("Holder", "string", ".spec.holderIdentity"),
+        _AGE,
+    ],
     ("apiextensions.k8s.io", "customresourcedefinitions"): [
-        PrinterColumn("Created At", "date", ".metadata.creationTimestamp")
+        resources.PrinterColumn("Created At", "date", ".metadata.creationTimestamp")
     ],
 }
 
@@ -48,7 +52,7 @@ _SEGMENT = re.compile(
 )
 
 
-def columns(rtype: resources.ResourceType, version: str) -> list[PrinterColumn]:
+def columns(rtype: resources.ResourceType, version: str) -> list[resources.PrinterColumn]:
     if rtype.crd_name:
         return rtype.printer_columns.get(version) or [_AGE]
     return _BUILTIN_COLUMNS.get(rtype.key, [_AGE])
@@ -113,7 +117,7 @@ def human_age(stamp: str, *, now: datetime | None = None) -> str:
     return f"{days}d{hours % 24}h" if days < 8 and hours % 24 else f"{days}d"
 
 
-def _cell(column: PrinterColumn, obj: dict[str, Any]) -> Any:
+def _cell(column: resources.PrinterColumn, obj: dict[str, Any]) -> Any:
     values = jsonpath(obj, column.json_path)
     if not values:
         return None
@@ -129,7 +133,7 @@ def _cell(column: PrinterColumn, obj: dict[str, Any]) -> Any:
     return value if isinstance(value, str) else str(value)
 
 
-def definitions(cols: list[PrinterColumn]) -> list[dict[str, Any]]:
+def definitions(cols: list[resources.PrinterColumn]) -> list[dict[str, Any]]:
     defs = [dict(_NAME_COLUMN)]
     for col in cols:
         defs.append(
@@ -144,7 +148,7 @@ def definitions(cols: list[PrinterColumn]) -> list[dict[str, Any]]:
     return defs
 
 
-def row(cols: list[PrinterColumn], obj: dict[str, Any], include: str) -> dict[str, Any]:
+def row(cols: list[resources.PrinterColumn], obj: dict[str, Any], include: str) -> dict[str, Any]:
     cells = [obj["metadata"].get("name", ""), *(_cell(col, obj) for col in cols)]
     out: dict[str, Any] = {"cells": cells}
     if include == "Object":
@@ -159,7 +163,7 @@ def row(cols: list[PrinterColumn], obj: dict[str, Any], include: str) -> dict[st
 
 
 def table(
-    cols: list[PrinterColumn],
+    cols: list[resources.PrinterColumn],
     objs: list[dict[str, Any]],
     *,
     include: str,

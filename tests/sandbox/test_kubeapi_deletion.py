@@ -217,3 +217,16 @@ async def test_delete_preconditions(api_client: aclient.ApiClient) -> None:
     assert info.value.status == 409
     status = await core.delete_namespaced_config_map("p", "default")
     assert status.status == "Success"  # built-ins answer a Status, custom resources the object
+
+
+async def test_updating_a_terminating_namespace_does_not_remove_it(api_client: aclient.ApiClient) -> None:
+    core = aclient.CoreV1Api(api_client)
+    await core.create_namespace(aclient.V1Namespace(metadata=aclient.V1ObjectMeta(name="slow")))
+    await core.create_namespaced_config_map(
+        "slow",
+        aclient.V1ConfigMap(metadata=aclient.V1ObjectMeta(name="held", finalizers=["example.com/hold"])),
+    )
+    await core.delete_namespace("slow")
+    await core.patch_namespace("slow", {"metadata": {"labels": {"touched": "yes"}}})
+    ns = await core.read_namespace("slow")
+    assert ns.status.phase == "Terminating" and ns.spec.finalizers == ["kubernetes"]
