@@ -17,7 +17,7 @@ from protocol import labels, subjects
 
 
 class AgentSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="KB_AGENT_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="KB_AGENT_", extra="forbid", use_attribute_docstrings=True)
 
     site: str
     """This site's name (a DNS-1123 label): the only intents it applies, its subjects."""

@@ -9,19 +9,21 @@ are reported naming the flag or value, with exit code 2; nothing prints secret m
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from common import keyfiles, natsfiles
-from kamaji_broker import __version__
+from agent.settings import AgentSettings
+from common import keyfiles, logs, natsfiles
+from kamaji_broker import __version__, flags
 from protocol import errors as protocol_errors
 from protocol import subjects
 
 NOT_YET = {
     "hub": "the management-cluster controller",
-    "agent": "the site controller",
 }
 
 
@@ -35,6 +37,13 @@ def _parser() -> argparse.ArgumentParser:
 
     for name, what in NOT_YET.items():
         sub.add_parser(name, help=f"run {what} (not yet available)")
+
+    agent = sub.add_parser(
+        "agent",
+        help="run the site agent: apply intents to TenantControlPlanes, report status and sealed secrets",
+        description="Every flag can also be set by its environment variable (shown in brackets).",
+    )
+    flags.add(agent, AgentSettings)
 
     sb = sub.add_parser(
         "sandbox", help="run the system on this machine (today: the wire protocol, end to end)"
@@ -125,6 +134,15 @@ def _nats_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _agent(args: argparse.Namespace) -> int:
+    from agent import main as agent_main
+
+    settings = flags.load(AgentSettings, args)
+    logs.configure(level=os.environ.get("KB_LOG_LEVEL", "info"))
+    asyncio.run(agent_main.run(settings))
+    return 0
+
+
 def _sandbox(args: argparse.Namespace) -> int:
     # Imported here: only this command needs the sandbox (and its nats-server wheel).
     from sandbox import demo
@@ -138,9 +156,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in NOT_YET:
         print(f"kamaji-broker {args.command}: not yet available in this version", file=sys.stderr)
         return 2
-    handlers = {"keys": _keys, "site": _site, "nats-config": _nats_config, "sandbox": _sandbox}
+    handlers = {
+        "keys": _keys,
+        "site": _site,
+        "nats-config": _nats_config,
+        "sandbox": _sandbox,
+        "agent": _agent,
+    }
     try:
         return handlers[args.command](args)
+    except flags.SettingsError as exc:
+        for line in str(exc).splitlines():
+            print(f"kamaji-broker {args.command}: error: {line}", file=sys.stderr)
+        return 2
     except (protocol_errors.ProtocolError, ValueError, FileNotFoundError) as exc:
         print(f"kamaji-broker {args.command}: error: {exc}", file=sys.stderr)
         return 2

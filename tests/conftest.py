@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from common import bus
+from common import bus, natsfiles
 from common import kube as ckube
 from sandbox import kubeapi, natsd
 from tests.helpers import options
@@ -76,3 +76,18 @@ async def kube(cluster: kubeapi.Server, tmp_path: Path) -> AsyncIterator[ckube.K
     api = await ckube.api_client_from_kubeconfig(cluster.write_kubeconfig(tmp_path / "kubeconfig"))
     yield ckube.Kube(api)
     await api.close()
+
+
+@pytest.fixture(scope="module")
+def secured_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[natsd.NatsServer, Path]]:
+    """A nats-server configured by `kamaji-broker nats-config`, with sites site-a and site-b
+    added by `site add`: (server, config dir holding hub.nk and sites/<site>.nk)."""
+    d = tmp_path_factory.mktemp("secured")
+    port = natsd.free_port()
+    main, _ = natsfiles.nats_config(d / "conf", host="127.0.0.1", port=port, store_dir=d / "store")
+    for site in ("site-a", "site-b"):
+        natsfiles.site_add(d / "conf", site)
+    server = natsd.NatsServer(store_dir=d / "store", port=port, config=main, log_file=d / "nats.log")
+    server.start()
+    yield server, d / "conf"
+    server.stop()

@@ -4,12 +4,12 @@ as PermissionDenied naming the subject (not as a bare timeout)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from common import bus, errors, natsfiles
+from common import bus, errors
 from common.bus import consuming
 from protocol import messages, streams, subjects
 from sandbox import natsd
@@ -19,22 +19,9 @@ K = subjects.Kind
 PREFIX = subjects.DEFAULT_PREFIX
 
 
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[natsd.NatsServer, Path]]:
-    d = tmp_path_factory.mktemp("secured")
-    port = natsd.free_port()
-    main, _ = natsfiles.nats_config(d / "conf", host="127.0.0.1", port=port, store_dir=d / "store")
-    for site in ("site-a", "site-b"):
-        natsfiles.site_add(d / "conf", site)
-    server = natsd.NatsServer(store_dir=d / "store", port=port, config=main, log_file=d / "nats.log")
-    server.start()
-    yield server, d / "conf"
-    server.stop()
-
-
 @pytest.fixture
-async def hub(secured: tuple[natsd.NatsServer, Path]) -> AsyncIterator[bus.Connection]:
-    server, conf = secured
+async def hub(secured_nats: tuple[natsd.NatsServer, Path]) -> AsyncIterator[bus.Connection]:
+    server, conf = secured_nats
     conn = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
     await bus.ensure_topology(conn, sites=["site-a", "site-b"])
     yield conn
@@ -43,9 +30,9 @@ async def hub(secured: tuple[natsd.NatsServer, Path]) -> AsyncIterator[bus.Conne
 
 @pytest.fixture
 async def site_a(
-    secured: tuple[natsd.NatsServer, Path], hub: bus.Connection
+    secured_nats: tuple[natsd.NatsServer, Path], hub: bus.Connection
 ) -> AsyncIterator[bus.Connection]:
-    server, conf = secured
+    server, conf = secured_nats
     conn = await bus.connect(
         helpers.options(
             server.url, seed_file=conf / "sites" / "site-a.nk", inbox_prefix=bus.site_inbox_prefix("site-a")
@@ -150,9 +137,9 @@ async def test_site_reads_the_latest_intent_of_its_own_subjects_only(
 
 
 async def test_site_connected_with_the_default_inbox_is_told_so(
-    secured: tuple[natsd.NatsServer, Path],
+    secured_nats: tuple[natsd.NatsServer, Path],
 ) -> None:
-    server, conf = secured
+    server, conf = secured_nats
     conn = await bus.connect(helpers.options(server.url, seed_file=conf / "sites" / "site-a.nk"), deadline=10)
     try:
         with pytest.raises(errors.PermissionDenied) as exc:

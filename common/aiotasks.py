@@ -1,0 +1,30 @@
+"""Long-lived tasks that never die of a bug: supervised, restarted with backoff, logged.
+
+Each loop of hub and agent handles its expected errors itself; ``supervise`` is the last line,
+so an unexpected exception costs a log line and a restart, never the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+
+log = logging.getLogger(__name__)
+
+
+async def supervise(name: str, run: Callable[[], Awaitable[None]], *, max_backoff: float = 30.0) -> None:
+    failures = 0
+    while True:
+        try:
+            await run()
+            log.warning("%s returned; restarting it", name)
+            failures = 0
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            failures += 1
+            log.exception("%s crashed (%d in a row); restarting it", name, failures)
+        delay = min(max_backoff, 0.5 * 2 ** min(failures, 10)) * random.uniform(0.5, 1.0)
+        await asyncio.sleep(delay)

@@ -1,0 +1,158 @@
+"""`kamaji-broker agent` as a real process: flags, health endpoints, credentials, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from common import bus, keyfiles
+from common import kube as ckube
+from common.kube import resources
+from protocol import keys, messages, signing, subjects
+from sandbox import kubeapi, natsd
+from tests import helpers
+from tests.agent.conftest import NAMESPACE, intent
+
+TCP = resources.TENANT_CONTROL_PLANE
+
+
+class Proc:
+    def __init__(self, args: list[str], log: Path) -> None:
+        self.log = log
+        self.port = natsd.free_port()
+        env = {**os.environ, "KB_AGENT_LISTEN": f"127.0.0.1:{self.port}"}
+        with open(log, "wb") as out:
+            self.p = subprocess.Popen(
+                [sys.executable, "-m", "kamaji_broker.cli", "agent", *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+
+    async def get(self, path: str) -> tuple[int, str]:
+        async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{self.port}{path}") as r:
+            return r.status, await r.text()
+
+    async def readyz(self, want: Callable[[int, str], bool]) -> str:
+        seen: list[str] = []
+
+        async def check() -> bool:
+            try:
+                status, text = await self.get("/readyz")
+            except aiohttp.ClientError:
+                return False
+            seen[:] = [text]
+            return want(status, text)
+
+        await helpers.eventually(check, within=20, every=0.2)
+        return seen[0]
+
+    def stop(self) -> int:
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                return self.p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+                return -9
+        return int(self.p.returncode)
+
+
+@pytest.fixture
+async def world(
+    secured_nats: tuple[natsd.NatsServer, Path], cluster: kubeapi.Server, tmp_path: Path
+) -> AsyncIterator[tuple[natsd.NatsServer, Path, Path, Path, bus.Connection]]:
+    server, conf = secured_nats
+    keyfiles.generate(tmp_path / "keys")
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "site.kubeconfig")
+    api = await ckube.api_client_from_kubeconfig(kubeconfig)
+    await ckube.Kube(api).create(resources.NAMESPACE, {"metadata": {"name": NAMESPACE}})
+    await api.close()
+    hub = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
+    await bus.ensure_topology(hub, sites=["site-a", "site-b"])
+    yield server, conf, tmp_path / "keys", kubeconfig, hub
+    await hub.close()
+
+
+def agent_args(server: natsd.NatsServer, seed: Path, keys_dir: Path, kubeconfig: Path) -> list[str]:
+    return [
+        "--site", "site-a", "--nats-url", server.url, "--nats-seed", str(seed),
+        "--hub-public-keys", str(keys_dir / "hub-public-keys.json"), "--kubeconfig", str(kubeconfig),
+        "--namespaces", NAMESPACE,
+    ]  # fmt: skip
+
+
+async def test_agent_process_applies_intents_and_stops_cleanly(
+    world: tuple[natsd.NatsServer, Path, Path, Path, bus.Connection], tmp_path: Path
+) -> None:
+    server, conf, keys_dir, kubeconfig, hub = world
+    proc = Proc(
+        agent_args(server, conf / "sites" / "site-a.nk", keys_dir, kubeconfig), tmp_path / "agent.log"
+    )
+    try:
+        text = await proc.readyz(lambda status, _: status == 200)
+        assert "[+] consumer" in text and "[+] nats" in text and "[+] kubernetes" in text
+        assert (await proc.get("/healthz"))[0] == 200
+        signer = keys.load_signing_key((keys_dir / keyfiles.SIGNING_FILE).read_text())
+        sent = signing.sign(intent("proc"), signer)
+        await bus.publish(
+            hub, subjects.intent("site-a", NAMESPACE, "proc"), messages.encode(sent), msg_id="proc-1"
+        )
+        api = await ckube.api_client_from_kubeconfig(kubeconfig)
+        try:
+            await helpers.eventually(lambda: _exists(ckube.Kube(api), "proc"), within=20)
+        finally:
+            await api.close()
+        _, metrics = await proc.get("/metrics")
+        assert 'kb_agent_intents_total{op="provision",result="applied"} 1.0' in metrics
+        assert "kb_agent_nats_connected 1.0" in metrics
+    finally:
+        code = proc.stop()
+    assert code == 0
+    log = proc.log.read_text()
+    signing_key = (keys_dir / keyfiles.SIGNING_FILE).read_text().strip()
+    seed = (conf / "sites" / "site-a.nk").read_text().strip()
+    assert signing_key not in log and seed not in log
+
+
+async def test_credentials_of_another_site_are_a_clear_configuration_error(
+    world: tuple[natsd.NatsServer, Path, Path, Path, bus.Connection], tmp_path: Path
+) -> None:
+    server, conf, keys_dir, kubeconfig, _ = world
+    proc = Proc(
+        agent_args(server, conf / "sites" / "site-b.nk", keys_dir, kubeconfig), tmp_path / "agent.log"
+    )
+    try:
+        text = await proc.readyz(lambda status, text: status == 503 and "permission denied" in text)
+        assert "configuration error" in text and "_INBOX_site-a" in text
+        await asyncio.sleep(3)  # long enough for a tight retry loop to show in the log
+        assert proc.p.poll() is None  # alive, waiting for a human to fix the credentials
+    finally:
+        assert proc.stop() == 0
+    denials = [line for line in proc.log.read_text().splitlines() if "permission" in line.lower()]
+    assert 0 < len(denials) <= 6
+
+
+def test_bad_flags_name_the_flag(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "kamaji_broker.cli", "agent", "--site", "site-a", "--nats-url", "nats://127.0.0.1:1",
+         "--nats-seed", str(tmp_path / "missing.nk"), "--resync-interval", "soon"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "--nats-seed: file" in out.stderr and "does not exist" in out.stderr
+    assert "--resync-interval: invalid duration 'soon'" in out.stderr
+    assert "--hub-public-keys: required" in out.stderr
+
+
+async def _exists(kube: ckube.Kube, name: str) -> bool:
+    return await kube.get_or_none(TCP, name, namespace=NAMESPACE) is not None
