@@ -18,6 +18,7 @@ from common import kube as ckube
 from common.bus import topology
 from common.kube import resources
 from protocol import keys, messages, signing, streams, subjects
+from sandbox import natsd
 from tests import helpers
 from tests.agent.conftest import NAMESPACE, SITE, Hub, intent, with_version
 
@@ -307,3 +308,25 @@ async def _exists(kube: ckube.Kube, name: str, namespace: str) -> bool:
 
 async def _async(value: bool) -> bool:
     return value
+
+
+async def test_nats_restart_mid_run_loses_nothing(
+    restartable_nats: natsd.NatsServer, site: ckube.Kube, prefix: str, hub_keys: Any
+) -> None:
+    conn = await bus.connect(helpers.options(restartable_nats.url), deadline=10)
+    try:
+        await bus.ensure_topology(conn, sites=[SITE], prefix=prefix)
+        signer, sealer, public = hub_keys
+        hub = Hub(conn=conn, prefix=prefix, signer=signer, sealer=sealer, public=public)
+        a = Agent(conn, site, hub)
+        a.start()
+        await hub.send(intent("before"))
+        await tcp_where(site, "before", lambda o: o is not None)
+        await asyncio.to_thread(restartable_nats.restart)
+        await helpers.eventually(lambda: _async(conn.connected), within=20)
+        await hub.send(intent("after"))
+        await tcp_where(site, "after", lambda o: o is not None)
+        await helpers.eventually(lambda: _async(a.count("provision", "applied") == 2), within=20)
+        await a.stop()
+    finally:
+        await conn.close()
