@@ -14,7 +14,7 @@ Decoding is the one edge where foreign bytes enter: ``decode_*`` raise only
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -156,14 +156,17 @@ def encode(message: Message) -> bytes:
     return _encoder.encode(message)
 
 
-class _Decoder:
+T = TypeVar("T", bound=_Message)
+
+
+class Decoder(Generic[T]):
     """A typed decoder for one stream that raises only DecodeError."""
 
-    def __init__(self, kind: type[Message]) -> None:
-        self._kind: type[Message] = kind
-        self._decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(kind)
+    def __init__(self, kind: type[T]) -> None:
+        self._kind: type[T] = kind
+        self._decoder: msgspec.json.Decoder[T] = msgspec.json.Decoder(kind)
 
-    def __call__(self, data: bytes | bytearray | memoryview | str) -> Any:
+    def __call__(self, data: bytes | bytearray | memoryview | str) -> T:
         name = self._kind.__name__
         try:
             message = self._decoder.decode(data)
@@ -189,38 +192,13 @@ def _other_schema(data: bytes | bytearray | memoryview | str) -> str | None:
     return f"unsupported schema {schema!r} (expected {SCHEMA!r}) - at `$.schema`"
 
 
-_decode_intent = _Decoder(Intent)
-_decode_status = _Decoder(Status)
-_decode_sealed_secrets = _Decoder(SealedSecrets)
-_decode_heartbeat = _Decoder(Heartbeat)
-_decode_secrets_payload = _Decoder(SecretsPayload)
-
-
-def decode_intent(data: bytes | bytearray | memoryview | str) -> Intent:
-    """Decode a message of the KB_INTENTS stream."""
-    result: Intent = _decode_intent(data)
-    return result
-
-
-def decode_status(data: bytes | bytearray | memoryview | str) -> Status:
-    """Decode a message of the KB_STATUS stream."""
-    result: Status = _decode_status(data)
-    return result
-
-
-def decode_sealed_secrets(data: bytes | bytearray | memoryview | str) -> SealedSecrets:
-    """Decode a message of the KB_SECRETS stream."""
-    result: SealedSecrets = _decode_sealed_secrets(data)
-    return result
-
-
-def decode_heartbeat(data: bytes | bytearray | memoryview | str) -> Heartbeat:
-    """Decode a message of the KB_SITES stream."""
-    result: Heartbeat = _decode_heartbeat(data)
-    return result
-
-
-def decode_secrets_payload(data: bytes | bytearray | memoryview | str) -> SecretsPayload:
-    """Decode the plaintext of an opened sealed box."""
-    result: SecretsPayload = _decode_secrets_payload(data)
-    return result
+decode_intent = Decoder(Intent)
+"""Decode a message of the KB_INTENTS stream."""
+decode_status = Decoder(Status)
+"""Decode a message of the KB_STATUS stream."""
+decode_sealed_secrets = Decoder(SealedSecrets)
+"""Decode a message of the KB_SECRETS stream."""
+decode_heartbeat = Decoder(Heartbeat)
+"""Decode a message of the KB_SITES stream."""
+decode_secrets_payload = Decoder(SecretsPayload)
+"""Decode the plaintext of an opened sealed box."""
