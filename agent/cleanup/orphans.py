@@ -1,0 +1,194 @@
+"""Deciding anti-entropy for this site's managed TCPs: pure, no I/O, ``now`` passed in.
+
+For each managed TCP the shell observes the object and the latest intent on its subject (the
+intent stream keeps one message per subject, so that is the hub's current desire), and
+``decide`` answers with actions:
+
+- ``Reapply`` when the latest intent is the provision already applied (same stream sequence as
+  the TCP's annotation) and a field we set differs at the site: a site admin edited it.
+- Nothing when the latest intent is newer (the apply loop owns it) or a delete (likewise).
+- ``DeleteOrphan`` / ``ReportOrphan`` when the subject has had no message for longer than the
+  grace period **and** the consumer is caught up. A TCP can look orphaned while its fresh
+  intent is still in flight (or the hub purged and re-published), so pending intents veto it.
+
+The orphan clock (first time a TCP was seen without an intent) and the set of orphans already
+reported are state the shell keeps between passes; ``decide`` takes them and returns the next
+ones, so a pass is a function of its inputs and tested by tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agent import tcps
+from protocol import messages
+
+Policy = Literal["delete", "report"]
+
+Key = tuple[str, str, str]
+"""(namespace, name, uid) of a TCP. The uid is part of it: a TCP deleted and created anew under
+the same name is another object and starts its own orphan clock."""
+
+
+@dataclass(frozen=True)
+class Latest:
+    """The verified latest intent on the TCP's subject and its stream sequence."""
+
+    intent: messages.Intent
+    seq: int
+
+
+@dataclass(frozen=True)
+class Unverifiable:
+    """The subject holds a message that does not verify (or is not for this TCP): never act on it."""
+
+    reason: str
+
+
+Found = Latest | Unverifiable | None
+"""What the subject holds; None when it has no message."""
+
+
+@dataclass(frozen=True)
+class Observed:
+    tcp: Mapping[str, Any]
+    latest: Found
+
+
+@dataclass(frozen=True)
+class Clocks:
+    """State carried from one pass to the next (only for TCPs that still exist)."""
+
+    since: Mapping[Key, float] = field(default_factory=dict)
+    """When each TCP was first seen with no message on its subject."""
+    reported: frozenset[Key] = frozenset()
+    """Orphans already reported (policy ``report``): reported once, not on every pass."""
+
+
+@dataclass(frozen=True)
+class Reapply:
+    namespace: str
+    name: str
+    patch: dict[str, Any]
+    """Merge patch of every field we own, with the observed resourceVersion as a precondition."""
+    fields: tuple[str, ...]
+    """Paths that drifted (never their values: a spec may hold anything)."""
+    seq: int
+
+
+@dataclass(frozen=True)
+class DeleteOrphan:
+    namespace: str
+    name: str
+    uid: str
+    """Delete precondition: only this object, never a newer one of the same name."""
+    message: str
+
+
+@dataclass(frozen=True)
+class ReportOrphan:
+    namespace: str
+    name: str
+    uid: str
+    message: str
+
+
+Action = Reapply | DeleteOrphan | ReportOrphan
+
+
+@dataclass(frozen=True)
+class Plan:
+    actions: tuple[Action, ...]
+    clocks: Clocks
+    waiting: int = 0
+    """Orphans seen but not acted on yet (grace running, or intents pending): for the log."""
+
+
+def key_of(tcp: Mapping[str, Any]) -> Key:
+    m = tcps.meta(tcp)
+    return str(m.get("namespace") or ""), str(m.get("name") or ""), str(m.get("uid") or "")
+
+
+def decide(
+    observed: Iterable[Observed],
+    *,
+    site: str,
+    caught_up: bool,
+    clocks: Clocks,
+    now: float,
+    grace: float,
+    policy: Policy,
+) -> Plan:
+    actions: list[Action] = []
+    since: dict[Key, float] = {}
+    reported: set[Key] = set()
+    waiting = 0
+    for item in observed:
+        ours = tcps.applied(item.tcp, site=site)
+        if ours is None:
+            continue  # not this site's (the label selector should have kept it out)
+        key = key_of(item.tcp)
+        if item.latest is not None:
+            # Any message on the subject (even one we cannot verify) means the hub still
+            # speaks about this TCP: not an orphan, and the clock starts over if it empties again.
+            if isinstance(item.latest, Latest) and not tcps.deleting(item.tcp):
+                reapply = _reapply(item.tcp, item.latest, ours)
+                if reapply is not None:
+                    actions.append(reapply)
+            continue
+        first = clocks.since.get(key, now)
+        since[key] = first
+        if key in clocks.reported:
+            reported.add(key)
+        if tcps.deleting(item.tcp):
+            continue  # already going (our delete, or a site admin's): only keep the clock
+        if not caught_up or now - first <= grace:
+            waiting += 1
+            continue
+        message = _orphan_message(item.tcp, key, seconds=now - first, grace=grace, policy=policy)
+        if policy == "delete":
+            actions.append(DeleteOrphan(namespace=key[0], name=key[1], uid=key[2], message=message))
+        elif key not in reported:
+            reported.add(key)
+            actions.append(ReportOrphan(namespace=key[0], name=key[1], uid=key[2], message=message))
+    return Plan(
+        actions=tuple(actions),
+        clocks=Clocks(since=since, reported=frozenset(reported)),
+        waiting=waiting,
+    )
+
+
+def _reapply(tcp: Mapping[str, Any], latest: Latest, ours: tcps.Applied) -> Reapply | None:
+    intent = latest.intent
+    if intent.op != "provision" or latest.seq != ours.intent_seq or intent.owner.uid != ours.owner_uid:
+        # A newer intent (or a delete) is the apply loop's to handle; an older one cannot be
+        # the subject's latest unless the stream was recreated, and then it is not ours to judge.
+        return None
+    fields = tcps.drift(intent.spec, tcp.get("spec") or {})
+    if not fields:
+        return None
+    patch = tcps.patch_for(intent, seq=latest.seq)
+    version = str(tcps.meta(tcp).get("resourceVersion") or "")
+    if version:
+        # Optimistic concurrency: if the apply loop patched a newer intent in meanwhile, this
+        # patch fails with Conflict instead of writing the older spec over it.
+        patch["metadata"]["resourceVersion"] = version
+    m = tcps.meta(tcp)
+    return Reapply(
+        namespace=str(m.get("namespace") or ""),
+        name=str(m.get("name") or ""),
+        patch=patch,
+        fields=tuple(fields),
+        seq=latest.seq,
+    )
+
+
+def _orphan_message(tcp: Mapping[str, Any], key: Key, *, seconds: float, grace: float, policy: Policy) -> str:
+    owner = str((tcps.meta(tcp).get("annotations") or {}).get(tcps.OWNER) or "unknown")
+    what = "deleting it" if policy == "delete" else "leaving it in place (orphan policy report)"
+    return (
+        f"TenantControlPlane {key[0]}/{key[1]} (owner {owner}) has had no intent for {seconds:.0f}s "
+        f"(grace {grace:.0f}s) while every intent for this site was applied: {what}"
+    )
