@@ -1,8 +1,9 @@
-"""Kubernetes plumbing shared by hub and agent: one generic client, typed errors, resources.
+"""Kubernetes plumbing shared by hub, agent and the sandbox: one generic client, typed errors, resources.
 
 client      Kube (get/list/watch/create/replace/patch/delete on any Resource), api clients
 errors      KubeError → NotFound | Conflict | Gone | Invalid | Unavailable
 resources   Resource descriptors (paths) of everything we touch
+retrying    the jittered exponential backoff every retry on the API uses
 watching    list-then-watch with resume and relist on 410 (informer-like)
 """
 

@@ -2,7 +2,8 @@
 
 The only place of ``common`` that imports kubernetes_asyncio. Every call goes through
 ``ApiClient.call_api`` with a path from ``resources.Resource``, so built-ins and custom resources
-share one code path (get, list, watch, create, replace, merge/JSON patch, delete, subresources).
+share one code path (get, list, watch, create, replace, merge/JSON patch, delete, subresources,
+create-or-replace, and whether a resource is served yet).
 Library and transport errors become ``common.kube.errors`` in ``translated``.
 Works the same against a real API server and the sandbox's emulator.
 """
@@ -165,7 +166,14 @@ class Kube:
                     return
                 if not line.strip():
                     continue
-                event = json.loads(line)
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    # A line cut short (the connection dropped mid-event) is a transport failure
+                    # like any other: the caller resumes from the last version it saw.
+                    raise errors.Unavailable(
+                        0, "MalformedWatchEvent", line[:200].decode("utf-8", "replace")
+                    ) from None
                 kind, obj = str(event.get("type") or ""), event.get("object") or {}
                 if kind == "ERROR":
                     raise errors.from_status(
@@ -204,6 +212,40 @@ class Kube:
             "PATCH", r.path(namespace, name, subresource), body=body, content_type=content_type
         )
         return patched
+
+    async def create_or_replace(
+        self, r: Resource, body: Mapping[str, Any], *, namespace: str | None = None, attempts: int = 1
+    ) -> dict[str, Any]:
+        """Create ``body``, or replace the object of its name with it (``kubectl apply``'s outcome).
+
+        Create first: on a fresh cluster that is the one request. On AlreadyExists, PUT with the
+        current resourceVersion, so a concurrent writer makes it Conflict rather than lost; each
+        of ``attempts`` then reads again. Raises Conflict when the object kept changing (or kept
+        vanishing between the create and the read) for all of them.
+        """
+        name = str(body["metadata"]["name"])
+        for _ in range(attempts):
+            try:
+                return await self.create(r, body, namespace=namespace)
+            except errors.Conflict:
+                pass
+            existing = await self.get_or_none(r, name, namespace=namespace)
+            if existing is None:
+                continue
+            metadata = {**body["metadata"], "resourceVersion": existing["metadata"]["resourceVersion"]}
+            try:
+                return await self.replace(r, name, {**body, "metadata": metadata}, namespace=namespace)
+            except errors.Conflict:
+                continue
+        raise errors.Conflict(409, "Conflict", f"{r.kind} {name} kept changing while replacing it")
+
+    async def serves(self, r: Resource) -> bool:
+        """Whether the API server serves ``r`` yet (a new CRD's resource takes a moment)."""
+        try:
+            await self._call("GET", r.path(), query=[("limit", 1)])
+        except errors.NotFound:
+            return False
+        return True
 
     async def delete(
         self,

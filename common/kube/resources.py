@@ -1,4 +1,4 @@
-"""The Kubernetes resources hub and agent touch, and the verbs each uses on them.
+"""The Kubernetes resources hub, agent and the sandbox's Kamaji simulator touch.
 
 ``Resource`` names a resource by group, version and plural and builds its REST paths, so one
 generic client serves built-ins and custom resources alike. The permissions each process needs
@@ -36,6 +36,9 @@ class Resource:
         return base
 
 
+CUSTOM_RESOURCE_DEFINITION = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False
+)
 NAMESPACE = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 SECRET = Resource("", "v1", "secrets", "Secret")
 EVENT = Resource("", "v1", "events", "Event")

@@ -9,13 +9,13 @@ a controller never exits because the API server blinked.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
-from common.kube import errors
+from common.kube import errors, retrying
 from common.kube.client import Kube, WatchEvent
 from common.kube.resources import Resource
 
@@ -39,7 +39,7 @@ async def stream(
     resource_version: str = "",
     watch_timeout: int = 300,
     max_backoff: float = 30.0,
-) -> AsyncIterator[Synced | WatchEvent]:
+) -> AsyncGenerator[Synced | WatchEvent, None]:
     """``resource_version`` resumes a stream a caller held before (no Synced unless it expired)."""
     failures = 0
     version = resource_version
@@ -49,22 +49,26 @@ async def stream(
                 listing = await kube.list(r, namespace=namespace, label_selector=label_selector)
                 version = listing.resource_version
                 yield Synced(items=listing.items, resource_version=version)
-            async for event in kube.watch(
+            events = kube.watch(
                 r,
                 resource_version=version,
                 namespace=namespace,
                 label_selector=label_selector,
                 timeout_seconds=watch_timeout,
-            ):
-                failures = 0
-                version = event.resource_version or version
-                if event.type != "BOOKMARK":
-                    yield event
+            )
+            # Closing this stream (a consumer that stops early) closes the watch with it, so its
+            # connection goes back now rather than whenever the abandoned generator is collected.
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    failures = 0
+                    version = event.resource_version or version
+                    if event.type != "BOOKMARK":
+                        yield event
         except errors.Gone:
             log.info("watch of %s expired at resourceVersion %s; relisting", r.plural, version)
             version = ""
         except errors.KubeError as exc:
             failures += 1
-            delay = min(max_backoff, 0.2 * 2**failures) * random.uniform(0.5, 1.0)
+            delay = retrying.backoff(failures, cap=max_backoff)
             log.warning("watch of %s failed (%s); retrying in %.1fs", r.plural, exc, delay)
             await asyncio.sleep(delay)

@@ -4,12 +4,12 @@ Owns what a site cluster's Kamaji would do to TenantControlPlanes, faithfully en
 agent and the hub: the ``finalizer.kamaji.clastix.io`` finalizer, the
 ``status.kubernetesResources.version.status`` lifecycle (Provisioning → Ready, Upgrading,
 Sleeping), the endpoint, and real ``<tcp>-ca`` / ``<tcp>-admin-kubeconfig`` Secrets. A controller
-written with kubernetes_asyncio against the public API: it runs on the sandbox's emulator or on
-any real cluster, and never imports ``sandbox.kubeapi``.
+written against the public API with the project's one Kubernetes client, ``common.kube``: it runs
+on the sandbox's emulator or on any real cluster, and never imports ``sandbox.kubeapi``.
 
 Modules: ``reconcile`` (pure decisions), ``pki`` (pure certificates and kubeconfigs),
-``addresses`` (endpoint pool), ``kube`` (the kubernetes_asyncio seam), ``simulator`` (the watch
-and the per-TCP workers), ``crds`` (installing CRD files on a cluster).
+``addresses`` (endpoint pool), ``simulator`` (the watch and the per-TCP workers), ``crds``
+(installing CRD files on a cluster).
 
     sim = Simulator(api_client_or_kubeconfig_path, ready_delay=3, delete_delay=0)
     await sim.start()

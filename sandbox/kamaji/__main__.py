@@ -12,8 +12,9 @@ import logging
 import signal
 from collections.abc import Sequence
 
+from common import kube
 from sandbox import crds as crd_files
-from sandbox.kamaji import crds, kube, simulator
+from sandbox.kamaji import crds, simulator
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _run(args: argparse.Namespace) -> None:
-    api_client = await kube.new_api_client(args.kubeconfig)
+    api_client = await kube.api_client_from_kubeconfig(args.kubeconfig)
     try:
         if args.install_crds:
             await crds.install(api_client, [crd_files.TENANT_CONTROL_PLANE])

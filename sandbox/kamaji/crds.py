@@ -2,7 +2,8 @@
 
 Owns turning CRD YAML files (the sandbox's compact ones in ``sandbox.crds``, or Kamaji's real
 one) into created-or-replaced ``apiextensions.k8s.io/v1`` objects, then waiting until the API
-server serves each resource. Works on any cluster: it only uses the public REST API.
+server serves each resource. Works on any cluster: it only uses the public REST API, through
+``common.kube``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from sandbox.kamaji import kube
+from common import kube
+from common.kube import resources
 
 __all__ = ["install", "load"]
 
@@ -48,44 +50,38 @@ async def install(
     documents = load(paths)
     names: list[str] = []
     for crd in documents:
-        name = str(crd["metadata"]["name"])
-        await _create_or_replace(api, name, crd)
-        names.append(name)
+        # Five attempts: a CRD another installer (or the API server's own status writer) changes
+        # concurrently is read and replaced again rather than failing the install.
+        await api.create_or_replace(resources.CUSTOM_RESOURCE_DEFINITION, crd, attempts=5)
+        names.append(str(crd["metadata"]["name"]))
     async with asyncio.timeout(timeout):
         for crd in documents:
-            spec = crd["spec"]
-            for version in spec["versions"]:
-                if version.get("served", True):
-                    await _until_served(api, spec["group"], version["name"], spec["names"]["plural"])
+            for served in _served(crd):
+                await _until_served(api, served)
     return names
 
 
-async def _until_served(api: kube.Kube, group: str, version: str, plural: str) -> None:
+def _served(crd: Mapping[str, Any]) -> list[resources.Resource]:
+    """The resources a CRD defines, one per served version."""
+    spec = crd["spec"]
+    names = spec["names"]
+    return [
+        resources.Resource(
+            spec["group"],
+            version["name"],
+            names["plural"],
+            names["kind"],
+            namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+        )
+        for version in spec["versions"]
+        if version.get("served", True)
+    ]
+
+
+async def _until_served(api: kube.Kube, r: resources.Resource) -> None:
     # Polling, because there is nothing to wait on: the API server exposes no event for
     # "now serving"; a watch on the CRD's Established condition is not portable to every cluster.
     delay = 0.05
-    while not await api.serves(group, version, plural):
+    while not await api.serves(r):
         await asyncio.sleep(delay)
         delay = min(delay * 2, 1.0)
-
-
-async def _create_or_replace(api: kube.Kube, name: str, crd: Mapping[str, Any]) -> None:
-    # Create first: the common case on a fresh cluster is one request. On AlreadyExists, replace
-    # with the current resourceVersion; a concurrent writer makes that Conflict, so read again.
-    for _ in range(5):
-        try:
-            await api.create_crd(crd)
-            return
-        except kube.Conflict:
-            pass
-        existing = await api.get_crd(name)
-        if existing is None:
-            continue
-        body = dict(crd)
-        body["metadata"] = {**crd["metadata"], "resourceVersion": existing["metadata"]["resourceVersion"]}
-        try:
-            await api.replace_crd(name, body)
-            return
-        except kube.Conflict:
-            continue
-    raise kube.Conflict(409, "Conflict", f"CustomResourceDefinition {name} kept changing while replacing it")

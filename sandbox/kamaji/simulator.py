@@ -1,10 +1,12 @@
 """The Kamaji simulator's I/O shell: watch TenantControlPlanes, run one worker per TCP.
 
-Owns the watch (list, then watch from the list's resourceVersion; resume from the last seen
-version; relist on 410 Gone), one asyncio task per TCP key, the address pool and the per-TCP
+Owns what it does with the TCP stream of :func:`common.kube.watching.stream` (which lists,
+watches, resumes from the last seen version and relists on 410 Gone): after every (re)list it
+drops the workers of TCPs that are gone and re-adopts endpoints, then dispatches each event to
+one asyncio task per TCP key. Also owns the address pool and the per-TCP
 :class:`~sandbox.kamaji.reconcile.Memory`. Every decision is made by the pure
 :func:`sandbox.kamaji.reconcile.reconcile`; this module observes, executes the plan's actions
-and writes the status. Talks to one cluster through :mod:`sandbox.kamaji.kube` only, so it runs
+and writes the status. Talks to one cluster through :mod:`common.kube` only, so it runs
 unchanged against the emulator or a real API server.
 
 A worker never blocks the watch: the watch stores the newest object in the worker and wakes it;
@@ -20,12 +22,13 @@ import contextlib
 import datetime
 import logging
 import os
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.kamaji import addresses, kube, pki, reconcile
+from common import kube
+from common.kube import errors, resources, retrying, watching
+from sandbox.kamaji import addresses, pki, reconcile
 
 __all__ = ["Simulator"]
 
@@ -34,13 +37,7 @@ log = logging.getLogger(__name__)
 Key = tuple[str, str]
 """(namespace, name) of a TCP."""
 
-_BACKOFF_BASE = 0.2
-_BACKOFF_CAP = 30.0
-
-
-def _backoff(failures: int) -> float:
-    # Full jitter keeps many workers that failed together from retrying together.
-    return random.uniform(0.5, 1.0) * min(_BACKOFF_CAP, _BACKOFF_BASE * 2.0 ** min(failures, 16))
+TCP = resources.TENANT_CONTROL_PLANE
 
 
 def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -139,7 +136,7 @@ class Simulator:
         if self._watch_task is not None:
             raise RuntimeError("the simulator is already running")
         if isinstance(self._api, str | os.PathLike):
-            self._api_client = await kube.new_api_client(os.fspath(self._api))
+            self._api_client = await kube.api_client_from_kubeconfig(os.fspath(self._api))
             self._owns_client = True
         else:
             self._api_client = self._api
@@ -166,34 +163,25 @@ class Simulator:
 
     async def _watch_forever(self) -> None:
         assert self._kube is not None
-        resource_version = ""
         failures = 0
         while True:
+            # The stream retries API failures itself, forever; what ends it is an error of ours
+            # (a bug, a malformed object). That must not silently end the only watch: log it and
+            # start a new stream, which relists.
+            items = watching.stream(self._kube, TCP, watch_timeout=self._watch_timeout)
             try:
-                if not resource_version:
-                    items, resource_version = await self._kube.list_tcps()
-                    self._relisted(items)
-                    self._synced.set()
-                events = self._kube.watch_tcps(resource_version, timeout_seconds=self._watch_timeout)
-                async with contextlib.aclosing(events):
-                    async for event in events:
-                        resource_version = event.resource_version or resource_version
-                        self._dispatch(event)
-                failures = 0
-            except kube.Gone:
-                log.info("watch of tenantcontrolplanes expired at %s: relisting", resource_version)
-                resource_version = ""
-            except (kube.KubeError, ValueError) as exc:
-                failures += 1
-                delay = _backoff(failures)
-                log.warning("watching tenantcontrolplanes failed (%s); retrying in %.1fs", exc, delay)
-                await asyncio.sleep(delay)
+                async with contextlib.aclosing(items):
+                    async for item in items:
+                        if isinstance(item, watching.Synced):
+                            self._relisted(item.items)
+                            self._synced.set()
+                        else:
+                            self._dispatch(item)
+                            failures = 0
             except Exception:
-                # A bug or a malformed object must not silently end the only watch: log it, go on.
                 failures += 1
                 log.exception("watching tenantcontrolplanes failed unexpectedly; relisting")
-                resource_version = ""
-                await asyncio.sleep(_backoff(failures))
+                await asyncio.sleep(retrying.backoff(failures))
 
     def _relisted(self, items: list[dict[str, Any]]) -> None:
         present = {_key(obj) for obj in items}
@@ -260,22 +248,22 @@ class Simulator:
         namespace, name = worker.key
         try:
             delay = await self._visit(worker)
-        except kube.NotFound:
+        except errors.NotFound:
             return None  # the TCP is gone: its DELETED event ends this worker
-        except (kube.Unavailable, kube.Conflict) as exc:
+        except (errors.Unavailable, errors.Conflict) as exc:
             worker.failures += 1
-            worker.stale = worker.stale or isinstance(exc, kube.Conflict)
+            worker.stale = worker.stale or isinstance(exc, errors.Conflict)
             log.info("tcp %s/%s: %s; retrying", namespace, name, exc)
-            return _backoff(worker.failures)
-        except kube.KubeError as exc:
+            return retrying.backoff(worker.failures)
+        except errors.KubeError as exc:
             # Invalid, Forbidden, ...: retrying soon will not help, but a fixed schema or RBAC will.
             worker.failures += 1
             log.error("tcp %s/%s: %s", namespace, name, exc)
-            return max(5.0, _backoff(worker.failures))
+            return max(5.0, retrying.backoff(worker.failures))
         except Exception:
             worker.failures += 1
             log.exception("tcp %s/%s: unexpected error", namespace, name)
-            return max(5.0, _backoff(worker.failures))
+            return max(5.0, retrying.backoff(worker.failures))
         worker.failures = 0
         return delay
 
@@ -283,7 +271,7 @@ class Simulator:
         assert self._kube is not None
         namespace, name = worker.key
         if worker.stale:
-            worker.obj = await self._kube.get_tcp(namespace, name)
+            worker.obj = await self._kube.get(TCP, name, namespace=namespace)
             worker.stale = False
         tcp = worker.obj
         uid = str(_metadata(tcp).get("uid") or "")
@@ -301,7 +289,9 @@ class Simulator:
         )
         await self._execute(worker, observed, plan.actions)
         if plan.status is not None:
-            worker.obj = await self._kube.patch_tcp_status(namespace, name, plan.status)
+            worker.obj = await self._kube.patch(
+                TCP, name, {"status": plan.status}, namespace=namespace, subresource="status"
+            )
             before = observed.status.get("kubernetesResources", {}).get("version", {}).get("status")
             after = plan.status["kubernetesResources"]["version"]["status"]
             if before != after:
@@ -312,8 +302,10 @@ class Simulator:
     async def _observe_secrets(self, namespace: str, name: str, uid: str) -> reconcile.SecretsObserved:
         assert self._kube is not None
         ca, admin = await asyncio.gather(
-            self._kube.get_secret(namespace, reconcile.ca_secret_name(name)),
-            self._kube.get_secret(namespace, reconcile.admin_kubeconfig_secret_name(name)),
+            self._kube.get_or_none(resources.SECRET, reconcile.ca_secret_name(name), namespace=namespace),
+            self._kube.get_or_none(
+                resources.SECRET, reconcile.admin_kubeconfig_secret_name(name), namespace=namespace
+            ),
         )
         server = None
         if admin is not None and _owned_by(admin, uid):
@@ -360,16 +352,18 @@ class Simulator:
                 "resourceVersion": _metadata(worker.obj)["resourceVersion"],
             }
         }
-        worker.obj = await self._kube.patch_tcp(namespace, name, patch)
+        worker.obj = await self._kube.patch(TCP, name, patch, namespace=namespace)
 
     async def _read_ca(self, observed: reconcile.Observed) -> pki.CertificateAuthority:
         assert self._kube is not None
-        secret = await self._kube.get_secret(observed.namespace, reconcile.ca_secret_name(observed.name))
+        secret = await self._kube.get_or_none(
+            resources.SECRET, reconcile.ca_secret_name(observed.name), namespace=observed.namespace
+        )
         cert = _secret_bytes(secret, "ca.crt") if secret is not None else None
         key = _secret_bytes(secret, "ca.key") if secret is not None else None
         if cert is None or key is None:
             # It vanished since we observed it: the next visit sees that and writes a new one.
-            raise kube.Conflict(409, "CAChanged", f"{reconcile.ca_secret_name(observed.name)} changed")
+            raise errors.Conflict(409, "CAChanged", f"{reconcile.ca_secret_name(observed.name)} changed")
         return pki.load_ca(cert, key)
 
     async def _write_secret(
@@ -392,8 +386,8 @@ class Simulator:
                 },
                 "ownerReferences": [
                     {
-                        "apiVersion": f"{kube.GROUP}/{kube.VERSION}",
-                        "kind": "TenantControlPlane",
+                        "apiVersion": TCP.api_version,
+                        "kind": TCP.kind,
                         "name": observed.name,
                         "uid": observed.uid,
                         "controller": True,
@@ -403,13 +397,5 @@ class Simulator:
             },
             "data": {k: base64.b64encode(v).decode("ascii") for k, v in data.items()},
         }
-        try:
-            await self._kube.create_secret(observed.namespace, body)
-            return
-        except kube.Conflict:
-            pass
-        existing = await self._kube.get_secret(observed.namespace, name)
-        if existing is None:
-            raise kube.Conflict(409, "Gone", f"secret {name} vanished while replacing it")
-        body["metadata"]["resourceVersion"] = _metadata(existing)["resourceVersion"]
-        await self._kube.replace_secret(observed.namespace, name, body)
+        # One attempt: a Conflict goes back to the worker, whose retry re-reads the TCP first.
+        await self._kube.create_or_replace(resources.SECRET, body, namespace=observed.namespace)

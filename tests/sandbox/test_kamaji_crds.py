@@ -9,16 +9,17 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
+from common import kube
 from sandbox import crds as crd_files
 from sandbox import kubeapi
-from sandbox.kamaji import crds, kube
+from sandbox.kamaji import crds
 
 
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[Any]:
     server = kubeapi.Server(name="crds")
     await server.start(port=0)
-    api_client = await kube.new_api_client(server.write_kubeconfig(tmp_path / "crds.kubeconfig"))
+    api_client = await kube.api_client_from_kubeconfig(server.write_kubeconfig(tmp_path / "crds.kubeconfig"))
     try:
         yield api_client
     finally:

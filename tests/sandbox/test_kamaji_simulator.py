@@ -25,9 +25,10 @@ from cryptography.x509.oid import NameOID
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from common import kube
 from sandbox import crds as crd_files
 from sandbox import kubeapi
-from sandbox.kamaji import FINALIZER, Simulator, crds, kube
+from sandbox.kamaji import FINALIZER, Simulator, crds
 
 KAMAJI_CRD = (
     Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "kamaji-tenantcontrolplane-crd.yaml"
@@ -68,7 +69,7 @@ def crd_path(request: pytest.FixtureRequest) -> Path:
 @pytest.fixture
 async def api(site_kubeconfig: Path, crd_path: Path) -> AsyncIterator[Any]:
     """An ApiClient on a cluster with the TCP CRD installed and the tenants namespace."""
-    api_client = await kube.new_api_client(site_kubeconfig)
+    api_client = await kube.api_client_from_kubeconfig(site_kubeconfig)
     try:
         await crds.install(api_client, [crd_path])
         await client.CoreV1Api(api_client).create_namespace(
@@ -446,7 +447,8 @@ async def test_a_secret_left_by_someone_else_is_replaced(api: Any) -> None:
 
 @pytest.mark.parametrize("site", [{"history": 4, "bookmark_interval": 3600.0}], indirect=True)
 async def test_relists_when_its_watch_expired(api: Any, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level("INFO", logger="sandbox.kamaji.simulator")
+    # The relist after 410 is common.kube.watching's, which the simulator's stream comes from.
+    caplog.set_level("INFO", logger="common.kube.watching")
     # watch_timeout=1: the watch ends every second and resumes from the last TCP event it saw.
     async with simulating(api, ready_delay=0.0, watch_timeout=1):
         await create_tcp(api, tcp_body("tcp1"))
