@@ -1,0 +1,363 @@
+"""agent.status.loop.StatusLoop against the API emulator, the Kamaji simulator and a real nats-server.
+
+The test plays the hub: it reads the KB_STATUS and KB_SECRETS streams (the latest message per
+subject) and opens sealed secrets with the hub's private key. A plain NATS subscription on the
+site's status subjects records every Status in publish order, to see phase sequences. Waits
+poll with a deadline (helpers.eventually); counts come from the agent's metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import nacl.public
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+
+from agent import metrics as agent_metrics
+from agent import publishing, tcps
+from agent.status import loop as status_loop
+from common import bus
+from common import kube as ckube
+from common.kube import resources
+from protocol import keys, messages, sealing, subjects
+from sandbox import kamaji
+from tests import helpers
+
+SITE = "site-a"
+NS = "tenants"
+OWNER_UID = "8d1c-uid"  # helpers.intent's owner
+
+
+@pytest.fixture
+def hub_private() -> nacl.public.PrivateKey:
+    return keys.new_sealing_key()
+
+
+@pytest.fixture
+def hub_keys(hub_private: nacl.public.PrivateKey) -> keys.HubPublicKeys:
+    entry = keys.public_entry(bytes(hub_private.public_key), created_at=helpers.T0)
+    return keys.HubPublicKeys(sealing=(entry,))
+
+
+@pytest.fixture
+async def namespace(kube: ckube.Kube) -> str:
+    await kube.create(
+        resources.NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}
+    )
+    return NS
+
+
+@pytest.fixture
+async def simulator(kube: ckube.Kube, namespace: str) -> AsyncIterator[kamaji.Simulator]:
+    async with kamaji.Simulator(kube.api_client, ready_delay=0.2, delete_delay=0) as sim:
+        yield sim
+
+
+class Hub:
+    """The test's view from the hub side: latest messages per subject, every Status in order."""
+
+    def __init__(self, conn: bus.Connection, prefix: str) -> None:
+        self.conn = conn
+        self.prefix = prefix
+        self.statuses: list[messages.Status] = []
+
+    async def record(self) -> None:
+        async def got(msg: Any) -> None:
+            self.statuses.append(messages.decode_status(msg.data))
+
+        await self.conn.nc.subscribe(
+            subjects.site_filter(subjects.Kind.STATUS, SITE, prefix=self.prefix), cb=got
+        )
+        await self.conn.sync()
+
+    async def status(self, name: str, *, site: str = SITE) -> messages.Status | None:
+        stream = helpers.stream(subjects.Kind.STATUS, self.prefix)
+        found = await bus.last_message(self.conn, stream, subjects.status(site, NS, name, prefix=self.prefix))
+        return messages.decode_status(found.data) if found else None
+
+    async def sealed(self, name: str) -> messages.SealedSecrets | None:
+        stream = helpers.stream(subjects.Kind.SECRET, self.prefix)
+        found = await bus.last_message(self.conn, stream, subjects.secret(SITE, NS, name, prefix=self.prefix))
+        return messages.decode_sealed_secrets(found.data) if found else None
+
+    def phases(self, name: str) -> list[str]:
+        return [s.phase for s in self.statuses if s.name == name]
+
+    async def until(
+        self, name: str, check: Callable[[messages.Status], bool], *, within: float = 15
+    ) -> messages.Status:
+        async def holds() -> bool:
+            found = await self.status(name)
+            return found is not None and check(found)
+
+        await helpers.eventually(holds, within=within)
+        found = await self.status(name)
+        assert found is not None
+        return found
+
+
+@pytest.fixture
+async def hub(conn: bus.Connection, topology: str) -> Hub:
+    h = Hub(conn, topology)
+    await h.record()
+    return h
+
+
+Start = Callable[..., Awaitable[tuple[status_loop.StatusLoop, agent_metrics.Metrics]]]
+
+
+@pytest.fixture
+async def start(
+    kube: ckube.Kube, conn: bus.Connection, prefix: str, hub_keys: keys.HubPublicKeys, namespace: str
+) -> AsyncIterator[Start]:
+    """Start StatusLoops (stopped at teardown); returns each with its metrics once its cache is complete."""
+    tasks: list[asyncio.Task[None]] = []
+
+    async def starter(**kw: Any) -> tuple[status_loop.StatusLoop, agent_metrics.Metrics]:
+        metrics = agent_metrics.Metrics()
+        kw.setdefault("min_interval", 0.01)
+        kw.setdefault("namespaces", (NS,))
+        loop = status_loop.StatusLoop(
+            kube=kube,
+            publisher=publishing.Publisher(conn, site=SITE, prefix=prefix),
+            site=SITE,
+            hub_keys=hub_keys,
+            metrics=metrics,
+            **kw,
+        )
+        tasks.append(asyncio.create_task(loop.run()))
+        await asyncio.wait_for(loop.wait_synced(), 10)
+        return loop, metrics
+
+    yield starter
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+SPEC = {
+    "kubernetes": {
+        "version": "v1.31.0",
+        "kubelet": {"cgroupfs": "systemd", "preferredAddressTypes": ["InternalIP", "ExternalIP", "Hostname"]},
+    },
+    "controlPlane": {"deployment": {"replicas": 2}, "service": {"serviceType": "LoadBalancer"}},
+}
+
+
+def desired(name: str, *, seq: int = 1, site: str = SITE) -> dict[str, Any]:
+    """The TCP the apply loop would create for a provision intent."""
+    return tcps.desired(helpers.intent(name=name, namespace=NS, site=site, spec=SPEC), seq=seq)
+
+
+async def create_tcp(kube: ckube.Kube, name: str, *, seq: int = 1, site: str = SITE) -> dict[str, Any]:
+    body = desired(name, seq=seq, site=site)
+    return await kube.create(tcps.TCP, body, namespace=NS)
+
+
+async def annotate(kube: ckube.Kube, name: str, *, seq: int | None = None, **labels: str) -> None:
+    meta: dict[str, Any] = {"labels": labels}
+    if seq is not None:
+        meta["annotations"] = {tcps.INTENT_SEQ: str(seq)}
+    await kube.patch(tcps.TCP, name, {"metadata": meta}, namespace=NS)
+
+
+def count(counter: Any) -> float:
+    return float(counter._value.get())
+
+
+def decoded(secret: dict[str, Any], key: str) -> bytes:
+    return base64.b64decode(secret["data"][key])
+
+
+async def test_provision_reports_provisioning_then_ready_with_sealed_secrets(
+    kube: ckube.Kube,
+    simulator: kamaji.Simulator,
+    hub: Hub,
+    start: Start,
+    hub_private: nacl.public.PrivateKey,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Our own loggers at DEBUG; kubernetes_asyncio's DEBUG logs whole response bodies (Secrets
+    # included), which is why the agent must never run that library's logger at DEBUG.
+    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG, logger="agent")
+    await start()
+    await create_tcp(kube, "cp1")
+
+    ready = await hub.until("cp1", lambda s: s.phase == "Ready" and bool(s.secrets_checksum))
+    phases = hub.phases("cp1")
+    assert "Provisioning" in phases
+    assert phases.index("Provisioning") < phases.index("Ready")
+    assert (ready.namespace, ready.name, ready.site) == (NS, "cp1", SITE)
+    assert (ready.owner_uid, ready.intent_seq, ready.observed_generation) == (OWNER_UID, 1, 1)
+    assert ready.version == "v1.31.0"
+    assert ready.endpoint is not None and ready.endpoint.port == 6443
+    assert (ready.replicas, ready.ready_replicas) == (2, 2)
+
+    sealed = await hub.sealed("cp1")
+    assert sealed is not None
+    assert sealed.owner_uid == OWNER_UID
+    assert sealed.checksum == ready.secrets_checksum
+    keyring = sealing.Keyring([hub_private])
+    plaintext = messages.decode_secrets_payload(
+        keyring.open(sealed.ciphertext, key_id=sealed.recipient_key_id)
+    )
+    assert sealing.checksum(messages.encode(plaintext)) == sealed.checksum
+
+    # What the hub got is exactly what Kamaji generated.
+    ca_secret = await kube.get(resources.SECRET, "cp1-ca", namespace=NS)
+    kc_secret = await kube.get(resources.SECRET, "cp1-admin-kubeconfig", namespace=NS)
+    assert plaintext.ca_crt.encode() == decoded(ca_secret, "ca.crt")
+    assert plaintext.ca_key.encode() == decoded(ca_secret, "ca.key")
+    assert plaintext.kubeconfig.encode() == decoded(kc_secret, "admin.conf")
+
+    # A usable kubeconfig: its client certificate was issued by the CA the hub received.
+    config = yaml.safe_load(plaintext.kubeconfig)
+    assert (
+        config["clusters"][0]["cluster"]["server"] == f"https://{ready.endpoint.host}:{ready.endpoint.port}"
+    )
+    user = config["users"][0]["user"]
+    client_cert = x509.load_pem_x509_certificate(base64.b64decode(user["client-certificate-data"]))
+    ca_cert = x509.load_pem_x509_certificate(plaintext.ca_crt.encode())
+    client_cert.verify_directly_issued_by(ca_cert)
+    ca_key = serialization.load_pem_private_key(plaintext.ca_key.encode(), password=None)
+    assert ca_key.public_key().public_numbers() == ca_cert.public_key().public_numbers()  # type: ignore[union-attr]
+
+    # Nothing of the secrets reached a log line: neither key material nor the kubeconfig's parts.
+    assert caplog.records, "the loop logs its publishes"
+    text = caplog.text
+    for needle in (
+        "PRIVATE KEY",
+        user["client-key-data"][:40],
+        user["client-certificate-data"][:40],
+        plaintext.ca_key.splitlines()[1],
+        ca_secret["data"]["ca.key"][:40],
+    ):
+        assert needle not in text
+
+
+async def test_burst_of_changes_is_coalesced_and_the_last_state_wins(
+    kube: ckube.Kube, hub: Hub, start: Start
+) -> None:
+    _, metrics = await start(min_interval=1.0)
+    await create_tcp(kube, "cp1")
+    await hub.until("cp1", lambda s: s.phase == "Pending")
+    before = count(metrics.status_published)
+
+    for seq in range(2, 22):
+        await annotate(kube, "cp1", seq=seq, burst=str(seq))
+    await hub.until("cp1", lambda s: s.intent_seq == 21)
+    burst = count(metrics.status_published) - before
+    assert 1 <= burst <= 4, f"{burst} publishes for 20 changes"
+
+    # Changes that are not significant (labels only) publish nothing: only the next real one counts.
+    before = count(metrics.status_published)
+    for i in range(5):
+        await annotate(kube, "cp1", unrelated=str(i))
+    await annotate(kube, "cp1", seq=22)
+    await hub.until("cp1", lambda s: s.intent_seq == 22)
+    assert count(metrics.status_published) - before == 1
+
+
+async def test_deleted_tcp_is_reported_deleted(
+    kube: ckube.Kube, simulator: kamaji.Simulator, hub: Hub, start: Start
+) -> None:
+    _, metrics = await start()
+    await create_tcp(kube, "cp1", seq=5)
+    await hub.until("cp1", lambda s: s.phase == "Ready")
+    assert metrics.managed_tcps._value.get() == 1
+
+    await kube.delete(tcps.TCP, "cp1", namespace=NS)
+    deleted = await hub.until("cp1", lambda s: s.phase == "Deleted")
+    assert (deleted.owner_uid, deleted.intent_seq) == (OWNER_UID, 5)
+    assert await kube.get_or_none(tcps.TCP, "cp1", namespace=NS) is None
+    assert metrics.managed_tcps._value.get() == 0
+
+
+async def test_unmanaged_tcps_are_ignored_and_one_that_leaves_management_is_deleted(
+    kube: ckube.Kube, hub: Hub, start: Start
+) -> None:
+    _, metrics = await start()
+    foreign = desired("foreign")
+    del foreign["metadata"]["labels"]
+    await kube.create(tcps.TCP, foreign, namespace=NS)
+    await create_tcp(kube, "other-site", site="site-b")
+    # Created last: once it is reported, events of the earlier ones have been handled too.
+    await create_tcp(kube, "mine")
+    await hub.until("mine", lambda s: s.phase == "Pending")
+
+    assert await hub.status("foreign") is None
+    assert await hub.status("other-site") is None
+    assert await hub.status("other-site", site="site-b") is None
+    assert {s.name for s in hub.statuses} == {"mine"}
+    assert metrics.managed_tcps._value.get() == 1
+
+    # Someone removes our label: the TCP is no longer ours, the hub must not wait for it.
+    await kube.patch(tcps.TCP, "mine", {"metadata": {"labels": {tcps.MANAGED_BY: None}}}, namespace=NS)
+    gone = await hub.until("mine", lambda s: s.phase == "Deleted")
+    assert gone.owner_uid == OWNER_UID
+    assert metrics.managed_tcps._value.get() == 0
+
+
+async def test_republish_all_publishes_every_status_but_unchanged_secrets_once(
+    kube: ckube.Kube, simulator: kamaji.Simulator, hub: Hub, start: Start, conn: bus.Connection, prefix: str
+) -> None:
+    loop, metrics = await start()
+    for name in ("cp1", "cp2"):
+        await create_tcp(kube, name)
+    for name in ("cp1", "cp2"):
+        await hub.until(name, lambda s: s.phase == "Ready" and bool(s.secrets_checksum))
+    secrets_before = count(metrics.secrets_published)
+    assert secrets_before == 2
+
+    # The hub's status stream is lost (recreated empty): only anti-entropy brings statuses back.
+    await conn.js.delete_stream(helpers.stream(subjects.Kind.STATUS, prefix))
+    await bus.ensure_topology(conn, sites=[SITE], prefix=prefix)
+    assert await hub.status("cp1") is None
+
+    assert await loop.republish_all() == 2
+    for name in ("cp1", "cp2"):
+        found = await hub.status(name)
+        assert found is not None and found.phase == "Ready"
+    assert count(metrics.secrets_published) == secrets_before
+
+    # A change of the secrets (Kamaji reissues the CA) is sealed again, once.
+    old = await hub.sealed("cp1")
+    assert old is not None
+    await kube.delete(resources.SECRET, "cp1-ca", namespace=NS)
+    await annotate(kube, "cp1", touched="1")  # the simulator watches TCPs only: wake it
+    fresh = await hub.until("cp1", lambda s: bool(s.secrets_checksum) and s.secrets_checksum != old.checksum)
+    sealed = await hub.sealed("cp1")
+    assert sealed is not None and sealed.checksum == fresh.secrets_checksum
+    # The CA and the kubeconfig change in two writes: one or two seals, never a republish of old data.
+    assert 1 <= count(metrics.secrets_published) - secrets_before <= 2
+
+
+async def test_a_failing_bus_delays_the_status_and_loses_nothing(
+    kube: ckube.Kube, conn: bus.Connection, prefix: str, start: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    # No topology yet: nothing answers a publish, as when the hub has not created the streams.
+    _, metrics = await start()
+    await create_tcp(kube, "cp1")
+    await annotate(kube, "cp1", seq=2)
+
+    async def failed() -> bool:
+        return "not published" in caplog.text
+
+    await helpers.eventually(failed, within=30)
+    assert count(metrics.status_published) == 0
+
+    await bus.ensure_topology(conn, sites=[SITE], prefix=prefix)
+    hub = Hub(conn, prefix)
+    found = await hub.until("cp1", lambda s: s.intent_seq == 2, within=60)
+    assert found.phase == "Pending"
