@@ -18,6 +18,7 @@ from agent import publishing
 from agent.apply import intents
 from agent.apply import loop as apply_loop
 from agent.settings import AgentSettings
+from agent.status import loop as status_loop
 from common import aiotasks, bus, health
 from common import kube as ckube
 from common.kube import errors as kerrors
@@ -40,6 +41,7 @@ class Agent:
     conn: bus.Connection | None = None
     api_client: Any = None
     apply: apply_loop.ApplyLoop | None = None
+    status: status_loop.StatusLoop | None = None
     health_server: health.HealthServer | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -81,6 +83,18 @@ class Agent:
             batch=s.fetch_batch,
         )
         self.tasks.append(asyncio.create_task(aiotasks.supervise("apply loop", self.apply.run), name="apply"))
+        self.status = status_loop.StatusLoop(
+            kube=kube,
+            publisher=publisher,
+            site=s.site,
+            hub_keys=hub_keys,
+            metrics=self.metrics,
+            namespaces=s.target_namespaces,
+            min_interval=s.status_min_interval,
+        )
+        self.tasks.append(
+            asyncio.create_task(aiotasks.supervise("status loop", self.status.run), name="status")
+        )
         log.info("agent for site %s started; health on %s", s.site, s.listen)
 
     async def _watch_nats(self, conn: bus.Connection) -> None:

@@ -16,8 +16,8 @@ import pytest
 from common import bus, keyfiles
 from common import kube as ckube
 from common.kube import resources
-from protocol import keys, messages, signing, subjects
-from sandbox import kubeapi, natsd
+from protocol import keys, messages, sealing, signing, subjects
+from sandbox import kamaji, kubeapi, natsd
 from tests import helpers
 from tests.agent.conftest import NAMESPACE, intent
 
@@ -107,14 +107,23 @@ async def test_agent_process_applies_intents_and_stops_cleanly(
         await bus.publish(
             hub, subjects.intent("site-a", NAMESPACE, "proc"), messages.encode(sent), msg_id="proc-1"
         )
-        api = await ckube.api_client_from_kubeconfig(kubeconfig)
-        try:
-            await helpers.eventually(lambda: _exists(ckube.Kube(api), "proc"), within=20)
-        finally:
-            await api.close()
+        async with kamaji.Simulator(str(kubeconfig), ready_delay=0.2):
+            ready = await _status(hub, "proc", "Ready")
+        assert ready.intent_seq > 0 and ready.endpoint is not None
+        stored = await bus.last_message(hub, "KB_SECRETS", subjects.secret("site-a", NAMESPACE, "proc"))
+        assert stored is not None
+        sealed = messages.decode_sealed_secrets(stored.data)
+        ring = sealing.Keyring(
+            keys.load_sealing_key(p.read_text()) for p in (keys_dir / "sealing").glob("*.key")
+        )
+        payload = messages.decode_secrets_payload(
+            ring.open(sealed.ciphertext, key_id=sealed.recipient_key_id)
+        )
+        assert "BEGIN CERTIFICATE" in payload.ca_crt and "clusters" in payload.kubeconfig
         _, metrics = await proc.get("/metrics")
         assert 'kb_agent_intents_total{op="provision",result="applied"} 1.0' in metrics
         assert "kb_agent_nats_connected 1.0" in metrics
+        assert "kb_agent_secrets_published_total 1.0" in metrics
     finally:
         code = proc.stop()
     assert code == 0
@@ -154,5 +163,13 @@ def test_bad_flags_name_the_flag(tmp_path: Path) -> None:
     assert "--hub-public-keys: required" in out.stderr
 
 
-async def _exists(kube: ckube.Kube, name: str) -> bool:
-    return await kube.get_or_none(TCP, name, namespace=NAMESPACE) is not None
+async def _status(hub: bus.Connection, name: str, phase: str) -> messages.Status:
+    found: list[messages.Status] = []
+
+    async def check() -> bool:
+        stored = await bus.last_message(hub, "KB_STATUS", subjects.status("site-a", NAMESPACE, name))
+        found[:] = [messages.decode_status(stored.data)] if stored else []
+        return bool(found) and found[0].phase == phase
+
+    await helpers.eventually(check, within=20)
+    return found[0]
