@@ -1,0 +1,358 @@
+"""The cleanup (anti-entropy) loop's shell: observe, decide once, execute (DESIGN §5 agent 3).
+
+A pass lists this site's managed TCPs (label selector, per target namespace or cluster-wide),
+reads the latest intent on each TCP's subject with Direct Get (the only stream read a site is
+granted besides its consumer), verifies it, asks whether the consumer is caught up, lets the
+pure ``orphans.decide`` choose, and performs what it chose: a merge patch that reverts drift,
+a Warning Event then a uid-preconditioned delete for an orphan (policy ``delete``), or a log
+line, a metric and an Event (policy ``report``). Then it asks the status loop to republish.
+
+Passes run at start, every ``interval`` seconds (with jitter) and on ``trigger()`` (the agent
+calls it on every NATS reconnect). A failed pass is logged and the loop goes on.
+
+Talks to: the site's API server (list/patch/delete TCPs, create Events) and NATS (Direct Get
+of the site's own intent subjects, consumer info). Logs name TCPs and field paths, never values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+import nacl.signing
+
+from agent import metrics as agent_metrics
+from agent import tcps
+from agent.cleanup import orphans
+from common import bus
+from common import errors as bus_errors
+from common.kube import Kube, resources
+from common.kube import errors as kerrors
+from protocol import errors as protocol_errors
+from protocol import signing, streams, subjects
+
+log = logging.getLogger(__name__)
+
+COMPONENT: Final = "kamaji-broker-agent"
+"""Events' source/reportingComponent: what a site admin sees in ``kubectl get events``."""
+REASON_DELETED: Final = "OrphanDeleted"
+REASON_ORPHANED: Final = "Orphaned"
+REAPPLY_ATTEMPTS: Final = 3
+"""Patches of one drifted TCP per pass while its resourceVersion keeps moving (then: next pass)."""
+
+
+async def consumer_caught_up(
+    conn: bus.Connection, definition: streams.ConsumerDef, apply_idle: Callable[[], bool]
+) -> bool:
+    """True when the apply loop is idle and the server holds nothing undelivered or unacked for it.
+
+    Both sides are asked: the server knows about intents not yet fetched, the apply loop about
+    ones fetched and still being applied. ``apply_idle`` is asked again after the server answered,
+    so an intent fetched during the call is not missed.
+    """
+    if not apply_idle():
+        return False
+    state = await bus.consumer_info(conn, definition.stream, definition.durable_name)
+    return state.num_pending == 0 and state.num_ack_pending == 0 and apply_idle()
+
+
+class CleanupLoop:
+    def __init__(
+        self,
+        *,
+        conn: bus.Connection,
+        kube: Kube,
+        site: str,
+        trusted: Mapping[str, nacl.signing.VerifyKey],
+        metrics: agent_metrics.Metrics,
+        caught_up: Callable[[], Awaitable[bool]],
+        policy: orphans.Policy = "report",
+        grace: float = 3600.0,
+        interval: float = 300.0,
+        namespaces: tuple[str, ...] = (),
+        prefix: str = subjects.DEFAULT_PREFIX,
+        republish: Callable[[], Awaitable[object]] | None = None,
+        concurrency: int = 32,
+    ) -> None:
+        self.conn = conn
+        self.kube = kube
+        self.site = site
+        self.trusted = dict(trusted)
+        self.metrics = metrics
+        self.caught_up = caught_up
+        """Whether every intent for this site has been applied (see ``consumer_caught_up``)."""
+        self.policy: orphans.Policy = policy
+        self.grace = grace
+        """Seconds a TCP must stay without an intent (consumer caught up) before the policy acts."""
+        self.interval = interval
+        """Seconds between passes (jittered by ±10 %, so sites that restarted together spread out)."""
+        self.namespaces = namespaces
+        """Target namespaces; empty means all (one cluster-wide list)."""
+        self.prefix = prefix
+        self.republish = republish
+        """The status loop's ``republish_all``, called at the end of each pass."""
+        self.concurrency = concurrency
+        """Direct Gets in flight at once: a pass over thousands of TCPs must not flood the server."""
+        self.clocks = orphans.Clocks()
+        """Orphan clocks and reported orphans, carried from pass to pass."""
+        self.passes = 0
+        """Passes completed (failed ones excluded)."""
+        self._stream = streams.stream_name(subjects.Kind.INTENT, prefix=prefix)
+        self._wake = asyncio.Event()
+
+    # Public API
+
+    def trigger(self) -> None:
+        """Run a pass as soon as possible (coalesced: many triggers during a pass make one more)."""
+        self._wake.set()
+
+    async def on_reconnect(self) -> None:
+        """For ``bus.Connection.on_reconnect``, which takes coroutine functions."""
+        self.trigger()
+
+    async def run(self) -> None:
+        """A pass at start, then every ``interval`` seconds and on every ``trigger()``, forever."""
+        while True:
+            # Cleared before the pass: a trigger during the pass (a reconnect) asks for another.
+            self._wake.clear()
+            try:
+                await self.run_once()
+            except (bus_errors.BusError, kerrors.KubeError) as exc:
+                log.warning("anti-entropy pass failed: %s; next one in about %.0fs", exc, self.interval)
+            except Exception:
+                # Anti-entropy must outlive a bug in handling one odd object.
+                log.exception("anti-entropy pass failed unexpectedly")
+            await self._sleep()
+
+    async def run_once(self, now: float | None = None) -> orphans.Plan:
+        """One pass. ``now`` (seconds, any monotonic origin) drives the orphan clocks in tests.
+
+        Raises BusError/KubeError when the pass cannot observe (listing, Direct Get); failures of
+        single actions are logged and do not stop the others.
+        """
+        now = time.monotonic() if now is None else now
+        found = await self._managed()
+        latest = await self._bounded([self._latest(tcp) for tcp in found])
+        # Asked after the subjects were read: an intent published after a read shows up as
+        # pending here, so an empty read can never be acted on while its intent is in flight.
+        caught_up = await self._caught_up()
+        plan = orphans.decide(
+            [orphans.Observed(tcp=t, latest=f) for t, f in zip(found, latest, strict=True)],
+            site=self.site,
+            caught_up=caught_up,
+            clocks=self.clocks,
+            now=now,
+            grace=self.grace,
+            policy=self.policy,
+        )
+        self.clocks = plan.clocks
+        verified = {
+            orphans.key_of(t)[:2]: f
+            for t, f in zip(found, latest, strict=True)
+            if isinstance(f, orphans.Latest)
+        }
+        for action in plan.actions:
+            await self._execute(action, latest=verified)
+        if plan.waiting:
+            log.info(
+                "%d managed TCP(s) have no intent; waiting (%s)",
+                plan.waiting,
+                f"grace {self.grace:.0f}s" if caught_up else "intents pending",
+            )
+        if self.republish is not None:
+            try:
+                await self.republish()
+            except (bus_errors.BusError, kerrors.KubeError) as exc:
+                log.warning("republishing statuses failed: %s", exc)
+        self.passes += 1
+        log.debug("anti-entropy pass: %d TCP(s), %d action(s)", len(found), len(plan.actions))
+        return plan
+
+    # Observing
+
+    async def _managed(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for namespace in self.namespaces or (None,):
+            listing = await self.kube.list(
+                tcps.TCP, namespace=namespace, label_selector=tcps.selector(self.site)
+            )
+            found.extend(listing.items)
+        return found
+
+    async def _bounded(self, calls: list[Awaitable[orphans.Found]]) -> list[orphans.Found]:
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(call: Awaitable[orphans.Found]) -> orphans.Found:
+            async with gate:
+                return await call
+
+        # return_exceptions: let every read finish (none left running unobserved), then fail
+        # the pass on the first error.
+        results = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+        out: list[orphans.Found] = []
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+            out.append(result)
+        return out
+
+    async def _latest(self, tcp: Mapping[str, Any]) -> orphans.Found:
+        namespace, name, _ = orphans.key_of(tcp)
+        try:
+            subject = subjects.intent(self.site, namespace, name, prefix=self.prefix)
+        except protocol_errors.SubjectError as exc:
+            # Labelled as ours by someone else (we only ever create label-named TCPs): hands off.
+            return orphans.Unverifiable(str(exc))
+        stored = await bus.last_message(self.conn, self._stream, subject, direct=True)
+        if stored is None:
+            return None
+        try:
+            intent = signing.verify(stored.data, self.trusted)
+        except (protocol_errors.DecodeError, protocol_errors.SignatureError) as exc:
+            log.warning(
+                "latest intent on %s (seq %d) does not verify: %s; not touching it", subject, stored.seq, exc
+            )
+            return orphans.Unverifiable(str(exc))
+        if (intent.site, intent.namespace, intent.name) != (self.site, namespace, name):
+            why = f"intent for {intent.site}/{intent.namespace}/{intent.name} on subject {subject}"
+            log.warning("latest intent on %s (seq %d): %s; not touching it", subject, stored.seq, why)
+            return orphans.Unverifiable(why)
+        return orphans.Latest(intent=intent, seq=stored.seq)
+
+    async def _caught_up(self) -> bool:
+        try:
+            return await self.caught_up()
+        except bus_errors.BusError as exc:
+            # Unknown counts as "not caught up": orphans wait, drift is still reverted.
+            log.warning("cannot tell whether intents are pending (%s); orphans wait", exc)
+            return False
+
+    # Executing
+
+    async def _execute(
+        self, action: orphans.Action, *, latest: Mapping[tuple[str, str], orphans.Latest]
+    ) -> None:
+        where = f"TenantControlPlane {action.namespace}/{action.name}"
+        try:
+            if isinstance(action, orphans.Reapply):
+                await self._reapply(action, where, latest=latest[(action.namespace, action.name)])
+            elif isinstance(action, orphans.DeleteOrphan):
+                await self._delete(action, where)
+            else:
+                await self._report(action, where)
+        except kerrors.Conflict as exc:
+            log.info("%s changed meanwhile (%s); the next pass looks again", where, exc.message or exc)
+        except (kerrors.KubeError, bus_errors.BusError) as exc:
+            log.warning("anti-entropy on %s failed: %s; the next pass tries again", where, exc)
+
+    async def _reapply(self, action: orphans.Reapply, where: str, *, latest: orphans.Latest) -> None:
+        for attempt in range(1, REAPPLY_ATTEMPTS + 1):
+            try:
+                await self.kube.patch(tcps.TCP, action.name, action.patch, namespace=action.namespace)
+                break
+            except kerrors.Conflict:
+                # Kamaji writes status often (every write bumps the resourceVersion), so a stale
+                # precondition is usually harmless: decide again on a fresh read. If the apply loop
+                # moved the TCP to a newer intent meanwhile, ``decide`` now says to leave it.
+                if attempt == REAPPLY_ATTEMPTS:
+                    raise
+            fresh = await self.kube.get_or_none(tcps.TCP, action.name, namespace=action.namespace)
+            again = self._redecide(fresh, latest)
+            if again is None:
+                return
+            action = again
+        self.metrics.drift_reverted.inc()
+        log.warning("reverted drift of %s to intent seq %d: %s", where, action.seq, ", ".join(action.fields))
+
+    def _redecide(self, tcp: Mapping[str, Any] | None, latest: orphans.Latest) -> orphans.Reapply | None:
+        if tcp is None:
+            return None
+        plan = orphans.decide(
+            [orphans.Observed(tcp=tcp, latest=latest)],
+            site=self.site,
+            caught_up=False,
+            clocks=orphans.Clocks(),
+            now=0.0,
+            grace=self.grace,
+            policy=self.policy,
+        )
+        return next((a for a in plan.actions if isinstance(a, orphans.Reapply)), None)
+
+    async def _delete(self, action: orphans.DeleteOrphan, where: str) -> None:
+        # Deleting is the one irreversible step: read the subject once more right before it.
+        subject = subjects.intent(self.site, action.namespace, action.name, prefix=self.prefix)
+        if await bus.last_message(self.conn, self._stream, subject, direct=True) is not None:
+            log.info("%s has an intent again; not deleting it", where)
+            return
+        await self._event(action, reason=REASON_DELETED, message=action.message)
+        if await self.kube.delete(tcps.TCP, action.name, namespace=action.namespace, uid=action.uid) is None:
+            return  # already gone
+        self.metrics.orphans.labels(action="deleted").inc()
+        log.warning("deleted orphan: %s", action.message)
+
+    async def _report(self, action: orphans.ReportOrphan, where: str) -> None:
+        self.metrics.orphans.labels(action="reported").inc()
+        log.warning("orphan: %s", action.message)
+        await self._event(action, reason=REASON_ORPHANED, message=action.message)
+
+    async def _event(
+        self, action: orphans.DeleteOrphan | orphans.ReportOrphan, *, reason: str, message: str
+    ) -> None:
+        """A Warning Event on the TCP; a failure is logged, never blocks the action it reports."""
+        try:
+            await self.kube.create(
+                resources.EVENT,
+                new_event(
+                    action, site=self.site, reason=reason, message=message, now=dt.datetime.now(dt.UTC)
+                ),
+                namespace=action.namespace,
+            )
+        except kerrors.KubeError as exc:
+            log.warning("cannot record event %s on %s/%s: %s", reason, action.namespace, action.name, exc)
+
+    async def _sleep(self) -> None:
+        delay = self.interval * random.uniform(0.9, 1.1)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout=delay)
+
+
+def new_event(
+    action: orphans.DeleteOrphan | orphans.ReportOrphan,
+    *,
+    site: str,
+    reason: str,
+    message: str,
+    now: dt.datetime,
+) -> dict[str, Any]:
+    """A core/v1 Warning Event about the TCP, named like client-go's recorder does (name.hex-nanos)."""
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": resources.EVENT.api_version,
+        "kind": resources.EVENT.kind,
+        "metadata": {
+            "name": f"{action.name}.{int(now.timestamp() * 1e9):x}",
+            "namespace": action.namespace,
+        },
+        "involvedObject": {
+            "apiVersion": tcps.TCP.api_version,
+            "kind": tcps.TCP.kind,
+            "namespace": action.namespace,
+            "name": action.name,
+            "uid": action.uid,
+        },
+        "type": "Warning",
+        "reason": reason,
+        "message": message,
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": f"{COMPONENT}-{site}",
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
