@@ -118,7 +118,7 @@ class StatusLoop:
         self._failures = 0
         self._paused_until = 0.0
         self._published = 0
-        """Statuses published since start (republish_all counts its own from it)."""
+        """Statuses published since start (a sync counts its own from it, under the lock)."""
         self._unsynced = {(kind, ns) for kind in ("tcp", "secret") for ns in self._scopes()}
         self._synced = asyncio.Event()
 
@@ -152,12 +152,12 @@ class StatusLoop:
         published = 0
         keys_now = list(self._entries)
         for i, key in enumerate(keys_now):
-            before = self._published
-            if not await self._sync(key):
+            done = await self._sync(key)
+            if done is None:
                 for rest in keys_now[i + 1 :]:
                     self._schedule(rest)
                 break
-            published += self._published - before
+            published += done
         return published
 
     # Watching
@@ -288,7 +288,7 @@ class StatusLoop:
             if now >= self._paused_until:
                 for key in [k for k, at in self._due.items() if at <= now]:
                     del self._due[key]
-                    if not await self._sync(key):
+                    if await self._sync(key) is None:
                         break  # the bus is failing: pause everything, not only this TCP
             now = loop.time()
             wake_at = min(self._due.values(), default=math.inf)
@@ -298,12 +298,14 @@ class StatusLoop:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
 
-    async def _sync(self, key: Key) -> bool:
-        """Publish what changed for one TCP; False when the bus failed (the TCP stays scheduled)."""
+    async def _sync(self, key: Key) -> int | None:
+        """Publish what changed for one TCP: the number of Statuses published, None when the bus
+        failed (the TCP stays scheduled, with backoff)."""
         async with self._lock:
             entry = self._entries.get(key)
             if entry is None:
-                return True
+                return 0
+            before = self._published
             try:
                 await self._sync_entry(key, entry)
             except errors.BusError as exc:
@@ -314,17 +316,17 @@ class StatusLoop:
                 self._paused_until = now + delay
                 self._due[key] = now + delay
                 log.warning("status of tcp %s/%s not published (%s); retrying in %.1fs", *key, exc, delay)
-                return False
+                return None
             except Exception:
                 # A bug or an object we cannot read: retry this TCP later, keep reporting the others.
                 entry.failures += 1
                 delay = _backoff(entry.failures)
                 self._due[key] = asyncio.get_running_loop().time() + delay
                 log.exception("status of tcp %s/%s failed; retrying in %.1fs", *key, delay)
-                return True
+                return 0
             self._failures = 0
             entry.failures = 0
-            return True
+            return self._published - before
 
     async def _sync_entry(self, key: Key, entry: _Entry) -> None:
         namespace, name = key

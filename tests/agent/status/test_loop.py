@@ -28,7 +28,7 @@ from common import bus
 from common import kube as ckube
 from common.kube import resources
 from protocol import keys, messages, sealing, subjects
-from sandbox import kamaji
+from sandbox import kamaji, kubeapi
 from tests import helpers
 
 SITE = "site-a"
@@ -361,3 +361,37 @@ async def test_a_failing_bus_delays_the_status_and_loses_nothing(
     hub = Hub(conn, prefix)
     found = await hub.until("cp1", lambda s: s.intent_seq == 2, within=60)
     assert found.phase == "Pending"
+
+
+async def test_a_tcp_missing_from_a_relist_is_reported_deleted(
+    kube: ckube.Kube, cluster: kubeapi.Server, hub: Hub, start: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="common.kube")
+    _, metrics = await start()
+    await create_tcp(kube, "kept")
+    await create_tcp(kube, "vanished", seq=3)
+    for name in ("kept", "vanished"):
+        await hub.until(name, lambda s: s.phase == "Pending")
+
+    # While the API server is down the agent cannot watch; meanwhile the TCP is deleted and the
+    # history window (200 events) moves past the agent's resourceVersion, so when the server is
+    # back the watch gets 410 Gone and only the relist can tell that "vanished" is gone.
+    port = cluster.port
+    await cluster.stop()
+    store = cluster.store
+    tcp_type = store.resolve(tcps.TCP.group, tcps.TCP.version, tcps.TCP.plural)
+    cm_type = store.resolve("", "v1", "configmaps")
+    assert tcp_type is not None and cm_type is not None
+    _, gone = store.delete(tcp_type, NS, "vanished")
+    assert gone
+    for i in range(250):
+        store.create(cm_type, NS, {"metadata": {"name": f"filler-{i}", "namespace": NS}}, version="v1")
+    await cluster.start(port=port)
+
+    deleted = await hub.until("vanished", lambda s: s.phase == "Deleted", within=60)
+    assert (deleted.owner_uid, deleted.intent_seq) == (OWNER_UID, 3)
+    kept = await hub.status("kept")
+    assert kept is not None and kept.phase == "Pending"
+    assert metrics.managed_tcps._value.get() == 1
+    # The news came from the relist, not from a replayed DELETED event.
+    assert "tenantcontrolplanes expired" in caplog.text
