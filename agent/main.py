@@ -17,6 +17,7 @@ from agent import metrics as agent_metrics
 from agent import publishing
 from agent.apply import intents
 from agent.apply import loop as apply_loop
+from agent.cleanup import loop as cleanup_loop
 from agent.settings import AgentSettings
 from agent.status import loop as status_loop
 from common import aiotasks, bus, health
@@ -42,6 +43,7 @@ class Agent:
     api_client: Any = None
     apply: apply_loop.ApplyLoop | None = None
     status: status_loop.StatusLoop | None = None
+    cleanup: cleanup_loop.CleanupLoop | None = None
     health_server: health.HealthServer | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
