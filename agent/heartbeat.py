@@ -1,0 +1,151 @@
+"""The agent's heartbeat: liveness and a summary on ``kb.site.<site>`` every interval (DESIGN §5 agent 5).
+
+``new_heartbeat`` is the pure constructor; ``Heartbeat`` is the shell that gathers the counts
+(from callables the agent wires to its loops), probes whether the site serves Kamaji's
+TenantControlPlane resource, and publishes through ``agent.publishing.Publisher`` (stream
+KB_SITES keeps the latest per site, so the hub sees the current one). A failed publish is
+logged and the next beat tries again: a heartbeat never ends the agent.
+
+Talks to: NATS (publish on the site's own heartbeat subject), the site's API server (one list
+of the site's managed TCPs, at most every ``detect_interval`` seconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import Callable
+
+from agent import publishing, tcps
+from common import errors as bus_errors
+from common.kube import Kube
+from common.kube import errors as kerrors
+from protocol import messages
+
+log = logging.getLogger(__name__)
+
+
+def new_heartbeat(
+    *,
+    site: str,
+    agent_version: str,
+    started_at: dt.datetime,
+    now: dt.datetime,
+    managed: int,
+    ready: int,
+    last_intent_seq: int,
+    kamaji_detected: bool,
+) -> messages.Heartbeat:
+    # Counts are clamped at zero: msgspec checks the NonNegative constraints only when decoding,
+    # so a negative here would be published and then refused by the hub.
+    return messages.Heartbeat(
+        site=site,
+        agent_version=agent_version,
+        started_at=started_at,
+        sent_at=now,
+        managed=max(0, managed),
+        ready=max(0, ready),
+        last_intent_seq=max(0, last_intent_seq),
+        kamaji_detected=kamaji_detected,
+    )
+
+
+class Heartbeat:
+    def __init__(
+        self,
+        *,
+        publisher: publishing.Publisher,
+        kube: Kube,
+        site: str,
+        managed: Callable[[], int],
+        ready: Callable[[], int],
+        last_intent_seq: Callable[[], int],
+        agent_version: str = "",
+        interval: float = 10.0,
+        namespaces: tuple[str, ...] = (),
+        detect_interval: float = 60.0,
+        started_at: dt.datetime | None = None,
+    ) -> None:
+        self.publisher = publisher
+        self.kube = kube
+        self.site = site
+        self.managed = managed
+        """Managed TCPs at this site (the status loop's cache)."""
+        self.ready = ready
+        """Of those, how many are Ready."""
+        self.last_intent_seq = last_intent_seq
+        """Highest intent stream sequence handled (``ApplyLoop.last_seq``)."""
+        self.agent_version = agent_version
+        self.interval = interval
+        """Seconds between beats (DESIGN: 10 s; the hub judges liveness from it)."""
+        self.namespaces = namespaces
+        """Target namespaces (the probe lists in the first: a namespaced Role cannot list cluster-wide)."""
+        self.detect_interval = detect_interval
+        """Seconds between Kamaji probes: a CRD appears rarely, a beat is every 10 s."""
+        self.started_at = started_at or messages.utcnow()
+        self.beats = 0
+        """Heartbeats the server acknowledged."""
+        self.failures = 0
+        """Heartbeats that could not be published."""
+        self._detected = False
+        self._probed_at: float | None = None
+        self._failing = False
+
+    async def run(self) -> None:
+        """Beat every ``interval`` seconds, on a fixed schedule, until cancelled."""
+        loop = asyncio.get_running_loop()
+        due = loop.time()
+        while True:
+            try:
+                await self.beat()
+            except bus_errors.BusError as exc:
+                self.failures += 1
+                # Once per outage at warning level: a disconnected agent would otherwise log
+                # the same line every interval.
+                (log.debug if self._failing else log.warning)("heartbeat not published: %s", exc)
+                self._failing = True
+            else:
+                if self._failing:
+                    log.info("heartbeat published again")
+                self._failing = False
+            due = max(due + self.interval, loop.time())
+            await asyncio.sleep(due - loop.time())
+
+    async def beat(self) -> messages.Heartbeat:
+        """Publish one heartbeat now (BusError when the server did not take it)."""
+        beat = new_heartbeat(
+            site=self.site,
+            agent_version=self.agent_version,
+            started_at=self.started_at,
+            now=messages.utcnow(),
+            managed=self.managed(),
+            ready=self.ready(),
+            last_intent_seq=self.last_intent_seq(),
+            kamaji_detected=await self.kamaji_detected(),
+        )
+        await self.publisher.heartbeat(beat)
+        self.beats += 1
+        return beat
+
+    async def kamaji_detected(self) -> bool:
+        """Whether the site serves tenantcontrolplanes.kamaji.clastix.io (cached ``detect_interval``)."""
+        now = asyncio.get_running_loop().time()
+        if self._probed_at is not None and now - self._probed_at < self.detect_interval:
+            return self._detected
+        namespace = self.namespaces[0] if self.namespaces else None
+        try:
+            # Our own label selector keeps the answer small (only this site's TCPs).
+            await self.kube.list(tcps.TCP, namespace=namespace, label_selector=tcps.selector(self.site))
+        except kerrors.NotFound:
+            detected = False
+        except kerrors.KubeError as exc:
+            # Unreachable or forbidden says nothing about Kamaji: keep what we knew, ask again soon.
+            log.warning("cannot tell whether Kamaji is installed: %s", exc)
+            return self._detected
+        else:
+            detected = True
+        if self._probed_at is None or detected != self._detected:
+            log.info("Kamaji TenantControlPlane resource %s", "found" if detected else "not served")
+        self._detected, self._probed_at = detected, now
+        return detected

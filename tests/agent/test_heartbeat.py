@@ -1,0 +1,141 @@
+"""agent.heartbeat: the pure constructor, and beats on a real nats-server from an emulated site."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from agent import heartbeat, publishing
+from common import bus
+from common import kube as ckube
+from protocol import messages, streams, subjects
+from sandbox import kubeapi, natsd
+from tests import helpers
+from tests.agent.apply.test_loop import Agent, tcp_where
+from tests.agent.conftest import SITE, Hub, intent
+
+LATER = helpers.T0 + dt.timedelta(minutes=5)
+
+
+@pytest.mark.parametrize(
+    ("managed", "ready", "seq", "want"),
+    [
+        (3, 2, 17, (3, 2, 17)),
+        (0, 0, 0, (0, 0, 0)),
+        (-1, -2, -3, (0, 0, 0)),  # never publish what the hub would refuse to decode
+    ],
+    ids=["counts", "empty site", "negative clamped"],
+)
+def test_new_heartbeat(managed: int, ready: int, seq: int, want: tuple[int, int, int]) -> None:
+    beat = heartbeat.new_heartbeat(
+        site=SITE,
+        agent_version="1.2.3",
+        started_at=helpers.T0,
+        now=LATER,
+        managed=managed,
+        ready=ready,
+        last_intent_seq=seq,
+        kamaji_detected=True,
+    )
+    assert (beat.managed, beat.ready, beat.last_intent_seq) == want
+    assert (beat.site, beat.agent_version, beat.started_at, beat.sent_at) == (
+        SITE,
+        "1.2.3",
+        helpers.T0,
+        LATER,
+    )
+    assert beat.kamaji_detected is True
+    assert messages.decode_heartbeat(messages.encode(beat)) == beat
+
+
+async def latest(hub: Hub) -> messages.Heartbeat | None:
+    stream = streams.stream_name(subjects.Kind.SITE, prefix=hub.prefix)
+    stored = await bus.last_message(hub.conn, stream, subjects.heartbeat(SITE, prefix=hub.prefix))
+    return messages.decode_heartbeat(stored.data) if stored else None
+
+
+def beater(conn: bus.Connection, kube: ckube.Kube, hub: Hub, **kw: object) -> heartbeat.Heartbeat:
+    args: dict[str, object] = {
+        "managed": lambda: 3,
+        "ready": lambda: 2,
+        "last_intent_seq": lambda: 0,
+        "agent_version": "0.1.0",
+        "interval": 10.0,
+    }
+    args.update(kw)
+    return heartbeat.Heartbeat(
+        publisher=publishing.Publisher(conn, site=SITE, prefix=hub.prefix),
+        kube=kube,
+        site=SITE,
+        **args,  # type: ignore[arg-type]
+    )
+
+
+async def test_a_beat_lands_on_the_sites_stream_with_the_counts(
+    conn: bus.Connection, site: ckube.Kube, hub: Hub
+) -> None:
+    a = Agent(conn, site, hub)
+    a.start()
+    try:
+        seq = await hub.send(intent())
+        await tcp_where(site, "cp1", lambda o: o is not None)
+        await helpers.eventually(lambda: _value(a.loop.last_seq == seq))
+        hb = beater(conn, site, hub, last_intent_seq=lambda: a.loop.last_seq, namespaces=("tenants",))
+        sent = await hb.beat()
+    finally:
+        await a.stop()
+    stored = await latest(hub)
+    assert stored == sent
+    assert stored is not None
+    assert (stored.site, stored.managed, stored.ready, stored.last_intent_seq) == (SITE, 3, 2, seq)
+    assert stored.kamaji_detected is True and stored.agent_version == "0.1.0"
+    assert stored.started_at <= stored.sent_at
+
+
+async def test_run_beats_every_interval_and_outlives_a_lost_bus(
+    nats_server: natsd.NatsServer, site: ckube.Kube, hub: Hub
+) -> None:
+    own = await bus.connect(helpers.options(nats_server.url), deadline=10)
+    hb = beater(own, site, hub, interval=0.1)
+    task = asyncio.create_task(hb.run())
+    try:
+        await helpers.eventually(lambda: _value(hb.beats >= 2))
+        first = await latest(hub)
+        await helpers.eventually(lambda: _later_than(hub, first))
+        await own.close()  # publishing now fails on every beat
+        before = hb.beats
+        # Each failed beat takes the publisher's own retries (a few seconds); two show it goes on.
+        await helpers.eventually(lambda: _value(hb.failures >= 2), within=30)
+        assert hb.beats == before and not task.done()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await own.close()
+
+
+async def test_kamaji_not_detected_on_a_cluster_without_its_crd(
+    conn: bus.Connection, hub: Hub, tmp_path: Path
+) -> None:
+    bare = kubeapi.Server(name="bare")
+    await bare.start(port=0)
+    api = await ckube.api_client_from_kubeconfig(bare.write_kubeconfig(tmp_path / "kubeconfig"))
+    try:
+        hb = beater(conn, ckube.Kube(api), hub)
+        assert (await hb.beat()).kamaji_detected is False
+        stored = await latest(hub)
+        assert stored is not None and stored.kamaji_detected is False
+    finally:
+        await api.close()
+        await bare.stop()
+
+
+async def _later_than(hub: Hub, first: messages.Heartbeat | None) -> bool:
+    now = await latest(hub)
+    return first is not None and now is not None and now.sent_at > first.sent_at
+
+
+async def _value(value: bool) -> bool:
+    return value
