@@ -287,7 +287,7 @@ class StatusLoop:
             now = loop.time()
             if now >= self._paused_until:
                 for key in [k for k, at in self._due.items() if at <= now]:
-                    del self._due[key]
+                    self._due.pop(key, None)
                     if await self._sync(key) is None:
                         break  # the bus is failing: pause everything, not only this TCP
             now = loop.time()
