@@ -7,7 +7,7 @@ KB_SITES keeps the latest per site, so the hub sees the current one). A failed p
 logged and the next beat tries again: a heartbeat never ends the agent.
 
 Talks to: NATS (publish on the site's own heartbeat subject), the site's API server (one list
-of the site's managed TCPs, at most every ``detect_interval`` seconds).
+that matches nothing, at most every ``detect_interval`` seconds).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import asyncio
 import datetime as dt
 import logging
 from collections.abc import Callable
+from typing import Final
 
 from agent import publishing, tcps
 from common import errors as bus_errors
@@ -24,6 +25,9 @@ from common.kube import errors as kerrors
 from protocol import messages
 
 log = logging.getLogger(__name__)
+
+PROBE_SELECTOR: Final = f"{tcps.DOMAIN}/probe=none"
+"""Matches no object: the probe asks only whether the resource is served, at the cost of an empty list."""
 
 
 def new_heartbeat(
@@ -135,8 +139,7 @@ class Heartbeat:
             return self._detected
         namespace = self.namespaces[0] if self.namespaces else None
         try:
-            # Our own label selector keeps the answer small (only this site's TCPs).
-            await self.kube.list(tcps.TCP, namespace=namespace, label_selector=tcps.selector(self.site))
+            await self.kube.list(tcps.TCP, namespace=namespace, label_selector=PROBE_SELECTOR)
         except kerrors.NotFound:
             detected = False
         except kerrors.KubeError as exc:
