@@ -42,3 +42,5 @@ def configure(*, level: str = "info", json_format: bool = True) -> None:
     # nats-py and aiohttp are chatty at INFO about things we log ourselves.
     logging.getLogger("nats").setLevel(logging.WARNING)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    # kubernetes_asyncio logs whole response bodies (Secrets included) at DEBUG: never let it.
+    logging.getLogger("kubernetes_asyncio").setLevel(logging.INFO)

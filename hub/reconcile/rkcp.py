@@ -1,0 +1,289 @@
+"""Reconciling one RemoteKamajiControlPlane: observe → decide (here, pure) → act → patch status.
+
+``reconcile`` takes everything the controller observed (the object, its owner Cluster, the
+desired TCP spec, the last intent on the control plane's subject, the site's latest status and
+secrets, the site's liveness, the CAPI Secrets as they are) and returns a ``Plan``: the actions
+to perform, in order, the status to write, and when to look again. Finalizer first (CAPI); an
+intent is published only when what the site should run differs from the last intent, so a
+resync or a hub restart publishes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from hub import api
+from hub.reconcile import rkcp_status
+from protocol import messages
+
+FINALIZER = "kamaji-broker.io/finalizer"
+RESYNC_SECONDS = 30.0
+DELETE_POLL_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Published:
+    """The latest intent on the control plane's subject, as stored in the stream."""
+
+    seq: int
+    op: str
+    generation: int
+    owner_uid: str
+    spec: dict[str, Any]
+    kubeconfig_key: str = "admin.conf"
+
+
+@dataclass(frozen=True)
+class SiteReport:
+    """What the site sent about this control plane (already matched to the owner uid)."""
+
+    status: messages.Status | None = None
+    secrets: messages.SecretsPayload | None = None
+    secrets_checksum: str = ""
+    secrets_error: str = ""
+
+
+@dataclass(frozen=True)
+class Observed:
+    rkcp: api.RemoteKamajiControlPlane
+    cluster: api.Cluster | None
+    cluster_problem: str
+    """Why there is no usable owner Cluster ("" when there is one)."""
+    desired_spec: dict[str, Any] | None
+    """The TCP spec (None when it cannot be computed yet: no Cluster)."""
+    published: Published | None
+    report: SiteReport
+    site: rkcp_status.SiteView
+    secrets_checksums: dict[str, str]
+    """Checksum annotation of each existing CAPI Secret (``<cluster>-kubeconfig``, ``<cluster>-ca``)."""
+    cluster_name: str
+    conflict_with: str = ""
+    now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+
+
+@dataclass(frozen=True)
+class AddFinalizer:
+    pass
+
+
+@dataclass(frozen=True)
+class RemoveFinalizer:
+    pass
+
+
+@dataclass(frozen=True)
+class Publish:
+    op: Literal["provision", "delete"]
+    spec: dict[str, Any]
+    expected_last_seq: int
+    """Fencing: the subject's sequence we based the decision on (0: no message yet)."""
+
+
+@dataclass(frozen=True)
+class Purge:
+    """Remove the control plane's intent, status and secrets subjects."""
+
+
+@dataclass(frozen=True)
+class WriteSecrets:
+    payload: messages.SecretsPayload
+    checksum: str
+
+
+@dataclass(frozen=True)
+class SetEndpoint:
+    host: str
+    port: int
+
+
+@dataclass(frozen=True)
+class Event:
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+
+
+Action = AddFinalizer | RemoveFinalizer | Publish | Purge | WriteSecrets | SetEndpoint | Event
+
+
+@dataclass
+class Plan:
+    actions: list[Action]
+    status: api.Status | None
+    """None: leave the status alone (e.g. the object is about to disappear)."""
+    requeue_after: float | None = None
+    first_ready: bool = False
+    """The control plane became Ready for the first time (for kb_hub_first_ready_seconds)."""
+
+
+def reconcile(o: Observed) -> Plan:
+    if o.rkcp.metadata.deletion_timestamp is not None:
+        return reconcile_delete(o)
+    return reconcile_normal(o)
+
+
+def _report_for_owner(o: Observed) -> messages.Status | None:
+    s = o.report.status
+    # A status of a previous owner (same coordinates, older object) says nothing about ours.
+    if s is None or (s.owner_uid and s.owner_uid != o.rkcp.metadata.uid):
+        return None
+    return s
+
+
+def _secrets_state(o: Observed) -> tuple[str, str, list[Action]]:
+    if o.report.secrets_error:
+        return "DecryptFailed", o.report.secrets_error, []
+    if o.report.secrets is None:
+        return "Waiting", "", []
+    names = (f"{o.cluster_name}-kubeconfig", f"{o.cluster_name}-ca")
+    if all(o.secrets_checksums.get(n) == o.report.secrets_checksum for n in names):
+        return "Synced", "", []
+    return "Synced", "", [WriteSecrets(payload=o.report.secrets, checksum=o.report.secrets_checksum)]
+
+
+def _facts(
+    o: Observed, status: messages.Status | None, secrets: str, secrets_message: str, **kw: Any
+) -> rkcp_status.Facts:
+    return rkcp_status.Facts(
+        generation=o.rkcp.metadata.generation,
+        status=status,
+        published_seq=o.published.seq if o.published else 0,
+        site=o.site,
+        secrets=secrets,
+        secrets_message=secrets_message,
+        **kw,
+    )
+
+
+def _wants_intent(o: Observed) -> bool:
+    p, r = o.published, o.rkcp
+    return (
+        p is None
+        or p.op != "provision"
+        or p.owner_uid != r.metadata.uid
+        or p.generation != r.metadata.generation
+        or p.spec != o.desired_spec
+        or p.kubeconfig_key != r.spec.kubeconfig_secret_key
+    )
+
+
+def reconcile_normal(o: Observed) -> Plan:
+    r = o.rkcp
+    if FINALIZER not in r.metadata.finalizers:
+        # Finalizer first, before anything reaches the site: otherwise a delete racing this
+        # reconcile could leave a TCP running with nobody left to remove it.
+        return Plan(actions=[AddFinalizer()], status=None, requeue_after=0.0)
+    actions: list[Action] = []
+    status_msg = _report_for_owner(o)
+    secrets, secrets_message, secret_actions = _secrets_state(o)
+    paused = o.cluster is not None and o.cluster.paused
+    facts = _facts(
+        o,
+        status_msg,
+        secrets,
+        secrets_message,
+        paused=paused,
+        conflict_with=o.conflict_with,
+        waiting_for_cluster=o.cluster_problem,
+    )
+    blocked = bool(o.cluster_problem or o.conflict_with or paused or o.desired_spec is None)
+    if not blocked and _wants_intent(o):
+        assert o.desired_spec is not None
+        actions.append(
+            Publish(
+                op="provision", spec=o.desired_spec, expected_last_seq=o.published.seq if o.published else 0
+            )
+        )
+        actions.append(
+            Event(
+                "Normal",
+                "IntentPublished",
+                f"provision intent for generation {r.metadata.generation} sent to site {r.spec.site}",
+            )
+        )
+    if not paused:
+        # A paused Cluster means hands off (CAPI): conditions only, no writes of ours.
+        actions.extend(secret_actions)
+        if (
+            status_msg is not None
+            and status_msg.endpoint is not None
+            and r.spec.control_plane_endpoint is None
+        ):
+            actions.append(SetEndpoint(host=status_msg.endpoint.host, port=status_msg.endpoint.port))
+    status = rkcp_status.new_status(r.status, facts, now=o.now)
+    first_ready = status.initialized and not r.status.initialized
+    if first_ready:
+        actions.append(
+            Event("Normal", "TenantControlPlaneReady", f"the control plane at site {r.spec.site} is Ready")
+        )
+    return Plan(actions=actions, status=status, requeue_after=RESYNC_SECONDS, first_ready=first_ready)
+
+
+def reconcile_delete(o: Observed) -> Plan:
+    r = o.rkcp
+    if FINALIZER not in r.metadata.finalizers:
+        return Plan(actions=[], status=None)
+    status_msg = _report_for_owner(o)
+    p = o.published
+    ours = p is not None and p.owner_uid == r.metadata.uid
+
+    def deleting(reason: str, message: str) -> api.Status:
+        facts = _facts(o, status_msg, *_secrets_state(o)[:2], deleting=True, conflict_with=o.conflict_with)
+        status = rkcp_status.new_status(r.status, facts, now=o.now)
+        rkcp_status.set_deleting_condition(status, facts, now=o.now, reason=reason, message=message)
+        rkcp_status.set_ready_condition(status, facts, now=o.now)
+        return status
+
+    if r.spec.deletion_policy == "Orphan" or not ours or o.conflict_with:
+        # Nothing of ours at the site to remove (never published, another owner's subject, or
+        # Orphan: the TCP stays and its subjects go, so the agent stops reporting it).
+        actions: list[Action] = [Purge()] if ours else []
+        if r.spec.deletion_policy == "Orphan" and ours:
+            actions.append(
+                Event("Normal", "Orphaned", f"the TenantControlPlane at site {r.spec.site} is left running")
+            )
+        return Plan(actions=[*actions, RemoveFinalizer()], status=None)
+    assert p is not None
+    if p.op != "delete":
+        return Plan(
+            actions=[
+                Publish(op="delete", spec={}, expected_last_seq=p.seq),
+                Event("Normal", "DeleteIntentPublished", f"delete intent sent to site {r.spec.site}"),
+            ],
+            status=deleting(
+                "WaitingForSite", f"waiting for site {r.spec.site} to delete the TenantControlPlane"
+            ),
+            requeue_after=DELETE_POLL_SECONDS,
+        )
+    if status_msg is not None and status_msg.phase == "Deleted" and status_msg.intent_seq >= p.seq:
+        return Plan(
+            actions=[
+                Purge(),
+                RemoveFinalizer(),
+                Event("Normal", "Deleted", f"site {r.spec.site} deleted the TenantControlPlane"),
+            ],
+            status=None,
+        )
+    timeout = r.spec.site_unavailable_deletion_timeout_seconds
+    heard = o.site.last_heartbeat_time or r.metadata.deletion_timestamp or o.now
+    if timeout is not None and o.site.connected is not True and (o.now - heard).total_seconds() > timeout:
+        limit = r.spec.site_unavailable_deletion_timeout
+        return Plan(
+            actions=[
+                Event(
+                    "Warning",
+                    "SiteUnavailable",
+                    f"site {r.spec.site} silent for longer than {limit}: finalizer removed; "
+                    "the delete intent stays for the site to apply when it returns",
+                ),
+                RemoveFinalizer(),
+            ],
+            status=None,
+        )
+    return Plan(
+        actions=[],
+        status=deleting("WaitingForSite", f"waiting for site {r.spec.site} to delete the TenantControlPlane"),
+        requeue_after=DELETE_POLL_SECONDS,
+    )

@@ -1,0 +1,285 @@
+"""The RemoteKamajiControlPlane status from what the hub observed: pure, one setter per condition.
+
+Each ``set_<x>_condition`` decides one condition from its observations and always sets a reason
+(Unknown on the first visit rather than absent). ``new_status`` assembles the CAPI contract
+fields from the site's latest Status message; ``initialized`` never goes back to false.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from common import conditions as c
+from hub import api
+from protocol import messages
+
+SERVING_PHASES = ("Ready", "Upgrading")
+
+
+@dataclass(frozen=True)
+class SiteView:
+    connected: bool | None
+    """None: no heartbeat ever seen."""
+    last_heartbeat_time: dt.datetime | None = None
+    backlog: int | None = None
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything the conditions are computed from."""
+
+    generation: int
+    status: messages.Status | None
+    """The site's latest status for this owner (None: none yet, or it belongs to another owner)."""
+    published_seq: int
+    """Stream sequence of the latest intent published for this control plane (0: none)."""
+    site: SiteView
+    secrets: str
+    """Synced | Pending | DecryptFailed | Waiting."""
+    secrets_message: str = ""
+    paused: bool = False
+    deleting: bool = False
+    conflict_with: str = ""
+    waiting_for_cluster: str = ""
+
+
+def _set(status: api.Status, cond: c.Condition, now: dt.datetime) -> None:
+    status.conditions = c.set_condition(status.conditions, cond, now=now)
+
+
+def set_site_connected_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
+    g = f.generation
+    if f.site.connected is None:
+        cond = c.new_condition(
+            api.SITE_CONNECTED,
+            c.UNKNOWN,
+            "NoHeartbeat",
+            "no heartbeat from the site yet",
+            observed_generation=g,
+            now=now,
+        )
+    elif f.site.connected:
+        cond = c.new_condition(
+            api.SITE_CONNECTED, c.TRUE, "HeartbeatReceived", "", observed_generation=g, now=now
+        )
+    else:
+        when = f.site.last_heartbeat_time.isoformat() if f.site.last_heartbeat_time else "never"
+        cond = c.new_condition(
+            api.SITE_CONNECTED,
+            c.FALSE,
+            "HeartbeatMissing",
+            f"last heartbeat {when}",
+            observed_generation=g,
+            now=now,
+        )
+    _set(status, cond, now)
+
+
+def set_intent_delivered_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
+    g = f.generation
+    if f.published_seq == 0:
+        cond = c.new_condition(
+            api.INTENT_DELIVERED,
+            c.UNKNOWN,
+            "NotPublished",
+            "no intent published yet",
+            observed_generation=g,
+            now=now,
+        )
+    elif f.status is not None and f.status.intent_seq >= f.published_seq:
+        cond = c.new_condition(
+            api.INTENT_DELIVERED, c.TRUE, "Acknowledged", "", observed_generation=g, now=now
+        )
+    else:
+        cond = c.new_condition(
+            api.INTENT_DELIVERED,
+            c.FALSE,
+            "Pending",
+            f"waiting for the site to apply intent {f.published_seq}",
+            observed_generation=g,
+            now=now,
+        )
+    _set(status, cond, now)
+
+
+def set_status_fresh_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
+    g = f.generation
+    if f.status is None:
+        cond = c.new_condition(
+            api.STATUS_FRESH,
+            c.UNKNOWN,
+            "NoStatus",
+            "no status from the site yet",
+            observed_generation=g,
+            now=now,
+        )
+    elif f.site.connected is False:
+        cond = c.new_condition(
+            api.STATUS_FRESH,
+            c.FALSE,
+            "SiteSilent",
+            "the site is not connected; its last status may be outdated",
+            observed_generation=g,
+            now=now,
+        )
+    elif f.status.intent_seq < f.published_seq:
+        cond = c.new_condition(
+            api.STATUS_FRESH,
+            c.FALSE,
+            "Outdated",
+            "the status answers an older intent",
+            observed_generation=g,
+            now=now,
+        )
+    else:
+        cond = c.new_condition(api.STATUS_FRESH, c.TRUE, "UpToDate", "", observed_generation=g, now=now)
+    _set(status, cond, now)
+
+
+def set_tenant_control_plane_ready_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
+    g = f.generation
+    s = f.status
+    if s is None:
+        cond = c.new_condition(
+            api.TENANT_CONTROL_PLANE_READY, c.UNKNOWN, "NoStatus", "", observed_generation=g, now=now
+        )
+    elif s.phase in SERVING_PHASES:
+        cond = c.new_condition(
+            api.TENANT_CONTROL_PLANE_READY, c.TRUE, s.phase, s.message, observed_generation=g, now=now
+        )
+    else:
+        reason = s.reason if s.phase in ("Rejected", "Failed") and s.reason else s.phase
+        cond = c.new_condition(
+            api.TENANT_CONTROL_PLANE_READY, c.FALSE, reason, s.message, observed_generation=g, now=now
+        )
+    _set(status, cond, now)
+
+
+def set_secrets_synced_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
+    g = f.generation
+    table: dict[str, tuple[c.Status, str]] = {
+        "Synced": (c.TRUE, "Synced"),
+        "Pending": (c.FALSE, "Writing"),
+        "DecryptFailed": (c.FALSE, "DecryptFailed"),
+        "Waiting": (c.UNKNOWN, "WaitingForSecrets"),
+    }
+    value, reason = table[f.secrets]
+    _set(
+        status,
+        c.new_condition(api.SECRETS_SYNCED, value, reason, f.secrets_message, observed_generation=g, now=now),
+        now,
+    )
+
+
+def set_paused_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
+    g = f.generation
+    cond = (
+        c.new_condition(
+            api.PAUSED,
+            c.TRUE,
+            "Paused",
+            "the owner Cluster is paused: no intents are published",
+            observed_generation=g,
+            now=now,
+        )
+        if f.paused
+        else c.new_condition(api.PAUSED, c.FALSE, "NotPaused", "", observed_generation=g, now=now)
+    )
+    _set(status, cond, now)
+
+
+def set_deleting_condition(
+    status: api.Status, f: Facts, *, now: dt.datetime, reason: str = "", message: str = ""
+) -> None:
+    g = f.generation
+    cond = (
+        c.new_condition(api.DELETING, c.TRUE, reason or "Deleting", message, observed_generation=g, now=now)
+        if f.deleting
+        else c.new_condition(api.DELETING, c.FALSE, "NotDeleting", "", observed_generation=g, now=now)
+    )
+    _set(status, cond, now)
+
+
+def set_available_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
+    g = f.generation
+    cond = (
+        c.new_condition(api.AVAILABLE, c.TRUE, "Available", "", observed_generation=g, now=now)
+        if status.ready
+        else c.new_condition(
+            api.AVAILABLE,
+            c.FALSE,
+            "NotReady",
+            "the tenant control plane does not serve yet",
+            observed_generation=g,
+            now=now,
+        )
+    )
+    _set(status, cond, now)
+
+
+def set_ready_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
+    g = f.generation
+    if f.conflict_with:
+        cond = c.new_condition(
+            api.READY,
+            c.FALSE,
+            "Conflict",
+            f"the same TenantControlPlane is claimed by the older {f.conflict_with}",
+            observed_generation=g,
+            now=now,
+        )
+    elif f.waiting_for_cluster:
+        cond = c.new_condition(
+            api.READY, c.FALSE, "WaitingForCluster", f.waiting_for_cluster, observed_generation=g, now=now
+        )
+    else:
+        cond = c.summary(
+            status.conditions,
+            api.READY,
+            of=(
+                api.TENANT_CONTROL_PLANE_READY,
+                api.SITE_CONNECTED,
+                api.INTENT_DELIVERED,
+                api.SECRETS_SYNCED,
+                api.PAUSED,
+                api.DELETING,
+            ),
+            negative=(api.PAUSED, api.DELETING),
+            observed_generation=g,
+            now=now,
+        )
+    _set(status, cond, now)
+
+
+def new_status(previous: api.Status, f: Facts, *, now: dt.datetime) -> api.Status:
+    """The whole status for ``f``, keeping what must not move (initialized, transition times)."""
+    status = previous.model_copy(deep=True)
+    s = f.status
+    status.external_managed_control_plane = True
+    status.observed_generation = f.generation
+    if s is not None:
+        status.ready = s.phase in SERVING_PHASES
+        if s.phase == "Ready":
+            status.initialized = True
+        status.version = s.version or status.version
+        status.replicas = s.replicas
+        status.ready_replicas = s.ready_replicas
+        status.available_replicas = s.available_replicas
+        status.updated_replicas = s.updated_replicas
+        status.up_to_date_replicas = s.updated_replicas
+        status.unavailable_replicas = s.unavailable_replicas
+    else:
+        status.ready = False
+    status.initialization.control_plane_initialized = status.initialized
+    status.site = api.SiteStatus(last_heartbeat_time=f.site.last_heartbeat_time, backlog=f.site.backlog)
+    set_site_connected_condition(status, f, now=now)
+    set_intent_delivered_condition(status, f, now=now)
+    set_status_fresh_condition(status, f, now=now)
+    set_tenant_control_plane_ready_condition(status, f, now=now)
+    set_secrets_synced_condition(status, f, now=now)
+    set_paused_condition(status, f, now=now)
+    set_deleting_condition(status, f, now=now)
+    set_available_condition(status, f, now=now)
+    set_ready_condition(status, f, now=now)
+    return status

@@ -1,0 +1,332 @@
+"""hub.reconcile.rkcp: every situation of issue 5 as a table row (observed → actions, conditions)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from common import conditions as c
+from hub import api
+from hub.reconcile import rkcp
+from hub.reconcile.rkcp_status import SiteView
+from protocol import messages
+
+NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
+UID = "rkcp-uid"
+SPEC = {"kubernetes": {"version": "v1.31.0"}, "controlPlane": {"deployment": {"replicas": 2}}}
+PAYLOAD = messages.SecretsPayload(kubeconfig="kc", ca_crt="crt", ca_key="key")
+
+
+def rkcp_obj(
+    *, finalizer: bool = True, deleting: bool = False, generation: int = 1, **spec: Any
+) -> api.RemoteKamajiControlPlane:
+    meta: dict[str, Any] = {
+        "name": "cp1",
+        "namespace": "default",
+        "uid": UID,
+        "generation": generation,
+        "creationTimestamp": "2026-11-30T11:00:00Z",
+        "finalizers": [rkcp.FINALIZER] if finalizer else [],
+    }
+    if deleting:
+        meta["deletionTimestamp"] = "2026-11-30T11:59:00Z"
+    return api.RemoteKamajiControlPlane.parse(
+        {"metadata": meta, "spec": {"site": "site-a", "version": "v1.31.0", **spec}}
+    )
+
+
+def status(
+    phase: str = "Ready", *, seq: int = 5, owner: str = UID, reason: str = "", endpoint: bool = True
+) -> messages.Status:
+    return messages.Status(
+        site="site-a",
+        namespace="default",
+        name="cp1",
+        owner_uid=owner,
+        intent_seq=seq,
+        phase=phase,  # type: ignore[arg-type]
+        reason=reason,
+        version="v1.31.0",
+        endpoint=messages.Endpoint(host="10.0.0.1", port=6443) if endpoint else None,
+        replicas=2,
+        ready_replicas=2,
+        observed_at=NOW,
+    )
+
+
+def published(
+    *,
+    op: str = "provision",
+    seq: int = 5,
+    generation: int = 1,
+    owner: str = UID,
+    spec: dict[str, Any] | None = None,
+) -> rkcp.Published:
+    return rkcp.Published(
+        seq=seq, op=op, generation=generation, owner_uid=owner, spec=SPEC if spec is None else spec
+    )
+
+
+def observed(r: api.RemoteKamajiControlPlane | None = None, **kw: Any) -> rkcp.Observed:
+    defaults: dict[str, Any] = {
+        "rkcp": r or rkcp_obj(),
+        "cluster": api.Cluster.parse({"metadata": {"name": "cluster-1", "namespace": "default"}}),
+        "cluster_problem": "",
+        "desired_spec": SPEC,
+        "published": published(),
+        "report": rkcp.SiteReport(status=status()),
+        "site": SiteView(connected=True, last_heartbeat_time=NOW, backlog=0),
+        "secrets_checksums": {},
+        "cluster_name": "cluster-1",
+        "now": NOW,
+    }
+    defaults.update(kw)
+    return rkcp.Observed(**defaults)
+
+
+def kinds(plan: rkcp.Plan) -> list[str]:
+    return [type(a).__name__ for a in plan.actions if not isinstance(a, rkcp.Event)]
+
+
+def cond(plan: rkcp.Plan, type_: str) -> tuple[str, str]:
+    assert plan.status is not None
+    found = c.get(plan.status.conditions, type_)
+    assert found is not None
+    return found.status, found.reason
+
+
+CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = [
+    (
+        "finalizer first, nothing else",
+        observed(rkcp_obj(finalizer=False), published=None),
+        ["AddFinalizer"],
+        {},
+    ),
+    (
+        "new object: publish the intent",
+        observed(published=None, report=rkcp.SiteReport()),
+        ["Publish"],
+        {
+            "IntentDelivered": ("Unknown", "NotPublished"),
+            "TenantControlPlaneReady": ("Unknown", "NoStatus"),
+            "Ready": ("Unknown", "MultipleUnknownReported"),
+        },
+    ),
+    (
+        "resync of an unchanged object publishes nothing",
+        observed(),
+        ["SetEndpoint"],
+        {
+            "IntentDelivered": ("True", "Acknowledged"),
+            "Available": ("True", "Available"),
+            "SiteConnected": ("True", "HeartbeatReceived"),
+        },
+    ),
+    (
+        "spec change: exactly one new intent",
+        observed(desired_spec={**SPEC, "dataStore": "etcd"}),
+        ["Publish", "SetEndpoint"],
+        {},
+    ),
+    ("generation change: new intent", observed(rkcp_obj(generation=2)), ["Publish", "SetEndpoint"], {}),
+    (
+        "an intent of the previous owner is replaced",
+        observed(
+            published=published(owner="old-uid"), report=rkcp.SiteReport(status=status(owner="old-uid"))
+        ),
+        ["Publish"],
+        {"TenantControlPlaneReady": ("Unknown", "NoStatus")},
+    ),
+    (
+        "no owner Cluster: wait, no intent",
+        observed(
+            cluster=None,
+            cluster_problem="waiting for an ownerReference to a Cluster",
+            desired_spec=None,
+            published=None,
+            report=rkcp.SiteReport(),
+        ),
+        [],
+        {"Ready": ("False", "WaitingForCluster")},
+    ),
+    (
+        "paused Cluster: Paused, no intent",
+        observed(
+            cluster=api.Cluster.parse(
+                {"metadata": {"name": "c", "annotations": {"cluster.x-k8s.io/paused": ""}}}
+            ),
+            published=None,
+        ),
+        [],
+        {"Paused": ("True", "Paused"), "Ready": ("False", "Paused")},
+    ),
+    (
+        "younger of two claiming one TCP: Conflict, no intent",
+        observed(conflict_with="default/older", published=None, report=rkcp.SiteReport()),
+        [],
+        {"Ready": ("False", "Conflict")},
+    ),
+    (
+        "site rejected the TCP: the reason shows",
+        observed(
+            report=rkcp.SiteReport(status=status("Rejected", reason="NamespaceNotFound", endpoint=False))
+        ),
+        [],
+        {"TenantControlPlaneReady": ("False", "NamespaceNotFound"), "Available": ("False", "NotReady")},
+    ),
+    (
+        "site silent",
+        observed(
+            site=SiteView(connected=False, last_heartbeat_time=NOW - dt.timedelta(minutes=5), backlog=3)
+        ),
+        ["SetEndpoint"],
+        {"SiteConnected": ("False", "HeartbeatMissing"), "StatusFresh": ("False", "SiteSilent")},
+    ),
+    (
+        "intent not yet applied by the site",
+        observed(published=published(seq=9), report=rkcp.SiteReport(status=status(seq=5))),
+        ["SetEndpoint"],
+        {"IntentDelivered": ("False", "Pending"), "StatusFresh": ("False", "Outdated")},
+    ),
+    (
+        "secrets arrived: write them",
+        observed(report=rkcp.SiteReport(status=status(), secrets=PAYLOAD, secrets_checksum="abc")),
+        ["WriteSecrets", "SetEndpoint"],
+        {"SecretsSynced": ("True", "Synced")},
+    ),
+    (
+        "secrets already written: nothing",
+        observed(
+            report=rkcp.SiteReport(status=status(), secrets=PAYLOAD, secrets_checksum="abc"),
+            secrets_checksums={"cluster-1-kubeconfig": "abc", "cluster-1-ca": "abc"},
+        ),
+        ["SetEndpoint"],
+        {"SecretsSynced": ("True", "Synced")},
+    ),
+    (
+        "secrets sealed to an unknown key",
+        observed(report=rkcp.SiteReport(status=status(), secrets_error="sealed to unknown key id 'ab'")),
+        ["SetEndpoint"],
+        {"SecretsSynced": ("False", "DecryptFailed")},
+    ),
+    (
+        "endpoint already set: not written again",
+        observed(rkcp_obj(controlPlaneEndpoint={"host": "10.9.9.9", "port": 6443})),
+        [],
+        {},
+    ),
+]
+
+
+@pytest.mark.parametrize(("o", "actions", "conds"), [x[1:] for x in CASES], ids=[x[0] for x in CASES])
+def test_reconcile_normal(o: rkcp.Observed, actions: list[str], conds: dict[str, tuple[str, str]]) -> None:
+    plan = rkcp.reconcile(o)
+    assert kinds(plan) == actions
+    for type_, expected in conds.items():
+        assert cond(plan, type_) == expected, type_
+
+
+def test_publish_is_fenced_on_the_sequence_it_saw() -> None:
+    plan = rkcp.reconcile(observed(desired_spec={**SPEC, "x": 1}, published=published(seq=41)))
+    [publish] = [a for a in plan.actions if isinstance(a, rkcp.Publish)]
+    assert (publish.op, publish.expected_last_seq, publish.spec) == ("provision", 41, {**SPEC, "x": 1})
+
+
+def test_ready_status_fields_and_initialized_never_resets() -> None:
+    plan = rkcp.reconcile(observed(report=rkcp.SiteReport(status=status())))
+    assert plan.status is not None and plan.first_ready
+    s = plan.status
+    assert (s.ready, s.initialized, s.initialization.control_plane_initialized) == (True, True, True)
+    assert (s.version, s.replicas, s.ready_replicas) == ("v1.31.0", 2, 2)
+    assert s.external_managed_control_plane and s.observed_generation == 1
+    later = rkcp_obj()
+    later.status = s
+    again = rkcp.reconcile(observed(later, report=rkcp.SiteReport(status=status("NotReady"))))
+    assert again.status is not None and again.status.initialized and not again.status.ready
+    assert not again.first_ready
+
+
+def test_change_only_status_is_stable() -> None:
+    first = rkcp.reconcile(observed())
+    r = rkcp_obj()
+    assert first.status is not None
+    r.status = first.status
+    second = rkcp.reconcile(observed(r, now=NOW + dt.timedelta(minutes=1)))
+    assert second.status == first.status  # no write on a resync that changed nothing
+
+
+DELETES: list[tuple[str, rkcp.Observed, list[str]]] = [
+    ("publish the delete intent", observed(rkcp_obj(deleting=True)), ["Publish"]),
+    (
+        "wait for the site",
+        observed(
+            rkcp_obj(deleting=True),
+            published=published(op="delete", seq=6),
+            report=rkcp.SiteReport(status=status("Deleting", seq=5)),
+        ),
+        [],
+    ),
+    (
+        "site reports Deleted: purge, release",
+        observed(
+            rkcp_obj(deleting=True),
+            published=published(op="delete", seq=6),
+            report=rkcp.SiteReport(status=status("Deleted", seq=6)),
+        ),
+        ["Purge", "RemoveFinalizer"],
+    ),
+    (
+        "orphan: purge without a delete intent",
+        observed(rkcp_obj(deleting=True, deletionPolicy="Orphan")),
+        ["Purge", "RemoveFinalizer"],
+    ),
+    ("never published: just release", observed(rkcp_obj(deleting=True), published=None), ["RemoveFinalizer"]),
+    (
+        "site silent past the timeout: release, keep the delete intent",
+        observed(
+            rkcp_obj(deleting=True, siteUnavailableDeletionTimeout="10m"),
+            published=published(op="delete", seq=6),
+            site=SiteView(connected=False, last_heartbeat_time=NOW - dt.timedelta(minutes=11)),
+        ),
+        ["RemoveFinalizer"],
+    ),
+    (
+        "site silent within the timeout: wait",
+        observed(
+            rkcp_obj(deleting=True, siteUnavailableDeletionTimeout="10m"),
+            published=published(op="delete", seq=6),
+            site=SiteView(connected=False, last_heartbeat_time=NOW - dt.timedelta(minutes=3)),
+        ),
+        [],
+    ),
+    (
+        "no timeout set: wait forever",
+        observed(
+            rkcp_obj(deleting=True),
+            published=published(op="delete", seq=6),
+            site=SiteView(connected=False, last_heartbeat_time=NOW - dt.timedelta(days=3)),
+        ),
+        [],
+    ),
+    ("finalizer already gone", observed(rkcp_obj(deleting=True, finalizer=False)), []),
+]
+
+
+@pytest.mark.parametrize(("o", "actions"), [x[1:] for x in DELETES], ids=[x[0] for x in DELETES])
+def test_reconcile_delete(o: rkcp.Observed, actions: list[str]) -> None:
+    plan = rkcp.reconcile(o)
+    assert kinds(plan) == actions
+    if plan.status is not None:
+        assert cond(plan, "Deleting") == ("True", "WaitingForSite")
+
+
+def test_site_timeout_emits_a_warning_event() -> None:
+    o = observed(
+        rkcp_obj(deleting=True, siteUnavailableDeletionTimeout="10m"),
+        published=published(op="delete", seq=6),
+        site=SiteView(connected=False, last_heartbeat_time=NOW - dt.timedelta(hours=1)),
+    )
+    events = [a for a in rkcp.reconcile(o).actions if isinstance(a, rkcp.Event)]
+    assert [(e.type, e.reason) for e in events] == [("Warning", "SiteUnavailable")]
