@@ -108,7 +108,7 @@ def version(obj: dict[str, Any] | None) -> str:
 
 
 async def test_a_site_admins_edit_is_reverted(
-    conn: bus.Connection, site: ckube.Kube, hub: Hub, agent: Agent
+    conn: bus.Connection, site: ckube.Kube, hub: Hub, agent: Agent, caplog: pytest.LogCaptureFixture
 ) -> None:
     seq = await hub.send(intent())
     before = await applied(site, "cp1", seq)
@@ -128,9 +128,25 @@ async def test_a_site_admins_edit_is_reverted(
     assert after["metadata"]["uid"] == before["metadata"]["uid"]
     assert after["metadata"]["annotations"][tcps.INTENT_SEQ] == str(seq)
     assert cleanup.reverted == 1 and cleanup.republished == 1
+    [line] = [r.getMessage() for r in caplog.records if "reverted drift" in r.getMessage()]
+    assert "kubernetes.version" in line and "v1.20.0" not in line  # paths, never values
     # In sync now: the next pass has nothing to do.
     assert (await cleanup.loop.run_once()).actions == ()
     assert cleanup.reverted == 1 and cleanup.republished == 2
+
+
+async def test_two_concurrent_passes_revert_once(
+    conn: bus.Connection, site: ckube.Kube, hub: Hub, agent: Agent
+) -> None:
+    seq = await hub.send(intent())
+    await applied(site, "cp1", seq)
+    await site.patch(TCP, "cp1", {"spec": {"kubernetes": {"version": "v1.20.0"}}}, namespace=NAMESPACE)
+    one, two = Cleanup(conn, site, hub, agent=agent), Cleanup(conn, site, hub, agent=agent)
+    # The resourceVersion precondition: whichever patches second finds the TCP changed, reads it
+    # again and sees nothing left to revert (or lists after the first patch and sees the same).
+    await asyncio.gather(one.loop.run_once(), two.loop.run_once())
+    assert one.reverted + two.reverted == 1
+    assert version(await site.get(TCP, "cp1", namespace=NAMESPACE)) == "v1.31.0"
 
 
 async def test_a_newer_pending_intent_is_not_reverted_and_is_applied_later(
