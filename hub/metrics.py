@@ -1,0 +1,59 @@
+"""The hub's Prometheus metrics, on a registry of its own (one per hub, so tests can run several).
+
+Every module of the hub counts here: intents by the publisher, statuses and bus rejections by
+``hub.ingest``, sites by ``hub.sites``, secrets and reconcile errors by the controllers.
+Labels carry sites, operations, stream names and reasons only, never names of secrets or their
+content. prometheus_client appends ``_total`` to counter names on exposition.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+FIRST_READY_BUCKETS: Final = (5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
+"""Seconds from RKCP creation to Ready: Kamaji takes tens of seconds, an offline site hours."""
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.intents_published = Counter(
+            "kb_hub_intents_published", "Intents published, by site and operation", ["site", "op"], registry=r
+        )
+        self.status_received = Counter(
+            "kb_hub_status_received", "Status messages received and decoded", registry=r
+        )
+        self.first_ready_seconds = Histogram(
+            "kb_hub_first_ready_seconds",
+            "Seconds from RKCP creation to its first Ready",
+            buckets=FIRST_READY_BUCKETS,
+            registry=r,
+        )
+        self.secrets_written = Counter(
+            "kb_hub_secrets_written",
+            "Kubeconfig and CA Secrets written in the management cluster",
+            registry=r,
+        )
+        self.sites_connected = Gauge(
+            "kb_hub_sites_connected",
+            "Known sites whose heartbeat is fresh (at most 3 intervals old)",
+            registry=r,
+        )
+        self.site_backlog = Gauge(
+            "kb_hub_site_backlog",
+            "Intents not yet acknowledged by a site's agent (pending + ack pending)",
+            ["site"],
+            registry=r,
+        )
+        self.reconcile_errors = Counter(
+            "kb_hub_reconcile_errors", "Reconciliations that ended in an error", registry=r
+        )
+        self.bus_rejected = Counter(
+            "kb_hub_bus_rejected",
+            "Messages from the bus the hub could not use, by stream and reason",
+            ["stream", "reason"],
+            registry=r,
+        )

@@ -1,0 +1,246 @@
+"""What the hub knows of each remote control plane from the bus: the pure, in-memory view.
+
+Owns, per control plane coordinates ``(site, namespace, name)``, the latest ``Status`` and the
+latest ``SealedSecrets`` (with the opened ``SecretsPayload`` or the reason it did not open),
+each with the stream sequence it came at, and a ``version`` that grows with every recorded
+change. The hub's RKCP controller reads it through ``get``; ``hub.ingest`` writes it from the
+hub's durable consumers and from the streams' last messages after a restart.
+
+Pure: no I/O, no clock. Both writers may deliver the same message (the consumer and a
+``load`` racing after a restart) or an older one (a redelivery): stream sequences decide,
+so the result does not depend on which arrives first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Final, NamedTuple
+
+from protocol import errors, messages, sealing
+
+DECRYPT_FAILED: Final = "DecryptFailed"
+"""The reason of every secrets failure; the RKCP's ``SecretsSynced`` condition shows it."""
+
+
+class Coordinates(NamedTuple):
+    """Where a TenantControlPlane lives: the subject tokens of its intent, status and secrets."""
+
+    site: str
+    namespace: str
+    name: str
+
+
+Key = tuple[str, str, str]
+"""What the methods accept: a ``Coordinates`` or a plain ``(site, namespace, name)`` tuple."""
+
+
+def coordinates_of(message: messages.Status | messages.SealedSecrets) -> Coordinates:
+    return Coordinates(message.site, message.namespace, message.name)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DecryptError:
+    """Why sealed secrets could not be used. The message names the key id, never the content."""
+
+    reason: str = DECRYPT_FAILED
+    message: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ControlPlaneObservation:
+    """A snapshot of one control plane as seen on the bus; the controller's input."""
+
+    coordinates: Coordinates
+    version: int
+    """Grows by one with every recorded change (status or secrets) of these coordinates."""
+    status: messages.Status | None = None
+    status_seq: int = 0
+    """KB_STATUS stream sequence of ``status``; 0 when there is none."""
+    sealed: messages.SealedSecrets | None = None
+    sealed_seq: int = 0
+    """KB_SECRETS stream sequence of ``sealed``; 0 when there is none."""
+    secrets: messages.SecretsPayload | None = None
+    """The opened payload of ``sealed``, when it opened and matched its checksum."""
+    secrets_error: DecryptError | None = None
+    """Why ``sealed`` could not be opened; None when it opened or there is nothing sealed."""
+
+
+class Outcome(enum.StrEnum):
+    RECORDED = "Recorded"
+    STALE = "Stale"
+    """Older than what is held (a redelivery after a newer message): ignored."""
+    DUPLICATE = "Duplicate"
+    """The sequence already held (consumer and load both saw it): ignored."""
+    MISMATCH = "CoordinatesMismatch"
+    """The message names other coordinates than its subject: refused."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Applied:
+    outcome: Outcome
+    message: str = ""
+
+    @property
+    def recorded(self) -> bool:
+        return self.outcome is Outcome.RECORDED
+
+
+def disagreement(subject_coords: Key, message: messages.Status | messages.SealedSecrets) -> str | None:
+    """Why a message does not belong on its subject, or None when it does.
+
+    The server lets a site publish only under its own subjects, so the subject is the trusted
+    part; a body naming other coordinates is a bug or an attempt to report for someone else.
+    """
+    claimed = coordinates_of(message)
+    if tuple(claimed) == tuple(subject_coords):
+        return None
+    return (
+        f"{type(message).__name__} names {'/'.join(claimed)} "
+        f"but came on the subject of {'/'.join(subject_coords)}"
+    )
+
+
+def open_sealed(
+    sealed: messages.SealedSecrets, *, keyring: sealing.Keyring
+) -> messages.SecretsPayload | DecryptError:
+    """Open, verify against the checksum and decode; every failure is a DecryptError.
+
+    Messages name the key id and what failed, never any part of the plaintext.
+    """
+    key_id = sealed.recipient_key_id
+    try:
+        plaintext = keyring.open(sealed.ciphertext, key_id=key_id)
+    except errors.SealError as exc:
+        return DecryptError(message=str(exc))
+    if sealing.checksum(plaintext) != sealed.checksum:
+        return DecryptError(
+            message=f"sealed box for key id {key_id!r} opened but its checksum does not match the message's"
+        )
+    try:
+        return messages.decode_secrets_payload(plaintext)
+    except errors.DecodeError:
+        # The decoder's message is safe today, but the plaintext is secret: say only what failed.
+        return DecryptError(
+            message=f"sealed box for key id {key_id!r} opened but holds no valid SecretsPayload"
+        )
+
+
+@dataclasses.dataclass
+class _Entry:
+    version: int = 0
+    status: messages.Status | None = None
+    status_seq: int = 0
+    sealed: messages.SealedSecrets | None = None
+    sealed_seq: int = 0
+    secrets: messages.SecretsPayload | None = None
+    secrets_error: DecryptError | None = None
+    present: bool = False
+    """False after ``forget``: the entry then only keeps its sequences and version, so a late
+    redelivery of a purged message stays ignored and versions never go back."""
+    loaded: bool = False
+    """The streams' last messages were read for these coordinates (``hub.ingest.Ingest.load``)."""
+
+
+def _order(held: int, seq: int) -> Outcome:
+    if seq < held:
+        return Outcome.STALE
+    if seq == held:
+        return Outcome.DUPLICATE
+    return Outcome.RECORDED
+
+
+class Observations:
+    """The latest status and secrets per control plane, restart-safe by stream sequence."""
+
+    def __init__(self) -> None:
+        self._entries: dict[Coordinates, _Entry] = {}
+
+    def apply_status(self, subject_coords: Key, status: messages.Status, seq: int) -> Applied:
+        """Record ``status`` (stream sequence ``seq``) unless it is older than what is held."""
+        why = disagreement(subject_coords, status)
+        if why is not None:
+            return Applied(Outcome.MISMATCH, why)
+        coords = Coordinates(*subject_coords)
+        entry = self._entries.setdefault(coords, _Entry())
+        outcome = _order(entry.status_seq, seq)
+        if outcome is not Outcome.RECORDED:
+            return Applied(outcome, f"status at sequence {seq}, holding {entry.status_seq}")
+        entry.status, entry.status_seq = status, seq
+        self._touch(entry)
+        return Applied(Outcome.RECORDED)
+
+    def apply_sealed(
+        self,
+        coords: Key,
+        sealed: messages.SealedSecrets,
+        payload_or_error: messages.SecretsPayload | DecryptError,
+        seq: int,
+    ) -> Applied:
+        """Record ``sealed`` with what opening it gave, unless it is older than what is held."""
+        why = disagreement(coords, sealed)
+        if why is not None:
+            return Applied(Outcome.MISMATCH, why)
+        coords = Coordinates(*coords)
+        entry = self._entries.setdefault(coords, _Entry())
+        outcome = _order(entry.sealed_seq, seq)
+        if outcome is not Outcome.RECORDED:
+            return Applied(outcome, f"sealed secrets at sequence {seq}, holding {entry.sealed_seq}")
+        entry.sealed, entry.sealed_seq = sealed, seq
+        if isinstance(payload_or_error, DecryptError):
+            entry.secrets, entry.secrets_error = None, payload_or_error
+        else:
+            entry.secrets, entry.secrets_error = payload_or_error, None
+        self._touch(entry)
+        return Applied(Outcome.RECORDED)
+
+    def get(self, coords: Key) -> ControlPlaneObservation | None:
+        """A snapshot of what is held for ``coords``; None when nothing is (or it was forgotten)."""
+        entry = self._entries.get(Coordinates(*coords))
+        if entry is None or not entry.present:
+            return None
+        return ControlPlaneObservation(
+            coordinates=Coordinates(*coords),
+            version=entry.version,
+            status=entry.status,
+            status_seq=entry.status_seq,
+            sealed=entry.sealed,
+            sealed_seq=entry.sealed_seq,
+            secrets=entry.secrets,
+            secrets_error=entry.secrets_error,
+        )
+
+    def held_seq(self, coords: Key) -> tuple[int, int]:
+        """(status sequence, sealed sequence) held, forgotten entries included; (0, 0) if never seen."""
+        entry = self._entries.get(Coordinates(*coords))
+        return (entry.status_seq, entry.sealed_seq) if entry else (0, 0)
+
+    def forget(self, coords: Key) -> None:
+        """Drop what is held (the hub purged the control plane's subjects after its deletion).
+
+        The sequences and the version stay: stream sequences only grow, so a new control plane
+        of the same coordinates is recorded while a late redelivery of a purged one is not.
+        """
+        entry = self._entries.get(Coordinates(*coords))
+        if entry is None or not entry.present:
+            return
+        self._entries[Coordinates(*coords)] = _Entry(
+            version=entry.version + 1, status_seq=entry.status_seq, sealed_seq=entry.sealed_seq
+        )
+
+    def coordinates(self) -> frozenset[Coordinates]:
+        """Every control plane something is held for (the controller spots unknown ones here)."""
+        return frozenset(c for c, e in self._entries.items() if e.present)
+
+    def loaded(self, coords: Key) -> bool:
+        entry = self._entries.get(Coordinates(*coords))
+        return entry is not None and entry.loaded
+
+    def mark_loaded(self, coords: Key) -> None:
+        """The streams' last messages of ``coords`` were read: the consumer delivers anything newer."""
+        self._entries.setdefault(Coordinates(*coords), _Entry()).loaded = True
+
+    @staticmethod
+    def _touch(entry: _Entry) -> None:
+        entry.version += 1
+        entry.present = True

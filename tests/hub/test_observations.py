@@ -1,0 +1,230 @@
+"""hub.observations: ordering by stream sequence, coordinates checks, opening sealed secrets."""
+
+from __future__ import annotations
+
+import nacl.public
+import pytest
+
+from hub import observations
+from protocol import keys, messages, sealing
+from tests import helpers
+
+CP1 = observations.Coordinates("site-a", "tenants", "cp1")
+CP2 = observations.Coordinates("site-a", "tenants", "cp2")
+HUB = keys.new_sealing_key()
+STRANGER = keys.new_sealing_key()
+PAYLOAD = messages.SecretsPayload(
+    kubeconfig="apiVersion: v1\nkind: Config\n", ca_crt="CRT", ca_key="TOP-SECRET-KEY"
+)
+
+
+def public(key: nacl.public.PrivateKey) -> keys.PublicKey:
+    return keys.public_entry(bytes(key.public_key), created_at=helpers.T0)
+
+
+def sealed_to(
+    key: nacl.public.PrivateKey = HUB,
+    *,
+    plaintext: bytes | None = None,
+    checksum: str | None = None,
+    name: str = "cp1",
+    site: str = "site-a",
+) -> messages.SealedSecrets:
+    """SealedSecrets as the agent makes them, sealed to ``key`` (overrides make bad ones)."""
+    encoded = messages.encode(PAYLOAD) if plaintext is None else plaintext
+    recipient = public(key)
+    return messages.SealedSecrets(
+        site=site,
+        namespace="tenants",
+        name=name,
+        owner_uid="8d1c-uid",
+        recipient_key_id=recipient.key_id,
+        ciphertext=sealing.seal(encoded, recipient),
+        checksum=sealing.checksum(encoded) if checksum is None else checksum,
+        observed_at=helpers.T0,
+    )
+
+
+RING = sealing.Keyring([HUB])
+R, S, D, M = (
+    observations.Outcome.RECORDED,
+    observations.Outcome.STALE,
+    observations.Outcome.DUPLICATE,
+    observations.Outcome.MISMATCH,
+)
+
+
+@pytest.mark.parametrize(
+    ("steps", "outcomes", "held_phase", "held_seq", "version"),
+    [
+        pytest.param([(CP1, "Ready", 5)], [R], "Ready", 5, 1, id="first"),
+        pytest.param([(CP1, "Provisioning", 5), (CP1, "Ready", 9)], [R, R], "Ready", 9, 2, id="newer-wins"),
+        pytest.param(
+            [(CP1, "Ready", 9), (CP1, "Provisioning", 5)], [R, S], "Ready", 9, 1, id="older-ignored"
+        ),
+        pytest.param([(CP1, "Ready", 9), (CP1, "Ready", 9)], [R, D], "Ready", 9, 1, id="same-seq-ignored"),
+        pytest.param([(CP2, "Ready", 9)], [M], None, 0, None, id="subject-of-another"),
+        pytest.param(
+            [(CP1, "Ready", 9), (CP2, "Deleted", 12)], [R, M], "Ready", 9, 1, id="mismatch-keeps-held"
+        ),
+    ],
+)
+def test_apply_status(
+    steps: list[tuple[observations.Coordinates, str, int]],
+    outcomes: list[observations.Outcome],
+    held_phase: str | None,
+    held_seq: int,
+    version: int | None,
+) -> None:
+    obs = observations.Observations()
+    got = [
+        obs.apply_status(subject, helpers.status(phase=phase), seq).outcome for subject, phase, seq in steps
+    ]
+    assert got == outcomes
+    held = obs.get(CP1)
+    if version is None:
+        assert held is None
+        assert obs.coordinates() == frozenset()
+        return
+    assert held is not None
+    assert held.status is not None
+    assert (held.status.phase, held.status_seq, held.version) == (held_phase, held_seq, version)
+    assert held.coordinates == CP1
+
+
+def test_mismatch_names_both_coordinates() -> None:
+    applied = observations.Observations().apply_status(CP2, helpers.status(), 3)
+    assert not applied.recorded
+    assert "site-a/tenants/cp1" in applied.message
+    assert "site-a/tenants/cp2" in applied.message
+
+
+@pytest.mark.parametrize(
+    ("sealed", "error_part"),
+    [
+        pytest.param(sealed_to(HUB), None, id="opens"),
+        pytest.param(sealed_to(STRANGER), public(STRANGER).key_id, id="unknown-key"),
+        pytest.param(sealed_to(HUB, checksum="00" * 32), "checksum", id="checksum-mismatch"),
+        pytest.param(
+            sealed_to(HUB, plaintext=b'{"kubeconfig": 1}', checksum=sealing.checksum(b'{"kubeconfig": 1}')),
+            "no valid SecretsPayload",
+            id="not-a-payload",
+        ),
+    ],
+)
+def test_open_sealed(sealed: messages.SealedSecrets, error_part: str | None) -> None:
+    opened = observations.open_sealed(sealed, keyring=RING)
+    if error_part is None:
+        assert opened == PAYLOAD
+        return
+    assert isinstance(opened, observations.DecryptError)
+    assert opened.reason == "DecryptFailed"
+    assert error_part in opened.message
+    assert "TOP-SECRET" not in opened.message
+
+
+def test_open_sealed_corrupt_box_names_key_id() -> None:
+    good = sealed_to(HUB)
+    corrupt = messages.SealedSecrets(
+        **{f: getattr(good, f) for f in good.__struct_fields__ if f != "ciphertext"},
+        ciphertext=bytes(len(good.ciphertext)),
+    )
+    opened = observations.open_sealed(corrupt, keyring=RING)
+    assert isinstance(opened, observations.DecryptError)
+    assert public(HUB).key_id in opened.message
+
+
+def _opened(sealed: messages.SealedSecrets) -> messages.SecretsPayload | observations.DecryptError:
+    return observations.open_sealed(sealed, keyring=RING)
+
+
+@pytest.mark.parametrize(
+    ("steps", "outcomes", "has_payload", "has_error", "held_seq"),
+    [
+        pytest.param([(CP1, sealed_to(HUB), 4)], [R], True, False, 4, id="payload"),
+        pytest.param([(CP1, sealed_to(STRANGER), 4)], [R], False, True, 4, id="decrypt-error"),
+        pytest.param(
+            [(CP1, sealed_to(STRANGER), 4), (CP1, sealed_to(HUB), 6)],
+            [R, R],
+            True,
+            False,
+            6,
+            id="error-healed",
+        ),
+        pytest.param(
+            [(CP1, sealed_to(HUB), 6), (CP1, sealed_to(STRANGER), 4)],
+            [R, S],
+            True,
+            False,
+            6,
+            id="older-ignored",
+        ),
+        pytest.param([(CP1, sealed_to(HUB, name="cp2"), 4)], [M], False, False, 0, id="subject-of-another"),
+    ],
+)
+def test_apply_sealed(
+    steps: list[tuple[observations.Coordinates, messages.SealedSecrets, int]],
+    outcomes: list[observations.Outcome],
+    has_payload: bool,
+    has_error: bool,
+    held_seq: int,
+) -> None:
+    obs = observations.Observations()
+    got = [obs.apply_sealed(coords, sealed, _opened(sealed), seq).outcome for coords, sealed, seq in steps]
+    assert got == outcomes
+    held = obs.get(CP1)
+    if held_seq == 0:
+        assert held is None
+        return
+    assert held is not None
+    assert (held.secrets is not None, held.secrets_error is not None, held.sealed_seq) == (
+        has_payload,
+        has_error,
+        held_seq,
+    )
+    assert held.sealed is not None
+    assert held.status is None
+
+
+def test_status_and_secrets_share_one_version() -> None:
+    obs = observations.Observations()
+    obs.apply_status(CP1, helpers.status(), 3)
+    sealed = sealed_to(HUB)
+    obs.apply_sealed(CP1, sealed, _opened(sealed), 3)  # another stream: its own sequence
+    held = obs.get(CP1)
+    assert held is not None
+    assert (held.version, held.status_seq, held.sealed_seq) == (2, 3, 3)
+    assert repr(held).count("TOP-SECRET") == 0
+
+
+def test_forget_keeps_sequences_and_version_growing() -> None:
+    obs = observations.Observations()
+    obs.apply_status(CP1, helpers.status(), 10)
+    obs.mark_loaded(CP1)
+    obs.forget(CP1)
+    assert obs.get(CP1) is None
+    assert obs.coordinates() == frozenset()
+    assert not obs.loaded(CP1)
+    # A late redelivery of the purged status stays ignored...
+    assert obs.apply_status(CP1, helpers.status(phase="Deleted"), 10).outcome is D
+    assert obs.get(CP1) is None
+    # ...while a new control plane of the same coordinates (a later sequence) is recorded.
+    assert obs.apply_status(CP1, helpers.status(phase="Pending"), 11).recorded
+    held = obs.get(CP1)
+    assert held is not None
+    assert held.status is not None
+    assert (held.status.phase, held.version) == ("Pending", 3)
+
+
+def test_forget_of_unknown_is_a_no_op() -> None:
+    obs = observations.Observations()
+    obs.forget(CP1)
+    assert obs.held_seq(CP1) == (0, 0)
+    assert obs.get(CP1) is None
+
+
+def test_plain_tuples_address_the_same_entry() -> None:
+    obs = observations.Observations()
+    obs.apply_status(observations.Coordinates(*("site-a", "tenants", "cp1")), helpers.status(), 1)
+    assert obs.get(("site-a", "tenants", "cp1")) is not None
+    assert obs.coordinates() == {CP1}
