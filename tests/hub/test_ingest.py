@@ -1,0 +1,292 @@
+"""hub.ingest on the real nats-server: the test plays the agent by publishing on its subjects."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from common import bus
+from hub import ingest, observations
+from hub import metrics as hub_metrics
+from protocol import messages, sealing, streams, subjects
+from tests import helpers
+from tests.hub.test_observations import CP1, HUB, PAYLOAD, STRANGER, public, sealed_to
+
+CP2 = observations.Coordinates("site-a", "tenants", "cp2")
+
+
+@dataclass
+class Hub:
+    """One hub process's ingest: its observations, metrics and the coordinates announced."""
+
+    ingest: ingest.Ingest
+    obs: observations.Observations
+    metrics: hub_metrics.Metrics
+    changes: list[observations.Coordinates] = field(default_factory=list)
+
+    def rejected(self, kind: subjects.Kind, reason: str) -> float:
+        stream = helpers.stream(kind, self.ingest.prefix)
+        value = self.metrics.registry.get_sample_value(
+            "kb_hub_bus_rejected_total", {"stream": stream, "reason": reason}
+        )
+        return value or 0.0
+
+
+def new_hub(conn: bus.Connection, prefix: str) -> Hub:
+    obs = observations.Observations()
+    metrics = hub_metrics.Metrics()
+    changes: list[observations.Coordinates] = []
+    return Hub(
+        ingest=ingest.Ingest(
+            conn=conn,
+            observations=obs,
+            keyring=sealing.Keyring([HUB]),
+            prefix=prefix,
+            metrics=metrics,
+            on_change=changes.append,
+        ),
+        obs=obs,
+        metrics=metrics,
+        changes=changes,
+    )
+
+
+@contextlib.asynccontextmanager
+async def running(hub: Hub) -> AsyncIterator[Hub]:
+    task = asyncio.create_task(hub.ingest.run())
+    try:
+        yield hub
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+@pytest.fixture
+async def hub(conn: bus.Connection, topology: str) -> AsyncIterator[Hub]:
+    async with running(new_hub(conn, topology)) as h:
+        yield h
+
+
+async def publish(conn: bus.Connection, subject: str, payload: bytes) -> int:
+    ack = await bus.publish(conn, subject, payload, msg_id=uuid.uuid4().hex)
+    return ack.seq
+
+
+async def publish_status(conn: bus.Connection, prefix: str, status: messages.Status) -> int:
+    subject = subjects.status(status.site, status.namespace, status.name, prefix=prefix)
+    return await publish(conn, subject, messages.encode(status))
+
+
+async def publish_sealed(conn: bus.Connection, prefix: str, sealed: messages.SealedSecrets) -> int:
+    subject = subjects.secret(sealed.site, sealed.namespace, sealed.name, prefix=prefix)
+    return await publish(conn, subject, messages.encode(sealed))
+
+
+async def settled(conn: bus.Connection, prefix: str) -> None:
+    """Both hub consumers have nothing pending nor unacknowledged: every message was acked or termed."""
+
+    async def check() -> bool:
+        for d in streams.hub_consumers(prefix=prefix):
+            state = await bus.consumer_info(conn, d.stream, d.durable_name)
+            if state.num_pending or state.num_ack_pending:
+                return False
+        return True
+
+    await helpers.eventually(check)
+
+
+async def test_status_and_secrets_reach_the_observations(conn: bus.Connection, hub: Hub) -> None:
+    prefix = hub.ingest.prefix
+    status_seq = await publish_status(conn, prefix, helpers.status(phase="Ready"))
+    sealed_seq = await publish_sealed(conn, prefix, sealed_to(HUB))
+
+    async def both() -> bool:
+        held = hub.obs.get(CP1)
+        return held is not None and held.status is not None and held.sealed is not None
+
+    await helpers.eventually(both)
+    held = hub.obs.get(CP1)
+    assert held is not None
+    assert held.status == helpers.status(phase="Ready")
+    assert (held.status_seq, held.sealed_seq) == (status_seq, sealed_seq)
+    assert held.secrets == PAYLOAD
+    assert held.secrets_error is None
+    assert hub.changes == [CP1, CP1]
+    assert hub.metrics.registry.get_sample_value("kb_hub_status_received_total") == 1.0
+    await settled(conn, prefix)
+
+
+async def test_a_status_for_unknown_coordinates_is_recorded(conn: bus.Connection, hub: Hub) -> None:
+    await publish_status(conn, hub.ingest.prefix, helpers.status(site="site-z", name="nobody"))
+    coords = observations.Coordinates("site-z", "tenants", "nobody")
+
+    async def recorded() -> bool:
+        return hub.obs.get(coords) is not None
+
+    await helpers.eventually(recorded)
+    assert hub.changes == [coords]
+
+
+async def test_garbage_is_counted_terminated_and_the_ingest_lives_on(conn: bus.Connection, hub: Hub) -> None:
+    prefix = hub.ingest.prefix
+    await publish(conn, subjects.status("site-a", "tenants", "cp1", prefix=prefix), b"not json")
+    await publish(conn, subjects.secret("site-a", "tenants", "cp1", prefix=prefix), b'{"schema": "x"}')
+    # A body naming cp1 on cp2's subject: refused, recorded under neither.
+    await publish(
+        conn, subjects.status("site-a", "tenants", "cp2", prefix=prefix), messages.encode(helpers.status())
+    )
+    await settled(conn, prefix)
+    assert hub.rejected(subjects.Kind.STATUS, "DecodeError") == 1.0
+    assert hub.rejected(subjects.Kind.SECRET, "DecodeError") == 1.0
+    assert hub.rejected(subjects.Kind.STATUS, "CoordinatesMismatch") == 1.0
+    assert hub.obs.get(CP1) is None
+    assert hub.obs.get(CP2) is None
+    assert hub.changes == []
+
+    # Still consuming: a good status right after is recorded.
+    await publish_status(conn, prefix, helpers.status(name="cp2"))
+
+    async def recorded() -> bool:
+        return hub.obs.get(CP2) is not None
+
+    await helpers.eventually(recorded)
+    assert hub.metrics.registry.get_sample_value("kb_hub_status_received_total") == 2.0
+
+
+async def test_secrets_sealed_to_an_unknown_key_are_a_decrypt_error(conn: bus.Connection, hub: Hub) -> None:
+    prefix = hub.ingest.prefix
+    seq = await publish_sealed(conn, prefix, sealed_to(STRANGER))
+
+    async def recorded() -> bool:
+        held = hub.obs.get(CP1)
+        return held is not None and held.sealed_seq == seq
+
+    await helpers.eventually(recorded)
+    held = hub.obs.get(CP1)
+    assert held is not None
+    assert held.secrets is None
+    assert held.secrets_error is not None
+    assert held.secrets_error.reason == "DecryptFailed"
+    assert public(STRANGER).key_id in held.secrets_error.message
+    assert hub.rejected(subjects.Kind.SECRET, "DecryptFailed") == 1.0
+    assert hub.changes == [CP1]
+    await settled(conn, prefix)
+
+    # The site re-seals to the right key (after a rotation): the error gives way to the payload.
+    newer = await publish_sealed(conn, prefix, sealed_to(HUB))
+
+    async def healed() -> bool:
+        h = hub.obs.get(CP1)
+        return h is not None and h.sealed_seq == newer
+
+    await helpers.eventually(healed)
+    held = hub.obs.get(CP1)
+    assert held is not None
+    assert (held.secrets, held.secrets_error) == (PAYLOAD, None)
+
+
+async def test_an_older_status_does_not_replace_a_newer_one(conn: bus.Connection, topology: str) -> None:
+    """A delivery fetched before a restart's load() and handled after it: the load's newer status stays."""
+    hub = new_hub(conn, topology)
+    status_def = streams.hub_consumers(prefix=topology)[0]
+    await publish_status(conn, topology, helpers.status(phase="Provisioning"))
+    consumer = await bus.bind(conn, status_def)
+    try:
+        (early,) = await consumer.fetch(1, timeout=5.0)
+        newer = await publish_status(conn, topology, helpers.status(phase="Ready"))
+        loaded = await hub.ingest.load(CP1)
+        assert loaded is not None
+        assert loaded.status is not None
+        assert (loaded.status.phase, loaded.status_seq) == ("Ready", newer)
+
+        await hub.ingest.handle(early)
+    finally:
+        await consumer.unsubscribe()
+    held = hub.obs.get(CP1)
+    assert held is not None
+    assert held.status is not None
+    assert (held.status.phase, held.status_seq, held.version) == ("Ready", newer, 1)
+    assert hub.changes == []  # load() answers its caller; handle() recorded nothing
+
+    async def acked() -> bool:
+        state = await bus.consumer_info(conn, status_def.stream, status_def.durable_name)
+        return state.num_ack_pending == 0
+
+    await helpers.eventually(acked)
+
+
+async def test_a_restarted_hub_loads_the_latest_from_the_streams(conn: bus.Connection, topology: str) -> None:
+    first = new_hub(conn, topology)
+    async with running(first):
+        await publish_status(conn, topology, helpers.status(phase="Provisioning"))
+        status_seq = await publish_status(conn, topology, helpers.status(phase="Ready"))
+        sealed_seq = await publish_sealed(conn, topology, sealed_to(HUB))
+
+        async def caught_up() -> bool:
+            held = first.obs.get(CP1)
+            return held is not None and (held.status_seq, held.sealed_seq) == (status_seq, sealed_seq)
+
+        await helpers.eventually(caught_up)
+        await settled(conn, topology)
+
+    # A new process: its durable consumers redeliver nothing, the streams still hold the latest.
+    second = new_hub(conn, topology)
+    async with running(second):
+        loaded = await second.ingest.load(CP1)
+        assert loaded is not None
+        assert loaded.status is not None
+        assert (loaded.status.phase, loaded.status_seq, loaded.sealed_seq) == (
+            "Ready",
+            status_seq,
+            sealed_seq,
+        )
+        assert (loaded.secrets, loaded.secrets_error) == (PAYLOAD, None)
+        assert second.obs.loaded(CP1)
+        assert await second.ingest.load(CP2) is None
+        assert second.obs.loaded(CP2)
+
+        # After the load, news arrives through the consumer as usual.
+        later = await publish_status(conn, topology, helpers.status(phase="NotReady"))
+
+        async def updated() -> bool:
+            held = second.obs.get(CP1)
+            return held is not None and held.status_seq == later
+
+        await helpers.eventually(updated)
+        assert second.changes == [CP1]
+
+
+async def test_load_counts_garbage_in_the_stream_and_returns_nothing(
+    conn: bus.Connection, topology: str
+) -> None:
+    await publish(conn, subjects.status("site-a", "tenants", "cp1", prefix=topology), b"\xff garbage")
+    hub = new_hub(conn, topology)
+    assert await hub.ingest.load(CP1) is None
+    assert hub.rejected(subjects.Kind.STATUS, "DecodeError") == 1.0
+
+
+async def test_the_ingest_waits_for_its_consumers_to_exist(
+    conn: bus.Connection, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    hub = new_hub(conn, prefix)
+    async with running(hub):
+
+        async def retrying() -> bool:
+            return any(
+                "hub-status" in r.getMessage() and "does not exist" in r.getMessage() for r in caplog.records
+            )
+
+        await helpers.eventually(retrying)
+        await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
+        await publish_status(conn, prefix, helpers.status())
+
+        async def recorded() -> bool:
+            return hub.obs.get(CP1) is not None
+
+        await helpers.eventually(recorded, within=20.0)
