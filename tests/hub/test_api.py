@@ -1,0 +1,189 @@
+"""hub.api: the models parse real objects (camelCase), accept Python names, and write the wire form."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pydantic
+import pytest
+
+from common import conditions
+from hub import api
+
+T0 = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
+
+STORED: dict[str, Any] = {
+    "apiVersion": "controlplane.cluster.x-k8s.io/v1alpha1",
+    "kind": "RemoteKamajiControlPlane",
+    "metadata": {
+        "name": "cp1",
+        "namespace": "default",
+        "uid": "8d1c-uid",
+        "generation": 3,
+        "resourceVersion": "42",
+        "creationTimestamp": "2026-11-30T12:00:00Z",
+        "finalizers": ["kamaji-broker.io/finalizer"],
+        "ownerReferences": [
+            {
+                "apiVersion": "cluster.x-k8s.io/v1beta1",
+                "kind": "Cluster",
+                "name": "cp1",
+                "uid": "c-uid",
+                "controller": True,
+            }
+        ],
+        "managedFields": [{"manager": "kubectl"}],
+    },
+    "spec": {
+        "site": "site-a",
+        "tenantControlPlaneName": "tcp1",
+        "version": "v1.31.0",
+        "replicas": 2,
+        "network": {"serviceType": "LoadBalancer", "certSANs": ["a.example.com"]},
+        "addons": {"coreDNS": {"imageTag": "v1.11.1"}},
+        "kubelet": {"preferredAddressTypes": ["InternalIP"], "cgroupfs": "systemd"},
+        "kubeconfigSecretKey": "admin.conf",
+        "deletionPolicy": "Delete",
+        "siteUnavailableDeletionTimeout": "10m",
+        "controlPlaneEndpoint": {"host": "10.0.0.1", "port": 6443},
+    },
+    "status": {
+        "initialization": {"controlPlaneInitialized": True},
+        "initialized": True,
+        "ready": True,
+        "externalManagedControlPlane": True,
+        "readyReplicas": 2,
+        "upToDateReplicas": 2,
+        "conditions": [
+            {
+                "type": "Available",
+                "status": "True",
+                "observedGeneration": 3,
+                "lastTransitionTime": "2026-11-30T12:00:00Z",
+                "reason": "AsExpected",
+                "message": "",
+            }
+        ],
+        "site": {"lastHeartbeatTime": "2026-11-30T12:00:00Z", "backlog": 0},
+        "someNewerField": "ignored",
+    },
+}
+
+
+def test_parses_a_stored_object() -> None:
+    r = api.RemoteKamajiControlPlane.parse(STORED)
+    assert (r.metadata.name, r.metadata.generation, r.metadata.owner_references[0].kind) == (
+        "cp1",
+        3,
+        "Cluster",
+    )
+    assert r.metadata.creation_timestamp == T0
+    assert r.spec.tenant_control_plane_name == "tcp1"
+    assert r.spec.network.cert_sans == ["a.example.com"]
+    assert r.spec.addons.core_dns == api.ImageAddon(image_tag="v1.11.1")
+    assert r.spec.control_plane_endpoint == api.Endpoint(host="10.0.0.1", port=6443)
+    assert r.spec.site_unavailable_deletion_timeout_seconds == 600.0
+    assert r.status.initialization.control_plane_initialized is True
+    assert r.status.up_to_date_replicas == 2
+    assert conditions.is_true(r.status.conditions, api.AVAILABLE)
+    assert r.status.site.last_heartbeat_time == T0
+
+
+def test_spec_and_status_round_trip_to_the_wire_form() -> None:
+    r = api.RemoteKamajiControlPlane.parse(STORED)
+    wire = r.to_dict()
+    assert wire["spec"] == {
+        **STORED["spec"],
+        "network": {**STORED["spec"]["network"], "serviceLabels": {}, "serviceAnnotations": {}},
+    }
+    status = {k: v for k, v in STORED["status"].items() if k != "someNewerField"}
+    assert wire["status"] == {
+        **status,
+        "replicas": 0,
+        "availableReplicas": 0,
+        "updatedReplicas": 0,
+        "unavailableReplicas": 0,
+    }
+    assert api.RemoteKamajiControlPlane.parse(wire) == r
+
+
+def test_python_names_work_too() -> None:
+    spec = api.Spec(site="site-a", version="1.31.0", tenant_control_plane_name="tcp1", data_store_name="etcd")
+    assert spec.to_dict() == {
+        "site": "site-a",
+        "tenantControlPlaneName": "tcp1",
+        "version": "1.31.0",
+        "replicas": 2,
+        "dataStoreName": "etcd",
+        "network": {
+            "serviceType": "LoadBalancer",
+            "certSANs": [],
+            "serviceLabels": {},
+            "serviceAnnotations": {},
+        },
+        "addons": {},
+        "kubelet": {"preferredAddressTypes": ["InternalIP", "ExternalIP", "Hostname"], "cgroupfs": "systemd"},
+        "kubeconfigSecretKey": "admin.conf",
+        "deletionPolicy": "Delete",
+    }
+
+
+def test_defaults_are_not_shared_between_instances() -> None:
+    a = api.Spec(site="site-a", version="1.31.0")
+    b = api.Spec(site="site-a", version="1.31.0")
+    a.kubelet.preferred_address_types.append("InternalDNS")
+    a.network.cert_sans.append("x")
+    assert b.kubelet.preferred_address_types == ["InternalIP", "ExternalIP", "Hostname"]
+    assert b.network.cert_sans == []
+
+
+def test_duplicate_address_types_are_refused() -> None:
+    with pytest.raises(pydantic.ValidationError, match="must not repeat"):
+        api.Kubelet.model_validate({"preferredAddressTypes": ["Hostname", "Hostname"]})
+
+
+@pytest.mark.parametrize(
+    ("meta", "spec", "paused"),
+    [
+        pytest.param({}, {}, False, id="running"),
+        pytest.param({}, {"paused": True}, True, id="spec-paused"),
+        pytest.param({"annotations": {"cluster.x-k8s.io/paused": ""}}, {}, True, id="annotation"),
+    ],
+)
+def test_cluster_paused(meta: dict[str, Any], spec: dict[str, Any], paused: bool) -> None:
+    c = api.Cluster.parse({"metadata": {"name": "c", **meta}, "spec": spec})
+    assert c.paused is paused
+
+
+def test_cluster_parses_capi_objects_with_an_unset_endpoint() -> None:
+    c = api.Cluster.parse(
+        {
+            "metadata": {"name": "c"},
+            "spec": {
+                "controlPlaneEndpoint": {"host": "", "port": 0},
+                "clusterNetwork": {"pods": {"cidrBlocks": ["10.0.0.0/16"]}},
+                "topology": {"class": "ignored"},
+            },
+        }
+    )
+    assert c.spec.control_plane_endpoint is not None
+    assert c.spec.control_plane_endpoint.is_set is False
+    assert c.spec.cluster_network is not None
+    assert c.spec.cluster_network.pods == api.NetworkRanges(cidr_blocks=["10.0.0.0/16"])
+
+
+@pytest.mark.parametrize(
+    ("value", "label1123", "label1035"),
+    [
+        ("cp1", True, True),
+        ("1cp", True, False),
+        ("cp.1", False, False),
+        ("Cp1", False, False),
+        ("a" * 63, True, True),
+        ("a" * 64, False, False),
+        ("", False, False),
+    ],
+)
+def test_label_predicates(value: str, label1123: bool, label1035: bool) -> None:
+    assert (api.dns1123_label(value), api.dns1035_label(value)) == (label1123, label1035)

@@ -1,0 +1,401 @@
+"""The RemoteKamajiControlPlane CRD: generated from hub.api, structural, and enforced by an API server.
+
+The committed file must equal what ``hub.crdgen`` renders now (so models and CRD cannot drift);
+every node must be structural; and installed into the emulator it must default and refuse exactly
+as the models do, serve the status and scale subresources, and print its columns in kubectl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import datetime as dt
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import pytest
+import yaml
+
+from common import conditions
+from common import kube as ckube
+from common.kube import errors as kerrors
+from common.kube import resources
+from hub import api, crdgen
+from sandbox import kubeapi
+
+ROOT = Path(__file__).resolve().parents[2]
+CRD_FILE = ROOT / crdgen.DEFAULT_OUTPUT
+RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
+KUBECTL = Path("/usr/bin/kubectl")
+T0 = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
+
+
+def rkcp(name: str = "cp1", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": api.API_VERSION,
+        "kind": api.KIND,
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"site": "site-a", "version": "v1.31.0", **spec},
+    }
+
+
+@pytest.fixture
+async def mgmt() -> AsyncIterator[kubeapi.Server]:
+    server = kubeapi.Server(name="mgmt", history=200)
+    await server.start(port=0)
+    server.apply_crd_files([CRD_FILE])
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def kube(mgmt: kubeapi.Server, tmp_path: Path) -> AsyncIterator[ckube.Kube]:
+    api_client = await ckube.api_client_from_kubeconfig(mgmt.write_kubeconfig(tmp_path / "kubeconfig"))
+    yield ckube.Kube(api_client)
+    await api_client.close()
+
+
+# Generation ---------------------------------------------------------------------------------
+
+
+def test_committed_crd_is_what_the_models_generate() -> None:
+    assert CRD_FILE.read_text() == crdgen.render(), "run: python -m hub.crdgen"
+
+
+def test_check_mode_reports_drift(tmp_path: Path) -> None:
+    target = tmp_path / crdgen.FILENAME
+    assert crdgen.main(["--output", str(target)]) == 0
+    assert crdgen.main(["--check", "--output", str(target)]) == 0
+    target.write_text(target.read_text().replace("default: 2", "default: 3"))
+    assert crdgen.main(["--check", "--output", str(target)]) == 1
+    assert crdgen.main(["--check", "--output", str(tmp_path / "absent.yaml")]) == 1
+
+
+def test_names_labels_columns_subresources() -> None:
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    assert crd["metadata"]["name"] == "remotekamajicontrolplanes.controlplane.cluster.x-k8s.io"
+    assert crd["metadata"]["labels"] == {
+        "cluster.x-k8s.io/v1beta1": "v1alpha1",
+        "cluster.x-k8s.io/v1beta2": "v1alpha1",
+    }
+    names = crd["spec"]["names"]
+    assert (names["kind"], names["plural"], names["shortNames"]) == (
+        "RemoteKamajiControlPlane",
+        "remotekamajicontrolplanes",
+        ["rkcp"],
+    )
+    assert crd["spec"]["scope"] == "Namespaced"
+    (version,) = crd["spec"]["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
+    assert [(c["name"], c["jsonPath"]) for c in version["additionalPrinterColumns"]] == [
+        ("Site", ".spec.site"),
+        ("Version", ".spec.version"),
+        ("Ready", ".status.ready"),
+        ("Endpoint", ".spec.controlPlaneEndpoint.host"),
+        ("Age", ".metadata.creationTimestamp"),
+    ]
+    assert version["subresources"] == {
+        "status": {},
+        "scale": {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector",
+        },
+    }
+
+
+# Structural schema --------------------------------------------------------------------------
+
+
+def _nodes(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    yield path or ".", schema
+    for key, sub in (schema.get("properties") or {}).items():
+        yield from _nodes(sub, f"{path}.{key}")
+    if isinstance(schema.get("items"), dict):
+        yield from _nodes(schema["items"], f"{path}[]")
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from _nodes(schema["additionalProperties"], f"{path}[*]")
+
+
+def _structural_violations(schema: dict[str, Any]) -> list[str]:
+    found = []
+    for path, node in _nodes(schema):
+        extra = set(node) - crdgen.ALLOWED
+        if extra:
+            found.append(f"{path}: {sorted(extra)}")
+        if "type" not in node and not node.get("x-kubernetes-preserve-unknown-fields"):
+            found.append(f"{path}: no type")
+        if node.get("type") == "object" and not (
+            "properties" in node
+            or isinstance(node.get("additionalProperties"), dict)
+            or node.get("x-kubernetes-preserve-unknown-fields")
+            or path == ".metadata"
+        ):
+            found.append(f"{path}: object with neither properties nor preserve-unknown-fields")
+        if node.get("type") == "array" and not isinstance(node.get("items"), dict):
+            found.append(f"{path}: array without items")
+        if "properties" in node and "additionalProperties" in node:
+            found.append(f"{path}: properties next to additionalProperties")
+        if node.get("nullable") is False or node.get("default", ...) is None:
+            found.append(f"{path}: null default or nullable: false")
+        for name in node.get("required") or []:
+            if name not in (node.get("properties") or {}):
+                found.append(f"{path}: required {name!r} is not a property")
+    return found
+
+
+def test_schema_is_structural() -> None:
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert "$ref" not in CRD_FILE.read_text()
+    assert "anyOf" not in CRD_FILE.read_text()
+    assert _structural_violations(schema) == []
+
+
+def test_schema_defaults_validate_against_their_own_schema() -> None:
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    bad = []
+    for path, node in _nodes(schema):
+        if "default" in node:
+            value = copy.deepcopy(node["default"])
+            # Wrap in an object so the validator's root handling does not apply to the value.
+            causes = kubeapi.schema.validate({"v": value}, {"type": "object", "properties": {"v": node}})
+            bad += [f"{path}: {cause}" for cause in causes]
+    assert bad == []
+
+
+class _Union(pydantic.BaseModel):
+    value: int | str
+
+
+class _Open(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+    known: str | None = None
+    anything: dict[str, Any] = pydantic.Field(default_factory=dict)
+
+
+def test_unions_are_refused_by_the_generator() -> None:
+    with pytest.raises(crdgen.SchemaError, match=r"\.value: unions are not structural"):
+        crdgen.structural(_Union.model_json_schema())
+
+
+def test_free_form_objects_preserve_unknown_fields() -> None:
+    schema = crdgen.structural(_Open.model_json_schema())
+    assert schema == {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "properties": {
+            "known": {"type": "string"},
+            "anything": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+    }
+
+
+# On an API server ---------------------------------------------------------------------------
+
+
+async def test_valid_rkcp_gets_the_defaults(kube: ckube.Kube) -> None:
+    created = await kube.create(RKCP, rkcp(), namespace="default")
+    spec = created["spec"]
+    assert spec["replicas"] == 2
+    assert spec["network"] == {"serviceType": "LoadBalancer"}
+    assert spec["deletionPolicy"] == "Delete"
+    assert spec["kubeconfigSecretKey"] == "admin.conf"
+    assert spec["kubelet"] == {
+        "preferredAddressTypes": ["InternalIP", "ExternalIP", "Hostname"],
+        "cgroupfs": "systemd",
+    }
+    assert "siteUnavailableDeletionTimeout" not in spec
+    # The API server's defaults are the models' defaults: parsing the stored object and
+    # parsing the request give the same spec.
+    assert api.RemoteKamajiControlPlane.parse(created).spec == api.RemoteKamajiControlPlane.parse(rkcp()).spec
+
+
+async def test_a_full_spec_round_trips(kube: ckube.Kube) -> None:
+    body = rkcp(
+        "cp-full",
+        targetNamespace="tenants",
+        tenantControlPlaneName="tcp-full",
+        version="1.30.2",
+        replicas=0,
+        dataStoreName="etcd-a",
+        network={
+            "serviceType": "NodePort",
+            "serviceAddress": "10.0.0.10",
+            "advertiseAddress": "10.0.0.11",
+            "certSANs": ["cp.example.com"],
+            "serviceLabels": {"team": "a"},
+            "serviceAnnotations": {"lb.example.com/pool": "blue"},
+        },
+        addons={
+            "coreDNS": {},
+            "kubeProxy": {"imageTag": "v1.30.2"},
+            "konnectivity": {"server": {"port": 8132}},
+        },
+        kubelet={"preferredAddressTypes": ["Hostname"], "cgroupfs": "cgroupfs", "futureField": {"x": 1}},
+        admissionControllers=["NamespaceLifecycle", "ServiceAccount"],
+        kubeconfigSecretKey="super-admin.conf",
+        controlPlaneEndpoint={"host": "10.0.0.10", "port": 6443},
+        deletionPolicy="Orphan",
+        siteUnavailableDeletionTimeout="1h30m",
+    )
+    created = await kube.create(RKCP, body, namespace="default")
+    assert created["spec"] == body["spec"]
+    model = api.RemoteKamajiControlPlane.parse(created)
+    assert model.to_dict()["spec"] == body["spec"]
+    assert model.spec.site_unavailable_deletion_timeout_seconds == 5400.0
+
+
+INVALID = [
+    pytest.param({"site": "site.a"}, "spec.site", id="site-with-a-dot"),
+    pytest.param({"site": "Site-A"}, "spec.site", id="site-upper-case"),
+    pytest.param({"replicas": -1}, "spec.replicas", id="negative-replicas"),
+    pytest.param({"version": "latest"}, "spec.version", id="version-latest"),
+    pytest.param({"version": "v1.31"}, "spec.version", id="version-two-parts"),
+    pytest.param({"deletionPolicy": "Remove"}, "spec.deletionPolicy", id="bad-deletion-policy"),
+    pytest.param({"tenantControlPlaneName": "1cp"}, "spec.tenantControlPlaneName", id="tcp-name-not-dns1035"),
+    pytest.param({"targetNamespace": "a_b"}, "spec.targetNamespace", id="namespace-not-a-label"),
+    pytest.param(
+        {"siteUnavailableDeletionTimeout": "10 minutes"}, "spec.siteUnavailableDeletionTimeout", id="duration"
+    ),
+    pytest.param({"network": {"serviceType": "Ingress"}}, "spec.network.serviceType", id="service-type"),
+    pytest.param(
+        {"kubelet": {"preferredAddressTypes": []}},
+        "spec.kubelet.preferredAddressTypes",
+        id="no-address-types",
+    ),
+    pytest.param({"kubelet": {"cgroupfs": "cgroupv2"}}, "spec.kubelet.cgroupfs", id="cgroup-driver"),
+    pytest.param(
+        {"admissionControllers": ["Bogus"]}, "spec.admissionControllers[0]", id="admission-controller"
+    ),
+    pytest.param(
+        {"controlPlaneEndpoint": {"host": "h", "port": 70000}}, "spec.controlPlaneEndpoint.port", id="port"
+    ),
+]
+
+
+@pytest.mark.parametrize(("override", "field"), INVALID)
+async def test_invalid_rkcp_is_refused_naming_the_field(
+    kube: ckube.Kube, override: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(kerrors.Invalid) as info:
+        await kube.create(RKCP, rkcp(**override), namespace="default")
+    assert info.value.status == 422
+    fields = [cause["field"] for cause in info.value.details["causes"]]
+    assert fields == [field]
+    assert field in info.value.message
+
+
+@pytest.mark.parametrize(("override", "field"), INVALID)
+def test_the_models_refuse_what_the_crd_refuses(override: dict[str, Any], field: str) -> None:
+    with pytest.raises(pydantic.ValidationError) as info:
+        api.RemoteKamajiControlPlane.parse(rkcp(**override))
+    locations = [".".join(str(part) for part in error["loc"]) for error in info.value.errors()]
+    wanted = field.replace("[", ".").replace("]", "")
+    assert any(loc == wanted or loc.startswith(wanted + ".") for loc in locations), locations
+
+
+async def test_missing_site_and_version_are_required(kube: ckube.Kube) -> None:
+    body = rkcp()
+    body["spec"] = {"replicas": 1}
+    with pytest.raises(kerrors.Invalid) as info:
+        await kube.create(RKCP, body, namespace="default")
+    causes = {(c["field"], c["reason"]) for c in info.value.details["causes"]}
+    assert causes == {("spec.site", "FieldValueRequired"), ("spec.version", "FieldValueRequired")}
+
+
+async def test_status_written_by_the_models_is_accepted(kube: ckube.Kube) -> None:
+    await kube.create(RKCP, rkcp(), namespace="default")
+    cond = conditions.new_condition(
+        api.AVAILABLE, conditions.TRUE, "AsExpected", observed_generation=1, now=T0
+    )
+    status = api.Status(
+        initialization=api.Initialization(control_plane_initialized=True),
+        initialized=True,
+        ready=True,
+        version="v1.31.0",
+        replicas=2,
+        ready_replicas=2,
+        available_replicas=2,
+        up_to_date_replicas=2,
+        updated_replicas=2,
+        selector="kamaji.clastix.io/name=cp1",
+        observed_generation=1,
+        conditions=[cond],
+        site=api.SiteStatus(last_heartbeat_time=T0, backlog=0),
+    )
+    patched = await kube.patch(
+        RKCP, "cp1", {"status": status.to_dict()}, namespace="default", subresource="status"
+    )
+    assert patched["status"] == status.to_dict()
+    assert api.RemoteKamajiControlPlane.parse(patched).status == status
+
+
+async def test_status_refuses_a_bad_condition(kube: ckube.Kube) -> None:
+    await kube.create(RKCP, rkcp(), namespace="default")
+    bad = {"type": "Available", "status": "Yes", "reason": "x y", "message": "", "lastTransitionTime": "now"}
+    with pytest.raises(kerrors.Invalid) as info:
+        await kube.patch(
+            RKCP, "cp1", {"status": {"conditions": [bad]}}, namespace="default", subresource="status"
+        )
+    fields = sorted(c["field"] for c in info.value.details["causes"])
+    assert fields == [
+        "status.conditions[0].lastTransitionTime",
+        "status.conditions[0].reason",
+        "status.conditions[0].status",
+    ]
+
+
+async def test_scale_subresource(kube: ckube.Kube) -> None:
+    await kube.create(RKCP, rkcp(), namespace="default")
+    await kube.patch(
+        RKCP,
+        "cp1",
+        {"status": {"replicas": 2, "selector": "kamaji.clastix.io/name=cp1"}},
+        namespace="default",
+        subresource="status",
+    )
+    scale = await kube.patch(RKCP, "cp1", {"spec": {"replicas": 3}}, namespace="default", subresource="scale")
+    assert scale["status"] == {"replicas": 2, "selector": "kamaji.clastix.io/name=cp1"}
+    assert (await kube.get(RKCP, "cp1", namespace="default"))["spec"]["replicas"] == 3
+
+
+@pytest.mark.skipif(not KUBECTL.exists(), reason=f"kubectl is absent: {KUBECTL}")
+async def test_kubectl_get_rkcp_prints_the_columns(
+    kube: ckube.Kube, mgmt: kubeapi.Server, tmp_path: Path
+) -> None:
+    await kube.create(
+        RKCP, rkcp("cp1", controlPlaneEndpoint={"host": "10.0.0.7", "port": 6443}), namespace="default"
+    )
+    await kube.create(RKCP, rkcp("cp2", site="site-b", version="1.30.1"), namespace="default")
+    await kube.patch(RKCP, "cp1", {"status": {"ready": True}}, namespace="default", subresource="status")
+    kubeconfig = mgmt.write_kubeconfig(tmp_path / "kubectl.kubeconfig")
+    proc = await asyncio.create_subprocess_exec(
+        str(KUBECTL),
+        "--kubeconfig",
+        str(kubeconfig),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "get",
+        "rkcp",
+        "-n",
+        "default",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 0, err.decode()
+    lines = out.decode().splitlines()
+    assert lines[0].split() == ["NAME", "SITE", "VERSION", "READY", "ENDPOINT", "AGE"]
+    # Cut rows at the header's column starts: an empty cell is blank, not "<none>".
+    starts = [lines[0].index(name) for name in lines[0].split()]
+    rows = [
+        [line[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)] for line in lines[1:]
+    ]
+    assert [row[:5] for row in rows] == [
+        ["cp1", "site-a", "v1.31.0", "true", "10.0.0.7"],
+        ["cp2", "site-b", "1.30.1", "", ""],
+    ]

@@ -1,0 +1,343 @@
+"""hub.mapping: RKCP (+ Cluster) → TCP spec tables, coordinates, and every spec against Kamaji's real CRD.
+
+A wrong field path would not make Kamaji's API server answer 422: it would be pruned silently.
+So each produced spec is created as a TenantControlPlane in an emulated site cluster carrying
+the real CRD, and must come back with every field we set still there (and no 422).
+CEL rules (x-kubernetes-validations) are not evaluated by the emulator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from common import kube as ckube
+from common.kube import resources
+from hub import api, mapping
+from sandbox import kubeapi
+
+KAMAJI_CRD = (
+    Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "kamaji-tenantcontrolplane-crd.yaml"
+)
+TCP = resources.TENANT_CONTROL_PLANE
+DEFAULT_KUBELET = {"preferredAddressTypes": ["InternalIP", "ExternalIP", "Hostname"], "cgroupfs": "systemd"}
+
+
+def rkcp(name: str = "cp1", *, namespace: str = "default", **spec: Any) -> api.RemoteKamajiControlPlane:
+    return api.RemoteKamajiControlPlane.parse(
+        {
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"site": "site-a", "version": "v1.31.0", **spec},
+        }
+    )
+
+
+def cluster(**network: Any) -> api.Cluster:
+    return api.Cluster.parse(
+        {
+            "apiVersion": "cluster.x-k8s.io/v1beta1",
+            "kind": "Cluster",
+            "metadata": {"name": "cp1", "namespace": "default"},
+            "spec": {"clusterNetwork": network} if network else {},
+        }
+    )
+
+
+def expected(
+    *,
+    replicas: int = 2,
+    service: dict[str, Any] | None = None,
+    kubernetes: dict[str, Any] | None = None,
+    network_profile: dict[str, Any] | None = None,
+    **top: Any,
+) -> dict[str, Any]:
+    return {
+        "controlPlane": {
+            "deployment": {"replicas": replicas},
+            "service": service or {"serviceType": "LoadBalancer"},
+        },
+        "kubernetes": kubernetes or {"version": "v1.31.0", "kubelet": DEFAULT_KUBELET},
+        "networkProfile": network_profile or {},
+        **top,
+    }
+
+
+CASES = [
+    pytest.param(rkcp(), None, expected(), id="minimal-without-cluster"),
+    pytest.param(rkcp(), cluster(), expected(), id="minimal-with-empty-cluster-network"),
+    pytest.param(
+        rkcp(version="1.30.2"),
+        None,
+        expected(kubernetes={"version": "v1.30.2", "kubelet": DEFAULT_KUBELET}),
+        id="version-gets-a-v",
+    ),
+    pytest.param(rkcp(replicas=0), None, expected(replicas=0), id="zero-replicas"),
+    pytest.param(rkcp(dataStoreName="etcd-a"), None, expected(dataStore="etcd-a"), id="data-store"),
+    pytest.param(
+        rkcp(
+            network={
+                "serviceType": "NodePort",
+                "serviceAddress": "192.168.1.10",
+                "advertiseAddress": "192.168.1.11",
+                "certSANs": ["cp1.example.com", "192.168.1.10"],
+                "serviceLabels": {"team": "a"},
+                "serviceAnnotations": {"lb.example.com/pool": "blue"},
+            }
+        ),
+        None,
+        expected(
+            service={
+                "serviceType": "NodePort",
+                "additionalMetadata": {
+                    "labels": {"team": "a"},
+                    "annotations": {"lb.example.com/pool": "blue"},
+                },
+            },
+            network_profile={
+                "address": "192.168.1.10",
+                "advertiseAddress": "192.168.1.11",
+                "certSANs": ["cp1.example.com", "192.168.1.10"],
+            },
+        ),
+        id="network",
+    ),
+    pytest.param(
+        rkcp(network={"serviceType": "ClusterIP", "serviceLabels": {"team": "a"}}),
+        None,
+        expected(service={"serviceType": "ClusterIP", "additionalMetadata": {"labels": {"team": "a"}}}),
+        id="labels-without-annotations",
+    ),
+    pytest.param(
+        rkcp(),
+        cluster(
+            apiServerPort=16443,
+            services={"cidrBlocks": ["10.128.0.0/12", "fd00:10:96::/112"]},
+            pods={"cidrBlocks": ["10.200.0.0/16"]},
+            serviceDomain="tenant.local",
+        ),
+        expected(
+            network_profile={
+                "port": 16443,
+                "serviceCidr": "10.128.0.0/12",
+                "podCidr": "10.200.0.0/16",
+                "clusterDomain": "tenant.local",
+            }
+        ),
+        id="cluster-network-first-cidr-blocks",
+    ),
+    pytest.param(
+        rkcp(),
+        cluster(services={"cidrBlocks": []}, pods={"cidrBlocks": []}),
+        expected(),
+        id="empty-cidr-blocks-are-left-to-kamaji",
+    ),
+    pytest.param(
+        rkcp(kubelet={"cgroupfs": "cgroupfs"}),
+        None,
+        expected(
+            kubernetes={
+                "version": "v1.31.0",
+                "kubelet": {
+                    "preferredAddressTypes": ["InternalIP", "ExternalIP", "Hostname"],
+                    "cgroupfs": "cgroupfs",
+                },
+            }
+        ),
+        id="kubelet-partial-filled-from-defaults",
+    ),
+    pytest.param(
+        rkcp(kubelet={"preferredAddressTypes": ["Hostname", "InternalDNS"]}),
+        None,
+        expected(
+            kubernetes={
+                "version": "v1.31.0",
+                "kubelet": {"preferredAddressTypes": ["Hostname", "InternalDNS"], "cgroupfs": "systemd"},
+            }
+        ),
+        id="kubelet-address-types",
+    ),
+    pytest.param(
+        rkcp(admissionControllers=["NamespaceLifecycle", "PodSecurity"]),
+        None,
+        expected(
+            kubernetes={
+                "version": "v1.31.0",
+                "kubelet": DEFAULT_KUBELET,
+                "admissionControllers": ["NamespaceLifecycle", "PodSecurity"],
+            }
+        ),
+        id="admission-controllers",
+    ),
+    pytest.param(
+        rkcp(admissionControllers=[]),
+        None,
+        expected(kubernetes={"version": "v1.31.0", "kubelet": DEFAULT_KUBELET, "admissionControllers": []}),
+        id="admission-controllers-explicitly-none",
+    ),
+    pytest.param(
+        rkcp(
+            addons={
+                "coreDNS": {},
+                "kubeProxy": {"imageRepository": "registry.example.com/kube-proxy", "imageTag": "v1.31.0"},
+                "konnectivity": {"server": {"port": 8132}, "agent": {"mode": "Deployment", "replicas": 2}},
+            }
+        ),
+        None,
+        expected(
+            addons={
+                "coreDNS": {},
+                "kubeProxy": {"imageRepository": "registry.example.com/kube-proxy", "imageTag": "v1.31.0"},
+                "konnectivity": {"server": {"port": 8132}, "agent": {"mode": "Deployment", "replicas": 2}},
+            }
+        ),
+        id="addons",
+    ),
+    pytest.param(rkcp(addons={}), None, expected(), id="no-addons-no-addons-key"),
+]
+
+
+@pytest.mark.parametrize(("r", "c", "want"), CASES)
+def test_tcp_spec(r: api.RemoteKamajiControlPlane, c: api.Cluster | None, want: dict[str, Any]) -> None:
+    assert mapping.tcp_spec(r, c) == want
+
+
+def test_tcp_spec_does_not_alias_the_model() -> None:
+    r = rkcp(network={"certSANs": ["a"], "serviceLabels": {"k": "v"}})
+    spec = mapping.tcp_spec(r, None)
+    spec["networkProfile"]["certSANs"].append("b")
+    spec["controlPlane"]["service"]["additionalMetadata"]["labels"]["x"] = "y"
+    assert mapping.tcp_spec(r, None) == mapping.tcp_spec(
+        rkcp(network={"certSANs": ["a"], "serviceLabels": {"k": "v"}}), None
+    )
+
+
+def test_unknown_kubelet_fields_pass_through() -> None:
+    spec = mapping.tcp_spec(
+        rkcp(kubelet={"configurationJSONPatches": [{"op": "add", "path": "/x", "value": 1}]}), None
+    )
+    assert spec["kubernetes"]["kubelet"] == {
+        **DEFAULT_KUBELET,
+        "configurationJSONPatches": [{"op": "add", "path": "/x", "value": 1}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("version", "want"),
+    [("1.31.0", "v1.31.0"), ("v1.31.0", "v1.31.0"), ("v1.9.10", "v1.9.10")],
+)
+def test_kubernetes_version(version: str, want: str) -> None:
+    assert mapping.kubernetes_version(version) == want
+
+
+# Coordinates --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("r", "want"),
+    [
+        pytest.param(rkcp("cp1", namespace="team-a"), ("site-a", "team-a", "cp1"), id="defaults"),
+        pytest.param(
+            rkcp(
+                "cp1",
+                namespace="team-a",
+                site="site-b",
+                targetNamespace="tenants",
+                tenantControlPlaneName="tcp-9",
+            ),
+            ("site-b", "tenants", "tcp-9"),
+            id="overrides",
+        ),
+        pytest.param(
+            rkcp("my.cluster", tenantControlPlaneName="my-cluster"),
+            ("site-a", "default", "my-cluster"),
+            id="dotted-name-with-override",
+        ),
+    ],
+)
+def test_coordinates(r: api.RemoteKamajiControlPlane, want: tuple[str, str, str]) -> None:
+    assert mapping.coordinates(r) == want
+
+
+@pytest.mark.parametrize(
+    ("r", "field"),
+    [
+        pytest.param(rkcp("my.cluster"), "spec.tenantControlPlaneName", id="dotted-name"),
+        pytest.param(rkcp("1st"), "spec.tenantControlPlaneName", id="leading-digit"),
+        pytest.param(rkcp("cp1", namespace=""), "spec.targetNamespace", id="no-namespace"),
+    ],
+)
+def test_coordinates_refuse_names_kamaji_refuses(r: api.RemoteKamajiControlPlane, field: str) -> None:
+    with pytest.raises(mapping.InvalidCoordinates, match=field):
+        mapping.coordinates(r)
+
+
+# Against Kamaji's real CRD ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kamaji_crd() -> dict[str, Any]:
+    if not KAMAJI_CRD.is_file():
+        pytest.skip(f"the real Kamaji TenantControlPlane CRD is absent: {KAMAJI_CRD}")
+    crd: dict[str, Any] = yaml.load(
+        KAMAJI_CRD.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    )
+    return crd
+
+
+@pytest.fixture
+async def site(kamaji_crd: dict[str, Any], tmp_path: Path) -> AsyncIterator[ckube.Kube]:
+    server = kubeapi.Server(name="site", history=100)
+    await server.start(port=0)
+    server.apply_crd_now(kamaji_crd)
+    api_client = await ckube.api_client_from_kubeconfig(server.write_kubeconfig(tmp_path / "kubeconfig"))
+    yield ckube.Kube(api_client)
+    await api_client.close()
+    await server.stop()
+
+
+def _missing(ours: Any, stored: Any, path: str = "spec") -> list[str]:
+    """Paths of ``ours`` that ``stored`` lacks or holds differently (stored may add defaults)."""
+    if isinstance(ours, dict) and isinstance(stored, dict):
+        return [
+            m
+            for key, value in ours.items()
+            for m in _missing(value, stored.get(key, _ABSENT), f"{path}.{key}")
+        ]
+    return [] if ours == stored else [f"{path}: sent {ours!r}, stored {stored!r}"]
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+_ABSENT = _Absent()
+
+
+@pytest.mark.parametrize(("r", "c", "want"), CASES)
+async def test_every_spec_is_a_valid_tenant_control_plane(
+    site: ckube.Kube, r: api.RemoteKamajiControlPlane, c: api.Cluster | None, want: dict[str, Any]
+) -> None:
+    _, _, name = mapping.coordinates(r)
+    spec = mapping.tcp_spec(r, c)
+    body = {"apiVersion": TCP.api_version, "kind": TCP.kind, "metadata": {"name": name}, "spec": spec}
+    created = await site.create(TCP, body, namespace="default")  # a 422 fails the test here
+    assert _missing(spec, created["spec"]) == []
+    # Kamaji's defaults fill what we leave out, inside the objects we always send.
+    assert created["spec"]["networkProfile"]["port"] == spec["networkProfile"].get("port", 6443)
+    assert "clusterDomain" in created["spec"]["networkProfile"]
+
+
+async def test_a_wrong_field_path_is_caught_by_the_subset_check(site: ckube.Kube) -> None:
+    # What the check above guards against: the API server prunes a misplaced field without a 422.
+    spec = mapping.tcp_spec(rkcp(), None)
+    spec["networkProfile"]["certSans"] = ["cp1.example.com"]
+    body = {"apiVersion": TCP.api_version, "kind": TCP.kind, "metadata": {"name": "cp1"}, "spec": spec}
+    created = await site.create(TCP, body, namespace="default")
+    assert _missing(spec, created["spec"]) == [
+        "spec.networkProfile.certSans: sent ['cp1.example.com'], stored <absent>"
+    ]
