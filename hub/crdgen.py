@@ -226,7 +226,8 @@ def render() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hub.crdgen", description=__doc__.splitlines()[0])
+    summary = "Generate the RemoteKamajiControlPlane CRD from the pydantic models in hub.api."
+    parser = argparse.ArgumentParser(prog="python -m hub.crdgen", description=summary)
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="the CRD file (%(default)s)")
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 when it differs")
     args = parser.parse_args(argv)
