@@ -165,8 +165,9 @@ class Ingest:
         first look at a control plane after a start reads its latest status and sealed secrets
         straight from the streams. Later looks use the cache: the consumers deliver anything
         newer. Raises ``common.errors.BusError`` when the streams cannot be read (nothing is
-        marked loaded then, so the next call tries again). Does not call ``on_change``: the
-        caller holds the answer.
+        marked loaded then, so the next call tries again) and ``protocol.errors.SubjectError``
+        for coordinates that are not DNS labels. Does not call ``on_change``: the caller holds
+        the answer. Read through this rather than ``Observations.get`` so a restart is seen.
         """
         coords = observations.Coordinates(*coords)
         if self.observations.loaded(coords):
