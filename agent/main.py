@@ -10,11 +10,12 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent import __version__, heartbeat, publishing
 from agent import metrics as agent_metrics
-from agent import publishing
 from agent.apply import intents
 from agent.apply import loop as apply_loop
 from agent.cleanup import loop as cleanup_loop
@@ -44,6 +45,7 @@ class Agent:
     apply: apply_loop.ApplyLoop | None = None
     status: status_loop.StatusLoop | None = None
     cleanup: cleanup_loop.CleanupLoop | None = None
+    heartbeat: heartbeat.Heartbeat | None = None
     health_server: health.HealthServer | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -84,7 +86,7 @@ class Agent:
             prefix=s.prefix,
             batch=s.fetch_batch,
         )
-        self.tasks.append(asyncio.create_task(aiotasks.supervise("apply loop", self.apply.run), name="apply"))
+        self._supervise("apply loop", self.apply.run)
         self.status = status_loop.StatusLoop(
             kube=kube,
             publisher=publisher,
@@ -94,10 +96,45 @@ class Agent:
             namespaces=s.target_namespaces,
             min_interval=s.status_min_interval,
         )
-        self.tasks.append(
-            asyncio.create_task(aiotasks.supervise("status loop", self.status.run), name="status")
+        self._supervise("status loop", self.status.run)
+        apply, status, conn = self.apply, self.status, self.conn
+
+        async def caught_up() -> bool:
+            return await cleanup_loop.consumer_caught_up(conn, apply.definition, lambda: apply.idle)
+
+        self.cleanup = cleanup_loop.CleanupLoop(
+            conn=conn,
+            kube=kube,
+            site=s.site,
+            trusted=hub_keys.verify_keys(),
+            metrics=self.metrics,
+            caught_up=caught_up,
+            policy=s.orphan_policy,
+            grace=s.orphan_grace,
+            interval=s.resync_interval,
+            namespaces=s.target_namespaces,
+            prefix=s.prefix,
+            republish=status.republish_all,
         )
+        # Anti-entropy on every reconnect: whatever changed while we were away is reconciled.
+        conn.on_reconnect.append(self.cleanup.on_reconnect)
+        self._supervise("cleanup loop", self.cleanup.run)
+        self.heartbeat = heartbeat.Heartbeat(
+            publisher=publisher,
+            kube=kube,
+            site=s.site,
+            managed=lambda: status.counts()[0],
+            ready=lambda: status.counts()[1],
+            last_intent_seq=lambda: apply.last_seq,
+            agent_version=__version__,
+            interval=s.heartbeat_interval,
+            namespaces=s.target_namespaces,
+        )
+        self._supervise("heartbeat", self.heartbeat.run)
         log.info("agent for site %s started; health on %s", s.site, s.listen)
+
+    def _supervise(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
+        self.tasks.append(asyncio.create_task(aiotasks.supervise(name, run), name=name))
 
     async def _watch_nats(self, conn: bus.Connection) -> None:
         while True:

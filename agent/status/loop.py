@@ -134,6 +134,12 @@ class StatusLoop:
                 )
             group.create_task(self._forever(self._publishing), name="status-publishing")
 
+    def counts(self) -> tuple[int, int]:
+        """(managed, ready): TCPs of this site the loop knows, and those Kamaji reports Ready."""
+        present = [e.tcp for e in self._entries.values() if e.tcp is not None]
+        ready = sum(1 for t in present if report.phase_of(t)[0] == "Ready")
+        return len(present), ready
+
     async def wait_synced(self) -> None:
         """Return once every watch has delivered its first full list (the cache is complete)."""
         await self._synced.wait()

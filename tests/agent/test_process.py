@@ -28,7 +28,11 @@ class Proc:
     def __init__(self, args: list[str], log: Path) -> None:
         self.log = log
         self.port = natsd.free_port()
-        env = {**os.environ, "KB_AGENT_LISTEN": f"127.0.0.1:{self.port}"}
+        env = {
+            **os.environ,
+            "KB_AGENT_LISTEN": f"127.0.0.1:{self.port}",
+            "KB_AGENT_HEARTBEAT_INTERVAL": "0.5",
+        }
         with open(log, "wb") as out:
             self.p = subprocess.Popen(
                 [sys.executable, "-m", "kamaji_broker.cli", "agent", *args],
@@ -120,6 +124,15 @@ async def test_agent_process_applies_intents_and_stops_cleanly(
             ring.open(sealed.ciphertext, key_id=sealed.recipient_key_id)
         )
         assert "BEGIN CERTIFICATE" in payload.ca_crt and "clusters" in payload.kubeconfig
+        beats: list[messages.Heartbeat] = []
+
+        async def heartbeat() -> bool:
+            stored = await bus.last_message(hub, "KB_SITES", subjects.heartbeat("site-a"))
+            beats[:] = [messages.decode_heartbeat(stored.data)] if stored else []
+            return bool(beats) and beats[0].managed == 1 and beats[0].ready == 1
+
+        await helpers.eventually(heartbeat, within=20)
+        assert beats[0].kamaji_detected and beats[0].last_intent_seq >= ready.intent_seq
         _, metrics = await proc.get("/metrics")
         assert 'kb_agent_intents_total{op="provision",result="applied"} 1.0' in metrics
         assert "kb_agent_nats_connected 1.0" in metrics
@@ -147,7 +160,10 @@ async def test_credentials_of_another_site_are_a_clear_configuration_error(
         assert proc.p.poll() is None  # alive, waiting for a human to fix the credentials
     finally:
         assert proc.stop() == 0
-    denials = [line for line in proc.log.read_text().splitlines() if "permission" in line.lower()]
+    # The intents consumer is retried slowly, not in a tight loop of timeouts. (Other loops
+    # report their own denials at their own pace: the heartbeat runs every 0.5 s here.)
+    lines = proc.log.read_text().splitlines()
+    denials = [line for line in lines if "permission" in line.lower() and "_INBOX_site-a" in line]
     assert 0 < len(denials) <= 6
 
 
