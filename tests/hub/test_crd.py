@@ -399,3 +399,20 @@ async def test_kubectl_get_rkcp_prints_the_columns(
         ["cp1", "site-a", "v1.31.0", "true", "10.0.0.7"],
         ["cp2", "site-b", "1.30.1", "", ""],
     ]
+
+
+async def test_installs_through_the_api_like_kubectl_apply(tmp_path: Path) -> None:
+    async with kubeapi.Server(name="fresh", history=50) as server:
+        api_client = await ckube.api_client_from_kubeconfig(server.write_kubeconfig(tmp_path / "kubeconfig"))
+        try:
+            kube = ckube.Kube(api_client)
+            crd = yaml.safe_load(CRD_FILE.read_text())
+            await kube.create(resources.CUSTOM_RESOURCE_DEFINITION, crd)
+            for _ in range(100):
+                if await kube.serves(RKCP):
+                    break
+                await asyncio.sleep(0.05)
+            created = await kube.create(RKCP, rkcp(), namespace="default")
+            assert created["spec"]["replicas"] == 2
+        finally:
+            await api_client.close()
