@@ -107,7 +107,7 @@ def _description(text: str) -> str:
 
 def _convert(node: Schema, defs: Mapping[str, Schema], path: str) -> Schema:
     node = _drop_null(_resolve(node, defs), path)
-    node = _resolve(node, defs)
+    node = _resolve(node, defs)  # again: the branch anyOf left behind may itself be a $ref
     node.pop("title", None)
     if "description" in node:
         node["description"] = _description(str(node["description"]))
