@@ -58,6 +58,8 @@ class Elector:
     renew_interval: float = 5.0
     clock: Callable[[], dt.datetime] = _now
     leading: asyncio.Event = field(default_factory=asyncio.Event)
+    standby: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set exactly while ``leading`` is not: lets a follower await the loss of the Lease."""
     _last_renew: float = 0.0
 
     def _spec(self, *, acquire: dt.datetime | None, transitions: int) -> dict[str, Any]:
@@ -115,10 +117,12 @@ class Elector:
                     log.info(
                         "became leader (lease %s/%s, identity %s)", self.namespace, self.name, self.identity
                     )
+                    self.standby.clear()
                     self.leading.set()
             elif self.leading.is_set():
                 log.warning("lost leadership (lease %s/%s)", self.namespace, self.name)
                 self.leading.clear()
+                self.standby.set()
             await asyncio.sleep(self.renew_interval if held else self.renew_interval / 2)
 
     async def release(self) -> None:
@@ -126,6 +130,7 @@ class Elector:
         if not self.leading.is_set():
             return
         self.leading.clear()
+        self.standby.set()
         lease = await self.kube.get_or_none(resources.LEASE, self.name, namespace=self.namespace)
         if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
             return

@@ -1,7 +1,7 @@
 """``kamaji-broker``: argument parsing and dispatch for every subcommand.
 
 Operator tools (``keys``, ``site``, ``nats-config``) act on files; ``hub``, ``agent`` and
-``sandbox`` run the long-lived processes once their issues land. Errors in what the user typed
+``sandbox`` run the long-lived processes. Errors in what the user typed
 are reported naming the flag or value, with exit code 2; nothing prints secret material except
 ``keys generate --print-secret``, which exists to do exactly that (to stdout only).
 """
@@ -18,13 +18,10 @@ from pathlib import Path
 
 from agent.settings import AgentSettings
 from common import keyfiles, logs, natsfiles
+from hub.settings import HubSettings
 from kamaji_broker import __version__, flags
 from protocol import errors as protocol_errors
 from protocol import subjects
-
-NOT_YET = {
-    "hub": "the management-cluster controller",
-}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,8 +32,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"kamaji-broker {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    for name, what in NOT_YET.items():
-        sub.add_parser(name, help=f"run {what} (not yet available)")
+    hub = sub.add_parser(
+        "hub",
+        help="run the hub: the Cluster API provider of RemoteKamajiControlPlane, working through NATS",
+        description="Every flag can also be set by its environment variable (shown in brackets).",
+    )
+    flags.add(hub, HubSettings)
 
     agent = sub.add_parser(
         "agent",
@@ -143,6 +144,15 @@ def _agent(args: argparse.Namespace) -> int:
     return 0
 
 
+def _hub(args: argparse.Namespace) -> int:
+    from hub import main as hub_main
+
+    settings = flags.load(HubSettings, args)
+    logs.configure(level=os.environ.get("KB_LOG_LEVEL", "info"))
+    asyncio.run(hub_main.run(settings))
+    return 0
+
+
 def _sandbox(args: argparse.Namespace) -> int:
     # Imported here: only this command needs the sandbox (and its nats-server wheel).
     from sandbox import demo
@@ -153,15 +163,13 @@ def _sandbox(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.command in NOT_YET:
-        print(f"kamaji-broker {args.command}: not yet available in this version", file=sys.stderr)
-        return 2
     handlers = {
         "keys": _keys,
         "site": _site,
         "nats-config": _nats_config,
         "sandbox": _sandbox,
         "agent": _agent,
+        "hub": _hub,
     }
     try:
         return handlers[args.command](args)

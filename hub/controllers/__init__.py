@@ -1,0 +1,1 @@
+"""The hub's controllers: thin shells that observe, call a pure reconcile, act, patch status once."""

@@ -1,0 +1,511 @@
+"""The RemoteKamajiControlPlane controller's shell: watch, observe, reconcile (pure), act, patch.
+
+Talks to the management cluster (``common.kube``: RKCPs, Clusters, Secrets, Events) and to NATS
+(``common.bus``: the latest intent per control plane, publishing, purging). Caches RKCPs and
+Clusters from their watches; everything the site said comes from ``hub.observations`` (fed by
+``hub.ingest``) and ``hub.sites``. One worker per key at a time (``queue.WorkQueue``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+import nacl.signing
+import pydantic
+
+from common import bus
+from common import errors as bus_errors
+from common import kube as ckube
+from common.kube import errors as kerrors
+from common.kube import resources, watching
+from hub import api, ingest, mapping, sites
+from hub import metrics as hub_metrics
+from hub import observations as hub_observations
+from hub.controllers import queue
+from hub.reconcile import rkcp, rkcp_status
+from protocol import errors as protocol_errors
+from protocol import messages, signing, streams, subjects
+
+log = logging.getLogger(__name__)
+
+RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
+CLUSTER = resources.CLUSTER
+CHECKSUM_ANNOTATION = "kamaji-broker.io/secrets-checksum"
+CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
+SECRET_TYPE = "cluster.x-k8s.io/secret"
+STATUS_WRITE_INTERVAL = 1.0
+"""Seconds: at most one status write per RKCP per interval (bursts of site reports coalesce)."""
+
+Key = tuple[str, str]
+
+
+def _key(obj: dict[str, Any]) -> Key:
+    m = obj.get("metadata") or {}
+    return str(m.get("namespace") or ""), str(m.get("name") or "")
+
+
+class Controller:
+    def __init__(
+        self,
+        *,
+        kube: ckube.Kube,
+        conn: bus.Connection,
+        signer: nacl.signing.SigningKey,
+        observations: hub_observations.Observations,
+        ingest: ingest.Ingest,
+        sites: sites.Sites,
+        metrics: hub_metrics.Metrics,
+        namespaces: tuple[str, ...] = (),
+        static_sites: Iterable[str] = (),
+        prefix: str = subjects.DEFAULT_PREFIX,
+        replicas: int = 1,
+        workers: int = 8,
+    ) -> None:
+        self.kube = kube
+        self.conn = conn
+        self.signer = signer
+        self.observations = observations
+        self.ingest = ingest
+        self.sites = sites
+        self.metrics = metrics
+        self.namespaces = namespaces
+        self.static_sites = frozenset(static_sites)
+        self.prefix = prefix
+        self.replicas = replicas
+        self.workers = workers
+        self.queue: queue.WorkQueue[Key] = queue.WorkQueue()
+        self.rkcps: dict[Key, dict[str, Any]] = {}
+        self.clusters: dict[Key, dict[str, Any]] = {}
+        self._by_coords: dict[hub_observations.Coordinates, set[Key]] = defaultdict(set)
+        self._coords_of: dict[Key, hub_observations.Coordinates] = {}
+        self._topology_sites: frozenset[str] = frozenset()
+        self._last_status_write: dict[Key, float] = {}
+        self._synced = asyncio.Event()
+
+    # -- wiring ----------------------------------------------------------------------------
+
+    def known_sites(self) -> frozenset[str]:
+        return self.static_sites | {c.site for c in self._by_coords if self._by_coords[c]}
+
+    def on_observation(self, coords: hub_observations.Coordinates) -> None:
+        for key in self._by_coords.get(coords, ()):
+            self.queue.add(key)
+
+    def on_site_change(self, site: str) -> None:
+        for coords, keys in self._by_coords.items():
+            if coords.site == site:
+                for key in keys:
+                    self.queue.add(key)
+
+    async def run(self) -> None:
+        await self.ensure_topology()
+        scopes: list[str | None] = list(self.namespaces) or [None]
+        tasks = [asyncio.create_task(self._watch(RKCP, ns)) for ns in scopes]
+        tasks += [asyncio.create_task(self._watch(CLUSTER, ns)) for ns in scopes]
+        tasks += [asyncio.create_task(self._worker()) for _ in range(self.workers)]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def ensure_topology(self) -> None:
+        wanted = self.known_sites()
+        if wanted and wanted <= self._topology_sites:
+            return
+        await bus.ensure_topology(self.conn, sites=sorted(wanted), replicas=self.replicas, prefix=self.prefix)
+        self._topology_sites = wanted
+
+    # -- caches ----------------------------------------------------------------------------
+
+    async def _watch(self, r: resources.Resource, namespace: str | None) -> None:
+        cache = self.rkcps if r is RKCP else self.clusters
+        async for item in watching.stream(self.kube, r, namespace=namespace):
+            if isinstance(item, watching.Synced):
+                fresh = {_key(o): o for o in item.items}
+                for gone in [k for k in cache if (namespace is None or k[0] == namespace) and k not in fresh]:
+                    self._forget(r, gone)
+                for o in item.items:
+                    self._remember(r, o)
+            elif item.type == "DELETED":
+                self._forget(r, _key(item.object))
+            else:
+                self._remember(r, item.object)
+
+    def _remember(self, r: resources.Resource, obj: dict[str, Any]) -> None:
+        key = _key(obj)
+        if r is RKCP:
+            self.rkcps[key] = obj
+            self._index(key, obj)
+            self.queue.add(key)
+        else:
+            self.clusters[key] = obj
+            for k in self._rkcps_of_cluster(key):
+                self.queue.add(k)
+
+    def _forget(self, r: resources.Resource, key: Key) -> None:
+        if r is RKCP:
+            self.rkcps.pop(key, None)
+            coords = self._coords_of.pop(key, None)
+            if coords is not None:
+                self._by_coords[coords].discard(key)
+                for other in self._by_coords[coords]:
+                    self.queue.add(other)  # a conflict may have resolved
+        else:
+            self.clusters.pop(key, None)
+            for k in self._rkcps_of_cluster(key):
+                self.queue.add(k)
+
+    def _index(self, key: Key, obj: dict[str, Any]) -> None:
+        try:
+            coords = hub_observations.Coordinates(
+                *mapping.coordinates(api.RemoteKamajiControlPlane.parse(obj))
+            )
+        except (pydantic.ValidationError, mapping.InvalidCoordinates):
+            return
+        old = self._coords_of.get(key)
+        if old is not None and old != coords:
+            self._by_coords[old].discard(key)
+        self._coords_of[key] = coords
+        self._by_coords[coords].add(key)
+
+    def _rkcps_of_cluster(self, cluster: Key) -> list[Key]:
+        return [k for k, o in self.rkcps.items() if k[0] == cluster[0] and _owner_cluster(o) == cluster[1]]
+
+    # -- the loop --------------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            try:
+                requeue = await self.sync(key)
+            except (kerrors.KubeError, bus_errors.BusError) as exc:
+                self.metrics.reconcile_errors.inc()
+                log.warning("reconciling %s/%s: %s; retrying", *key, exc)
+                requeue = 5.0
+            except Exception:
+                self.metrics.reconcile_errors.inc()
+                log.exception("reconciling %s/%s failed", *key)
+                requeue = 10.0
+            finally:
+                self.queue.done(key)
+            if requeue is not None:
+                self.queue.add(key, requeue)
+
+    async def sync(self, key: Key) -> float | None:
+        obj = self.rkcps.get(key)
+        if obj is None:
+            return None
+        try:
+            r = api.RemoteKamajiControlPlane.parse(obj)
+        except pydantic.ValidationError as exc:
+            log.error("RemoteKamajiControlPlane %s/%s is not valid: %s", *key, exc)
+            return None
+        observed = await self.observe(r)
+        if observed is None:
+            return None
+        plan = rkcp.reconcile(observed)
+        for action in plan.actions:
+            if not await self.execute(action, r, observed):
+                return 1.0  # fenced or raced: observe again shortly
+        if plan.first_ready and r.metadata.creation_timestamp is not None:
+            self.metrics.first_ready_seconds.observe(
+                (observed.now - r.metadata.creation_timestamp).total_seconds()
+            )
+        if plan.status is not None:
+            return await self._write_status(key, r, plan.status, plan.requeue_after)
+        return plan.requeue_after
+
+    async def observe(self, r: api.RemoteKamajiControlPlane) -> rkcp.Observed | None:
+        now = dt.datetime.now(dt.UTC)
+        cluster_name = _owner_cluster_model(r)
+        cluster, problem = None, ""
+        if not cluster_name:
+            problem = "waiting for an ownerReference to a Cluster (set by Cluster API)"
+        else:
+            found = self.clusters.get((r.metadata.namespace, cluster_name))
+            if found is None:
+                problem = f"waiting for Cluster {r.metadata.namespace}/{cluster_name}"
+            else:
+                cluster = api.Cluster.parse(found)
+        try:
+            coords = hub_observations.Coordinates(*mapping.coordinates(r))
+        except mapping.InvalidCoordinates as exc:
+            problem = problem or str(exc)
+            coords = hub_observations.Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
+        if coords.site not in self._topology_sites:
+            await self.ensure_topology()
+        desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
+        published = await self._published(coords)
+        report = await self._report(coords)
+        snap = self.sites.snapshot(coords.site, now)
+        site_view = rkcp_status.SiteView(
+            connected=snap.connected if snap.last_heartbeat_time is not None else None,
+            last_heartbeat_time=snap.last_heartbeat_time,
+            backlog=snap.backlog,
+        )
+        name = cluster_name or r.metadata.name
+        checksums = {}
+        for secret in (f"{name}-kubeconfig", f"{name}-ca"):
+            found_secret = await self.kube.get_or_none(
+                resources.SECRET, secret, namespace=r.metadata.namespace
+            )
+            if found_secret is not None:
+                checksums[secret] = str(
+                    ((found_secret.get("metadata") or {}).get("annotations") or {}).get(CHECKSUM_ANNOTATION)
+                    or ""
+                )
+        return rkcp.Observed(
+            rkcp=r,
+            cluster=cluster,
+            cluster_problem=problem,
+            desired_spec=desired,
+            published=published,
+            report=report,
+            site=site_view,
+            secrets_checksums=checksums,
+            cluster_name=name,
+            conflict_with=self._conflict(coords, r),
+            now=now,
+        )
+
+    def _conflict(self, coords: hub_observations.Coordinates, r: api.RemoteKamajiControlPlane) -> str:
+        """The older RKCP claiming the same TCP, if this one is the younger."""
+        mine = (
+            r.metadata.creation_timestamp or dt.datetime.max.replace(tzinfo=dt.UTC),
+            r.metadata.namespace,
+            r.metadata.name,
+        )
+        for key in self._by_coords.get(coords, ()):
+            if key == (r.metadata.namespace, r.metadata.name):
+                continue
+            other = (self.rkcps.get(key) or {}).get("metadata") or {}
+            ts = other.get("creationTimestamp")
+            when = (
+                dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
+                if ts
+                else dt.datetime.max.replace(tzinfo=dt.UTC)
+            )
+            if (when, key[0], key[1]) < mine:
+                return f"{key[0]}/{key[1]}"
+        return ""
+
+    async def _published(self, coords: hub_observations.Coordinates) -> rkcp.Published | None:
+        stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.prefix)
+        stored = await bus.last_message(self.conn, stream, subjects.intent(*coords, prefix=self.prefix))
+        if stored is None:
+            return None
+        try:
+            i = messages.decode_intent(stored.data)
+        except protocol_errors.DecodeError as exc:
+            log.error("undecodable intent on %s: %s", stored.subject, exc)
+            return rkcp.Published(seq=stored.seq, op="invalid", generation=-1, owner_uid="", spec={})
+        return rkcp.Published(
+            seq=stored.seq,
+            op=i.op,
+            generation=i.generation,
+            owner_uid=i.owner.uid,
+            spec=i.spec,
+            kubeconfig_key=i.kubeconfig_key,
+        )
+
+    async def _report(self, coords: hub_observations.Coordinates) -> rkcp.SiteReport:
+        seen = self.observations.get(coords)
+        if seen is None and not self.observations.loaded(coords):
+            seen = await self.ingest.load(coords)  # a restarted hub rebuilds from the streams
+        if seen is None:
+            return rkcp.SiteReport()
+        return rkcp.SiteReport(
+            status=seen.status,
+            secrets=seen.secrets,
+            secrets_checksum=seen.sealed.checksum if seen.sealed is not None else "",
+            secrets_error=seen.secrets_error.message if seen.secrets_error is not None else "",
+        )
+
+    # -- acting ----------------------------------------------------------------------------
+
+    async def execute(self, action: rkcp.Action, r: api.RemoteKamajiControlPlane, o: rkcp.Observed) -> bool:
+        ns, name = r.metadata.namespace, r.metadata.name
+        if isinstance(action, rkcp.AddFinalizer | rkcp.RemoveFinalizer):
+            finalizers = [f for f in r.metadata.finalizers if f != rkcp.FINALIZER]
+            if isinstance(action, rkcp.AddFinalizer):
+                finalizers.append(rkcp.FINALIZER)
+            patch = {"metadata": {"finalizers": finalizers, "resourceVersion": r.metadata.resource_version}}
+            try:
+                await self.kube.patch(RKCP, name, patch, namespace=ns)
+            except kerrors.Conflict:
+                return False
+            except kerrors.NotFound:
+                return False
+        elif isinstance(action, rkcp.Publish):
+            return await self._publish(action, r, o)
+        elif isinstance(action, rkcp.Purge):
+            coords = hub_observations.Coordinates(*mapping.coordinates(r)) if not o.cluster_problem else None
+            if coords is None:
+                coords = hub_observations.Coordinates(
+                    r.spec.site, r.spec.target_namespace or ns, r.spec.tenant_control_plane_name or name
+                )
+            for kind in (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET):
+                subject = subjects.control_plane(kind, *coords, prefix=self.prefix)
+                await bus.purge_subject(self.conn, streams.stream_name(kind, prefix=self.prefix), subject)
+            self.observations.forget(coords)
+        elif isinstance(action, rkcp.WriteSecrets):
+            await self._write_secrets(action, r, o)
+        elif isinstance(action, rkcp.SetEndpoint):
+            await self.kube.patch(
+                RKCP,
+                name,
+                {"spec": {"controlPlaneEndpoint": {"host": action.host, "port": action.port}}},
+                namespace=ns,
+            )
+        elif isinstance(action, rkcp.Event):
+            await self._event(action, r)
+        return True
+
+    async def _publish(self, action: rkcp.Publish, r: api.RemoteKamajiControlPlane, o: rkcp.Observed) -> bool:
+        site, ns, name = mapping.coordinates(r)
+        intent = messages.Intent(
+            op=action.op,
+            site=site,
+            namespace=ns,
+            name=name,
+            owner=messages.Owner(
+                uid=r.metadata.uid,
+                namespace=r.metadata.namespace,
+                name=r.metadata.name,
+                cluster=o.cluster_name,
+            ),
+            generation=r.metadata.generation,
+            issued_at=o.now,
+            spec=action.spec,
+            kubeconfig_key=r.spec.kubeconfig_secret_key,
+        )
+        body = messages.encode(signing.sign(intent, self.signer))
+        digest = hashlib.sha256(msgspec.json.encode(action.spec, order="sorted")).hexdigest()[:16]
+        msg_id = f"intent:{r.metadata.uid}:{r.metadata.generation}:{action.op}:{digest}"
+        try:
+            ack = await bus.publish(
+                self.conn,
+                subjects.intent(site, ns, name, prefix=self.prefix),
+                body,
+                msg_id=msg_id,
+                expected_last_subject_seq=action.expected_last_seq,
+            )
+        except bus_errors.WrongLastSequence as exc:
+            log.info(
+                "intent for %s/%s not published: %s (another writer; observing again)",
+                r.metadata.namespace,
+                r.metadata.name,
+                exc,
+            )
+            return False
+        self.metrics.intents_published.labels(site=site, op=action.op).inc()
+        log.info(
+            "published %s intent for %s/%s (generation %d) as seq %d",
+            action.op,
+            r.metadata.namespace,
+            r.metadata.name,
+            r.metadata.generation,
+            ack.seq,
+        )
+        return True
+
+    async def _write_secrets(
+        self, action: rkcp.WriteSecrets, r: api.RemoteKamajiControlPlane, o: rkcp.Observed
+    ) -> None:
+        ns = r.metadata.namespace
+        owner = {
+            "apiVersion": api.API_VERSION,
+            "kind": api.KIND,
+            "name": r.metadata.name,
+            "uid": r.metadata.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        p = action.payload
+        for suffix, data in (
+            ("kubeconfig", {"value": p.kubeconfig}),
+            ("ca", {"tls.crt": p.ca_crt, "tls.key": p.ca_key}),
+        ):
+            body = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": SECRET_TYPE,
+                "metadata": {
+                    "name": f"{o.cluster_name}-{suffix}",
+                    "namespace": ns,
+                    "labels": {CLUSTER_NAME_LABEL: o.cluster_name},
+                    "annotations": {CHECKSUM_ANNOTATION: action.checksum},
+                    "ownerReferences": [owner],
+                },
+                "stringData": data,
+            }
+            await self.kube.create_or_replace(resources.SECRET, body, namespace=ns, attempts=3)
+        self.metrics.secrets_written.inc()
+
+    async def _event(self, e: rkcp.Event, r: api.RemoteKamajiControlPlane) -> None:
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{r.metadata.name}.", "namespace": r.metadata.namespace},
+            "involvedObject": {
+                "apiVersion": api.API_VERSION,
+                "kind": api.KIND,
+                "name": r.metadata.name,
+                "namespace": r.metadata.namespace,
+                "uid": r.metadata.uid,
+            },
+            "type": e.type,
+            "reason": e.reason,
+            "message": e.message,
+            "source": {"component": "kamaji-broker-hub"},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            await self.kube.create(resources.EVENT, body, namespace=r.metadata.namespace)
+        except kerrors.KubeError as exc:
+            log.warning(
+                "event %s for %s/%s not recorded: %s", e.reason, r.metadata.namespace, r.metadata.name, exc
+            )
+
+    async def _write_status(
+        self, key: Key, r: api.RemoteKamajiControlPlane, status: api.Status, requeue: float | None
+    ) -> float | None:
+        if status == r.status:
+            return requeue
+        loop = asyncio.get_running_loop()
+        wait = self._last_status_write.get(key, 0.0) + STATUS_WRITE_INTERVAL - loop.time()
+        if wait > 0:
+            return wait if requeue is None else min(wait, requeue)
+        body = status.to_dict()
+        try:
+            await self.kube.patch(RKCP, key[1], {"status": body}, namespace=key[0], subresource="status")
+        except kerrors.NotFound:
+            return None
+        self._last_status_write[key] = loop.time()
+        return requeue
+
+
+def _owner_cluster(obj: dict[str, Any]) -> str:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("kind") == "Cluster" and str(ref.get("apiVersion") or "").startswith("cluster.x-k8s.io/"):
+            return str(ref.get("name") or "")
+    return ""
+
+
+def _owner_cluster_model(r: api.RemoteKamajiControlPlane) -> str:
+    for ref in r.metadata.owner_references:
+        if ref.kind == "Cluster" and ref.api_version.startswith("cluster.x-k8s.io/"):
+            return ref.name
+    return ""

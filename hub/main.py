@@ -1,0 +1,183 @@
+"""Wiring of the hub: settings → keys, NATS, Kubernetes, health server → controller, ingest, sites.
+
+With ``--leader-elect`` only the Lease holder runs the controller, the ingest and the site
+poller; a standby keeps its connections warm and takes over within the lease duration. Stops
+cleanly on SIGTERM/SIGINT, releasing the Lease so a standby takes over at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from common import aiotasks, bus, health, leader
+from common import kube as ckube
+from hub import ingest, observations, sites
+from hub import metrics as hub_metrics
+from hub.controllers import rkcp as rkcp_controller
+from hub.settings import HubSettings
+from protocol import keys, sealing
+
+log = logging.getLogger(__name__)
+
+NATS_CHECK = "nats"
+LEADER_CHECK = "leader"
+
+
+@dataclass
+class Hub:
+    settings: HubSettings
+    metrics: hub_metrics.Metrics = field(default_factory=hub_metrics.Metrics)
+    readiness: health.Readiness = field(default_factory=health.Readiness)
+    conn: bus.Connection | None = None
+    api_client: Any = None
+    controller: rkcp_controller.Controller | None = None
+    elector: leader.Elector | None = None
+    health_server: health.HealthServer | None = None
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    active: list[asyncio.Task[None]] = field(default_factory=list)
+
+    async def start(self) -> None:
+        s = self.settings
+        self.readiness.declare(NATS_CHECK)
+        self.health_server = health.HealthServer(self.readiness, self.metrics.registry)
+        await self.health_server.start(s.listen)
+        signer = keys.load_signing_key(s.signing_key.read_text())
+        keyring = sealing.Keyring(
+            keys.load_sealing_key(p.read_text()) for p in sorted(s.sealing_keys.glob("*.key"))
+        )
+        self.api_client = (
+            ckube.api_client_in_cluster()
+            if s.in_cluster
+            else await ckube.api_client_from_kubeconfig(s.kubeconfig or "")
+        )
+        kube = ckube.Kube(self.api_client)
+        self.conn = await bus.connect(
+            bus.Options(
+                servers=s.servers, seed_file=s.nats_seed, creds_file=s.nats_creds, name="kamaji-broker-hub"
+            )
+        )
+        self.tasks.append(asyncio.create_task(self._watch_nats(self.conn), name="nats-monitor"))
+        seen = observations.Observations()
+        site_state = sites.Sites()
+        controller = rkcp_controller.Controller(
+            kube=kube,
+            conn=self.conn,
+            signer=signer,
+            observations=seen,
+            ingest=ingest.Ingest(
+                conn=self.conn,
+                observations=seen,
+                keyring=keyring,
+                prefix=s.prefix,
+                metrics=self.metrics,
+                on_change=lambda coords: controller.on_observation(coords),
+            ),
+            sites=site_state,
+            metrics=self.metrics,
+            namespaces=s.watch_namespaces,
+            static_sites=s.static_sites,
+            prefix=s.prefix,
+            replicas=s.stream_replicas,
+            workers=s.workers,
+        )
+        self.controller = controller
+        conn = self.conn
+
+        async def poll_sites() -> None:
+            await sites.run(
+                site_state,
+                conn,
+                sites_provider=controller.known_sites,
+                prefix=s.prefix,
+                metrics=self.metrics,
+                on_change=controller.on_site_change,
+            )
+
+        leading: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+            ("rkcp controller", controller.run),
+            ("ingest", controller.ingest.run),
+            ("sites", poll_sites),
+        ]
+        if s.leader_elect:
+            identity = s.identity or f"{socket.gethostname()}-{os.getpid()}"
+            self.elector = leader.Elector(
+                kube=kube,
+                namespace=s.lease_namespace,
+                name=s.lease_name,
+                identity=identity,
+                lease_duration=s.lease_duration,
+                renew_interval=max(0.2, s.lease_duration / 3),
+            )
+            self.readiness.set(LEADER_CHECK, True, "standby")
+            self.tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
+            self.tasks.append(
+                asyncio.create_task(self._follow_leadership(self.elector, leading), name="leadership")
+            )
+        else:
+            self._activate(leading)
+        log.info("hub started; health on %s", s.listen)
+
+    def _activate(self, loops: list[tuple[str, Callable[[], Awaitable[None]]]]) -> None:
+        self.active = [asyncio.create_task(aiotasks.supervise(name, run), name=name) for name, run in loops]
+
+    async def _deactivate(self) -> None:
+        for task in self.active:
+            task.cancel()
+        await asyncio.gather(*self.active, return_exceptions=True)
+        self.active = []
+
+    async def _follow_leadership(
+        self, elector: leader.Elector, loops: list[tuple[str, Callable[[], Awaitable[None]]]]
+    ) -> None:
+        while True:
+            await elector.leading.wait()
+            self.readiness.set(LEADER_CHECK, True, f"leading as {elector.identity}")
+            self._activate(loops)
+            await elector.standby.wait()
+            # Lost the Lease: stop acting at once, before another replica starts.
+            await self._deactivate()
+            self.readiness.set(LEADER_CHECK, True, "standby")
+
+    async def _watch_nats(self, conn: bus.Connection) -> None:
+        while True:
+            self.readiness.set(NATS_CHECK, conn.connected, "connected" if conn.connected else "reconnecting")
+            await asyncio.sleep(1.0)
+
+    async def stop(self) -> None:
+        await self._deactivate()
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.tasks.clear()
+        if self.elector is not None:
+            with contextlib.suppress(Exception):
+                await self.elector.release()
+        if self.conn is not None:
+            await self.conn.close()
+        if self.api_client is not None:
+            await self.api_client.close()
+        if self.health_server is not None:
+            await self.health_server.stop()
+
+
+async def run(settings: HubSettings) -> None:
+    hub = Hub(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await hub.start()
+        await stop.wait()
+        log.info("stopping")
+    finally:
+        await hub.stop()
