@@ -87,6 +87,7 @@ class Hub:
             prefix=s.prefix,
             replicas=s.stream_replicas,
             workers=s.workers,
+            heartbeat_interval=s.heartbeat_interval,
         )
         self.controller = controller
         conn = self.conn
@@ -98,6 +99,7 @@ class Hub:
                 sites_provider=controller.known_sites,
                 prefix=s.prefix,
                 metrics=self.metrics,
+                heartbeat_interval=s.heartbeat_interval,
                 on_change=controller.on_site_change,
             )
 

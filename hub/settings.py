@@ -60,6 +60,8 @@ class HubSettings(BaseSettings):
     stream_replicas: int = Field(default=1, ge=1, le=5)
     """JetStream replicas of the four streams (1 in a single server, 3 in a cluster)."""
     workers: int = Field(default=8, ge=1, le=64)
+    heartbeat_interval: Duration = 10.0
+    """The agents' heartbeat interval: a site counts as connected for three of them after a beat."""
 
     @field_validator("namespaces")
     @classmethod

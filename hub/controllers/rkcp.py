@@ -67,6 +67,7 @@ class Controller:
         prefix: str = subjects.DEFAULT_PREFIX,
         replicas: int = 1,
         workers: int = 8,
+        heartbeat_interval: float = sites.HEARTBEAT_INTERVAL,
     ) -> None:
         self.kube = kube
         self.conn = conn
@@ -80,6 +81,8 @@ class Controller:
         self.prefix = prefix
         self.replicas = replicas
         self.workers = workers
+        self.heartbeat_interval = heartbeat_interval
+        """The agents' heartbeat interval: a site is connected while its last beat is ≤ 3 of them old."""
         self.queue: queue.WorkQueue[Key] = queue.WorkQueue()
         self.rkcps: dict[Key, dict[str, Any]] = {}
         self.clusters: dict[Key, dict[str, Any]] = {}
@@ -87,6 +90,8 @@ class Controller:
         self._coords_of: dict[Key, hub_observations.Coordinates] = {}
         self._topology_sites: frozenset[str] = frozenset()
         self._last_status_write: dict[Key, float] = {}
+        self._initialized: set[str] = set()
+        """Uids seen Ready once (first-ready metric and event exactly once per object)."""
         self._synced = asyncio.Event()
 
     # -- wiring ----------------------------------------------------------------------------
@@ -216,6 +221,8 @@ class Controller:
         for action in plan.actions:
             if not await self.execute(action, r, observed):
                 return 1.0  # fenced or raced: observe again shortly
+        if plan.first_ready:
+            self._initialized.add(r.metadata.uid)
         if plan.first_ready and r.metadata.creation_timestamp is not None:
             self.metrics.first_ready_seconds.observe(
                 (observed.now - r.metadata.creation_timestamp).total_seconds()
@@ -246,7 +253,7 @@ class Controller:
         desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
         published = await self._published(coords)
         report = await self._report(coords)
-        snap = self.sites.snapshot(coords.site, now)
+        snap = self.sites.snapshot(coords.site, now, interval=self.heartbeat_interval)
         site_view = rkcp_status.SiteView(
             connected=snap.connected if snap.last_heartbeat_time is not None else None,
             last_heartbeat_time=snap.last_heartbeat_time,
@@ -274,6 +281,7 @@ class Controller:
             secrets_checksums=checksums,
             cluster_name=name,
             conflict_with=self._conflict(coords, r),
+            known_initialized=r.metadata.uid in self._initialized,
             now=now,
         )
 

@@ -60,6 +60,8 @@ class Observed:
     """Checksum annotation of each existing CAPI Secret (``<cluster>-kubeconfig``, ``<cluster>-ca``)."""
     cluster_name: str
     conflict_with: str = ""
+    known_initialized: bool = False
+    """The controller already saw this object become Ready (its cache may lag our own write)."""
     now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
 
 
@@ -158,12 +160,13 @@ def _facts(
 
 
 def _wants_intent(o: Observed) -> bool:
+    # The generation alone does not count: the hub's own write of spec.controlPlaneEndpoint bumps
+    # it, as do fields that never reach the site (deletionPolicy). What the site must run does.
     p, r = o.published, o.rkcp
     return (
         p is None
         or p.op != "provision"
         or p.owner_uid != r.metadata.uid
-        or p.generation != r.metadata.generation
         or p.spec != o.desired_spec
         or p.kubeconfig_key != r.spec.kubeconfig_secret_key
     )
@@ -213,7 +216,7 @@ def reconcile_normal(o: Observed) -> Plan:
         ):
             actions.append(SetEndpoint(host=status_msg.endpoint.host, port=status_msg.endpoint.port))
     status = rkcp_status.new_status(r.status, facts, now=o.now)
-    first_ready = status.initialized and not r.status.initialized
+    first_ready = status.initialized and not (r.status.initialized or o.known_initialized)
     if first_ready:
         actions.append(
             Event("Normal", "TenantControlPlaneReady", f"the control plane at site {r.spec.site} is Ready")

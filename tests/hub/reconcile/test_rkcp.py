@@ -130,7 +130,12 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
         ["Publish", "SetEndpoint"],
         {},
     ),
-    ("generation change: new intent", observed(rkcp_obj(generation=2)), ["Publish", "SetEndpoint"], {}),
+    (
+        "generation change that the TCP does not see: no intent",
+        observed(rkcp_obj(generation=2)),
+        ["SetEndpoint"],
+        {},
+    ),
     (
         "an intent of the previous owner is replaced",
         observed(

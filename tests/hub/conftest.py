@@ -1,0 +1,204 @@
+"""The whole path in one process: the hub's controller, ingest and site poller on an emulated
+management cluster; the real agent loops on an emulated site with the Kamaji simulator; a real
+nats-server between them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from agent import metrics as agent_metrics
+from agent import publishing
+from agent.apply import intents
+from agent.apply import loop as apply_loop
+from agent.status import loop as status_loop
+from common import bus, health
+from common import kube as ckube
+from common.kube import resources
+from hub import ingest, observations, sites
+from hub import metrics as hub_metrics
+from hub.controllers import rkcp as rkcp_controller
+from protocol import keys, messages, sealing, streams, subjects
+from sandbox import kamaji, kubeapi
+from tests import helpers
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = "site-a"
+RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
+
+
+def cluster_obj(name: str = "c1", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "kind": "Cluster",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "clusterNetwork": {
+                "apiServerPort": 6443,
+                "services": {"cidrBlocks": ["10.96.0.0/16"]},
+                "pods": {"cidrBlocks": ["10.244.0.0/16"]},
+                "serviceDomain": "cluster.local",
+            },
+            **spec,
+        },
+    }
+
+
+def rkcp_obj(name: str = "cp1", *, cluster: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default"}
+    if cluster is not None:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "cluster.x-k8s.io/v1beta1",
+                "kind": "Cluster",
+                "name": cluster["metadata"]["name"],
+                "uid": cluster["metadata"]["uid"],
+            }
+        ]
+    return {"apiVersion": f"{RKCP.group}/{RKCP.version}", "kind": RKCP.kind, "metadata": meta,
+            "spec": {"site": SITE, "version": "v1.31.0", "targetNamespace": "tenants", **spec}}  # fmt: skip
+
+
+@dataclass
+class World:
+    mgmt: ckube.Kube
+    site: ckube.Kube
+    conn: bus.Connection
+    prefix: str
+    signer: Any
+    keyring: sealing.Keyring
+    public: keys.HubPublicKeys
+    hub_metrics: hub_metrics.Metrics = field(default_factory=hub_metrics.Metrics)
+    tasks: dict[str, list[asyncio.Task[None]]] = field(default_factory=dict)
+    controller: rkcp_controller.Controller | None = None
+
+    def start_hub(self) -> rkcp_controller.Controller:
+        seen = observations.Observations()
+        state = sites.Sites()
+        ref: list[rkcp_controller.Controller] = []
+        ing = ingest.Ingest(
+            conn=self.conn, observations=seen, keyring=self.keyring, prefix=self.prefix,
+            metrics=self.hub_metrics, on_change=lambda c: ref[0].on_observation(c),
+        )  # fmt: skip
+        c = rkcp_controller.Controller(
+            kube=self.mgmt, conn=self.conn, signer=self.signer, observations=seen, ingest=ing, sites=state,
+            metrics=self.hub_metrics, static_sites=[SITE], prefix=self.prefix, workers=2,
+            heartbeat_interval=0.3,
+        )  # fmt: skip
+        ref.append(c)
+
+        async def poll() -> None:
+            await sites.run(state, self.conn, sites_provider=c.known_sites, prefix=self.prefix,
+                            metrics=self.hub_metrics, interval=0.3, heartbeat_interval=0.3,
+                            on_change=c.on_site_change)  # fmt: skip
+
+        self.tasks["hub"] = [
+            asyncio.create_task(c.run()),
+            asyncio.create_task(ing.run()),
+            asyncio.create_task(poll()),
+        ]
+        self.controller = c
+        return c
+
+    async def stop(self, part: str) -> None:
+        tasks = self.tasks.pop(part, [])
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def start_agent(self) -> agent_metrics.Metrics:
+        public = self.public
+        m = agent_metrics.Metrics()
+        publisher = publishing.Publisher(self.conn, site=SITE, prefix=self.prefix)
+        apply = apply_loop.ApplyLoop(
+            conn=self.conn, kube=self.site, publisher=publisher,
+            ctx=intents.Context(site=SITE, namespaces=(), namespace_retry=0.5), trusted=public.verify_keys(),
+            metrics=m, readiness=health.Readiness(), prefix=self.prefix, bind_retry=0.2,
+        )  # fmt: skip
+        status = status_loop.StatusLoop(
+            kube=self.site, publisher=publisher, site=SITE, hub_keys=public, metrics=m, min_interval=0.1
+        )
+
+        async def beat() -> None:
+            while True:
+                hb = messages.Heartbeat(site=SITE, started_at=helpers.T0, sent_at=messages.utcnow())
+                await publisher.heartbeat(hb)
+                await asyncio.sleep(0.3)
+
+        self.tasks["agent"] = [
+            asyncio.create_task(apply.run()),
+            asyncio.create_task(status.run()),
+            asyncio.create_task(beat()),
+        ]
+        return m
+
+    async def rkcp(self, name: str = "cp1") -> dict[str, Any] | None:
+        return await self.mgmt.get_or_none(RKCP, name, namespace="default")
+
+    async def intents(self) -> list[messages.Intent]:
+        """Every intent message still in the stream for this test's prefix (compacted per subject)."""
+        out = []
+        stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.prefix)
+        info = await self.conn.js.stream_info(stream)
+        for seq in range(info.state.first_seq, info.state.last_seq + 1):
+            try:
+                raw = await self.conn.js.get_msg(stream, seq)
+            except Exception:
+                continue
+            if raw.data:
+                out.append(messages.decode_intent(raw.data))
+        return out
+
+    async def last_intent_seq(self, name: str = "cp1") -> int:
+        stored = await bus.last_message(
+            self.conn, streams.stream_name(subjects.Kind.INTENT, prefix=self.prefix),
+            subjects.intent(SITE, "tenants", name, prefix=self.prefix),
+        )  # fmt: skip
+        return stored.seq if stored else 0
+
+
+@pytest.fixture
+async def world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncIterator[World]:
+    mgmt_server = kubeapi.Server(name="mgmt")
+    site_server = kubeapi.Server(name="site-a")
+    await mgmt_server.start(port=0)
+    await site_server.start(port=0)
+    for path in [
+        ROOT / "sandbox" / "crds" / "cluster.yaml",
+        *sorted((ROOT / "deploy" / "crds").glob("*.yaml")),
+    ]:
+        await mgmt_server.apply_crd(yaml.safe_load(path.read_text()))
+    await site_server.apply_crd(
+        yaml.safe_load((ROOT / "sandbox" / "crds" / "tenantcontrolplane.yaml").read_text())
+    )
+    mgmt_api = await ckube.api_client_from_kubeconfig(mgmt_server.write_kubeconfig(tmp_path / "mgmt"))
+    site_api = await ckube.api_client_from_kubeconfig(site_server.write_kubeconfig(tmp_path / "site"))
+    site = ckube.Kube(site_api)
+    await site.create(resources.NAMESPACE, {"metadata": {"name": "tenants"}})
+    sim = kamaji.Simulator(site_api, ready_delay=0.2, delete_delay=0.3)
+    await sim.start()
+    signer, sealer = keys.new_signing_key(), keys.new_sealing_key()
+    public = keys.HubPublicKeys(
+        signing=(keys.public_entry(bytes(signer.verify_key), created_at=helpers.T0),),
+        sealing=(keys.public_entry(bytes(sealer.public_key), created_at=helpers.T0),),
+    )
+    w = World(
+        mgmt=ckube.Kube(mgmt_api), site=site, conn=conn, prefix=prefix, signer=signer,
+        keyring=sealing.Keyring([sealer]), public=public,
+    )  # fmt: skip
+    try:
+        yield w
+    finally:
+        for part in list(w.tasks):
+            await w.stop(part)
+        await sim.stop()
+        await mgmt_api.close()
+        await site_api.close()
+        await mgmt_server.stop()
+        await site_server.stop()

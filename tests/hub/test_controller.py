@@ -1,0 +1,263 @@
+"""The hub's controller end to end in one process: emulated management cluster, real nats-server,
+the real agent loops at an emulated site with the Kamaji simulator."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import yaml
+
+from common.kube import resources
+from hub import api, mapping
+from hub.reconcile import rkcp
+from protocol import messages, streams, subjects
+from tests import helpers
+from tests.hub.conftest import RKCP, SITE, World, cluster_obj, rkcp_obj
+
+TCP = resources.TENANT_CONTROL_PLANE
+
+
+async def _async(v: bool) -> bool:
+    return v
+
+
+async def create_pair(w: World, name: str = "cp1", **spec: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    cl = await w.mgmt.create(resources.CLUSTER, cluster_obj(f"{name}-cluster"), namespace="default")
+    obj = await w.mgmt.create(RKCP, rkcp_obj(name, cluster=cl, **spec), namespace="default")
+    return cl, obj
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> tuple[str, str]:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond["type"] == type_:
+            return cond["status"], cond["reason"]
+    return "", ""
+
+
+async def until_ready(w: World, name: str = "cp1") -> dict[str, Any]:
+    found: list[dict[str, Any]] = []
+
+    async def check() -> bool:
+        obj = await w.rkcp(name)
+        found[:] = [obj] if obj else []
+        return (
+            obj is not None
+            and (obj.get("status") or {}).get("ready") is True
+            and condition(obj, "SecretsSynced")[0] == "True"
+        )
+
+    await helpers.eventually(check, within=30)
+    return found[0]
+
+
+async def test_rkcp_to_ready_with_exact_spec_status_and_secrets(world: World) -> None:
+    world.start_hub()
+    world.start_agent()
+    cl, _ = await create_pair(world)
+    obj = await until_ready(world)
+    assert rkcp.FINALIZER in obj["metadata"]["finalizers"]
+    # The intent carries exactly the mapped spec, signed by the hub.
+    [intent] = await world.intents()
+    expected = mapping.tcp_spec(api.RemoteKamajiControlPlane.parse(obj), api.Cluster.parse(cl))
+    assert intent.spec == expected and intent.owner.uid == obj["metadata"]["uid"] and intent.key_id
+    tcp = await world.site.get(TCP, "cp1", namespace="tenants")
+    assert tcp["spec"]["networkProfile"]["port"] == 6443 and tcp["spec"]["kubernetes"]["version"] == "v1.31.0"
+    s = obj["status"]
+    assert (
+        s["initialized"]
+        and s["initialization"]["controlPlaneInitialized"]
+        and s["externalManagedControlPlane"]
+    )
+    assert s["version"] == "v1.31.0" and s["replicas"] == 2 and s["readyReplicas"] == 2
+    for type_ in (
+        "Available",
+        "Ready",
+        "TenantControlPlaneReady",
+        "SiteConnected",
+        "IntentDelivered",
+        "SecretsSynced",
+        "StatusFresh",
+    ):
+        assert condition(obj, type_)[0] == "True", type_
+    assert obj["spec"]["controlPlaneEndpoint"]["port"] == 6443
+    # <cluster>-kubeconfig is the site's admin kubeconfig; <cluster>-ca its CA.
+    kc = await world.mgmt.get(resources.SECRET, "cp1-cluster-kubeconfig", namespace="default")
+    ca = await world.mgmt.get(resources.SECRET, "cp1-cluster-ca", namespace="default")
+    site_kc = await world.site.get(resources.SECRET, "cp1-admin-kubeconfig", namespace="tenants")
+    site_ca = await world.site.get(resources.SECRET, "cp1-ca", namespace="tenants")
+    assert kc["data"]["value"] == site_kc["data"]["admin.conf"]
+    assert (ca["data"]["tls.crt"], ca["data"]["tls.key"]) == (
+        site_ca["data"]["ca.crt"],
+        site_ca["data"]["ca.key"],
+    )
+    for secret in (kc, ca):
+        assert secret["type"] == "cluster.x-k8s.io/secret"
+        assert secret["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] == "cp1-cluster"
+        [owner] = secret["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["uid"], owner["controller"]) == (
+            "RemoteKamajiControlPlane",
+            obj["metadata"]["uid"],
+            True,
+        )
+    assert "clusters" in yaml.safe_load(base64.b64decode(kc["data"]["value"]))
+    ready_hist = world.hub_metrics.registry.get_sample_value("kb_hub_first_ready_seconds_count")
+    assert ready_hist == 1.0
+
+
+async def test_spec_change_publishes_exactly_one_intent_and_resync_none(world: World) -> None:
+    world.start_hub()
+    world.start_agent()
+    await create_pair(world)
+    await until_ready(world)
+    first = await world.last_intent_seq()
+    await world.mgmt.patch(RKCP, "cp1", {"spec": {"version": "v1.32.0"}}, namespace="default")
+
+    async def upgraded() -> bool:
+        tcp = await world.site.get_or_none(TCP, "cp1", namespace="tenants")
+        obj = await world.rkcp()
+        return (
+            tcp is not None
+            and tcp["spec"]["kubernetes"]["version"] == "v1.32.0"
+            and (obj or {}).get("status", {}).get("version") == "v1.32.0"
+        )
+
+    await helpers.eventually(upgraded, within=30)
+    second = await world.last_intent_seq()
+    assert second > first
+    published = world.hub_metrics.registry.get_sample_value(
+        "kb_hub_intents_published_total", {"site": SITE, "op": "provision"}
+    )
+    assert published == 2.0
+    # A restarted hub rebuilds its state and publishes nothing for unchanged objects.
+    await world.stop("hub")
+    world.hub_metrics = type(world.hub_metrics)()
+    controller = world.start_hub()
+    await helpers.eventually(lambda: _async(bool(controller.rkcps)), within=10)
+    await until_ready(world)
+    obj = await world.rkcp()
+    assert condition(obj, "IntentDelivered") == ("True", "Acknowledged")
+    assert await world.last_intent_seq() == second
+    assert (
+        world.hub_metrics.registry.get_sample_value(
+            "kb_hub_intents_published_total", {"site": SITE, "op": "provision"}
+        )
+        is None
+    )
+
+
+async def test_delete_holds_the_finalizer_until_the_site_reports_deleted(world: World) -> None:
+    world.start_hub()
+    world.start_agent()
+    await create_pair(world)
+    await until_ready(world)
+    await world.mgmt.delete(RKCP, "cp1", namespace="default")
+    await helpers.eventually(lambda: _gone(world), within=30)
+    assert await world.site.get_or_none(TCP, "cp1", namespace="tenants") is None
+    for kind in (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET):
+        from common import bus
+
+        stored = await bus.last_message(
+            world.conn,
+            streams.stream_name(kind, prefix=world.prefix),
+            subjects.control_plane(kind, SITE, "tenants", "cp1", prefix=world.prefix),
+        )
+        assert stored is None, kind
+
+
+async def test_orphan_policy_purges_without_deleting_at_the_site(world: World) -> None:
+    world.start_hub()
+    world.start_agent()
+    await create_pair(world, deletionPolicy="Orphan")
+    await until_ready(world)
+    await world.mgmt.delete(RKCP, "cp1", namespace="default")
+    await helpers.eventually(lambda: _gone(world), within=30)
+    assert await world.site.get_or_none(TCP, "cp1", namespace="tenants") is not None
+    assert await world.last_intent_seq() == 0
+
+
+async def test_site_silent_past_the_timeout_releases_the_finalizer(world: World) -> None:
+    world.start_hub()
+    agent_metrics = world.start_agent()
+    await create_pair(world, siteUnavailableDeletionTimeout="1s")
+    await until_ready(world)
+    await world.stop("agent")  # the site goes dark
+    del agent_metrics
+    await world.mgmt.delete(RKCP, "cp1", namespace="default")
+    await helpers.eventually(lambda: _gone(world), within=30)
+    stored = await world.intents()
+    assert [i.op for i in stored] == ["delete"]  # left for the site to apply when it returns
+    assert await world.site.get_or_none(TCP, "cp1", namespace="tenants") is not None
+    events = await world.mgmt.list(resources.EVENT, namespace="default")
+    assert any(e["reason"] == "SiteUnavailable" and e["type"] == "Warning" for e in events.items)
+
+
+async def test_two_rkcps_for_one_tcp_the_younger_conflicts(world: World) -> None:
+    world.start_hub()
+    world.start_agent()
+    await create_pair(world, "first", tenantControlPlaneName="shared")
+    await until_ready(world, "first")
+    await create_pair(world, "second", tenantControlPlaneName="shared")
+
+    async def conflicted() -> bool:
+        return condition(await world.rkcp("second"), "Ready") == ("False", "Conflict")
+
+    await helpers.eventually(conflicted, within=20)
+    intents = await world.intents()
+    assert [i.owner.name for i in intents] == ["first"]
+
+
+async def test_no_owner_cluster_waits_and_paused_cluster_publishes_nothing(world: World) -> None:
+    world.start_hub()
+    await world.mgmt.create(RKCP, rkcp_obj("lonely"), namespace="default")
+
+    async def waiting() -> bool:
+        return condition(await world.rkcp("lonely"), "Ready") == ("False", "WaitingForCluster")
+
+    await helpers.eventually(waiting, within=20)
+    cl = await world.mgmt.create(resources.CLUSTER, cluster_obj("paused", paused=True), namespace="default")
+    await world.mgmt.create(RKCP, rkcp_obj("held", cluster=cl), namespace="default")
+
+    async def paused() -> bool:
+        return condition(await world.rkcp("held"), "Paused") == ("True", "Paused")
+
+    await helpers.eventually(paused, within=20)
+    assert await world.intents() == []
+
+
+async def test_garbage_on_the_bus_is_counted_and_the_hub_lives_on(world: World) -> None:
+    from common import bus
+
+    world.start_hub()
+    await bus.publish(
+        world.conn, subjects.status(SITE, "tenants", "junk", prefix=world.prefix), b"{]", msg_id="junk-1"
+    )
+    await bus.publish(
+        world.conn,
+        subjects.secret(SITE, "tenants", "junk", prefix=world.prefix),
+        messages.encode(helpers.sealed(namespace="tenants", name="junk")),
+        msg_id="junk-2",
+    )
+
+    def rejected(stream: str, reason: str) -> float:
+        return (
+            world.hub_metrics.registry.get_sample_value(
+                "kb_hub_bus_rejected_total", {"stream": stream, "reason": reason}
+            )
+            or 0.0
+        )
+
+    status_stream = streams.stream_name(subjects.Kind.STATUS, prefix=world.prefix)
+    secret_stream = streams.stream_name(subjects.Kind.SECRET, prefix=world.prefix)
+    await helpers.eventually(
+        lambda: _async(
+            rejected(status_stream, "DecodeError") == rejected(secret_stream, "DecryptFailed") == 1
+        )
+    )
+    world.start_agent()
+    await create_pair(world)
+    await until_ready(world)
+
+
+async def _gone(w: World) -> bool:
+    return await w.rkcp() is None
