@@ -1,0 +1,155 @@
+"""`kamaji-broker hub` as real processes: flags, health, and leader election between two replicas."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+import yaml
+
+from common import bus, keyfiles
+from common import kube as ckube
+from common.kube import resources
+from protocol import messages, streams, subjects
+from sandbox import kubeapi, natsd
+from tests import helpers
+from tests.hub.conftest import RKCP, ROOT, cluster_obj, rkcp_obj
+
+
+class HubProc:
+    def __init__(self, args: list[str], log: Path, identity: str) -> None:
+        self.port = natsd.free_port()
+        self.log = log
+        env = {**os.environ, "KB_HUB_LISTEN": f"127.0.0.1:{self.port}", "KB_HUB_IDENTITY": identity}
+        with open(log, "wb") as out:
+            self.p = subprocess.Popen(
+                [sys.executable, "-m", "kamaji_broker.cli", "hub", *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+
+    async def readyz(self) -> tuple[int, str]:
+        try:
+            async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{self.port}/readyz") as r:
+                return r.status, await r.text()
+        except aiohttp.ClientError:
+            return 0, ""
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+            try:
+                return self.p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+                return -9
+        return int(self.p.returncode)
+
+
+@pytest.fixture
+async def mgmt(tmp_path: Path) -> AsyncIterator[tuple[kubeapi.Server, ckube.Kube, Path]]:
+    server = kubeapi.Server(name="mgmt")
+    await server.start(port=0)
+    for path in [
+        ROOT / "sandbox" / "crds" / "cluster.yaml",
+        *sorted((ROOT / "deploy" / "crds").glob("*.yaml")),
+    ]:
+        await server.apply_crd(yaml.safe_load(path.read_text()))
+    kubeconfig = server.write_kubeconfig(tmp_path / "mgmt.kubeconfig")
+    api = await ckube.api_client_from_kubeconfig(kubeconfig)
+    yield server, ckube.Kube(api), kubeconfig
+    await api.close()
+    await server.stop()
+
+
+def hub_args(server: natsd.NatsServer, conf: Path, keys_dir: Path, kubeconfig: Path) -> list[str]:
+    return [
+        "--kubeconfig", str(kubeconfig), "--nats-url", server.url, "--nats-seed", str(conf / "hub.nk"),
+        "--signing-key", str(keys_dir / keyfiles.SIGNING_FILE),
+        "--sealing-keys", str(keys_dir / keyfiles.SEALING_DIR),
+        "--all-namespaces", "--sites", "site-a", "--leader-elect", "--lease-namespace", "default",
+        "--lease-duration", "2",
+    ]  # fmt: skip
+
+
+async def test_two_replicas_one_leader_and_a_takeover_publishes_nothing_twice(
+    secured_nats: tuple[natsd.NatsServer, Path], mgmt: tuple[kubeapi.Server, ckube.Kube, Path], tmp_path: Path
+) -> None:
+    server, conf = secured_nats
+    _, kube, kubeconfig = mgmt
+    keyfiles.generate(tmp_path / "keys")
+    args = hub_args(server, conf, tmp_path / "keys", kubeconfig)
+    hubs = {name: HubProc(args, tmp_path / f"{name}.log", name) for name in ("hub-1", "hub-2")}
+    reader = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
+    try:
+        holder: list[str] = []
+
+        async def leader_elected() -> bool:
+            lease = await kube.get_or_none(resources.LEASE, "kamaji-broker-hub", namespace="default")
+            holder[:] = [((lease or {}).get("spec") or {}).get("holderIdentity") or ""]
+            return holder[0] in hubs
+
+        await helpers.eventually(leader_elected, within=30)
+        first = holder[0]
+        cl = await kube.create(resources.CLUSTER, cluster_obj("c1"), namespace="default")
+        await kube.create(RKCP, rkcp_obj("cp1", cluster=cl), namespace="default")
+        await helpers.eventually(lambda: _intent_count(reader, 1), within=30)
+        texts = {name: (await h.readyz())[1] for name, h in hubs.items()}
+        assert f"leading as {first}" in texts[first]
+        other = next(n for n in hubs if n != first)
+        assert "standby" in texts[other]
+
+        # The leader dies without releasing its Lease. (Stopping runs in a thread: the emulator
+        # lives on this event loop, and a stopping hub still talks to it to release the Lease.)
+        assert await asyncio.to_thread(hubs[first].stop, signal.SIGKILL) != 0
+        await helpers.eventually(lambda: _holder_is(kube, other), within=30)
+        cl2 = await kube.create(resources.CLUSTER, cluster_obj("c2"), namespace="default")
+        await kube.create(RKCP, rkcp_obj("cp2", cluster=cl2), namespace="default")
+        await helpers.eventually(lambda: _intent_count(reader, 2), within=30)
+        await asyncio.sleep(2)  # a window for a duplicate to show up, if the new leader re-published cp1
+        info = await reader.js.stream_info(streams.stream_name(subjects.Kind.INTENT))
+        assert (info.state.messages, info.state.last_seq) == (2, 2)
+        for name in ("cp1", "cp2"):
+            stored = await bus.last_message(reader, "KB_INTENTS", subjects.intent("site-a", "tenants", name))
+            assert stored is not None and messages.decode_intent(stored.data).name == name
+        assert await asyncio.to_thread(hubs[other].stop) == 0
+        lease = await kube.get(resources.LEASE, "kamaji-broker-hub", namespace="default")
+        assert not lease["spec"].get("holderIdentity")  # released on a clean shutdown
+    finally:
+        for h in hubs.values():
+            await asyncio.to_thread(h.stop)
+        await reader.close()
+
+
+def test_bad_hub_flags_name_the_flag(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "kamaji_broker.cli", "hub", "--nats-url", "nats://127.0.0.1:1",
+         "--sealing-keys", str(tmp_path), "--namespaces", "Bad_NS", "--leader-elect"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "--signing-key: required" in out.stderr
+    assert "--sealing-keys: directory" in out.stderr and "holds no *.key file" in out.stderr
+    assert "--namespaces: namespace 'Bad_NS' is not a DNS-1123 label" in out.stderr
+
+
+async def _intent_count(conn: bus.Connection, n: int) -> bool:
+    try:
+        info = await conn.js.stream_info("KB_INTENTS")
+    except Exception:
+        return False
+    return bool(info.state.messages == n)
+
+
+async def _holder_is(kube: ckube.Kube, name: str) -> bool:
+    lease = await kube.get_or_none(resources.LEASE, "kamaji-broker-hub", namespace="default")
+    return bool(((lease or {}).get("spec") or {}).get("holderIdentity") == name)
