@@ -1,0 +1,21 @@
+"""Every Kubernetes permission the hub uses, in one place (the hub's ClusterRole follows it).
+
+Each entry is (apiGroup, resource, verbs). The code touches nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+RULES: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
+    # The objects it reconciles; patch for finalizers and spec.controlPlaneEndpoint.
+    ("controlplane.cluster.x-k8s.io", "remotekamajicontrolplanes", ("get", "list", "watch", "patch")),
+    ("controlplane.cluster.x-k8s.io", "remotekamajicontrolplanes/status", ("patch",)),
+    # Owner Clusters: network fields and the paused flag, read only.
+    ("cluster.x-k8s.io", "clusters", ("get", "list", "watch")),
+    # <cluster>-kubeconfig and <cluster>-ca (created, replaced on a new checksum).
+    ("", "secrets", ("get", "create", "update")),
+    ("", "events", ("create",)),
+    # Leader election.
+    ("coordination.k8s.io", "leases", ("get", "create", "update")),
+)
