@@ -121,6 +121,8 @@ class StatusLoop:
         """Statuses published since start (a sync counts its own from it, under the lock)."""
         self._unsynced = {(kind, ns) for kind in ("tcp", "secret") for ns in self._scopes()}
         self._synced = asyncio.Event()
+        # Counted when scraped, not on every watch event (that was O(TCPs) per event).
+        metrics.managed_tcps.set_function(self._count_managed)
 
     # Public API
 
@@ -232,7 +234,6 @@ class StatusLoop:
         entry.tcp, entry.gone = obj, False
         entry.uid = str(tcps.meta(obj).get("uid") or "")
         entry.applied = tcps.applied(obj, site=self.site) or entry.applied
-        self._count_managed()
         self._schedule(key)
 
     def _gone(self, key: Key) -> None:
@@ -240,7 +241,6 @@ class StatusLoop:
         if entry is None:
             return
         entry.tcp, entry.gone = None, True
-        self._count_managed()
         self._schedule(key)
 
     def _secrets_listed(self, namespace: str | None, items: Iterable[dict[str, Any]]) -> None:
@@ -271,8 +271,8 @@ class StatusLoop:
             if (namespace, tcp_name) in self._entries:
                 self._schedule((namespace, tcp_name))
 
-    def _count_managed(self) -> None:
-        self.metrics.managed_tcps.set(sum(1 for e in self._entries.values() if e.tcp is not None))
+    def _count_managed(self) -> float:
+        return float(sum(1 for e in self._entries.values() if e.tcp is not None))
 
     # Publishing
 

@@ -275,13 +275,13 @@ async def test_deleted_tcp_is_reported_deleted(
     _, metrics = await start()
     await create_tcp(kube, "cp1", seq=5)
     await hub.until("cp1", lambda s: s.phase == "Ready")
-    assert metrics.managed_tcps._value.get() == 1
+    assert metrics.registry.get_sample_value("kb_agent_managed_tcps") == 1
 
     await kube.delete(tcps.TCP, "cp1", namespace=NS)
     deleted = await hub.until("cp1", lambda s: s.phase == "Deleted")
     assert (deleted.owner_uid, deleted.intent_seq) == (OWNER_UID, 5)
     assert await kube.get_or_none(tcps.TCP, "cp1", namespace=NS) is None
-    assert metrics.managed_tcps._value.get() == 0
+    assert metrics.registry.get_sample_value("kb_agent_managed_tcps") == 0
 
 
 async def test_unmanaged_tcps_are_ignored_and_one_that_leaves_management_is_deleted(
@@ -300,13 +300,13 @@ async def test_unmanaged_tcps_are_ignored_and_one_that_leaves_management_is_dele
     assert await hub.status("other-site") is None
     assert await hub.status("other-site", site="site-b") is None
     assert {s.name for s in hub.statuses} == {"mine"}
-    assert metrics.managed_tcps._value.get() == 1
+    assert metrics.registry.get_sample_value("kb_agent_managed_tcps") == 1
 
     # Someone removes our label: the TCP is no longer ours, the hub must not wait for it.
     await kube.patch(tcps.TCP, "mine", {"metadata": {"labels": {tcps.MANAGED_BY: None}}}, namespace=NS)
     gone = await hub.until("mine", lambda s: s.phase == "Deleted")
     assert gone.owner_uid == OWNER_UID
-    assert metrics.managed_tcps._value.get() == 0
+    assert metrics.registry.get_sample_value("kb_agent_managed_tcps") == 0
 
 
 async def test_republish_all_publishes_every_status_but_unchanged_secrets_once(
@@ -392,6 +392,6 @@ async def test_a_tcp_missing_from_a_relist_is_reported_deleted(
     assert (deleted.owner_uid, deleted.intent_seq) == (OWNER_UID, 3)
     kept = await hub.status("kept")
     assert kept is not None and kept.phase == "Pending"
-    assert metrics.managed_tcps._value.get() == 1
+    assert metrics.registry.get_sample_value("kb_agent_managed_tcps") == 1
     # The news came from the relist, not from a replayed DELETED event.
     assert "tenantcontrolplanes expired" in caplog.text
