@@ -91,6 +91,7 @@ class Controller:
         self._topology_sites: frozenset[str] = frozenset()
         self._last_status_write: dict[Key, float] = {}
         self._initialized: set[str] = set()
+        self._last_error: dict[Key, str] = {}
         """Uids seen Ready once (first-ready metric and event exactly once per object)."""
         self._synced = asyncio.Event()
 
@@ -192,9 +193,11 @@ class Controller:
             key = await self.queue.get()
             try:
                 requeue = await self.sync(key)
+                self._last_error.pop(key, None)
             except (kerrors.KubeError, bus_errors.BusError) as exc:
                 self.metrics.reconcile_errors.inc()
                 log.warning("reconciling %s/%s: %s; retrying", *key, exc)
+                await self._error_event(key, str(exc))
                 requeue = 5.0
             except Exception:
                 self.metrics.reconcile_errors.inc()
@@ -204,6 +207,18 @@ class Controller:
                 self.queue.done(key)
             if requeue is not None:
                 self.queue.add(key, requeue)
+
+    async def _error_event(self, key: Key, message: str) -> None:
+        """A Warning event per distinct error (a retry loop of the same error records it once)."""
+        obj = self.rkcps.get(key)
+        if obj is None or self._last_error.get(key) == message:
+            return
+        self._last_error[key] = message
+        try:
+            r = api.RemoteKamajiControlPlane.parse(obj)
+        except pydantic.ValidationError:
+            return
+        await self._event(rkcp.Event("Warning", "ReconcileError", message), r)
 
     async def sync(self, key: Key) -> float | None:
         obj = self.rkcps.get(key)
