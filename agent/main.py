@@ -7,12 +7,7 @@ keep readiness and the connection metric current, stop cleanly on SIGTERM/SIGINT
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import signal
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from agent import __version__, heartbeat, publishing
 from agent import metrics as agent_metrics
@@ -21,7 +16,7 @@ from agent.apply import loop as apply_loop
 from agent.cleanup import loop as cleanup_loop
 from agent.settings import AgentSettings
 from agent.status import loop as status_loop
-from common import aiotasks, bus, health
+from common import bus, health, service
 from common import kube as ckube
 from common.kube import errors as kerrors
 from common.kube import resources
@@ -33,21 +28,18 @@ NATS_CHECK = "nats"
 KUBE_CHECK = "kubernetes"
 
 
-@dataclass
-class Agent:
+class Agent(service.Service):
     """A running agent; ``stop()`` ends every loop and closes every connection."""
 
-    settings: AgentSettings
-    metrics: agent_metrics.Metrics = field(default_factory=agent_metrics.Metrics)
-    readiness: health.Readiness = field(default_factory=health.Readiness)
-    conn: bus.Connection | None = None
-    api_client: Any = None
-    apply: apply_loop.ApplyLoop | None = None
-    status: status_loop.StatusLoop | None = None
-    cleanup: cleanup_loop.CleanupLoop | None = None
-    heartbeat: heartbeat.Heartbeat | None = None
-    health_server: health.HealthServer | None = None
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    def __init__(self, settings: AgentSettings) -> None:
+        super().__init__()
+        self.settings = settings
+        self.metrics = agent_metrics.Metrics()
+        self.readiness = health.Readiness()
+        self.apply: apply_loop.ApplyLoop | None = None
+        self.status: status_loop.StatusLoop | None = None
+        self.cleanup: cleanup_loop.CleanupLoop | None = None
+        self.heartbeat: heartbeat.Heartbeat | None = None
 
     async def start(self) -> None:
         s = self.settings
@@ -61,7 +53,7 @@ class Agent:
             else await ckube.api_client_from_kubeconfig(s.kubeconfig or "")
         )
         kube = ckube.Kube(self.api_client)
-        self.tasks.append(asyncio.create_task(self._probe_kube(kube), name="kube-probe"))
+        self.spawn("kube-probe", lambda: self._probe_kube(kube))
         self.conn = await bus.connect(
             bus.Options(
                 servers=s.servers,
@@ -71,7 +63,7 @@ class Agent:
                 name=f"kamaji-broker-agent-{s.site}",
             )
         )
-        self.tasks.append(asyncio.create_task(self._watch_nats(self.conn), name="nats-monitor"))
+        self.spawn("nats-monitor", lambda: self.watch_nats(self.readiness, NATS_CHECK, self._connected))
         publisher = publishing.Publisher(self.conn, site=s.site, prefix=s.prefix)
         self.apply = apply_loop.ApplyLoop(
             conn=self.conn,
@@ -86,7 +78,7 @@ class Agent:
             prefix=s.prefix,
             batch=s.fetch_batch,
         )
-        self._supervise("apply loop", self.apply.run)
+        self.supervise("apply loop", self.apply.run)
         self.status = status_loop.StatusLoop(
             kube=kube,
             publisher=publisher,
@@ -96,7 +88,7 @@ class Agent:
             namespaces=s.target_namespaces,
             min_interval=s.status_min_interval,
         )
-        self._supervise("status loop", self.status.run)
+        self.supervise("status loop", self.status.run)
         apply, status, conn = self.apply, self.status, self.conn
 
         async def caught_up() -> bool:
@@ -118,7 +110,7 @@ class Agent:
         )
         # Anti-entropy on every reconnect: whatever changed while we were away is reconciled.
         conn.on_reconnect.append(self.cleanup.on_reconnect)
-        self._supervise("cleanup loop", self.cleanup.run)
+        self.supervise("cleanup loop", self.cleanup.run)
         self.heartbeat = heartbeat.Heartbeat(
             publisher=publisher,
             kube=kube,
@@ -130,20 +122,11 @@ class Agent:
             interval=s.heartbeat_interval,
             namespaces=s.target_namespaces,
         )
-        self._supervise("heartbeat", self.heartbeat.run)
+        self.supervise("heartbeat", self.heartbeat.run)
         log.info("agent for site %s started; health on %s", s.site, s.listen)
 
-    def _supervise(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
-        self.tasks.append(asyncio.create_task(aiotasks.supervise(name, run), name=name))
-
-    async def _watch_nats(self, conn: bus.Connection) -> None:
-        while True:
-            connected = conn.connected
-            self.metrics.nats_connected.set(1 if connected else 0)
-            self.readiness.set(
-                NATS_CHECK, connected, "connected" if connected else "disconnected; reconnecting"
-            )
-            await asyncio.sleep(1.0)
+    def _connected(self, connected: bool) -> None:
+        self.metrics.nats_connected.set(1 if connected else 0)
 
     async def _probe_kube(self, kube: ckube.Kube) -> None:
         while True:
@@ -163,30 +146,7 @@ class Agent:
                 self.readiness.set(KUBE_CHECK, True, "reachable")
             await asyncio.sleep(10.0)
 
-    async def stop(self) -> None:
-        for task in self.tasks:
-            task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
-        self.tasks.clear()
-        if self.conn is not None:
-            await self.conn.close()
-        if self.api_client is not None:
-            await self.api_client.close()
-        if self.health_server is not None:
-            await self.health_server.stop()
-
 
 async def run(settings: AgentSettings) -> None:
     """Run until SIGTERM or SIGINT."""
-    agent = Agent(settings)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    try:
-        await agent.start()
-        await stop.wait()
-        log.info("stopping")
-    finally:
-        await agent.stop()
+    await service.run_until_signalled(Agent(settings))

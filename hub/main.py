@@ -11,13 +11,10 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import socket
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
 
-from common import aiotasks, bus, health, leader
+from common import aiotasks, bus, health, leader, service
 from common import kube as ckube
 from hub import ingest, observations, sites
 from hub import metrics as hub_metrics
@@ -31,18 +28,17 @@ NATS_CHECK = "nats"
 LEADER_CHECK = "leader"
 
 
-@dataclass
-class Hub:
-    settings: HubSettings
-    metrics: hub_metrics.Metrics = field(default_factory=hub_metrics.Metrics)
-    readiness: health.Readiness = field(default_factory=health.Readiness)
-    conn: bus.Connection | None = None
-    api_client: Any = None
-    controller: rkcp_controller.Controller | None = None
-    elector: leader.Elector | None = None
-    health_server: health.HealthServer | None = None
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    active: list[asyncio.Task[None]] = field(default_factory=list)
+class Hub(service.Service):
+    """A running hub; ``stop()`` ends every loop, releases the Lease, closes every connection."""
+
+    def __init__(self, settings: HubSettings) -> None:
+        super().__init__()
+        self.settings = settings
+        self.metrics = hub_metrics.Metrics()
+        self.readiness = health.Readiness()
+        self.controller: rkcp_controller.Controller | None = None
+        self.elector: leader.Elector | None = None
+        self.active: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         s = self.settings
@@ -64,7 +60,7 @@ class Hub:
                 servers=s.servers, seed_file=s.nats_seed, creds_file=s.nats_creds, name="kamaji-broker-hub"
             )
         )
-        self.tasks.append(asyncio.create_task(self._watch_nats(self.conn), name="nats-monitor"))
+        self.spawn("nats-monitor", lambda: self.watch_nats(self.readiness, NATS_CHECK))
         seen = observations.Observations()
         site_state = sites.Sites()
         controller = rkcp_controller.Controller(
@@ -119,10 +115,9 @@ class Hub:
                 renew_interval=max(0.2, s.lease_duration / 3),
             )
             self.readiness.set(LEADER_CHECK, True, "standby")
-            self.tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
-            self.tasks.append(
-                asyncio.create_task(self._follow_leadership(self.elector, leading), name="leadership")
-            )
+            elector = self.elector
+            self.spawn("leader-election", elector.run)
+            self.spawn("leadership", lambda: self._follow_leadership(elector, leading))
         else:
             self._activate(leading)
         log.info("hub started; health on %s", s.listen)
@@ -148,38 +143,16 @@ class Hub:
             await self._deactivate()
             self.readiness.set(LEADER_CHECK, True, "standby")
 
-    async def _watch_nats(self, conn: bus.Connection) -> None:
-        while True:
-            self.readiness.set(NATS_CHECK, conn.connected, "connected" if conn.connected else "reconnecting")
-            await asyncio.sleep(1.0)
-
     async def stop(self) -> None:
         await self._deactivate()
-        for task in self.tasks:
-            task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
-        self.tasks.clear()
+        await super().stop()
+
+    async def before_close(self) -> None:
+        # Give the Lease up so a standby takes over at once rather than after its duration.
         if self.elector is not None:
             with contextlib.suppress(Exception):
                 await self.elector.release()
-        if self.conn is not None:
-            await self.conn.close()
-        if self.api_client is not None:
-            await self.api_client.close()
-        if self.health_server is not None:
-            await self.health_server.stop()
 
 
 async def run(settings: HubSettings) -> None:
-    hub = Hub(settings)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    try:
-        await hub.start()
-        await stop.wait()
-        log.info("stopping")
-    finally:
-        await hub.stop()
+    await service.run_until_signalled(Hub(settings))

@@ -10,42 +10,21 @@ from pathlib import Path
 from typing import Self
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from common.durations import Duration
-from protocol import labels, subjects
+from common.settings import ProcessSettings, check_labels, split
 
 
-def _labels(value: str, what: str) -> str:
-    for item in filter(None, (v.strip() for v in value.split(","))):
-        why = labels.problem(item)
-        if why:
-            raise ValueError(f"{what} {item!r} is not a DNS-1123 label: {why}")
-    return value
-
-
-def _split(value: str) -> tuple[str, ...]:
-    return tuple(sorted({v.strip() for v in value.split(",") if v.strip()}))
-
-
-class HubSettings(BaseSettings):
+class HubSettings(ProcessSettings):
     model_config = SettingsConfigDict(env_prefix="KB_HUB_", extra="forbid", use_attribute_docstrings=True)
 
-    kubeconfig: Path | None = None
-    """Kubeconfig of the management cluster (or --in-cluster)."""
-    in_cluster: bool = False
-    nats_url: str
-    """One or more NATS URLs, comma separated."""
-    nats_creds: Path | None = None
-    nats_seed: Path | None = None
-    """The hub's NKey seed file from ``kamaji-broker nats-config``."""
     signing_key: Path
     """The Ed25519 key that signs intents (``keys generate``: signing.key)."""
     sealing_keys: Path
     """Directory of X25519 private keys (``keys generate``: sealing/); all are used to open secrets."""
     namespaces: str = ""
     """Comma-separated namespaces to watch for RemoteKamajiControlPlanes; empty with --all-namespaces."""
-    all_namespaces: bool = False
     sites: str = ""
     """Sites whose streams and consumers exist even before an object references them."""
     leader_elect: bool = False
@@ -55,33 +34,20 @@ class HubSettings(BaseSettings):
     lease_duration: Duration = 15.0
     identity: str = ""
     """This replica's name in the Lease (default: hostname and pid)."""
-    listen: str = ":8080"
-    prefix: str = subjects.DEFAULT_PREFIX
     stream_replicas: int = Field(default=1, ge=1, le=5)
     """JetStream replicas of the four streams (1 in a single server, 3 in a cluster)."""
     workers: int = Field(default=8, ge=1, le=64)
     heartbeat_interval: Duration = 10.0
     """The agents' heartbeat interval: a site counts as connected for three of them after a beat."""
 
-    @field_validator("namespaces")
-    @classmethod
-    def _namespaces(cls, v: str) -> str:
-        return _labels(v, "namespace")
-
     @field_validator("sites")
     @classmethod
     def _sites(cls, v: str) -> str:
-        return _labels(v, "site")
+        return check_labels(v, what="site")
 
-    @field_validator("prefix")
+    @field_validator("signing_key")
     @classmethod
-    def _prefix(cls, v: str) -> str:
-        subjects.check_prefix(v)
-        return v
-
-    @field_validator("signing_key", "nats_seed", "nats_creds", "kubeconfig")
-    @classmethod
-    def _file_exists(cls, v: Path | None) -> Path | None:
+    def _signing_key_exists(cls, v: Path | None) -> Path | None:
         if v is not None and not v.is_file():
             raise ValueError(f"file {str(v)!r} does not exist")
         return v
@@ -94,25 +60,15 @@ class HubSettings(BaseSettings):
         return v
 
     @model_validator(mode="after")
-    def _one_of_each(self) -> Self:
-        if (self.nats_seed is None) == (self.nats_creds is None):
-            raise ValueError("give exactly one of --nats-seed or --nats-creds")
-        if (self.kubeconfig is None) == (not self.in_cluster):
-            raise ValueError("give exactly one of --kubeconfig or --in-cluster")
-        if bool(self.watch_namespaces) == self.all_namespaces:
-            raise ValueError("give exactly one of --namespaces a,b or --all-namespaces")
+    def _lease(self) -> Self:
         if self.leader_elect and not self.lease_namespace:
             raise ValueError("--leader-elect needs --lease-namespace")
         return self
 
     @property
     def watch_namespaces(self) -> tuple[str, ...]:
-        return _split(self.namespaces)
+        return self.namespace_list
 
     @property
     def static_sites(self) -> tuple[str, ...]:
-        return _split(self.sites)
-
-    @property
-    def servers(self) -> tuple[str, ...]:
-        return tuple(u.strip() for u in self.nats_url.split(",") if u.strip())
+        return split(self.sites)

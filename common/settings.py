@@ -1,0 +1,85 @@
+"""Settings every long-lived process shares (hub and agent): NATS, Kubernetes, namespaces, health.
+
+Subclasses add their own fields; a flag on the command line wins over its environment variable
+(``env_prefix`` per subclass), and every check names the field (the CLI turns it into a flag).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Self
+
+from pydantic import field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from protocol import labels, subjects
+
+
+def split(value: str) -> tuple[str, ...]:
+    """``"b, a,,b"`` → ``("a", "b")``: a comma-separated list, trimmed, de-duplicated, sorted."""
+    return tuple(sorted({v.strip() for v in value.split(",") if v.strip()}))
+
+
+def check_labels(value: str, *, what: str) -> str:
+    for item in split(value):
+        why = labels.problem(item)
+        if why:
+            raise ValueError(f"{what} {item!r} is not a DNS-1123 label: {why}")
+    return value
+
+
+class ProcessSettings(BaseSettings):
+    model_config = SettingsConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    nats_url: str
+    """One or more NATS URLs, comma separated."""
+    nats_seed: Path | None = None
+    """An NKey seed file (from ``kamaji-broker nats-config`` or ``site add``)."""
+    nats_creds: Path | None = None
+    """A .creds file instead of a seed (servers in operator/JWT mode)."""
+    kubeconfig: Path | None = None
+    """Kubeconfig of the cluster this process works in (or --in-cluster)."""
+    in_cluster: bool = False
+    namespaces: str = ""
+    """Comma-separated namespaces to work in; empty with --all-namespaces."""
+    all_namespaces: bool = False
+    listen: str = ":8080"
+    """Address of /healthz, /readyz and /metrics."""
+    prefix: str = subjects.DEFAULT_PREFIX
+    """Subject prefix shared by hub and agents."""
+
+    @field_validator("namespaces")
+    @classmethod
+    def _namespaces(cls, v: str) -> str:
+        return check_labels(v, what="namespace")
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, v: str) -> str:
+        subjects.check_prefix(v)
+        return v
+
+    @field_validator("nats_seed", "nats_creds", "kubeconfig")
+    @classmethod
+    def _file_exists(cls, v: Path | None) -> Path | None:
+        if v is not None and not v.is_file():
+            raise ValueError(f"file {str(v)!r} does not exist")
+        return v
+
+    @model_validator(mode="after")
+    def _one_of_each(self) -> Self:
+        if (self.nats_seed is None) == (self.nats_creds is None):
+            raise ValueError("give exactly one of --nats-seed or --nats-creds")
+        if (self.kubeconfig is None) == (not self.in_cluster):
+            raise ValueError("give exactly one of --kubeconfig or --in-cluster")
+        if bool(self.namespace_list) == self.all_namespaces:
+            raise ValueError("give exactly one of --namespaces a,b or --all-namespaces")
+        return self
+
+    @property
+    def namespace_list(self) -> tuple[str, ...]:
+        return split(self.namespaces)
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        return tuple(u.strip() for u in self.nats_url.split(",") if u.strip())
