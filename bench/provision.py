@@ -1,0 +1,343 @@
+"""Provisioning benchmark: K control planes across N sites, end to end, broker vs direct.
+
+``--mode broker`` (default) runs the sandbox topology as processes (``sandbox.launcher``: NATS,
+an emulated management cluster, N emulated sites with Kamaji simulators at delay 0, the hub, one
+agent per site) and creates K CAPI Cluster + RemoteKamajiControlPlane pairs; a control plane is
+done when its ``<cluster>-kubeconfig`` Secret exists in the management cluster.
+
+``--mode direct`` is the baseline the broker replaces: a controller in this process that holds a
+kubeconfig for every site (Kamaji's ExternalClusterReference approach, made as fast as it can
+be: concurrent writes, one watch per site) creates each TenantControlPlane straight in its site,
+waits for Ready and copies the two Secrets back into the management cluster.
+
+``--compare`` runs both in one invocation and adds broker/direct ratios. ``--rate R`` paces the
+creations at R per second (latency at a steady load) instead of all at once. Prints ONE JSON
+object: throughput, latency percentiles, CPU seconds and peak RSS per role, NATS messages and
+bytes per control plane (broker).
+
+Run: ``.venv/bin/python bench/provision.py [--k 1000] [--n 10] [--compare] [--rate 50]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import aiohttp  # noqa: E402
+
+from common import kube as ckube  # noqa: E402
+from common.kube import resources, watching  # noqa: E402
+from hub import api, mapping  # noqa: E402
+from sandbox import crds, launcher  # noqa: E402
+from sandbox.launcher import processes, workload  # noqa: E402
+
+NAMESPACE = "default"
+SITE_NAMESPACE = "tenants"
+TCP = resources.TENANT_CONTROL_PLANE
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))], 3)
+
+
+def usage(pid: int | None) -> tuple[float, float]:
+    """(CPU seconds, peak RSS MB) of a live process, from /proc."""
+    if pid is None:
+        return 0.0, 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        hwm = next(
+            int(line.split()[1]) / 1024
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+            if line.startswith("VmHWM:")
+        )
+    except (FileNotFoundError, ProcessLookupError, StopIteration, IndexError):
+        return 0.0, 0.0
+    return cpu, hwm
+
+
+def role_usage(children: Iterable[processes.Child]) -> dict[str, dict[str, float]]:
+    roles: dict[str, dict[str, float]] = {}
+    for child in children:
+        role = child.name.split("-", 1)[0]
+        cpu, rss = usage(child.pid)
+        entry = roles.setdefault(role, {"cpu_s": 0.0, "peak_rss_mb": 0.0, "processes": 0})
+        entry["cpu_s"] = round(entry["cpu_s"] + cpu, 2)
+        entry["peak_rss_mb"] = round(max(entry["peak_rss_mb"], rss), 1)
+        entry["processes"] += 1
+    return roles
+
+
+class Tracker:
+    """Watches the management cluster's CAPI Secrets: a control plane is done when its
+    ``<cluster>-kubeconfig`` appears."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.wanted = {f"{n}-kubeconfig": n for n in names}
+        self.done: dict[str, float] = {}
+        self.all_done = asyncio.Event()
+
+    async def watch(self, mgmt: ckube.Kube) -> None:
+        async for item in watching.stream(mgmt, resources.SECRET, namespace=NAMESPACE):
+            objs = item.items if isinstance(item, watching.Synced) else [item.object]
+            for obj in objs:
+                name = self.wanted.get(obj["metadata"]["name"])
+                if name is not None and name not in self.done:
+                    self.done[name] = time.perf_counter()
+            if len(self.done) == len(self.wanted):
+                self.all_done.set()
+
+
+async def drive(
+    names: list[tuple[str, str]],
+    create: Callable[[str, str], Awaitable[None]],
+    tracker: Tracker,
+    *,
+    rate: float | None,
+    concurrency: int,
+    timeout: float,
+) -> dict[str, Any]:
+    started: dict[str, float] = {}
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(name: str, site: str) -> None:
+        async with gate:
+            started[name] = time.perf_counter()
+            await create(name, site)
+
+    t0 = time.perf_counter()
+    tasks = []
+    for i, (name, site) in enumerate(names):
+        if rate:
+            delay = t0 + i / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(one(name, site)))
+    await asyncio.gather(*tasks)
+    try:
+        await asyncio.wait_for(tracker.all_done.wait(), timeout)
+    except TimeoutError:
+        missing = sorted(set(started) - set(tracker.done))
+        raise SystemExit(
+            f"only {len(tracker.done)}/{len(names)} done within {timeout:g}s; e.g. {missing[:5]}"
+        ) from None
+    end = max(tracker.done.values())
+    latencies = [tracker.done[n] - started[n] for n in started]
+    return {
+        "control_planes": len(names),
+        "seconds": round(end - t0, 2),
+        "per_s": round(len(names) / (end - t0), 1),
+        "p50_s": percentile(latencies, 0.50),
+        "p95_s": percentile(latencies, 0.95),
+        "p99_s": percentile(latencies, 0.99),
+    }
+
+
+async def nats_totals(url: str) -> tuple[int, int]:
+    async with aiohttp.ClientSession() as s, s.get(f"{url}/varz") as r:
+        varz = await r.json()
+    return int(varz["in_msgs"]), int(varz["in_bytes"])
+
+
+async def broker(k: int, n: int, *, rate: float | None, work: Path, timeout: float) -> dict[str, Any]:
+    sites = workload.site_names(n)
+    names = spread(k, sites)
+    topo = launcher.Topology(work / "broker", sites=sites, kamaji_delay=0.0, env={"KB_LOG_LEVEL": "warning"})
+    await topo.start()
+    try:
+        tracker = Tracker({name for name, _ in names})
+        watch = asyncio.create_task(tracker.watch(topo.mgmt))
+        monitor = getattr(topo, "nats_monitor_url", "")
+        before = await nats_totals(monitor) if monitor else (0, 0)
+
+        async def create(name: str, site: str) -> None:
+            await topo.create_control_plane(name, site=site)
+
+        result = await drive(names, create, tracker, rate=rate, concurrency=64, timeout=timeout)
+        watch.cancel()
+        if monitor:
+            after = await nats_totals(monitor)
+            result["nats_msgs_per_cp"] = round((after[0] - before[0]) / k, 1)
+            result["nats_bytes_per_cp"] = round((after[1] - before[1]) / k)
+        result["processes"] = role_usage(topo.children)
+        return result
+    finally:
+        await topo.stop()
+
+
+def spread(k: int, sites: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``cp-00001``… assigned round-robin to the sites."""
+    return [(f"cp-{i:05d}", sites[i % len(sites)]) for i in range(k)]
+
+
+class Direct:
+    """The baseline: kubeconfigs for every site, TCPs written straight into them."""
+
+    def __init__(self, mgmt: ckube.Kube, sites: dict[str, ckube.Kube]) -> None:
+        self.mgmt = mgmt
+        self.sites = sites
+        self.copied: set[str] = set()
+        self.ready: dict[str, asyncio.Event] = {}
+
+    async def create(self, name: str, site: str) -> None:
+        cluster = api.Cluster.parse(workload.cluster(name, namespace=NAMESPACE))
+        rkcp = api.RemoteKamajiControlPlane.parse(
+            workload.remote_kamaji_control_plane(
+                name, namespace=NAMESPACE, cluster_uid="direct", site=site, target_namespace=SITE_NAMESPACE
+            )
+        )
+        body = {
+            "apiVersion": TCP.api_version,
+            "kind": TCP.kind,
+            "metadata": {"name": name, "namespace": SITE_NAMESPACE},
+            "spec": mapping.tcp_spec(rkcp, cluster),
+        }
+        await self.sites[site].create(TCP, body, namespace=SITE_NAMESPACE)
+
+    async def watch(self, site: str) -> None:
+        kube = self.sites[site]
+        async for item in watching.stream(kube, TCP, namespace=SITE_NAMESPACE):
+            objs = item.items if isinstance(item, watching.Synced) else [item.object]
+            for obj in objs:
+                phase = (
+                    ((obj.get("status") or {}).get("kubernetesResources") or {}).get("version") or {}
+                ).get("status")
+                name = obj["metadata"]["name"]
+                if phase == "Ready" and name not in self.copied:
+                    self.copied.add(name)
+                    asyncio.get_running_loop().create_task(self.copy(kube, name))
+
+    async def copy(self, kube: ckube.Kube, name: str) -> None:
+        kc = await kube.get(resources.SECRET, f"{name}-admin-kubeconfig", namespace=SITE_NAMESPACE)
+        ca = await kube.get(resources.SECRET, f"{name}-ca", namespace=SITE_NAMESPACE)
+        for suffix, data in (
+            ("ca", {"tls.crt": ca["data"]["ca.crt"], "tls.key": ca["data"]["ca.key"]}),
+            ("kubeconfig", {"value": kc["data"]["admin.conf"]}),
+        ):
+            body = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": "cluster.x-k8s.io/secret",
+                "metadata": {"name": f"{name}-{suffix}", "namespace": NAMESPACE,
+                             "labels": {"cluster.x-k8s.io/cluster-name": name}},
+                "data": data,
+            }  # fmt: skip
+            await self.mgmt.create_or_replace(resources.SECRET, body, namespace=NAMESPACE)
+
+
+async def direct(k: int, n: int, *, rate: float | None, work: Path, timeout: float) -> dict[str, Any]:
+    sites = workload.site_names(n)
+    names = spread(k, sites)
+    base = work / "direct"
+    children: list[processes.Child] = []
+
+    def spawn(name: str, args: list[str], ready: str) -> processes.Child:
+        log = base / "logs" / f"{name}.log"
+        env = processes.child_env({"KB_LOG_LEVEL": "warning"})
+        child = processes.Child(name=name, args=[sys.executable, *args], log=log, env=env, ready_text=ready)
+        children.append(child)
+        child.start()
+        return child
+
+    clients: list[Any] = []
+    try:
+        for cluster in ("mgmt", *sites):
+            crd = crds.CLUSTER if cluster == "mgmt" else crds.TENANT_CONTROL_PLANE
+            kubeconfig = str(base / f"{cluster}.kubeconfig")
+            args = ["-m", "sandbox.kubeapi", "--port", "0", "--kubeconfig", kubeconfig, "--name", cluster]
+            spawn(f"kubeapi-{cluster}", [*args, "--crd", str(crd), "--history", "200000"], "(kubeconfig:")
+        await asyncio.gather(*(c.wait_ready(timeout=60) for c in children))
+        kubes: dict[str, ckube.Kube] = {}
+        for cluster in ("mgmt", *sites):
+            client = await ckube.api_client_from_kubeconfig(base / f"{cluster}.kubeconfig")
+            clients.append(client)
+            kubes[cluster] = ckube.Kube(client)
+        for i, site in enumerate(sites):
+            await kubes[site].create(resources.NAMESPACE, {"metadata": {"name": SITE_NAMESPACE}})
+            spawn(f"kamaji-{site}", ["-m", "sandbox.kamaji", "--kubeconfig", str(base / f"{site}.kubeconfig"),
+                                     "--ready-delay", "0", "--address-pool", f"10.{100 + i}.0.0/16"],
+                  "kamaji simulator running")  # fmt: skip
+        await asyncio.gather(*(c.wait_ready(timeout=60) for c in children))
+        controller = Direct(kubes["mgmt"], {s: kubes[s] for s in sites})
+        tracker = Tracker({name for name, _ in names})
+        cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+        tasks = [asyncio.create_task(tracker.watch(kubes["mgmt"]))]
+        tasks += [asyncio.create_task(controller.watch(s)) for s in sites]
+        result = await drive(names, controller.create, tracker, rate=rate, concurrency=64, timeout=timeout)
+        for t in tasks:
+            t.cancel()
+        cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+        result["processes"] = role_usage(children)
+        # The direct controller runs in this process (with the load generator and the tracker).
+        result["processes"]["direct-controller"] = {
+            "cpu_s": round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 2),
+            "peak_rss_mb": round(cpu1.ru_maxrss / 1024, 1),
+            "processes": 1,
+        }
+        return result
+    finally:
+        for client in clients:
+            await client.close()
+        for child in children:
+            child.terminate()
+        await asyncio.gather(*(c.wait_stopped(timeout=10) for c in children))
+
+
+def ratios(b: dict[str, Any], d: dict[str, Any]) -> dict[str, float]:
+    return {
+        "throughput_broker_over_direct": round(b["per_s"] / d["per_s"], 2),
+        "p50_broker_over_direct": round(b["p50_s"] / d["p50_s"], 2) if d["p50_s"] else 0.0,
+        "p99_broker_over_direct": round(b["p99_s"] / d["p99_s"], 2) if d["p99_s"] else 0.0,
+    }
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "bench": "provision",
+        "k": args.k,
+        "n": args.n,
+        "rate": args.rate,
+        "kamaji_delay_s": 0,
+    }
+    with tempfile.TemporaryDirectory(prefix="bench-provision-") as tmp:
+        work = Path(tmp)
+        modes = ["broker", "direct"] if args.compare else [args.mode]
+        for mode in modes:
+            run = broker if mode == "broker" else direct
+            out[mode] = await run(args.k, args.n, rate=args.rate, work=work, timeout=args.timeout)
+    if args.compare:
+        out["ratios"] = ratios(out["broker"], out["direct"])
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--k", type=int, default=1000, help="control planes (default 1000)")
+    parser.add_argument("--n", type=int, default=10, help="sites (default 10)")
+    parser.add_argument("--mode", choices=("broker", "direct"), default="broker")
+    parser.add_argument("--compare", action="store_true", help="run broker and direct, print ratios")
+    parser.add_argument(
+        "--rate", type=float, default=None, help="create at this many per second (default: all at once)"
+    )
+    parser.add_argument("--timeout", type=float, default=900.0)
+    args = parser.parse_args()
+    print(json.dumps(asyncio.run(main_async(args))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
