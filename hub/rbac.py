@@ -13,8 +13,9 @@ RULES: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
     ("controlplane.cluster.x-k8s.io", "remotekamajicontrolplanes/status", ("patch",)),
     # Owner Clusters: network fields and the paused flag, read only.
     ("cluster.x-k8s.io", "clusters", ("get", "list", "watch")),
-    # <cluster>-kubeconfig and <cluster>-ca (created, replaced on a new checksum).
-    ("", "secrets", ("get", "create", "update")),
+    # <cluster>-kubeconfig and <cluster>-ca: watched (by label) for their checksums, created,
+    # replaced on a new checksum.
+    ("", "secrets", ("get", "list", "watch", "create", "update")),
     ("", "events", ("create",)),
     # Leader election.
     ("coordination.k8s.io", "leases", ("get", "create", "update")),

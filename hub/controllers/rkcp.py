@@ -91,6 +91,11 @@ class Controller:
         self._topology_sites: frozenset[str] = frozenset()
         self._last_status_write: dict[Key, float] = {}
         self._initialized: set[str] = set()
+        self._secret_checksums: dict[Key, str] = {}
+        self._secrets_synced = asyncio.Event()
+        self._published_cache: dict[hub_observations.Coordinates, rkcp.Published | None] = {}
+        """The latest intent per control plane: read from the stream once, then kept current by
+        our own publishes and purges (one leader writes; a fenced publish that fails drops it)."""
         self._last_error: dict[Key, str] = {}
         """Uids seen Ready once (first-ready metric and event exactly once per object)."""
         self._synced = asyncio.Event()
@@ -115,6 +120,7 @@ class Controller:
         scopes: list[str | None] = list(self.namespaces) or [None]
         tasks = [asyncio.create_task(self._watch(RKCP, ns)) for ns in scopes]
         tasks += [asyncio.create_task(self._watch(CLUSTER, ns)) for ns in scopes]
+        tasks += [asyncio.create_task(self._watch_secrets(ns)) for ns in scopes]
         tasks += [asyncio.create_task(self._worker()) for _ in range(self.workers)]
         try:
             await asyncio.gather(*tasks)
@@ -146,12 +152,37 @@ class Controller:
             else:
                 self._remember(r, item.object)
 
+    async def _watch_secrets(self, namespace: str | None) -> None:
+        """The checksum annotation of every CAPI Secret we write, so a reconcile needs no GET."""
+        async for item in watching.stream(
+            self.kube, resources.SECRET, namespace=namespace, label_selector=CLUSTER_NAME_LABEL
+        ):
+            if isinstance(item, watching.Synced):
+                self._secret_checksums = {
+                    k: v
+                    for k, v in self._secret_checksums.items()
+                    if namespace is not None and k[0] != namespace
+                }
+                objs = item.items
+            elif item.type == "DELETED":
+                self._secret_checksums.pop(_key(item.object), None)
+                continue
+            else:
+                objs = [item.object]
+            for obj in objs:
+                notes = (obj.get("metadata") or {}).get("annotations") or {}
+                self._secret_checksums[_key(obj)] = str(notes.get(CHECKSUM_ANNOTATION) or "")
+            self._secrets_synced.set()
+
     def _remember(self, r: resources.Resource, obj: dict[str, Any]) -> None:
         key = _key(obj)
         if r is RKCP:
+            previous = self.rkcps.get(key)
             self.rkcps[key] = obj
             self._index(key, obj)
-            self.queue.add(key)
+            # Our own status writes come back as MODIFIED events: they change nothing to decide.
+            if previous is None or _decision_inputs(previous) != _decision_inputs(obj):
+                self.queue.add(key)
         else:
             self.clusters[key] = obj
             for k in self._rkcps_of_cluster(key):
@@ -275,16 +306,12 @@ class Controller:
             backlog=snap.backlog,
         )
         name = cluster_name or r.metadata.name
-        checksums = {}
-        for secret in (f"{name}-kubeconfig", f"{name}-ca"):
-            found_secret = await self.kube.get_or_none(
-                resources.SECRET, secret, namespace=r.metadata.namespace
-            )
-            if found_secret is not None:
-                checksums[secret] = str(
-                    ((found_secret.get("metadata") or {}).get("annotations") or {}).get(CHECKSUM_ANNOTATION)
-                    or ""
-                )
+        await self._secrets_synced.wait()
+        checksums = {
+            secret: self._secret_checksums[(r.metadata.namespace, secret)]
+            for secret in (f"{name}-kubeconfig", f"{name}-ca")
+            if (r.metadata.namespace, secret) in self._secret_checksums
+        }
         return rkcp.Observed(
             rkcp=r,
             cluster=cluster,
@@ -322,6 +349,13 @@ class Controller:
         return ""
 
     async def _published(self, coords: hub_observations.Coordinates) -> rkcp.Published | None:
+        if coords in self._published_cache:
+            return self._published_cache[coords]
+        found = await self._read_published(coords)
+        self._published_cache[coords] = found
+        return found
+
+    async def _read_published(self, coords: hub_observations.Coordinates) -> rkcp.Published | None:
         stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.prefix)
         stored = await bus.last_message(self.conn, stream, subjects.intent(*coords, prefix=self.prefix))
         if stored is None:
@@ -380,6 +414,7 @@ class Controller:
                 subject = subjects.control_plane(kind, *coords, prefix=self.prefix)
                 await bus.purge_subject(self.conn, streams.stream_name(kind, prefix=self.prefix), subject)
             self.observations.forget(coords)
+            self._published_cache[coords] = None
         elif isinstance(action, rkcp.WriteSecrets):
             await self._write_secrets(action, r, o)
         elif isinstance(action, rkcp.SetEndpoint):
@@ -429,7 +464,20 @@ class Controller:
                 r.metadata.name,
                 exc,
             )
+            self._published_cache.pop(hub_observations.Coordinates(site, ns, name), None)
             return False
+        except bus_errors.BusError:
+            # The outcome is unknown (the publish may have landed): read the stream next time.
+            self._published_cache.pop(hub_observations.Coordinates(site, ns, name), None)
+            raise
+        self._published_cache[hub_observations.Coordinates(site, ns, name)] = rkcp.Published(
+            seq=ack.seq,
+            op=action.op,
+            generation=r.metadata.generation,
+            owner_uid=r.metadata.uid,
+            spec=action.spec,
+            kubeconfig_key=r.spec.kubeconfig_secret_key,
+        )
         self.metrics.intents_published.labels(site=site, op=action.op).inc()
         log.info(
             "published %s intent for %s/%s (generation %d) as seq %d",
@@ -532,3 +580,20 @@ def _owner_cluster_model(r: api.RemoteKamajiControlPlane) -> str:
         if ref.kind == "Cluster" and ref.api_version.startswith("cluster.x-k8s.io/"):
             return ref.name
     return ""
+
+
+def _decision_inputs(obj: dict[str, Any]) -> tuple[Any, ...]:
+    """What a reconcile decides from, of an RKCP: everything but its status and bookkeeping.
+
+    A watch event that changes none of it is our own status write coming back.
+    """
+    m = obj.get("metadata") or {}
+    return (
+        m.get("generation"),
+        m.get("deletionTimestamp"),
+        tuple(m.get("finalizers") or ()),
+        repr(m.get("ownerReferences")),
+        repr(m.get("labels")),
+        repr(m.get("annotations")),
+        repr(obj.get("spec")),
+    )
