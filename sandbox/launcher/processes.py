@@ -1,0 +1,147 @@
+"""Child processes of the sandbox: start one command, wait until it serves, stop it by PID.
+
+Owns the lifetime of one OS process of the topology (nats-server, an API emulator, a Kamaji
+simulator, the hub, an agent): its command line, its log file, the readiness wait (``/readyz``
+answers 200, or a line in its log says it serves) and the shutdown (SIGTERM, then SIGKILL after
+a timeout). Talks to the operating system and, for readiness, to the child's health port.
+
+Every child runs in a process group of its own. Why: Ctrl-C in a terminal signals the whole
+foreground group; the launcher must receive it alone, so that it can stop the children in
+order (agents and hub before the API servers and NATS they talk to) instead of all at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+__all__ = ["Child", "LaunchError", "child_env", "tail"]
+
+
+class LaunchError(RuntimeError):
+    """A part of the topology could not be set up or did not become ready; the message says which
+    and points at its log."""
+
+
+def tail(path: Path, *, lines: int = 15) -> str:
+    """The last ``lines`` lines of a log file (empty when there is none), for error messages."""
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass
+class Child:
+    """One long-running child process of the topology.
+
+    Ready when ``health_url`` + ``/readyz`` answers 200 (hub, agents) or, for processes without
+    a health port, when ``ready_text`` appears in its log (emulators, simulators). Either way a
+    child that exits while starting fails the wait at once, with the end of its log.
+    """
+
+    name: str
+    args: Sequence[str]
+    log: Path
+    env: Mapping[str, str] | None = None
+    health_url: str | None = None
+    ready_text: str | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        """None while it runs (or before it started)."""
+        return self.process.poll() if self.process is not None else None
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen(
+                list(self.args),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=dict(self.env) if self.env is not None else None,
+                process_group=0,
+            )
+
+    async def wait_ready(self, *, timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        last = "not started"
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
+            while True:
+                code = self.returncode
+                if self.process is None or code is not None:
+                    raise LaunchError(
+                        f"{self.name} exited with code {code} while starting; "
+                        f"end of {self.log}:\n{tail(self.log)}"
+                    )
+                ok, last = await self._probe(session)
+                if ok:
+                    return
+                if loop.time() > deadline:
+                    raise LaunchError(
+                        f"{self.name} was not ready within {timeout:g}s ({last}); "
+                        f"end of {self.log}:\n{tail(self.log)}"
+                    )
+                await asyncio.sleep(0.1)
+
+    async def _probe(self, session: aiohttp.ClientSession) -> tuple[bool, str]:
+        if self.health_url is not None:
+            try:
+                async with session.get(f"{self.health_url}/readyz") as response:
+                    text = await response.text()
+                    return response.status == 200, " ".join(text.split())
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                return False, f"{self.health_url}/readyz: {type(exc).__name__}"
+        if self.ready_text is not None:
+            found = self.ready_text in self.log.read_text(errors="replace")
+            return found, f"waiting for {self.ready_text!r} in its log"
+        return True, ""
+
+    def terminate(self) -> None:
+        """Send SIGTERM (every child stops cleanly on it) if it still runs."""
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signal.SIGTERM)
+
+    async def wait_stopped(self, *, timeout: float) -> int | None:
+        """Wait up to ``timeout`` seconds after ``terminate``, then SIGKILL; the exit code."""
+        if self.process is None:
+            return None
+        try:
+            await asyncio.to_thread(self.process.wait, timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            # SIGKILL cannot be ignored: this returns at once (the wait only reaps it).
+            await asyncio.to_thread(self.process.wait)
+        return self.process.returncode
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without the hub's and agents' settings variables, plus ``extra``.
+
+    Why: a ``KB_HUB_*`` or ``KB_AGENT_*`` variable left in the user's shell (say
+    ``KB_HUB_LEADER_ELECT``) would silently change the sandbox's hub or agents; the sandbox
+    passes everything they need as flags, and ``extra`` is the one deliberate way in.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KB_HUB_", "KB_AGENT_"))}
+    # Log lines reach DIR/logs/ as they are written, not when a buffer fills.
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
