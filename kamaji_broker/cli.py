@@ -47,10 +47,38 @@ def _parser() -> argparse.ArgumentParser:
     flags.add(agent, AgentSettings)
 
     sb = sub.add_parser(
-        "sandbox", help="run the system on this machine (today: the wire protocol, end to end)"
+        "sandbox",
+        help="run the whole system on this machine: NATS, emulated clusters, Kamaji simulators, hub, agents",
+        description="Start everything as local processes on 127.0.0.1, create one Cluster + "
+        "RemoteKamajiControlPlane per control plane, show progress until all are Ready, print kubectl "
+        "commands to look around, then run until Ctrl-C (which stops every process).",
+    )
+    sb.add_argument("--sites", type=int, default=2, help="number of sites: site-a, site-b, ... (default: 2)")
+    sb.add_argument(
+        "--control-planes", type=int, default=2, metavar="M", help="control planes per site (default: 2)"
+    )
+    sb.add_argument(
+        "--kamaji-delay",
+        type=float,
+        default=3.0,
+        metavar="SECONDS",
+        help="seconds the Kamaji simulators take to make a control plane Ready (default: 3)",
     )
     sb.add_argument(
         "--dir", type=Path, default=Path(".sandbox"), help="working directory (default: .sandbox)"
+    )
+    sb.add_argument(
+        "--exit-when-ready",
+        action="store_true",
+        help="stop everything and exit 0 once every control plane is Ready and its kubeconfig Secret exists",
+    )
+    sb.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="seconds after creating the control planes until all must be Ready; past it, "
+        "--exit-when-ready exits 1 naming what is missing (default: 300)",
     )
 
     keys = sub.add_parser("keys", help="hub key pairs (signing and sealing)")
@@ -155,9 +183,17 @@ def _hub(args: argparse.Namespace) -> int:
 
 def _sandbox(args: argparse.Namespace) -> int:
     # Imported here: only this command needs the sandbox (and its nats-server wheel).
-    from sandbox import demo
+    from sandbox import run
 
-    return demo.run(args.dir)
+    options = run.Options(
+        directory=args.dir,
+        sites=args.sites,
+        control_planes=args.control_planes,
+        kamaji_delay=args.kamaji_delay,
+        exit_when_ready=args.exit_when_ready,
+        timeout=args.timeout,
+    )
+    return run.main(options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

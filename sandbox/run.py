@@ -1,0 +1,223 @@
+"""``kamaji-broker sandbox``: the whole system on this machine, with live progress, until Ctrl-C.
+
+Owns the command's behaviour: start the ``sandbox.launcher.Topology`` (NATS, emulated clusters,
+Kamaji simulators, hub, agents as processes), create one Cluster + RemoteKamajiControlPlane per
+control plane, show progress (a table redrawn in place on a terminal, one line per change
+otherwise), print copy-pasteable ``kubectl`` commands once every control plane is Ready with
+its ``<cluster>-kubeconfig`` Secret, then keep running until Ctrl-C (or exit at once with
+``--exit-when-ready``). Whatever happens (Ctrl-C, SIGTERM, a timeout, a crashed process), every
+process it started is stopped before it returns.
+
+Exit codes: 0 ready (or stopped by the user after start-up), 1 not ready within ``--timeout``
+or a part failed, 130 interrupted before Ready with ``--exit-when-ready``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shlex
+import shutil
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from common.kube import errors as kerrors
+from sandbox import natsd, progress
+from sandbox.launcher import processes, topology, workload
+
+__all__ = ["Options", "main"]
+
+POLL = 0.5
+"""Seconds between two looks at the management cluster: fast enough to feel live, and a list of
+a few dozen objects twice a second costs the emulator nothing."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    directory: Path = Path(".sandbox")
+    sites: int = 2
+    control_planes: int = 2
+    """Per site."""
+    kamaji_delay: float = 3.0
+    exit_when_ready: bool = False
+    timeout: float = 300.0
+    """Seconds from the creation of the control planes until all must be Ready (start-up has
+    its own deadlines, so a slow start never reads as a slow broker)."""
+
+    def __post_init__(self) -> None:
+        if self.sites < 1 or self.sites > 255:
+            raise ValueError(f"--sites must be between 1 and 255, got {self.sites}")
+        if self.control_planes < 0:
+            raise ValueError(f"--control-planes must be 0 or more, got {self.control_planes}")
+        if self.kamaji_delay < 0:
+            raise ValueError(f"--kamaji-delay must be 0 or more seconds, got {self.kamaji_delay:g}")
+        if self.timeout <= 0:
+            raise ValueError(f"--timeout must be more than 0 seconds, got {self.timeout:g}")
+
+
+class Screen:
+    """Progress output: a block redrawn in place on a terminal, changed lines only otherwise."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.live = out.isatty()
+        self._drawn = 0
+        self._last: progress.Snapshot | None = None
+
+    def show(self, snapshot: progress.Snapshot, *, elapsed: float) -> None:
+        if self.live:
+            width = max(20, shutil.get_terminal_size().columns - 1)
+            # Cut to the width: a wrapped line would break the count of lines to move up.
+            lines = [line[:width] for line in progress.table(snapshot, elapsed=elapsed)]
+            # Up to the first line drawn last time, clear to the end of the screen, draw again.
+            prefix = f"\x1b[{self._drawn}F\x1b[J" if self._drawn else ""
+            self.out.write(prefix + "\n".join(lines) + "\n")
+            self._drawn = len(lines)
+        else:
+            for line in progress.changes(self._last, snapshot, elapsed=elapsed):
+                self.out.write(line + "\n")
+        self.out.flush()
+        self._last = snapshot
+
+    def freeze(self) -> None:
+        """Leave the last table as it is: what follows is printed below it."""
+        self._drawn = 0
+
+    def say(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+
+def _quote(path: Path) -> str:
+    return shlex.quote(str(path))
+
+
+def kubectl_commands(t: topology.Topology, snapshot: progress.Snapshot) -> list[str]:
+    """What to try once it is ready: RKCPs in the management cluster, TCPs at each site, a tenant
+    kubeconfig read from its Secret."""
+    mgmt = _quote(t.mgmt_kubeconfig)
+    lines = [f"kubectl --kubeconfig {mgmt} get rkcp -A"]
+    lines += [f"kubectl --kubeconfig {_quote(t.kubeconfig(s))} get tcp -n {t.namespace}" for s in t.sites]
+    if snapshot.control_planes:
+        cp = snapshot.control_planes[0]
+        lines.append(
+            f"kubectl --kubeconfig {mgmt} -n {cp.namespace} get secret {cp.cluster}-kubeconfig "
+            "-o jsonpath='{.data.value}' | base64 -d"
+        )
+    return lines
+
+
+async def _create(t: topology.Topology, options: Options) -> None:
+    for name, site in workload.control_plane_names(t.sites, per_site=options.control_planes):
+        await t.create_control_plane(name, site=site)
+
+
+async def _watch(t: topology.Topology, options: Options, screen: Screen, stop: asyncio.Event) -> int:
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    deadline = began + options.timeout
+    ready = False
+    warned = False
+    while not stop.is_set():
+        failures = t.failures()
+        if failures:
+            screen.freeze()
+            for line in failures:
+                print(f"kamaji-broker sandbox: error: {line}", file=sys.stderr)
+            return 1
+        snapshot = await t.progress()
+        now = loop.time()
+        if not ready or not screen.live:
+            screen.show(snapshot, elapsed=now - began)
+        if snapshot.done and not ready:
+            ready = True
+            screen.freeze()
+            _print_ready(t, snapshot, screen, elapsed=now - began, staying=not options.exit_when_ready)
+            if options.exit_when_ready:
+                return 0
+        if not ready and now > deadline and not warned:
+            screen.freeze()
+            missing = snapshot.missing()
+            message = (
+                f"not ready after {options.timeout:g}s: {len(missing)} of {len(snapshot.control_planes)} "
+                "control planes missing:\n" + "\n".join(f"  {m}" for m in missing)
+                + f"\nlogs of every process: {t.logs_dir}/"
+            )  # fmt: skip
+            print(f"kamaji-broker sandbox: {'error' if options.exit_when_ready else 'warning'}: {message}",
+                  file=sys.stderr)  # fmt: skip
+            if options.exit_when_ready:
+                return 1
+            warned = True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), POLL)
+    return 130 if options.exit_when_ready and not ready else 0
+
+
+def _print_ready(
+    t: topology.Topology, snapshot: progress.Snapshot, screen: Screen, *, elapsed: float, staying: bool
+) -> None:
+    count = len(snapshot.control_planes)
+    screen.say("")
+    screen.say(f"Ready: {count} control planes at {len(t.sites)} sites after {elapsed:.1f}s. Try:")
+    screen.say("")
+    for line in kubectl_commands(t, snapshot):
+        screen.say(f"  {line}")
+    screen.say("")
+    screen.say(f"Hub /readyz and /metrics: {t.hub_health_url}; logs: {t.logs_dir}/")
+    if staying:
+        screen.say("Running until Ctrl-C.")
+
+
+async def _run(options: Options, out: TextIO) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    screen = Screen(out)
+    names = workload.site_names(options.sites)
+    t = topology.Topology(options.directory, sites=names, kamaji_delay=options.kamaji_delay)
+    screen.say(
+        f"kamaji-broker sandbox: starting nats-server, {len(names) + 1} emulated clusters (mgmt, "
+        f"{', '.join(names)}), {len(names)} Kamaji simulators, the hub and {len(names)} agents "
+        f"in {options.directory}/ (logs in {t.logs_dir}/)"
+    )
+    try:
+        starting = asyncio.create_task(t.start())
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            starting.cancel()  # Topology.start stops whatever it had started when cancelled.
+            with contextlib.suppress(asyncio.CancelledError, processes.LaunchError):
+                await starting
+            screen.say("interrupted while starting; everything stopped")
+            return 130 if options.exit_when_ready else 0
+        stopping.cancel()
+        starting.result()
+        screen.say(
+            f"started: NATS {t.nats_url}, hub {t.hub_health_url}; creating "
+            f"{options.control_planes * len(names)} Cluster + RemoteKamajiControlPlane pairs"
+        )
+        await _create(t, options)
+        code = await _watch(t, options, screen, stop)
+    except (processes.LaunchError, natsd.NatsServerNotFound) as exc:
+        print(f"kamaji-broker sandbox: error: {exc}", file=sys.stderr)
+        code = 1
+    except kerrors.KubeError as exc:
+        print(
+            f"kamaji-broker sandbox: error: the management cluster refused a request: {exc}", file=sys.stderr
+        )
+        code = 1
+    finally:
+        screen.say("stopping every process...")
+        await t.stop()
+    screen.say("stopped.")
+    return code
+
+
+def main(options: Options, *, out: TextIO | None = None) -> int:
+    """Run the sandbox command; returns the exit code."""
+    return asyncio.run(_run(options, out or sys.stdout))
