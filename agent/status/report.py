@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from agent import tcps
+from common import objects
 from protocol import keys, messages, sealing
 
 KUBECONFIG_SUFFIX: Final = "-admin-kubeconfig"
@@ -45,15 +46,6 @@ _PHASES: Final[Mapping[str, messages.Phase]] = {
 Significant = tuple[Any, ...]
 
 
-def _get(obj: Mapping[str, Any], *path: str) -> Any:
-    node: Any = obj
-    for key in path:
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(key)
-    return node
-
-
 def _count(value: Any) -> int:
     """A replica count as the wire wants it: a non-negative int, 0 for anything unreadable."""
     if isinstance(value, bool) or not isinstance(value, int | str):
@@ -68,7 +60,7 @@ def phase_of(tcp: Mapping[str, Any]) -> tuple[messages.Phase, str]:
     """(phase, reason) of a TCP. A deletion wins over any status; no status yet is Pending."""
     if tcps.deleting(tcp):
         return "Deleting", "DeletionRequested"
-    kamaji = _get(tcp, "status", "kubernetesResources", "version", "status")
+    kamaji = objects.dig(tcp, "status", "kubernetesResources", "version", "status")
     if not kamaji:
         return "Pending", "AwaitingKamaji"
     phase = _PHASES.get(str(kamaji))
@@ -117,10 +109,10 @@ def new_status(
     meta = tcps.meta(tcp)
     applied = tcps.applied(tcp, site=site)
     phase, reason = phase_of(tcp)
-    deployment = _get(tcp, "status", "kubernetesResources", "deployment") or {}
+    deployment = objects.dig(tcp, "status", "kubernetesResources", "deployment") or {}
     if not isinstance(deployment, Mapping):
         deployment = {}
-    version = _get(tcp, "status", "kubernetesResources", "version", "version") or _get(
+    version = objects.dig(tcp, "status", "kubernetesResources", "version", "version") or objects.dig(
         tcp, "spec", "kubernetes", "version"
     )
     return messages.Status(
@@ -133,7 +125,7 @@ def new_status(
         phase=phase,
         reason=reason,
         version=str(version or ""),
-        endpoint=endpoint_of(_get(tcp, "status", "controlPlaneEndpoint")),
+        endpoint=endpoint_of(objects.dig(tcp, "status", "controlPlaneEndpoint")),
         replicas=_count(deployment.get("replicas")),
         ready_replicas=_count(deployment.get("readyReplicas")),
         available_replicas=_count(deployment.get("availableReplicas")),

@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from common import objects
+
 __all__ = [
     "DEFAULT_PORT",
     "DEFAULT_REPLICAS",
@@ -180,15 +182,6 @@ def admin_kubeconfig_secret_name(name: str) -> str:
     return f"{name}-admin-kubeconfig"
 
 
-def _get(obj: Mapping[str, Any], *path: str) -> Any:
-    node: Any = obj
-    for key in path:
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(key)
-    return node
-
-
 def new_observed(
     tcp: Mapping[str, Any],
     *,
@@ -201,8 +194,8 @@ def new_observed(
     schema without defaults) may hand the object over without them.
     """
     metadata = tcp.get("metadata") or {}
-    replicas = _get(tcp, "spec", "controlPlane", "deployment", "replicas")
-    port = _get(tcp, "spec", "networkProfile", "port")
+    replicas = objects.dig(tcp, "spec", "controlPlane", "deployment", "replicas")
+    port = objects.dig(tcp, "spec", "networkProfile", "port")
     status = tcp.get("status")
     return Observed(
         namespace=str(metadata.get("namespace") or ""),
@@ -211,11 +204,11 @@ def new_observed(
         generation=int(metadata.get("generation") or 1),
         deleting=bool(metadata.get("deletionTimestamp")),
         finalizers=tuple(metadata.get("finalizers") or ()),
-        version=str(_get(tcp, "spec", "kubernetes", "version") or ""),
+        version=str(objects.dig(tcp, "spec", "kubernetes", "version") or ""),
         replicas=DEFAULT_REPLICAS if replicas is None else int(replicas),
-        address=str(_get(tcp, "spec", "networkProfile", "address") or ""),
+        address=str(objects.dig(tcp, "spec", "networkProfile", "address") or ""),
         port=DEFAULT_PORT if not port else int(port),
-        data_store=str(_get(tcp, "spec", "dataStore") or ""),
+        data_store=str(objects.dig(tcp, "spec", "dataStore") or ""),
         status=status if isinstance(status, Mapping) else {},
         secrets=secrets,
         allocated_address=allocated_address,
@@ -278,7 +271,10 @@ def _target_phase(observed: Observed, installed: str) -> Phase:
         return Phase.PROVISIONING
     if installed != observed.version:
         return Phase.UPGRADING
-    if _get(observed.status, "kubernetesResources", "version", "status") in (Phase.SLEEPING, Phase.NOT_READY):
+    if objects.dig(observed.status, "kubernetesResources", "version", "status") in (
+        Phase.SLEEPING,
+        Phase.NOT_READY,
+    ):
         return Phase.NOT_READY
     return Phase.READY
 
@@ -287,7 +283,7 @@ def _next_phase(
     observed: Observed, memory: Memory, *, now: float, timings: Timings
 ) -> tuple[Phase, str, Memory, float | None]:
     """(phase, installed version, memory, requeue_after) for this visit."""
-    installed = str(_get(observed.status, "kubernetesResources", "version", "version") or "")
+    installed = str(objects.dig(observed.status, "kubernetesResources", "version", "version") or "")
     target = _target_phase(observed, installed)
     if target not in _TRANSITIONAL:
         return target, installed, dataclasses.replace(memory, phase="", target="", since=None), None
