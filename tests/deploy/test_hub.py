@@ -1,0 +1,157 @@
+"""deploy/hub: the kustomize base builds, every document validates, and it fits the hub's code.
+
+RBAC equals ``hub.rbac.RULES``; the Deployment's flags and environment load into ``HubSettings``
+with the files its Secret volumes provide, made by the operator commands of the walkthrough.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hub import crdgen, rbac
+from hub.settings import HubSettings
+from kamaji_broker import cli, flags
+from tests.deploy import manifests as m
+
+NAMESPACE = "kamaji-broker-system"
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[dict[str, Any]]:
+    return m.kustomize(m.DEPLOY / "hub")
+
+
+def test_every_document_validates(docs: list[dict[str, Any]]) -> None:
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == sorted(
+        [
+            "Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+            "Role", "RoleBinding", "Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget",
+        ]
+    )  # fmt: skip
+    for doc in docs:
+        m.validate(doc)
+        if doc["kind"] not in ("Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"):
+            assert doc["metadata"]["namespace"] == NAMESPACE, doc["metadata"]["name"]
+
+
+def test_the_crd_is_the_generated_one(docs: list[dict[str, Any]]) -> None:
+    crd = m.one(docs, "CustomResourceDefinition")
+    rendered = yaml.safe_load(crdgen.render())
+    assert crd["spec"] == rendered["spec"]
+    copy = m.DEPLOY / "hub" / "crds" / crdgen.FILENAME
+    assert copy.read_text() == crdgen.render(), (
+        f"run: python -m hub.crdgen --output {copy.relative_to(m.ROOT)}"
+    )
+
+
+def test_rbac_is_exactly_what_the_hub_uses(docs: list[dict[str, Any]]) -> None:
+    roles = m.of_kind(docs, "ClusterRole") + m.of_kind(docs, "Role")
+    assert m.granted(roles) == m.declared(rbac.RULES)
+    # Leases only in the hub's namespace; everything else cluster-wide (RKCPs in any namespace).
+    assert {r[1] for r in m.granted(m.of_kind(docs, "Role"))} == {"leases"}
+    deployment = m.one(docs, "Deployment")
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    for binding in m.of_kind(docs, "ClusterRoleBinding") + m.of_kind(docs, "RoleBinding"):
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
+        role_kind = "ClusterRole" if binding["kind"] == "ClusterRoleBinding" else "Role"
+        assert binding["roleRef"]["kind"] == role_kind
+        assert binding["roleRef"]["name"] in {r["metadata"]["name"] for r in m.of_kind(docs, role_kind)}
+    assert account in {a["metadata"]["name"] for a in m.of_kind(docs, "ServiceAccount")}
+
+
+def _operator_files(tmp_path: Path) -> dict[tuple[str, str], dict[str, str]]:
+    """The Secrets of deploy/README.md step 4, made as an operator makes them."""
+    kb = [sys.executable, "-m", "kamaji_broker.cli"]
+    keys, nats = tmp_path / "keys", tmp_path / "nats"
+    printed = subprocess.run(
+        [*kb, "keys", "generate", "--out", str(keys), "--print-secret", "kamaji-broker-hub-keys",
+         "--namespace", NAMESPACE],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    subprocess.run([*kb, "nats-config", "--dir", str(nats)], capture_output=True, check=True, timeout=60)
+    hub_keys = yaml.safe_load(printed)
+    sealing = {p.name: p.read_text() for p in (keys / "sealing").glob("*.key")}  # --from-file=keys/sealing/
+    return {
+        ("Secret", hub_keys["metadata"]["name"]): m.secret_data(hub_keys),
+        ("Secret", "kamaji-broker-hub-sealing-keys"): sealing,
+        ("Secret", "kamaji-broker-hub-nats"): {"hub.nk": (nats / "hub.nk").read_text()},
+    }
+
+
+def test_deployment_flags_load_with_the_operator_secrets(
+    docs: list[dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deployment = m.one(docs, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    mounts = m.materialize(pod, container, sources=_operator_files(tmp_path), root=tmp_path / "pod")
+    args = [
+        m.local_path(a.split("=", 1)[0], mounts)
+        + ("=" + m.local_path(a.split("=", 1)[1], mounts) if "=" in a else "")
+        for a in container["args"]
+    ]
+    assert container["args"][0] == "hub"
+    parsed = cli._parser().parse_args(args)
+    env = {e["name"]: e for e in container["env"]}
+    # The downward API gives these at run time.
+    assert env["KB_HUB_LEASE_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    assert env["KB_HUB_IDENTITY"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    fields = {f"KB_HUB_{n.upper()}" for n in HubSettings.model_fields}
+    assert set(env) - {"KB_LOG_LEVEL"} <= fields, "every variable is a hub setting"
+    monkeypatch.setenv("KB_HUB_LEASE_NAMESPACE", NAMESPACE)
+    monkeypatch.setenv("KB_HUB_IDENTITY", "kamaji-broker-hub-0")
+    for name, e in env.items():
+        if "value" in e:
+            monkeypatch.setenv(name, e["value"])
+    settings = flags.load(HubSettings, parsed)
+    assert settings.leader_elect and settings.lease_namespace == NAMESPACE
+    assert settings.in_cluster and settings.all_namespaces
+    assert settings.stream_replicas == 3, "deploy/nats is a 3-node JetStream cluster"
+    assert len(list(settings.sealing_keys.glob("*.key"))) == 1
+    assert settings.servers == ("nats://nats.nats.svc:4222",)
+
+
+def _local_arg(arg: str, mounts: dict[str, Path]) -> str:
+    flag, eq, value = arg.partition("=")
+    return f"{flag}{eq}{m.local_path(value, mounts)}" if eq else arg
+
+
+def test_deployment_runs_hardened_with_probes(docs: list[dict[str, Any]]) -> None:
+    deployment = m.one(docs, "Deployment")
+    spec = deployment["spec"]
+    assert spec["replicas"] == 2
+    pod = spec["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    (container,) = pod["containers"]
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True and security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"]["drop"] == ["ALL"]
+    assert container["resources"]["requests"] and container["resources"]["limits"]["memory"]
+    port = next(p for p in container["ports"] if p["name"] == "metrics")
+    assert any(a == f"--listen=:{port['containerPort']}" for a in container["args"])
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    for probe in (container["livenessProbe"], container["readinessProbe"]):
+        assert probe["httpGet"]["port"] == "metrics"
+    service = m.one(docs, "Service")
+    assert service["spec"]["selector"].items() <= spec["template"]["metadata"]["labels"].items()
+    assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+
+
+def test_network_policy_allows_only_dns_nats_and_the_api_server(docs: list[dict[str, Any]]) -> None:
+    policy = m.one(docs, "NetworkPolicy")
+    deployment = m.one(docs, "Deployment")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+    egress = {(p["protocol"], p["port"]) for rule in policy["spec"]["egress"] for p in rule["ports"]}
+    assert egress == {("UDP", 53), ("TCP", 53), ("TCP", 4222), ("TCP", 443), ("TCP", 6443)}
+    ingress = [p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]]
+    assert ingress == ["metrics"]
