@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from common import bus
 from protocol import messages, streams, subjects
+from sandbox import natsd
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
 
@@ -93,3 +100,58 @@ async def eventually(
         if loop.time() > deadline:
             raise AssertionError(f"condition not met within {within}s")
         await asyncio.sleep(every)
+
+
+class CliProcess:
+    """``kamaji-broker <command> ...`` as a child process with its health port on 127.0.0.1."""
+
+    def __init__(
+        self, command: str, args: list[str], *, log: Path, env: dict[str, str] | None = None
+    ) -> None:
+        self.log = log
+        self.port = natsd.free_port()
+        prefix = "KB_HUB_" if command == "hub" else "KB_AGENT_"
+        full_env = {**os.environ, f"{prefix}LISTEN": f"127.0.0.1:{self.port}", **(env or {})}
+        with open(log, "wb") as out:
+            self.p = subprocess.Popen(
+                [sys.executable, "-m", "kamaji_broker.cli", command, *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=full_env,
+            )
+
+    async def get(self, path: str) -> tuple[int, str]:
+        async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{self.port}{path}") as r:
+            return r.status, await r.text()
+
+    async def readyz(self, want: Callable[[int, str], bool]) -> str:
+        """Poll /readyz until ``want(status, text)``; returns the text."""
+        seen: list[str] = []
+
+        async def check() -> bool:
+            try:
+                status, text = await self.get("/readyz")
+            except aiohttp.ClientError:
+                return False
+            seen[:] = [text]
+            return want(status, text)
+
+        await eventually(check, within=20, every=0.2)
+        return seen[0]
+
+    def stop(self, sig: int | None = None) -> int:
+        """Signal (SIGTERM by default) and wait; SIGKILL after 15 s. Returns the exit code.
+
+        Blocking: call it through ``asyncio.to_thread`` when the process talks to something
+        served by this test's event loop (an in-process emulator).
+        """
+
+        if self.p.poll() is None:
+            self.p.send_signal(sig if sig is not None else signal.SIGTERM)
+            try:
+                return self.p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+                return -9
+        return int(self.p.returncode)

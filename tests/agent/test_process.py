@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 
 from common import bus, keyfiles
@@ -24,51 +21,8 @@ from tests.agent.conftest import NAMESPACE, intent
 TCP = resources.TENANT_CONTROL_PLANE
 
 
-class Proc:
-    def __init__(self, args: list[str], log: Path) -> None:
-        self.log = log
-        self.port = natsd.free_port()
-        env = {
-            **os.environ,
-            "KB_AGENT_LISTEN": f"127.0.0.1:{self.port}",
-            "KB_AGENT_HEARTBEAT_INTERVAL": "0.5",
-        }
-        with open(log, "wb") as out:
-            self.p = subprocess.Popen(
-                [sys.executable, "-m", "kamaji_broker.cli", "agent", *args],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
-
-    async def get(self, path: str) -> tuple[int, str]:
-        async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{self.port}{path}") as r:
-            return r.status, await r.text()
-
-    async def readyz(self, want: Callable[[int, str], bool]) -> str:
-        seen: list[str] = []
-
-        async def check() -> bool:
-            try:
-                status, text = await self.get("/readyz")
-            except aiohttp.ClientError:
-                return False
-            seen[:] = [text]
-            return want(status, text)
-
-        await helpers.eventually(check, within=20, every=0.2)
-        return seen[0]
-
-    def stop(self) -> int:
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                return self.p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-                return -9
-        return int(self.p.returncode)
+def agent_process(args: list[str], log: Path) -> helpers.CliProcess:
+    return helpers.CliProcess("agent", args, log=log, env={"KB_AGENT_HEARTBEAT_INTERVAL": "0.5"})
 
 
 @pytest.fixture
@@ -99,7 +53,7 @@ async def test_agent_process_applies_intents_and_stops_cleanly(
     world: tuple[natsd.NatsServer, Path, Path, Path, bus.Connection], tmp_path: Path
 ) -> None:
     server, conf, keys_dir, kubeconfig, hub = world
-    proc = Proc(
+    proc = agent_process(
         agent_args(server, conf / "sites" / "site-a.nk", keys_dir, kubeconfig), tmp_path / "agent.log"
     )
     try:
@@ -150,7 +104,7 @@ async def test_credentials_of_another_site_are_a_clear_configuration_error(
     world: tuple[natsd.NatsServer, Path, Path, Path, bus.Connection], tmp_path: Path
 ) -> None:
     server, conf, keys_dir, kubeconfig, _ = world
-    proc = Proc(
+    proc = agent_process(
         agent_args(server, conf / "sites" / "site-b.nk", keys_dir, kubeconfig), tmp_path / "agent.log"
     )
     try:

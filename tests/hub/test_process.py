@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 import yaml
 
@@ -23,36 +21,8 @@ from tests import helpers
 from tests.hub.conftest import RKCP, ROOT, cluster_obj, rkcp_obj
 
 
-class HubProc:
-    def __init__(self, args: list[str], log: Path, identity: str) -> None:
-        self.port = natsd.free_port()
-        self.log = log
-        env = {**os.environ, "KB_HUB_LISTEN": f"127.0.0.1:{self.port}", "KB_HUB_IDENTITY": identity}
-        with open(log, "wb") as out:
-            self.p = subprocess.Popen(
-                [sys.executable, "-m", "kamaji_broker.cli", "hub", *args],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
-
-    async def readyz(self) -> tuple[int, str]:
-        try:
-            async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{self.port}/readyz") as r:
-                return r.status, await r.text()
-        except aiohttp.ClientError:
-            return 0, ""
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
-            try:
-                return self.p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-                return -9
-        return int(self.p.returncode)
+def hub_process(args: list[str], log: Path, identity: str) -> helpers.CliProcess:
+    return helpers.CliProcess("hub", args, log=log, env={"KB_HUB_IDENTITY": identity})
 
 
 @pytest.fixture
@@ -88,7 +58,7 @@ async def test_two_replicas_one_leader_and_a_takeover_publishes_nothing_twice(
     _, kube, kubeconfig = mgmt
     keyfiles.generate(tmp_path / "keys")
     args = hub_args(server, conf, tmp_path / "keys", kubeconfig)
-    hubs = {name: HubProc(args, tmp_path / f"{name}.log", name) for name in ("hub-1", "hub-2")}
+    hubs = {name: hub_process(args, tmp_path / f"{name}.log", name) for name in ("hub-1", "hub-2")}
     reader = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
     try:
         holder: list[str] = []
@@ -103,7 +73,7 @@ async def test_two_replicas_one_leader_and_a_takeover_publishes_nothing_twice(
         cl = await kube.create(resources.CLUSTER, cluster_obj("c1"), namespace="default")
         await kube.create(RKCP, rkcp_obj("cp1", cluster=cl), namespace="default")
         await helpers.eventually(lambda: _intent_count(reader, 1), within=30)
-        texts = {name: (await h.readyz())[1] for name, h in hubs.items()}
+        texts = {name: (await h.get("/readyz"))[1] for name, h in hubs.items()}
         assert f"leading as {first}" in texts[first]
         other = next(n for n in hubs if n != first)
         assert "standby" in texts[other]
