@@ -141,9 +141,11 @@ async def _watch(t: topology.Topology, options: Options, screen: Screen, stop: a
         if not ready and now > deadline and not warned:
             screen.freeze()
             missing = snapshot.missing()
+            errors = t.recent_errors()
             message = (
                 f"not ready after {options.timeout:g}s: {len(missing)} of {len(snapshot.control_planes)} "
                 "control planes missing:\n" + "\n".join(f"  {m}" for m in missing)
+                + ("\nlast errors in the logs:\n" + "\n".join(f"  {e}" for e in errors) if errors else "")
                 + f"\nlogs of every process: {t.logs_dir}/"
             )  # fmt: skip
             print(f"kamaji-broker sandbox: {'error' if options.exit_when_ready else 'warning'}: {message}",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -23,7 +24,11 @@ from pathlib import Path
 
 import aiohttp
 
-__all__ = ["Child", "LaunchError", "child_env", "tail"]
+__all__ = ["Child", "LaunchError", "child_env", "last_error", "tail"]
+
+# What an error looks like in each child's log: the hub's and agents' JSON lines, Python logging
+# (emulators, simulators), a traceback's final line, nats-server's [ERR].
+_ERROR = re.compile(r'"level": "(error|critical)"|\b(ERROR|CRITICAL)\b|\[ERR\]|^[\w.]+(Error|Exception): ')
 
 
 class LaunchError(RuntimeError):
@@ -38,6 +43,18 @@ def tail(path: Path, *, lines: int = 15) -> str:
     except FileNotFoundError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
+
+
+def last_error(path: Path) -> str:
+    """The last line of a log that reports an error (empty when none), cut to 300 characters."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return ""
+    for line in reversed(lines):
+        if _ERROR.search(line):
+            return line.strip()[:300]
+    return ""
 
 
 @dataclass

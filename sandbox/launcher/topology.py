@@ -269,6 +269,16 @@ class Topology:
             if c.returncode is not None
         ]
 
+    def recent_errors(self) -> list[str]:
+        """The last error line of each child's log that has one, named by the child: the first
+        place to look when something does not become Ready."""
+        found = []
+        for child in self.children:
+            line = processes.last_error(child.log)
+            if line:
+                found.append(f"{child.name}: {line}")
+        return found
+
     # -- the parts ---------------------------------------------------------------------------
 
     async def _cli(self, *args: str) -> None:

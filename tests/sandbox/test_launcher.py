@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.launcher import LaunchError, Topology, prepare_directory, workload
+from sandbox.launcher import LaunchError, Topology, prepare_directory, processes, workload
 from sandbox.launcher import topology as topology_module
 
 
@@ -71,3 +71,25 @@ def test_prepare_directory_refuses_a_running_sandbox(tmp_path: Path) -> None:
 def test_topology_rejects_a_site_named_like_the_management_cluster(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="names the management cluster"):
         Topology(tmp_path, sites=("mgmt",))
+
+
+NAME_ERROR = "NameError: name 'x' is not defined"
+JSON_ERROR = '{"level": "error", "message": "boom"}'
+NATS_ERROR = "[1] [ERR] listen failed"
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        pytest.param(["INFO all good", "INFO still good"], "", id="none"),
+        pytest.param([JSON_ERROR, '{"level": "info"}'], JSON_ERROR, id="json"),
+        pytest.param(["x ERROR sim: unexpected error", "Traceback (most recent call last):", "  File ...",
+                      NAME_ERROR], NAME_ERROR, id="traceback"),
+        pytest.param([NATS_ERROR, "[1] [INF] Server Exiting.."], NATS_ERROR, id="nats"),
+    ],
+)  # fmt: skip
+def test_last_error_of_a_log(tmp_path: Path, lines: list[str], expected: str) -> None:
+    log = tmp_path / "x.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert processes.last_error(log) == expected
+    assert processes.last_error(tmp_path / "absent.log") == ""
