@@ -123,7 +123,8 @@ class Agent(service.Service):
             namespaces=s.target_namespaces,
         )
         self.supervise("heartbeat", self.heartbeat.run)
-        log.info("agent for site %s started; health on %s", s.site, s.listen)
+        assert self.health_server is not None
+        log.info("agent for site %s started; health on port %d", s.site, self.health_server.port)
 
     def _connected(self, connected: bool) -> None:
         self.metrics.nats_connected.set(1 if connected else 0)

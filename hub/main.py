@@ -120,7 +120,8 @@ class Hub(service.Service):
             self.spawn("leadership", lambda: self._follow_leadership(elector, leading))
         else:
             self._activate(leading)
-        log.info("hub started; health on %s", s.listen)
+        assert self.health_server is not None
+        log.info("hub started; health on port %d", self.health_server.port)
 
     def _activate(self, loops: list[tuple[str, Callable[[], Awaitable[None]]]]) -> None:
         self.active = [asyncio.create_task(aiotasks.supervise(name, run), name=name) for name, run in loops]

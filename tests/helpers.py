@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,7 +17,6 @@ import aiohttp
 
 from common import bus
 from protocol import messages, streams, subjects
-from sandbox import natsd
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
 
@@ -109,9 +109,11 @@ class CliProcess:
         self, command: str, args: list[str], *, log: Path, env: dict[str, str] | None = None
     ) -> None:
         self.log = log
-        self.port = natsd.free_port()
+        self._port = 0
         prefix = "KB_HUB_" if command == "hub" else "KB_AGENT_"
-        full_env = {**os.environ, f"{prefix}LISTEN": f"127.0.0.1:{self.port}", **(env or {})}
+        # Port 0: the process picks a free port and logs it (a port chosen here could be taken
+        # by another process before the child binds it).
+        full_env = {**os.environ, f"{prefix}LISTEN": "127.0.0.1:0", **(env or {})}
         with open(log, "wb") as out:
             self.p = subprocess.Popen(
                 [sys.executable, "-m", "kamaji_broker.cli", command, *args],
@@ -120,7 +122,17 @@ class CliProcess:
                 env=full_env,
             )
 
+    @property
+    def port(self) -> int:
+        """The health port, from the process's start-up log line; 0 until it has started."""
+        if not self._port:
+            found = re.search(r"health on port (\d+)", self.log.read_text(errors="replace"))
+            self._port = int(found.group(1)) if found else 0
+        return self._port
+
     async def get(self, path: str) -> tuple[int, str]:
+        if not self.port:
+            raise aiohttp.ClientConnectionError("not serving yet")
         async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{self.port}{path}") as r:
             return r.status, await r.text()
 
