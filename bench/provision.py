@@ -162,7 +162,7 @@ async def broker(k: int, n: int, *, rate: float | None, work: Path, timeout: flo
     try:
         tracker = Tracker({name for name, _ in names})
         watch = asyncio.create_task(tracker.watch(topo.mgmt))
-        monitor = getattr(topo, "nats_monitor_url", "")
+        monitor = topo.nats_monitor_url
         before = await nats_totals(monitor) if monitor else (0, 0)
 
         async def create(name: str, site: str) -> None:

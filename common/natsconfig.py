@@ -47,11 +47,22 @@ def auth(blocks: Iterable[str]) -> str:
     )
 
 
-def main(*, host: str, port: int, store_dir: str, server_name: str, max_payload: int = 1024 * 1024) -> str:
+def main(
+    *,
+    host: str,
+    port: int,
+    store_dir: str,
+    server_name: str,
+    max_payload: int = 1024 * 1024,
+    monitor: str | None = None,
+) -> str:
+    """``monitor`` (``host:port``) serves nats-server's HTTP monitoring (/varz, /jsz, /healthz)."""
+    monitoring = f"http: {json.dumps(monitor)}\n" if monitor else ""
     return (
         "# nats-server configuration for kamaji-broker, written by `kamaji-broker nats-config`.\n"
         f"server_name: {json.dumps(server_name)}\n"
         f"listen: {json.dumps(f'{host}:{port}')}\n"
+        f"{monitoring}"
         f"max_payload: {max_payload}\n"
         "jetstream {\n"
         f"  store_dir: {json.dumps(store_dir)}\n"

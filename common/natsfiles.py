@@ -71,6 +71,7 @@ def nats_config(
     store_dir: Path | None = None,
     server_name: str = "kamaji-broker",
     prefix: str = subjects.DEFAULT_PREFIX,
+    monitor: str | None = None,
 ) -> tuple[Path, Identity]:
     subjects.check_prefix(prefix)
     config_dir.mkdir(parents=True, exist_ok=True)
@@ -78,7 +79,10 @@ def nats_config(
     store = store_dir if store_dir is not None else config_dir / "jetstream"
     main = config_dir / MAIN_FILE
     files.write_public(
-        main, natsconfig.main(host=host, port=port, store_dir=str(store.absolute()), server_name=server_name)
+        main,
+        natsconfig.main(
+            host=host, port=port, store_dir=str(store.absolute()), server_name=server_name, monitor=monitor
+        ),
     )
     render_auth(config_dir, prefix=prefix)
     return main, hub

@@ -110,6 +110,9 @@ def _parser() -> argparse.ArgumentParser:
     nc.add_argument("--port", type=int, default=4222)
     nc.add_argument("--store-dir", type=Path, help="JetStream store (default: DIR/jetstream)")
     nc.add_argument("--server-name", default="kamaji-broker")
+    nc.add_argument(
+        "--monitor", metavar="HOST:PORT", help="serve nats-server's HTTP monitoring here (/varz, /healthz)"
+    )
     nc.add_argument("--prefix", default=subjects.DEFAULT_PREFIX, help="subject prefix (default: kb)")
     return p
 
@@ -157,6 +160,7 @@ def _nats_config(args: argparse.Namespace) -> int:
         store_dir=args.store_dir,
         server_name=args.server_name,
         prefix=args.prefix,
+        monitor=args.monitor,
     )
     print(f"wrote {main}; hub NKey {hub.public_key}, seed {hub.seed_file}", file=sys.stderr)
     print(f"start it with: nats-server -c {main}", file=sys.stderr)

@@ -130,6 +130,7 @@ class Topology:
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.nats_port = 0
+        self.nats_monitor_port = 0
         self.hub_health_url = ""
         self.agent_health_urls: dict[str, str] = {}
         self.children: list[processes.Child] = []
@@ -171,6 +172,11 @@ class Topology:
 
     def log(self, name: str) -> Path:
         return self.logs_dir / f"{name}.log"
+
+    @property
+    def nats_monitor_url(self) -> str:
+        """nats-server's HTTP monitoring (/varz: message and byte counters), on 127.0.0.1."""
+        return f"http://127.0.0.1:{self.nats_monitor_port}" if self.nats_monitor_port else ""
 
     @property
     def nats_url(self) -> str:
@@ -288,9 +294,11 @@ class Topology:
     async def _credentials(self) -> None:
         await self._cli("keys", "generate", "--out", str(self.keys_dir))
         self.nats_port = natsd.free_port()
+        self.nats_monitor_port = natsd.free_port()
         await self._cli(
             "nats-config", "--dir", str(self.nats_dir), "--host", "127.0.0.1", "--port", str(self.nats_port),
             "--store-dir", str(self.directory / "jetstream"), "--server-name", "kamaji-broker-sandbox",
+            "--monitor", f"127.0.0.1:{self.nats_monitor_port}",
         )  # fmt: skip
         for site in self.sites:
             # One at a time: each run re-renders the shared auth.conf.
