@@ -1,0 +1,48 @@
+# syntax=docker/dockerfile:1
+#
+# kamaji-broker images (BuildKit):
+#   docker build -t kamaji-broker:0.1.0 .                          # runtime: hub, agent, operator commands
+#   docker build --target sandbox -t kamaji-broker:sandbox .       # + nats-server wheel, compose helpers
+#
+# Both run as the non-root user 10001 with the entrypoint `kamaji-broker`, and need nothing
+# writable but the volumes they are given (Kubernetes: readOnlyRootFilesystem).
+
+ARG PYTHON_IMAGE=python:3.11-slim
+
+FROM ${PYTHON_IMAGE} AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY protocol/ protocol/
+COPY common/ common/
+COPY hub/ hub/
+COPY agent/ agent/
+COPY sandbox/ sandbox/
+COPY kamaji_broker/ kamaji_broker/
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+
+# Production: no nats-server binary, no compose helpers.
+FROM ${PYTHON_IMAGE} AS runtime
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
+    pip install /wheels/kamaji_broker-*.whl \
+ && groupadd --system --gid 10001 kamaji-broker \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin kamaji-broker \
+ && mkdir -p /state && chown 10001:10001 /state
+# /state: owned by the user, so a named volume mounted there (docker-compose.yml) is writable.
+USER 10001:10001
+EXPOSE 8080
+ENTRYPOINT ["kamaji-broker"]
+CMD ["--help"]
+
+# The sandbox and the compose topology's `clusters` and `e2e` services: the package with its
+# `server` extra (the nats-server wheel, for `kamaji-broker sandbox`) and deploy/compose/.
+FROM runtime AS sandbox
+USER root
+RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
+    pip install "$(echo /wheels/kamaji_broker-*.whl)[server]"
+COPY deploy/compose/ /opt/kamaji-broker/compose/
+USER 10001:10001

