@@ -311,14 +311,6 @@ def test_topology_runs_as_local_processes(
     e2e = local.argv(c.argv(SERVICES["e2e"]))
     e2e[-1] = "--timeout=30"
     done = subprocess.run(e2e, capture_output=True, text=True, timeout=90, env=local.env(SERVICES["e2e"]))
-    if done.returncode != 0 and re.search(
-        r"^FAIL site-\w+: RKCP \S+ gone \(finalizer released\)", done.stdout, re.M
-    ):
-        # Known hub bug (reported to the lead, not this artifact's): now and then the hub does not
-        # act on a site's Deleted status, and the RKCP keeps its finalizer. Everything before it passed.
-        pytest.xfail(
-            "hub kept the finalizer after the site reported Deleted: " + done.stdout.splitlines()[-1]
-        )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "e2e: every check passed" in done.stdout
     assert done.stdout.count("ok   ") == len(RUNNERS) + 6 * len(AGENTS)
