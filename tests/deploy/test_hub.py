@@ -45,9 +45,9 @@ def test_the_crd_is_the_generated_one(docs: list[dict[str, Any]]) -> None:
     crd = m.one(docs, "CustomResourceDefinition")
     rendered = yaml.safe_load(crdgen.render())
     assert crd["spec"] == rendered["spec"]
-    copy = m.DEPLOY / "hub" / "crds" / crdgen.FILENAME
-    assert copy.read_text() == crdgen.render(), (
-        f"run: python -m hub.crdgen --output {copy.relative_to(m.ROOT)}"
+    committed = m.DEPLOY / "crds" / crdgen.FILENAME
+    assert committed.read_text() == crdgen.render(), (
+        f"run: python -m hub.crdgen --output {committed.relative_to(m.ROOT)}"
     )
 
 

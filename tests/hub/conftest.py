@@ -21,7 +21,7 @@ from agent.status import loop as status_loop
 from common import bus, health
 from common import kube as ckube
 from common.kube import resources
-from hub import ingest, observations, sites
+from hub import crdgen, ingest, observations, sites
 from hub import metrics as hub_metrics
 from hub.controllers import rkcp as rkcp_controller
 from protocol import keys, messages, sealing, streams, subjects
@@ -171,7 +171,7 @@ async def world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncItera
     await site_server.start(port=0)
     for path in [
         ROOT / "sandbox" / "crds" / "cluster.yaml",
-        *sorted((ROOT / "deploy" / "crds").glob("*.yaml")),
+        ROOT / "deploy" / "crds" / crdgen.FILENAME,
     ]:
         await mgmt_server.apply_crd(yaml.safe_load(path.read_text()))
     await site_server.apply_crd(

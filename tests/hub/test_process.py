@@ -15,6 +15,7 @@ import yaml
 from common import bus, keyfiles
 from common import kube as ckube
 from common.kube import resources
+from hub import crdgen
 from protocol import messages, streams, subjects
 from sandbox import kubeapi, natsd
 from tests import helpers
@@ -31,7 +32,7 @@ async def mgmt(tmp_path: Path) -> AsyncIterator[tuple[kubeapi.Server, ckube.Kube
     await server.start(port=0)
     for path in [
         ROOT / "sandbox" / "crds" / "cluster.yaml",
-        *sorted((ROOT / "deploy" / "crds").glob("*.yaml")),
+        ROOT / "deploy" / "crds" / crdgen.FILENAME,
     ]:
         await server.apply_crd(yaml.safe_load(path.read_text()))
     kubeconfig = server.write_kubeconfig(tmp_path / "mgmt.kubeconfig")
