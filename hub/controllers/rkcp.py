@@ -28,7 +28,7 @@ from common.kube import resources, watching
 from hub import api, ingest, mapping, sites
 from hub import metrics as hub_metrics
 from hub import observations as hub_observations
-from hub.controllers import queue
+from hub.controllers import cache, queue
 from hub.reconcile import rkcp, rkcp_status
 from protocol import errors as protocol_errors
 from protocol import messages, signing, streams, subjects
@@ -84,8 +84,13 @@ class Controller:
         self.heartbeat_interval = heartbeat_interval
         """The agents' heartbeat interval: a site is connected while its last beat is ≤ 3 of them old."""
         self.queue: queue.WorkQueue[Key] = queue.WorkQueue()
-        self.rkcps: dict[Key, dict[str, Any]] = {}
-        self.clusters: dict[Key, dict[str, Any]] = {}
+        self.rkcps = cache.ObjectCache()
+        self.clusters = cache.ObjectCache()
+        self._inputs: dict[Key, int] = {}
+        """A hash of what each RKCP's reconcile decides from (see ``_decision_inputs``)."""
+        self._created: dict[Key, str] = {}
+        self._owner: dict[Key, str] = {}
+        """The owner Cluster's name of each RKCP (for Cluster events)."""
         self._by_coords: dict[hub_observations.Coordinates, set[Key]] = defaultdict(set)
         self._coords_of: dict[Key, hub_observations.Coordinates] = {}
         self._topology_sites: frozenset[str] = frozenset()
@@ -139,11 +144,11 @@ class Controller:
     # -- caches ----------------------------------------------------------------------------
 
     async def _watch(self, r: resources.Resource, namespace: str | None) -> None:
-        cache = self.rkcps if r is RKCP else self.clusters
+        known = self.rkcps if r is RKCP else self.clusters
         async for item in watching.stream(self.kube, r, namespace=namespace):
             if isinstance(item, watching.Synced):
                 fresh = {_key(o): o for o in item.items}
-                for gone in [k for k in cache if (namespace is None or k[0] == namespace) and k not in fresh]:
+                for gone in [k for k in known if (namespace is None or k[0] == namespace) and k not in fresh]:
                     self._forget(r, gone)
                 for o in item.items:
                     self._remember(r, o)
@@ -177,27 +182,33 @@ class Controller:
     def _remember(self, r: resources.Resource, obj: dict[str, Any]) -> None:
         key = _key(obj)
         if r is RKCP:
-            previous = self.rkcps.get(key)
-            self.rkcps[key] = obj
+            inputs = hash(_decision_inputs(obj))
+            previous = self._inputs.get(key)
+            self.rkcps.put(key, obj)
+            self._inputs[key] = inputs
+            self._created[key] = str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+            self._owner[key] = _owner_cluster(obj)
             self._index(key, obj)
             # Our own status writes come back as MODIFIED events: they change nothing to decide.
-            if previous is None or _decision_inputs(previous) != _decision_inputs(obj):
+            if previous != inputs:
                 self.queue.add(key)
         else:
-            self.clusters[key] = obj
+            self.clusters.put(key, obj)
             for k in self._rkcps_of_cluster(key):
                 self.queue.add(k)
 
     def _forget(self, r: resources.Resource, key: Key) -> None:
         if r is RKCP:
-            self.rkcps.pop(key, None)
+            self.rkcps.pop(key)
+            for index in (self._inputs, self._created, self._owner):
+                index.pop(key, None)
             coords = self._coords_of.pop(key, None)
             if coords is not None:
                 self._by_coords[coords].discard(key)
                 for other in self._by_coords[coords]:
                     self.queue.add(other)  # a conflict may have resolved
         else:
-            self.clusters.pop(key, None)
+            self.clusters.pop(key)
             for k in self._rkcps_of_cluster(key):
                 self.queue.add(k)
 
@@ -215,7 +226,7 @@ class Controller:
         self._by_coords[coords].add(key)
 
     def _rkcps_of_cluster(self, cluster: Key) -> list[Key]:
-        return [k for k, o in self.rkcps.items() if k[0] == cluster[0] and _owner_cluster(o) == cluster[1]]
+        return [k for k, owner in self._owner.items() if k[0] == cluster[0] and owner == cluster[1]]
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -337,8 +348,7 @@ class Controller:
         for key in self._by_coords.get(coords, ()):
             if key == (r.metadata.namespace, r.metadata.name):
                 continue
-            other = (self.rkcps.get(key) or {}).get("metadata") or {}
-            ts = other.get("creationTimestamp")
+            ts = self._created.get(key)
             when = (
                 dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
                 if ts

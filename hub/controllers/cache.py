@@ -1,0 +1,43 @@
+"""A cache of watched objects kept as compact JSON bytes.
+
+A parsed Kubernetes object costs ten times its JSON size as Python dicts and strings (about
+13 kB against 1.3 kB for an RKCP): at 10,000 control planes that was most of the hub's memory.
+Objects are decoded when a reconcile needs one; the indexes the controller consults often are
+kept beside, small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+Key = tuple[str, str]
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(dict[str, Any])
+
+
+class ObjectCache:
+    def __init__(self) -> None:
+        self._raw: dict[Key, bytes] = {}
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter(list(self._raw))
+
+    def put(self, key: Key, obj: dict[str, Any]) -> None:
+        self._raw[key] = _encoder.encode(obj)
+
+    def get(self, key: Key) -> dict[str, Any] | None:
+        raw = self._raw.get(key)
+        return None if raw is None else _decoder.decode(raw)
+
+    def pop(self, key: Key) -> None:
+        self._raw.pop(key, None)
