@@ -324,10 +324,7 @@ def _docker_engine() -> bool:
 
 
 @pytest.mark.e2e
-@pytest.mark.skipif(
-    os.environ.get("KB_COMPOSE_E2E") != "1", reason="opt-in: KB_COMPOSE_E2E=1 (builds images)"
-)
-@pytest.mark.skipif(not _docker_engine(), reason="no Docker engine")  # the closest mark is checked first
+@pytest.mark.skipif(not _docker_engine(), reason="no Docker engine")
 def test_compose_up() -> None:  # pragma: no cover - needs a Docker engine
     project = ["docker", "compose", "-f", str(c.COMPOSE), "-p", "kamaji-broker-test"]
     try:
