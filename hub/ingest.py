@@ -156,6 +156,20 @@ class Ingest:
             announce=True,
         )
 
+    async def reopen(self, coords: observations.Key) -> None:
+        """Open the latest sealed secrets of ``coords`` again (they were released once written)."""
+        coords = observations.Coordinates(*coords)
+        subject = subjects.secret(*coords, prefix=self.prefix)
+        stored = await bus.last_message(self.conn, self.secrets_stream, subject)
+        if stored is None:
+            return
+        sealed = self._decode(messages.decode_sealed_secrets, self.secrets_stream, subject, stored.data)
+        if sealed is None:
+            return
+        opened = observations.open_sealed(sealed, keyring=self.keyring)
+        if isinstance(opened, messages.SecretsPayload):
+            self.observations.restore_secrets(coords, sealed, opened)
+
     # -- loading after a restart -------------------------------------------------------------
 
     async def load(self, coords: observations.Key) -> observations.ControlPlaneObservation | None:

@@ -17,6 +17,8 @@ import dataclasses
 import enum
 from typing import Final, NamedTuple
 
+import msgspec
+
 from protocol import errors, messages, sealing
 
 DECRYPT_FAILED: Final = "DecryptFailed"
@@ -64,6 +66,9 @@ class ControlPlaneObservation:
     """The opened payload of ``sealed``, when it opened and matched its checksum."""
     secrets_error: DecryptError | None = None
     """Why ``sealed`` could not be opened; None when it opened or there is nothing sealed."""
+    secrets_released: bool = False
+    """The plaintext (and the ciphertext) were dropped once written to the CAPI Secrets; the
+    checksum stays. ``Ingest.reopen`` reads the box again when it is needed once more."""
 
 
 class Outcome(enum.StrEnum):
@@ -135,6 +140,7 @@ class _Entry:
     sealed_seq: int = 0
     secrets: messages.SecretsPayload | None = None
     secrets_error: DecryptError | None = None
+    secrets_released: bool = False
     present: bool = False
     """False after ``forget``: the entry then only keeps its sequences and version, so a late
     redelivery of a purged message stays ignored and versions never go back."""
@@ -187,6 +193,7 @@ class Observations:
         if outcome is not Outcome.RECORDED:
             return Applied(outcome, f"sealed secrets at sequence {seq}, holding {entry.sealed_seq}")
         entry.sealed, entry.sealed_seq = sealed, seq
+        entry.secrets_released = False
         if isinstance(payload_or_error, DecryptError):
             entry.secrets, entry.secrets_error = None, payload_or_error
         else:
@@ -208,7 +215,29 @@ class Observations:
             sealed_seq=entry.sealed_seq,
             secrets=entry.secrets,
             secrets_error=entry.secrets_error,
+            secrets_released=entry.secrets_released,
         )
+
+    def release_secrets(self, coords: Key, *, checksum: str) -> None:
+        """Drop the plaintext and ciphertext of ``coords`` once written (their checksum stays).
+
+        Holding every control plane's admin kubeconfig and CA key in memory would cost about
+        10 kB each and keep secret material around longer than needed.
+        """
+        entry = self._entries.get(Coordinates(*coords))
+        if entry is None or entry.sealed is None or entry.sealed.checksum != checksum:
+            return
+        entry.sealed = msgspec.structs.replace(entry.sealed, ciphertext=b"")
+        entry.secrets, entry.secrets_released = None, True
+
+    def restore_secrets(
+        self, coords: Key, sealed: messages.SealedSecrets, payload: messages.SecretsPayload
+    ) -> None:
+        """Put back what ``release_secrets`` dropped, when the box read again is still the one held."""
+        entry = self._entries.get(Coordinates(*coords))
+        if entry is None or entry.sealed is None or entry.sealed.checksum != sealed.checksum:
+            return
+        entry.sealed, entry.secrets, entry.secrets_released = sealed, payload, False
 
     def held_seq(self, coords: Key) -> tuple[int, int]:
         """(status sequence, sealed sequence) held, forgotten entries included; (0, 0) if never seen."""

@@ -358,6 +358,15 @@ class Controller:
                 return f"{key[0]}/{key[1]}"
         return ""
 
+    def _secrets_written(self, coords: hub_observations.Coordinates, checksum: str) -> bool:
+        keys = self._by_coords.get(coords, set())
+        for ns, name in keys:
+            cluster = self._owner.get((ns, name)) or name
+            names = ((ns, f"{cluster}-kubeconfig"), (ns, f"{cluster}-ca"))
+            if all(self._secret_checksums.get(n) == checksum for n in names):
+                return True
+        return False
+
     async def _published(self, coords: hub_observations.Coordinates) -> rkcp.Published | None:
         if coords in self._published_cache:
             return self._published_cache[coords]
@@ -390,6 +399,14 @@ class Controller:
             seen = await self.ingest.load(coords)  # a restarted hub rebuilds from the streams
         if seen is None:
             return rkcp.SiteReport()
+        if (
+            seen.secrets_released
+            and seen.sealed is not None
+            and not self._secrets_written(coords, seen.sealed.checksum)
+        ):
+            # Written once and released, but the CAPI Secrets no longer match: open the box again.
+            await self.ingest.reopen(coords)
+            seen = self.observations.get(coords) or seen
         return rkcp.SiteReport(
             status=seen.status,
             secrets=seen.secrets,
@@ -415,11 +432,8 @@ class Controller:
         elif isinstance(action, rkcp.Publish):
             return await self._publish(action, r, o)
         elif isinstance(action, rkcp.Purge):
-            coords = hub_observations.Coordinates(*mapping.coordinates(r)) if not o.cluster_problem else None
-            if coords is None:
-                coords = hub_observations.Coordinates(
-                    r.spec.site, r.spec.target_namespace or ns, r.spec.tenant_control_plane_name or name
-                )
+            # Purge is planned only for a control plane we published to: its coordinates are valid.
+            coords = hub_observations.Coordinates(*mapping.coordinates(r))
             for kind in (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET):
                 subject = subjects.control_plane(kind, *coords, prefix=self.prefix)
                 await bus.purge_subject(self.conn, streams.stream_name(kind, prefix=self.prefix), subject)
@@ -427,6 +441,7 @@ class Controller:
             self._published_cache[coords] = None
         elif isinstance(action, rkcp.WriteSecrets):
             await self._write_secrets(action, r, o)
+            self.observations.release_secrets(mapping.coordinates(r), checksum=action.checksum)
         elif isinstance(action, rkcp.SetEndpoint):
             await self.kube.patch(
                 RKCP,

@@ -137,11 +137,14 @@ def _report_for_owner(o: Observed) -> messages.Status | None:
 def _secrets_state(o: Observed) -> tuple[str, str, list[Action]]:
     if o.report.secrets_error:
         return "DecryptFailed", o.report.secrets_error, []
+    names = (f"{o.cluster_name}-kubeconfig", f"{o.cluster_name}-ca")
+    # Checked before the payload: once written, the hub drops the plaintext and keeps the checksum.
+    if o.report.secrets_checksum and all(
+        o.secrets_checksums.get(n) == o.report.secrets_checksum for n in names
+    ):
+        return "Synced", "", []
     if o.report.secrets is None:
         return "Waiting", "", []
-    names = (f"{o.cluster_name}-kubeconfig", f"{o.cluster_name}-ca")
-    if all(o.secrets_checksums.get(n) == o.report.secrets_checksum for n in names):
-        return "Synced", "", []
     return "Synced", "", [WriteSecrets(payload=o.report.secrets, checksum=o.report.secrets_checksum)]
 
 

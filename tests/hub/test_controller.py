@@ -261,3 +261,20 @@ async def test_garbage_on_the_bus_is_counted_and_the_hub_lives_on(world: World) 
 
 async def _gone(w: World) -> bool:
     return await w.rkcp() is None
+
+
+async def test_a_deleted_capi_secret_is_written_again(world: World) -> None:
+    world.start_hub()
+    world.start_agent()
+    await create_pair(world)
+    await until_ready(world)
+    before = await world.mgmt.get(resources.SECRET, "cp1-cluster-kubeconfig", namespace="default")
+    await world.mgmt.delete(resources.SECRET, "cp1-cluster-kubeconfig", namespace="default")
+    # The hub released the plaintext after writing it: it reads the sealed box again from the stream.
+    await world.mgmt.patch(RKCP, "cp1", {"metadata": {"labels": {"nudge": "1"}}}, namespace="default")
+
+    async def rewritten() -> bool:
+        found = await world.mgmt.get_or_none(resources.SECRET, "cp1-cluster-kubeconfig", namespace="default")
+        return found is not None and found["data"]["value"] == before["data"]["value"]
+
+    await helpers.eventually(rewritten, within=30)

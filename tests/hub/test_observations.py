@@ -228,3 +228,30 @@ def test_plain_tuples_address_the_same_entry() -> None:
     obs.apply_status(observations.Coordinates(*("site-a", "tenants", "cp1")), helpers.status(), 1)
     assert obs.get(("site-a", "tenants", "cp1")) is not None
     assert obs.coordinates() == {CP1}
+
+
+def test_released_secrets_keep_only_the_checksum_and_can_be_restored() -> None:
+    seen = observations.Observations()
+    sealer = keys.new_sealing_key()
+    recipient = keys.public_entry(bytes(sealer.public_key), created_at=helpers.T0)
+    payload = messages.SecretsPayload(kubeconfig="kc", ca_crt="crt", ca_key="key")
+    plaintext = messages.encode(payload)
+    sealed = messages.SealedSecrets(
+        site="site-a", namespace="tenants", name="cp1", recipient_key_id=recipient.key_id,
+        ciphertext=sealing.seal(plaintext, recipient), checksum=sealing.checksum(plaintext),
+        observed_at=helpers.T0,
+    )  # fmt: skip
+    coords = ("site-a", "tenants", "cp1")
+    seen.apply_sealed(coords, sealed, payload, 3)
+    seen.release_secrets(coords, checksum="another")  # not the box held: nothing happens
+    held = seen.get(coords)
+    assert held is not None and held.secrets == payload and not held.secrets_released
+    seen.release_secrets(coords, checksum=sealed.checksum)
+    held = seen.get(coords)
+    assert held is not None and held.secrets is None and held.secrets_released
+    assert (
+        held.sealed is not None and held.sealed.ciphertext == b"" and held.sealed.checksum == sealed.checksum
+    )
+    seen.restore_secrets(coords, sealed, payload)
+    held = seen.get(coords)
+    assert held is not None and held.secrets == payload and not held.secrets_released
