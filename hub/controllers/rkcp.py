@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-import msgspec
 import nacl.signing
 import pydantic
 
@@ -383,13 +381,13 @@ class Controller:
             i = messages.decode_intent(stored.data)
         except protocol_errors.DecodeError as exc:
             log.error("undecodable intent on %s: %s", stored.subject, exc)
-            return rkcp.Published(seq=stored.seq, op="invalid", generation=-1, owner_uid="", spec={})
+            return rkcp.Published(seq=stored.seq, op="invalid", generation=-1, owner_uid="", spec_digest="")
         return rkcp.Published(
             seq=stored.seq,
             op=i.op,
             generation=i.generation,
             owner_uid=i.owner.uid,
-            spec=i.spec,
+            spec_digest=rkcp.spec_digest(i.spec),
             kubeconfig_key=i.kubeconfig_key,
         )
 
@@ -472,8 +470,8 @@ class Controller:
             kubeconfig_key=r.spec.kubeconfig_secret_key,
         )
         body = messages.encode(signing.sign(intent, self.signer))
-        digest = hashlib.sha256(msgspec.json.encode(action.spec, order="sorted")).hexdigest()[:16]
-        msg_id = f"intent:{r.metadata.uid}:{r.metadata.generation}:{action.op}:{digest}"
+        digest = rkcp.spec_digest(action.spec)
+        msg_id = f"intent:{r.metadata.uid}:{r.metadata.generation}:{action.op}:{digest[:16]}"
         try:
             ack = await bus.publish(
                 self.conn,
@@ -500,7 +498,7 @@ class Controller:
             op=action.op,
             generation=r.metadata.generation,
             owner_uid=r.metadata.uid,
-            spec=action.spec,
+            spec_digest=digest,
             kubeconfig_key=r.spec.kubeconfig_secret_key,
         )
         self.metrics.intents_published.labels(site=site, op=action.op).inc()

@@ -11,8 +11,11 @@ resync or a hub restart publishes nothing.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import msgspec
 
 from hub import api
 from hub.reconcile import rkcp_status
@@ -31,8 +34,15 @@ class Published:
     op: str
     generation: int
     owner_uid: str
-    spec: dict[str, Any]
+    spec_digest: str
+    """``spec_digest`` of the intent's TCP spec (a digest, not the spec: the hub keeps one per
+    control plane, and ten thousand parsed specs cost a hundred megabytes)."""
     kubeconfig_key: str = "admin.conf"
+
+
+def spec_digest(spec: dict[str, Any] | None) -> str:
+    """SHA-256 of the spec's canonical JSON (sorted keys): equal specs, equal digests."""
+    return hashlib.sha256(msgspec.json.encode(spec, order="sorted")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -170,7 +180,7 @@ def _wants_intent(o: Observed) -> bool:
         p is None
         or p.op != "provision"
         or p.owner_uid != r.metadata.uid
-        or p.spec != o.desired_spec
+        or p.spec_digest != spec_digest(o.desired_spec)
         or p.kubeconfig_key != r.spec.kubeconfig_secret_key
     )
 

@@ -65,7 +65,11 @@ def published(
     spec: dict[str, Any] | None = None,
 ) -> rkcp.Published:
     return rkcp.Published(
-        seq=seq, op=op, generation=generation, owner_uid=owner, spec=SPEC if spec is None else spec
+        seq=seq,
+        op=op,
+        generation=generation,
+        owner_uid=owner,
+        spec_digest=rkcp.spec_digest(SPEC if spec is None else spec),
     )
 
 
