@@ -65,6 +65,16 @@ class Agent(service.Service):
         )
         self.spawn("nats-monitor", lambda: self.watch_nats(self.readiness, NATS_CHECK, self._connected))
         publisher = publishing.Publisher(self.conn, site=s.site, prefix=s.prefix)
+        self.status = status_loop.StatusLoop(
+            kube=kube,
+            publisher=publisher,
+            site=s.site,
+            hub_keys=hub_keys,
+            metrics=self.metrics,
+            namespaces=s.target_namespaces,
+            min_interval=s.status_min_interval,
+        )
+        self.supervise("status loop", self.status.run)
         self.apply = apply_loop.ApplyLoop(
             conn=self.conn,
             kube=kube,
@@ -77,18 +87,9 @@ class Agent(service.Service):
             readiness=self.readiness,
             prefix=s.prefix,
             batch=s.fetch_batch,
+            on_delete=self.status.deleting,
         )
         self.supervise("apply loop", self.apply.run)
-        self.status = status_loop.StatusLoop(
-            kube=kube,
-            publisher=publisher,
-            site=s.site,
-            hub_keys=hub_keys,
-            metrics=self.metrics,
-            namespaces=s.target_namespaces,
-            min_interval=s.status_min_interval,
-        )
-        self.supervise("status loop", self.status.run)
         apply, status, conn = self.apply, self.status, self.conn
 
         async def caught_up() -> bool:

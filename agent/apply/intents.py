@@ -147,7 +147,6 @@ def after_error(
             settle="nak",
             delay=ctx.namespace_retry,
         )
-    if isinstance(error, kerrors.Conflict) and intent.op == "delete" and error.reason != "AlreadyExists":
-        # The uid precondition failed: the TCP was replaced meanwhile; decide again on redelivery.
-        return Decision("retry", settle="nak", delay=backoff(num_delivered))
+    # Anything else is transient or raced (a failed uid precondition, AlreadyExists, 5xx, no
+    # answer): decide again on redelivery, after a backoff.
     return Decision("retry", settle="nak", delay=backoff(num_delivered))

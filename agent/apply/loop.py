@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import nacl.signing
 
@@ -46,6 +47,7 @@ class ApplyLoop:
         batch: int = 64,
         max_in_flight: int = 512,
         bind_retry: float = 5.0,
+        on_delete: Callable[[str, str, int], None] | None = None,
     ) -> None:
         self.conn = conn
         self.kube = kube
@@ -58,6 +60,9 @@ class ApplyLoop:
         self.batch = batch
         self.max_in_flight = max_in_flight
         self.bind_retry = bind_retry
+        self.on_delete = on_delete
+        """Told (namespace, name, intent seq) before a TCP is deleted for a delete intent; when set,
+        whoever it is (the status loop) reports the Deleted once the TCP is gone, not this loop."""
         self.definition = streams.agent_consumer(ctx.site, prefix=prefix)
         self.last_seq = 0
         """Highest stream sequence handled (for the heartbeat)."""
@@ -238,11 +243,15 @@ class ApplyLoop:
             elif isinstance(action, intents.Patch):
                 await self.kube.patch(tcps.TCP, intent.name, action.patch, namespace=intent.namespace)
             elif isinstance(action, intents.Delete):
+                if self.on_delete is not None:
+                    self.on_delete(intent.namespace, intent.name, delivery.stream_seq)
                 await self.kube.delete(
                     tcps.TCP, intent.name, namespace=intent.namespace, uid=action.uid or None
                 )
                 if not await self._wait_gone(intent, uid=action.uid, delivery=delivery):
                     return intents.Decision("superseded")
+                if self.on_delete is not None:
+                    return dataclasses.replace(decision, report=None)
         except kerrors.KubeError as exc:
             return intents.after_error(intent, exc, num_delivered=delivery.num_delivered, ctx=self.ctx)
         return decision

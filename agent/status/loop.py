@@ -109,6 +109,8 @@ class StatusLoop:
         """Seconds: at most one publish per TCP per window; the last state goes out after it."""
         self.secret_selector = secret_selector
         self._entries: dict[Key, _Entry] = {}
+        self._delete_seq: dict[Key, int] = {}
+        """Delete intents the apply loop is carrying out, by TCP (see ``deleting``)."""
         self._secrets: dict[Key, dict[str, Any]] = {}
         self._due: dict[Key, float] = {}
         """TCPs to sync, with the loop time from which they may be synced."""
@@ -135,6 +137,15 @@ class StatusLoop:
                     self._forever(self._watch_secrets, namespace), name=f"status-secrets-{namespace}"
                 )
             group.create_task(self._forever(self._publishing), name="status-publishing")
+
+    def deleting(self, namespace: str, name: str, intent_seq: int) -> None:
+        """The apply loop deletes this TCP for the delete intent ``intent_seq``.
+
+        The Deleted this loop publishes when the TCP vanishes then answers that intent. One
+        Deleted per TCP, from one place: two publishers (this loop and the apply loop) could reach
+        the hub in either order, and the hub purges the subjects at the first one it accepts.
+        """
+        self._delete_seq[(namespace, name)] = intent_seq
 
     def counts(self) -> tuple[int, int]:
         """(managed, ready): TCPs of this site the loop knows, and those Kamaji reports Ready."""
@@ -345,7 +356,7 @@ class StatusLoop:
                     namespace=namespace,
                     name=name,
                     owner_uid=applied.owner_uid if applied else "",
-                    intent_seq=applied.intent_seq if applied else 0,
+                    intent_seq=max(applied.intent_seq if applied else 0, self._delete_seq.pop(key, 0)),
                     now=now,
                 )
                 await self._publish_status(key, entry, status, about=f"deleted-{entry.uid}")

@@ -273,10 +273,9 @@ def reconcile_delete(o: Observed) -> Plan:
             ),
             requeue_after=DELETE_POLL_SECONDS,
         )
-    # Any Deleted of this owner counts, whatever intent it names: the agent's status loop reports
-    # a vanished TCP with the sequence of the last intent applied to it (the provision), and that
-    # report may reach us after the apply loop's answer to the delete intent.
-    if status_msg is not None and status_msg.phase == "Deleted":
+    # Only a Deleted that answers the delete intent: one that predates it (the TCP vanished
+    # earlier) is followed by the agent's answer, which would refill the subjects after a purge.
+    if status_msg is not None and status_msg.phase == "Deleted" and status_msg.intent_seq >= p.seq:
         return Plan(
             actions=[
                 Purge(),

@@ -116,14 +116,15 @@ class World:
         public = self.public
         m = agent_metrics.Metrics()
         publisher = publishing.Publisher(self.conn, site=SITE, prefix=self.prefix)
+        status = status_loop.StatusLoop(
+            kube=self.site, publisher=publisher, site=SITE, hub_keys=public, metrics=m, min_interval=0.1
+        )
         apply = apply_loop.ApplyLoop(
             conn=self.conn, kube=self.site, publisher=publisher,
             ctx=intents.Context(site=SITE, namespaces=(), namespace_retry=0.5), trusted=public.verify_keys(),
             metrics=m, readiness=health.Readiness(), prefix=self.prefix, bind_retry=0.2,
+            on_delete=status.deleting,
         )  # fmt: skip
-        status = status_loop.StatusLoop(
-            kube=self.site, publisher=publisher, site=SITE, hub_keys=public, metrics=m, min_interval=0.1
-        )
 
         async def beat() -> None:
             while True:
