@@ -179,7 +179,7 @@ async def connect(options: Options, *, deadline: float | None = None) -> Connect
     nc = Client()
     try:
         await asyncio.wait_for(nc.connect(**kwargs), deadline)
-    except (TimeoutError, Exception) as exc:
+    except Exception as exc:  # TimeoutError at the deadline; nats-py raises many kinds otherwise
         with contextlib.suppress(Exception):
             await nc.close()
         detail = f"no connection within {deadline}s" if isinstance(exc, TimeoutError) else str(exc)
