@@ -32,7 +32,7 @@ from agent import tcps
 from agent.cleanup import orphans
 from common import bus
 from common import errors as bus_errors
-from common.kube import Kube, resources
+from common.kube import Kube, events, resources
 from common.kube import errors as kerrors
 from protocol import errors as protocol_errors
 from protocol import signing, streams, subjects
@@ -308,7 +308,7 @@ class CleanupLoop:
         try:
             await self.kube.create(
                 resources.EVENT,
-                new_event(
+                _event_about(
                     action, site=self.site, reason=reason, message=message, now=dt.datetime.now(dt.UTC)
                 ),
                 namespace=action.namespace,
@@ -322,7 +322,7 @@ class CleanupLoop:
             await asyncio.wait_for(self._wake.wait(), timeout=delay)
 
 
-def new_event(
+def _event_about(
     action: orphans.DeleteOrphan | orphans.ReportOrphan,
     *,
     site: str,
@@ -330,29 +330,16 @@ def new_event(
     message: str,
     now: dt.datetime,
 ) -> dict[str, Any]:
-    """A core/v1 Warning Event about the TCP, named like client-go's recorder does (name.hex-nanos)."""
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "apiVersion": resources.EVENT.api_version,
-        "kind": resources.EVENT.kind,
-        "metadata": {
-            "name": f"{action.name}.{int(now.timestamp() * 1e9):x}",
-            "namespace": action.namespace,
-        },
-        "involvedObject": {
-            "apiVersion": tcps.TCP.api_version,
-            "kind": tcps.TCP.kind,
-            "namespace": action.namespace,
-            "name": action.name,
-            "uid": action.uid,
-        },
-        "type": "Warning",
-        "reason": reason,
-        "message": message,
-        "source": {"component": COMPONENT},
-        "reportingComponent": COMPONENT,
-        "reportingInstance": f"{COMPONENT}-{site}",
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "count": 1,
-    }
+    """A Warning Event about the orphaned TCP."""
+    return events.new_event(
+        tcps.TCP,
+        namespace=action.namespace,
+        name=action.name,
+        uid=action.uid,
+        type="Warning",
+        reason=reason,
+        message=message,
+        component=COMPONENT,
+        instance=f"{COMPONENT}-{site}",
+        now=now,
+    )

@@ -26,7 +26,7 @@ from common.kube import resources, watching
 from hub import api, ingest, mapping, sites
 from hub import metrics as hub_metrics
 from hub import observations as hub_observations
-from hub.controllers import cache, queue
+from hub.controllers import cache, queue, writing
 from hub.reconcile import rkcp, rkcp_status
 from protocol import errors as protocol_errors
 from protocol import messages, signing, streams, subjects
@@ -35,9 +35,6 @@ log = logging.getLogger(__name__)
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 CLUSTER = resources.CLUSTER
-CHECKSUM_ANNOTATION = "kamaji-broker.io/secrets-checksum"
-CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
-SECRET_TYPE = "cluster.x-k8s.io/secret"
 STATUS_WRITE_INTERVAL = 1.0
 """Seconds: at most one status write per RKCP per interval (bursts of site reports coalesce)."""
 
@@ -158,7 +155,7 @@ class Controller:
     async def _watch_secrets(self, namespace: str | None) -> None:
         """The checksum annotation of every CAPI Secret we write, so a reconcile needs no GET."""
         async for item in watching.stream(
-            self.kube, resources.SECRET, namespace=namespace, label_selector=CLUSTER_NAME_LABEL
+            self.kube, resources.SECRET, namespace=namespace, label_selector=writing.CLUSTER_NAME_LABEL
         ):
             if isinstance(item, watching.Synced):
                 self._secret_checksums = {
@@ -174,7 +171,7 @@ class Controller:
                 objs = [item.object]
             for obj in objs:
                 notes = (obj.get("metadata") or {}).get("annotations") or {}
-                self._secret_checksums[_key(obj)] = str(notes.get(CHECKSUM_ANNOTATION) or "")
+                self._secret_checksums[_key(obj)] = str(notes.get(writing.CHECKSUM_ANNOTATION) or "")
             self._secrets_synced.set()
 
     def _remember(self, r: resources.Resource, obj: dict[str, Any]) -> None:
@@ -258,7 +255,7 @@ class Controller:
             r = api.RemoteKamajiControlPlane.parse(obj)
         except pydantic.ValidationError:
             return
-        await self._event(rkcp.Event("Warning", "ReconcileError", message), r)
+        await writing.record_event(self.kube, rkcp.Event("Warning", "ReconcileError", message), r)
 
     async def sync(self, key: Key) -> float | None:
         obj = self.rkcps.get(key)
@@ -438,7 +435,8 @@ class Controller:
             self.observations.forget(coords)
             self._published_cache[coords] = None
         elif isinstance(action, rkcp.WriteSecrets):
-            await self._write_secrets(action, r, o)
+            await writing.write_secrets(self.kube, action, r, cluster_name=o.cluster_name)
+            self.metrics.secrets_written.inc()
             self.observations.release_secrets(mapping.coordinates(r), checksum=action.checksum)
         elif isinstance(action, rkcp.SetEndpoint):
             await self.kube.patch(
@@ -448,7 +446,7 @@ class Controller:
                 namespace=ns,
             )
         elif isinstance(action, rkcp.Event):
-            await self._event(action, r)
+            await writing.record_event(self.kube, action, r)
         return True
 
     async def _publish(self, action: rkcp.Publish, r: api.RemoteKamajiControlPlane, o: rkcp.Observed) -> bool:
@@ -511,67 +509,6 @@ class Controller:
             ack.seq,
         )
         return True
-
-    async def _write_secrets(
-        self, action: rkcp.WriteSecrets, r: api.RemoteKamajiControlPlane, o: rkcp.Observed
-    ) -> None:
-        ns = r.metadata.namespace
-        owner = {
-            "apiVersion": api.API_VERSION,
-            "kind": api.KIND,
-            "name": r.metadata.name,
-            "uid": r.metadata.uid,
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-        p = action.payload
-        for suffix, data in (
-            ("kubeconfig", {"value": p.kubeconfig}),
-            ("ca", {"tls.crt": p.ca_crt, "tls.key": p.ca_key}),
-        ):
-            body = {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "type": SECRET_TYPE,
-                "metadata": {
-                    "name": f"{o.cluster_name}-{suffix}",
-                    "namespace": ns,
-                    "labels": {CLUSTER_NAME_LABEL: o.cluster_name},
-                    "annotations": {CHECKSUM_ANNOTATION: action.checksum},
-                    "ownerReferences": [owner],
-                },
-                "stringData": data,
-            }
-            await self.kube.create_or_replace(resources.SECRET, body, namespace=ns, attempts=3)
-        self.metrics.secrets_written.inc()
-
-    async def _event(self, e: rkcp.Event, r: api.RemoteKamajiControlPlane) -> None:
-        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{r.metadata.name}.", "namespace": r.metadata.namespace},
-            "involvedObject": {
-                "apiVersion": api.API_VERSION,
-                "kind": api.KIND,
-                "name": r.metadata.name,
-                "namespace": r.metadata.namespace,
-                "uid": r.metadata.uid,
-            },
-            "type": e.type,
-            "reason": e.reason,
-            "message": e.message,
-            "source": {"component": "kamaji-broker-hub"},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        try:
-            await self.kube.create(resources.EVENT, body, namespace=r.metadata.namespace)
-        except kerrors.KubeError as exc:
-            log.warning(
-                "event %s for %s/%s not recorded: %s", e.reason, r.metadata.namespace, r.metadata.name, exc
-            )
 
     async def _write_status(
         self, key: Key, r: api.RemoteKamajiControlPlane, status: api.Status, requeue: float | None

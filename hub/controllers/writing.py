@@ -1,0 +1,87 @@
+"""What the hub writes into the management cluster besides RKCP status: the CAPI Secrets and Events.
+
+``<cluster>-kubeconfig`` (key ``value``) and ``<cluster>-ca`` (``tls.crt``, ``tls.key``), type
+``cluster.x-k8s.io/secret``, labelled with the cluster name, owned by the RKCP (controller), and
+annotated with the plaintext checksum so an unchanged payload is never written twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any, Final
+
+from common import kube as ckube
+from common.kube import errors as kerrors
+from common.kube import events, resources
+from hub import api
+from hub.reconcile import rkcp
+
+log = logging.getLogger(__name__)
+
+CHECKSUM_ANNOTATION: Final = "kamaji-broker.io/secrets-checksum"
+CLUSTER_NAME_LABEL: Final = "cluster.x-k8s.io/cluster-name"
+SECRET_TYPE: Final = "cluster.x-k8s.io/secret"
+COMPONENT: Final = "kamaji-broker-hub"
+RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
+
+
+def new_secrets(
+    action: rkcp.WriteSecrets, r: api.RemoteKamajiControlPlane, *, cluster_name: str
+) -> list[dict[str, Any]]:
+    owner = {
+        "apiVersion": api.API_VERSION,
+        "kind": api.KIND,
+        "name": r.metadata.name,
+        "uid": r.metadata.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    p = action.payload
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": SECRET_TYPE,
+            "metadata": {
+                "name": f"{cluster_name}-{suffix}",
+                "namespace": r.metadata.namespace,
+                "labels": {CLUSTER_NAME_LABEL: cluster_name},
+                "annotations": {CHECKSUM_ANNOTATION: action.checksum},
+                "ownerReferences": [owner],
+            },
+            "stringData": data,
+        }
+        for suffix, data in (
+            ("kubeconfig", {"value": p.kubeconfig}),
+            ("ca", {"tls.crt": p.ca_crt, "tls.key": p.ca_key}),
+        )
+    ]
+
+
+async def write_secrets(
+    kube: ckube.Kube, action: rkcp.WriteSecrets, r: api.RemoteKamajiControlPlane, *, cluster_name: str
+) -> None:
+    for body in new_secrets(action, r, cluster_name=cluster_name):
+        await kube.create_or_replace(resources.SECRET, body, namespace=r.metadata.namespace, attempts=3)
+
+
+async def record_event(kube: ckube.Kube, e: rkcp.Event, r: api.RemoteKamajiControlPlane) -> None:
+    """Create the Event; a failure is logged, never raised (an event is not worth a retry loop)."""
+    body = events.new_event(
+        RKCP,
+        namespace=r.metadata.namespace,
+        name=r.metadata.name,
+        uid=r.metadata.uid,
+        type=e.type,
+        reason=e.reason,
+        message=e.message,
+        component=COMPONENT,
+        now=dt.datetime.now(dt.UTC),
+    )
+    try:
+        await kube.create(resources.EVENT, body, namespace=r.metadata.namespace)
+    except kerrors.KubeError as exc:
+        log.warning(
+            "event %s for %s/%s not recorded: %s", e.reason, r.metadata.namespace, r.metadata.name, exc
+        )

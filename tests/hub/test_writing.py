@@ -1,0 +1,34 @@
+"""hub.controllers.writing: the CAPI Secrets exactly as DESIGN §2 says (pure builder)."""
+
+from __future__ import annotations
+
+from hub import api
+from hub.controllers import writing
+from hub.reconcile import rkcp
+from protocol import messages
+
+
+def test_capi_secrets() -> None:
+    r = api.RemoteKamajiControlPlane.parse(
+        {
+            "metadata": {"name": "cp1", "namespace": "team-a", "uid": "u-1"},
+            "spec": {"site": "s", "version": "v1.31.0"},
+        }
+    )
+    payload = messages.SecretsPayload(kubeconfig="KC", ca_crt="CRT", ca_key="KEY")
+    kc, ca = writing.new_secrets(
+        rkcp.WriteSecrets(payload=payload, checksum="c1"), r, cluster_name="cluster-1"
+    )
+    assert (kc["metadata"]["name"], ca["metadata"]["name"]) == ("cluster-1-kubeconfig", "cluster-1-ca")
+    assert kc["stringData"] == {"value": "KC"} and ca["stringData"] == {"tls.crt": "CRT", "tls.key": "KEY"}
+    for s in (kc, ca):
+        assert s["type"] == "cluster.x-k8s.io/secret" and s["metadata"]["namespace"] == "team-a"
+        assert s["metadata"]["labels"] == {"cluster.x-k8s.io/cluster-name": "cluster-1"}
+        assert s["metadata"]["annotations"] == {writing.CHECKSUM_ANNOTATION: "c1"}
+        [owner] = s["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+            api.KIND,
+            "cp1",
+            "u-1",
+            True,
+        )
