@@ -96,23 +96,28 @@ def new_ca(common_name: str = "kubernetes", *, now: datetime.datetime) -> Certif
         .not_valid_after(now + CA_VALIDITY)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=True,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
+            _key_usage(cert_sign=True),
             critical=True,
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
         .sign(key, hashes.SHA256())
     )
     return CertificateAuthority(cert_pem=cert.public_bytes(serialization.Encoding.PEM), key_pem=_key_pem(key))
+
+
+def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
+    """Signing and key encipherment, plus certificate signing for a CA (as kubeadm issues them)."""
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=True,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=cert_sign,
+        crl_sign=False,
+        encipher_only=False,
+        decipher_only=False,
+    )
 
 
 def load_ca(cert_pem: bytes, key_pem: bytes) -> CertificateAuthority:
@@ -149,17 +154,7 @@ def new_client_certificate(
         .not_valid_after(now + CLIENT_VALIDITY)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=True,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
+            _key_usage(cert_sign=False),
             critical=True,
         )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
