@@ -54,7 +54,7 @@ class _Site:
     seq: int = 0
     """The KB_SITES sequence last looked at, usable or not (a bad one is counted once)."""
     backlog: int | None = None
-    reported: tuple[bool, int | None] | None = None
+    reported: tuple[bool, bool | None] | None = None
 
 
 def arrival(
@@ -119,13 +119,17 @@ class Sites:
         )
 
     def changed(self, site: str, now: dt.datetime, *, interval: float = HEARTBEAT_INTERVAL) -> bool:
-        """Whether (connected, backlog) differs from the previous call's; records the new pair.
+        """Whether the site's view changed since the previous call; records the new one.
 
-        Connectedness changes with time alone (a heartbeat ages out), so this is asked on every
-        poll rather than on every new heartbeat.
+        The view is connectedness and whether a backlog exists (unknown / none / some), not its
+        size: every RKCP of a site is reconciled on a change, and a backlog that moves at each
+        poll during a burst would rewrite all their statuses every few seconds. The size reaches
+        the statuses at their next reconcile (a resync at the latest). Connectedness changes with
+        time alone (a heartbeat ages out), so this is asked on every poll.
         """
         entry = self._sites.setdefault(site, _Site())
-        current = (self.connected(site, now, interval), entry.backlog)
+        backlog = None if entry.backlog is None else entry.backlog > 0
+        current = (self.connected(site, now, interval), backlog)
         if current == entry.reported:
             return False
         entry.reported = current

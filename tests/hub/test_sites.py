@@ -79,10 +79,14 @@ def test_changed_reports_connected_and_backlog_transitions() -> None:
     steps.append(s.changed("site-a", T0 + 10 * S))  # backlog known
     s.record_backlog("site-a", 4)
     steps.append(s.changed("site-a", T0 + 20 * S))  # nothing new
+    s.record_backlog("site-a", 7)
+    steps.append(s.changed("site-a", T0 + 20 * S))  # only its size moved: not worth a reconcile
+    s.record_backlog("site-a", 0)
+    steps.append(s.changed("site-a", T0 + 20 * S))  # drained
     steps.append(s.changed("site-a", T0 + 40 * S))  # aged out: disconnected
-    assert steps == [True, False, True, False, True]
+    assert steps == [True, False, True, False, False, True, True]
     assert s.snapshot("site-a", T0 + 40 * S) == sites.SiteSnapshot(
-        site="site-a", connected=False, last_heartbeat_time=T0, backlog=4, heartbeat=beat()
+        site="site-a", connected=False, last_heartbeat_time=T0, backlog=0, heartbeat=beat()
     )
 
 
