@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
 from collections.abc import Awaitable, Callable
+
+import nacl.signing
 
 from common import aiotasks, bus, health, leader, service
 from common import kube as ckube
@@ -61,49 +64,9 @@ class Hub(service.Service):
             )
         )
         self.spawn("nats-monitor", lambda: self.watch_nats(self.readiness, NATS_CHECK))
-        seen = observations.Observations()
-        site_state = sites.Sites()
-        controller = rkcp_controller.Controller(
-            kube=kube,
-            conn=self.conn,
-            signer=signer,
-            observations=seen,
-            ingest=ingest.Ingest(
-                conn=self.conn,
-                observations=seen,
-                keyring=keyring,
-                prefix=s.prefix,
-                metrics=self.metrics,
-                on_change=lambda coords: controller.on_observation(coords),
-            ),
-            sites=site_state,
-            metrics=self.metrics,
-            namespaces=s.watch_namespaces,
-            static_sites=s.static_sites,
-            prefix=s.prefix,
-            replicas=s.stream_replicas,
-            workers=s.workers,
-            heartbeat_interval=s.heartbeat_interval,
-        )
-        self.controller = controller
-        conn = self.conn
-
-        async def poll_sites() -> None:
-            await sites.run(
-                site_state,
-                conn,
-                sites_provider=controller.known_sites,
-                prefix=s.prefix,
-                metrics=self.metrics,
-                heartbeat_interval=s.heartbeat_interval,
-                on_change=controller.on_site_change,
-            )
-
-        leading: list[tuple[str, Callable[[], Awaitable[None]]]] = [
-            ("rkcp controller", controller.run),
-            ("ingest", controller.ingest.run),
-            ("sites", poll_sites),
-        ]
+        # A fresh controller on every activation: what a standby remembers from an earlier term
+        # (caches, observations) is stale, since the leader of the meantime consumed the streams.
+        loops = functools.partial(self._new_term, kube=kube, signer=signer, keyring=keyring)
         if s.leader_elect:
             identity = s.identity or f"{socket.gethostname()}-{os.getpid()}"
             self.elector = leader.Elector(
@@ -117,11 +80,59 @@ class Hub(service.Service):
             self.readiness.set(LEADER_CHECK, True, "standby")
             elector = self.elector
             self.spawn("leader-election", elector.run)
-            self.spawn("leadership", lambda: self._follow_leadership(elector, leading))
+            self.spawn("leadership", lambda: self._follow_leadership(elector, loops))
         else:
-            self._activate(leading)
+            self._activate(loops())
         assert self.health_server is not None
         log.info("hub started; health on port %d", self.health_server.port)
+
+    def _new_term(
+        self, *, kube: ckube.Kube, signer: nacl.signing.SigningKey, keyring: sealing.Keyring
+    ) -> list[tuple[str, Callable[[], Awaitable[None]]]]:
+        """The loops of one term as leader, with state of their own."""
+        s = self.settings
+        assert self.conn is not None
+        conn = self.conn
+        seen = observations.Observations()
+        site_state = sites.Sites()
+        ref: list[rkcp_controller.Controller] = []  # the ingest reports to the controller made below
+        controller = rkcp_controller.Controller(
+            kube=kube,
+            conn=conn,
+            signer=signer,
+            observations=seen,
+            ingest=ingest.Ingest(
+                conn=conn,
+                observations=seen,
+                keyring=keyring,
+                prefix=s.prefix,
+                metrics=self.metrics,
+                on_change=lambda coords: ref[0].on_observation(coords),
+            ),
+            sites=site_state,
+            metrics=self.metrics,
+            namespaces=s.watch_namespaces,
+            static_sites=s.static_sites,
+            prefix=s.prefix,
+            replicas=s.stream_replicas,
+            workers=s.workers,
+            heartbeat_interval=s.heartbeat_interval,
+        )
+        ref.append(controller)
+        self.controller = controller
+
+        async def poll_sites() -> None:
+            await sites.run(
+                site_state,
+                conn,
+                sites_provider=controller.known_sites,
+                prefix=s.prefix,
+                metrics=self.metrics,
+                heartbeat_interval=s.heartbeat_interval,
+                on_change=controller.on_site_change,
+            )
+
+        return [("rkcp controller", controller.run), ("ingest", controller.ingest.run), ("sites", poll_sites)]
 
     def _activate(self, loops: list[tuple[str, Callable[[], Awaitable[None]]]]) -> None:
         self.active = [asyncio.create_task(aiotasks.supervise(name, run), name=name) for name, run in loops]
@@ -133,12 +144,12 @@ class Hub(service.Service):
         self.active = []
 
     async def _follow_leadership(
-        self, elector: leader.Elector, loops: list[tuple[str, Callable[[], Awaitable[None]]]]
+        self, elector: leader.Elector, new_term: Callable[[], list[tuple[str, Callable[[], Awaitable[None]]]]]
     ) -> None:
         while True:
             await elector.leading.wait()
             self.readiness.set(LEADER_CHECK, True, f"leading as {elector.identity}")
-            self._activate(loops)
+            self._activate(new_term())
             await elector.standby.wait()
             # Lost the Lease: stop acting at once, before another replica starts.
             await self._deactivate()
