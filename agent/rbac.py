@@ -11,10 +11,8 @@ from typing import Final
 RULES: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
     # TenantControlPlanes: the agent's whole job.
     ("kamaji.clastix.io", "tenantcontrolplanes", ("get", "list", "watch", "create", "patch", "delete")),
-    # <tcp>-admin-kubeconfig and <tcp>-ca, read to seal back to the hub.
-    ("", "secrets", ("get", "list", "watch")),
-    # Warning events when an orphan is deleted, Normal ones for applied intents.
+    # <tcp>-admin-kubeconfig and <tcp>-ca, watched to seal back to the hub.
+    ("", "secrets", ("list", "watch")),
+    # Warning events about orphans.
     ("", "events", ("create",)),
-    # Whether a target namespace exists (NamespaceNotFound is reported, never created).
-    ("", "namespaces", ("get",)),
 )

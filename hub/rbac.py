@@ -9,10 +9,10 @@ from typing import Final
 
 RULES: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
     # The objects it reconciles; patch for finalizers and spec.controlPlaneEndpoint.
-    ("controlplane.cluster.x-k8s.io", "remotekamajicontrolplanes", ("get", "list", "watch", "patch")),
+    ("controlplane.cluster.x-k8s.io", "remotekamajicontrolplanes", ("list", "watch", "patch")),
     ("controlplane.cluster.x-k8s.io", "remotekamajicontrolplanes/status", ("patch",)),
     # Owner Clusters: network fields and the paused flag, read only.
-    ("cluster.x-k8s.io", "clusters", ("get", "list", "watch")),
+    ("cluster.x-k8s.io", "clusters", ("list", "watch")),
     # <cluster>-kubeconfig and <cluster>-ca: watched (by label) for their checksums, created,
     # replaced on a new checksum.
     ("", "secrets", ("get", "list", "watch", "create", "update")),

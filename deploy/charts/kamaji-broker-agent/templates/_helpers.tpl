@@ -69,18 +69,14 @@ A Role in each target namespace, or one ClusterRole with allNamespaces.
 - apiGroups: ["kamaji.clastix.io"]
   resources: ["tenantcontrolplanes"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
-# <tcp>-admin-kubeconfig and <tcp>-ca, read to seal back to the hub.
+# <tcp>-admin-kubeconfig and <tcp>-ca, watched to seal back to the hub.
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "list", "watch"]
-# Events for applied intents and handled orphans.
+  verbs: ["list", "watch"]
+# Warning events about orphans.
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
-# Whether a target namespace exists (in a Role: only that namespace itself).
-- apiGroups: [""]
-  resources: ["namespaces"]
-  verbs: ["get"]
 {{- end -}}
 
 {{- define "kba.checks" -}}
