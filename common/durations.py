@@ -34,13 +34,5 @@ def parse(value: str | float | int) -> float:
     return seconds
 
 
-def format_seconds(seconds: float) -> str:
-    if seconds and seconds % 3600 == 0:
-        return f"{int(seconds // 3600)}h"
-    if seconds and seconds % 60 == 0:
-        return f"{int(seconds // 60)}m"
-    return f"{seconds:g}s"
-
-
 Duration = Annotated[float, BeforeValidator(parse)]
 """A pydantic field type: seconds, from a number or a duration string."""
