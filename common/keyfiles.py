@@ -233,7 +233,8 @@ def retire(out: Path, key_id: str) -> Retired:
 
     if key_id in public.retired:
         removed = _remove(private_file)
-        use: keys.Use = "sealing" if removed or key_id in sealing_ids else "signing"
+        was_sealing = key_id in sealing_ids or key_id in read_retired(sealing_dir)
+        use: keys.Use = "sealing" if was_sealing else "signing"
         if use == "sealing":
             _write_retired(sealing_dir, read_retired(sealing_dir) | {key_id})
         _write_public(out, _without(public, key_id))
