@@ -47,6 +47,11 @@ class Agent(service.Service):
         await self.health_server.start(s.listen)
         hub_keys = keyfiles.load_public_keys(s.hub_public_keys)
         self.metrics.trust(hub_keys)
+        log.info(
+            "trusting hub signing key ids %s; retired: %s",
+            ", ".join(hub_keys.trusted_key_ids()) or "none",
+            ", ".join(hub_keys.retired) or "none",
+        )
         self.api_client = (
             ckube.api_client_in_cluster()
             if s.in_cluster
