@@ -9,6 +9,7 @@ the consumer's state, the key files) and that the process involved lives on.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import subprocess
@@ -27,7 +28,7 @@ from common import kube as ckube
 from common.kube import resources
 from kamaji_broker import cli
 from protocol import keys, messages, signing, streams, subjects
-from sandbox import kamaji
+from sandbox import kamaji, kubeapi, natsd
 from tests import helpers
 from tests.security import keys_support as ks
 
@@ -403,3 +404,70 @@ def test_print_secret_refuses_a_retired_key_restored_from_a_backup(
     assert (code, printed) == (2, "")
     assert f"{restored}: holds retired key id {c.old_sealing_id}" in err
     assert c.old_sealing_text.strip() not in err
+
+
+# -- the agent process, as deployed ----------------------------------------------------------
+
+
+async def test_the_agent_process_refuses_a_retired_key_and_shows_the_keys_it_trusts(
+    secured_nats: tuple[natsd.NatsServer, Path], cluster: kubeapi.Server, tmp_path: Path
+) -> None:
+    """`kamaji-broker agent --hub-public-keys` of a directory after `keys retire`: the wiring of
+    agent.main, not only the apply loop, refuses the old key by name."""
+    server, conf = secured_nats
+    c = ks.rotate_and_retire(tmp_path / "keys")
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "site.kubeconfig")
+    api = await ckube.api_client_from_kubeconfig(kubeconfig)
+    site = ckube.Kube(api)
+    await site.create(resources.NAMESPACE, {"metadata": {"name": ks.NAMESPACE}})
+    hub = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
+    await bus.ensure_topology(hub, sites=[ks.SITE])
+    proc = helpers.CliProcess(
+        "agent",
+        [
+            "--site",
+            ks.SITE,
+            "--nats-url",
+            server.url,
+            "--nats-seed",
+            str(conf / "sites" / "site-a.nk"),
+            "--hub-public-keys",
+            str(c.public_file),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--namespaces",
+            ks.NAMESPACE,
+        ],
+        log=tmp_path / "agent.log",
+    )
+    try:
+        await proc.readyz(lambda status, _: status == 200)
+        forged = signing.sign(intent("evil", replicas=9), c.old_signer)
+        subject = subjects.intent(ks.SITE, ks.NAMESPACE, "evil")
+        await bus.publish(hub, subject, messages.encode(forged), msg_id="evil-1")
+        metrics: list[str] = []
+
+        async def counted() -> bool:
+            metrics[:] = [(await proc.get("/metrics"))[1]]
+            return 'kb_agent_intents_total{op="unknown",result="retired_key"} 1.0' in metrics[0]
+
+        await helpers.eventually(counted, within=20)
+        new_signing, new_sealing = (
+            keys.key_id(bytes(c.signer.verify_key)),
+            keys.key_id(bytes(c.sealer.public_key)),
+        )
+        assert f'kb_agent_hub_key{{key_id="{new_signing}",use="signing"}} 1.0' in metrics[0]
+        assert f'kb_agent_hub_key{{key_id="{new_sealing}",use="sealing"}} 1.0' in metrics[0]
+        assert c.old_signing_id not in metrics[0] and c.old_sealing_id not in metrics[0]
+        assert await site.get_or_none(TCP, "evil", namespace=ks.NAMESPACE) is None
+        state = await bus.consumer_info(hub, "KB_INTENTS", f"agent-{ks.SITE}")
+        assert (state.num_pending, state.num_ack_pending) == (0, 0)
+        assert proc.p.poll() is None and (await proc.get("/readyz"))[0] == 200
+    finally:
+        code = await asyncio.to_thread(proc.stop)
+        await hub.close()
+        await api.close()
+    assert code == 0
+    log = proc.log.read_text()
+    assert f"trusting hub signing key ids {keys.key_id(bytes(c.signer.verify_key))}" in log
+    assert f"rejected intent on {subject}" in log and f"retired key id '{c.old_signing_id}'" in log
