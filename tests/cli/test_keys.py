@@ -198,3 +198,15 @@ def test_generate_and_rotate_keep_what_was_retired(rotated: Rotated) -> None:
 def test_retire_in_a_directory_without_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, err = retire(tmp_path, "0123456789abcdef", capsys)
     assert code == 2 and f"{tmp_path / keyfiles.PUBLIC_FILE}: no such file" in err
+
+
+@pytest.mark.parametrize("use", ["signing", "sealing"])
+def test_the_only_key_of_a_kind_cannot_be_retired(
+    use: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    made = keyfiles.generate(tmp_path)
+    kid = made.signing_key_id if use == "signing" else made.sealing_key_ids[0]
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    code, err = retire(tmp_path, kid, capsys)
+    assert code == 2 and f"key id {kid} is the current {use} key" in err and "rotate first" in err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
