@@ -16,11 +16,10 @@ from agent.apply import loop as apply_loop
 from agent.cleanup import loop as cleanup_loop
 from agent.settings import AgentSettings
 from agent.status import loop as status_loop
-from common import bus, health, service
+from common import bus, health, keyfiles, service
 from common import kube as ckube
 from common.kube import errors as kerrors
 from common.kube import resources
-from protocol import keys
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,13 @@ class Agent(service.Service):
         self.readiness.declare(NATS_CHECK, KUBE_CHECK)
         self.health_server = health.HealthServer(self.readiness, self.metrics.registry)
         await self.health_server.start(s.listen)
-        hub_keys = keys.decode_public_keys(s.hub_public_keys.read_bytes())
+        hub_keys = keyfiles.load_public_keys(s.hub_public_keys)
+        self.metrics.trust(hub_keys)
+        log.info(
+            "trusting hub signing key ids %s; retired: %s",
+            ", ".join(hub_keys.trusted_key_ids()) or "none",
+            ", ".join(hub_keys.retired) or "none",
+        )
         self.api_client = (
             ckube.api_client_in_cluster()
             if s.in_cluster
@@ -83,6 +88,7 @@ class Agent(service.Service):
                 site=s.site, namespaces=s.target_namespaces, namespace_retry=s.namespace_retry
             ),
             trusted=hub_keys.verify_keys(),
+            retired=hub_keys.retired,
             metrics=self.metrics,
             readiness=self.readiness,
             prefix=s.prefix,

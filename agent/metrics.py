@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from protocol import keys
+
 
 class Metrics:
     def __init__(self) -> None:
@@ -29,3 +31,17 @@ class Metrics:
         self.drift_reverted = Counter(
             "kb_agent_drift_reverted", "TCP specs re-applied after drift", registry=r
         )
+        self.hub_keys = Gauge(
+            "kb_agent_hub_key",
+            "Hub key ids this agent uses (1): signing keys it trusts, the sealing key it seals to",
+            ["use", "key_id"],
+            registry=r,
+        )
+
+    def trust(self, hub_keys: keys.HubPublicKeys) -> None:
+        """Show which hub keys this site trusts and seals to (key ids are public, not secrets):
+        during a rotation, the way to see that every site has the new keys."""
+        for kid in hub_keys.trusted_key_ids():
+            self.hub_keys.labels(use="signing", key_id=kid).set(1)
+        if any(k.key_id not in hub_keys.retired for k in hub_keys.sealing):
+            self.hub_keys.labels(use="sealing", key_id=hub_keys.newest_sealing().key_id).set(1)

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 
 import nacl.signing
 
-from common import aiotasks, bus, health, leader, service
+from common import aiotasks, bus, health, keyfiles, leader, service
 from common import kube as ckube
 from hub import ingest, observations, sites
 from hub import metrics as hub_metrics
@@ -48,9 +48,13 @@ class Hub(service.Service):
         self.readiness.declare(NATS_CHECK)
         self.health_server = health.HealthServer(self.readiness, self.metrics.registry)
         await self.health_server.start(s.listen)
-        signer = keys.load_signing_key(s.signing_key.read_text())
-        keyring = sealing.Keyring(
-            keys.load_sealing_key(p.read_text()) for p in sorted(s.sealing_keys.glob("*.key"))
+        # Group read is tolerated: Kubernetes mounts the key Secrets 0440 with the pod's fsGroup.
+        signer = keyfiles.read_signing_key(s.signing_key, group_ok=True)
+        keyring = keyfiles.keyring(s.sealing_keys)
+        log.info(
+            "hub signs with key id %s; opens boxes sealed to key ids %s",
+            keys.key_id(bytes(signer.verify_key)),
+            ", ".join(sorted(keyring.key_ids)),
         )
         self.api_client = (
             ckube.api_client_in_cluster()

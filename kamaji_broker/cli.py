@@ -93,6 +93,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     gen.add_argument("--print-secret", metavar="NAME", help="print a Kubernetes Secret manifest named NAME")
     gen.add_argument("--namespace", help="namespace of the printed Secret")
+    ret = keys_sub.add_parser(
+        "retire",
+        help="stop trusting a key id for good (after a rotation; deletes a sealing key's private file)",
+        description="Remove KID from the keys agents trust and the hub opens, and list it as retired "
+        "(agents refuse intents it signed, the hub boxes sealed to it). The current signing and "
+        "sealing keys cannot be retired: rotate first. Then redeploy the hub's Secrets and the "
+        "agents' hub-public-keys.json (deploy/README.md, 'Key rotation after a compromise').",
+    )
+    ret.add_argument("kid", metavar="KID", help="the key id (16 hex digits, as `keys generate` prints)")
+    ret.add_argument("--out", required=True, type=Path, help="the key directory of `keys generate`")
 
     site = sub.add_parser("site", help="site onboarding: NATS identity and permissions")
     site_sub = site.add_subparsers(dest="site_command", required=True, metavar="ACTION")
@@ -118,6 +128,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _keys(args: argparse.Namespace) -> int:
+    if args.keys_command == "retire":
+        return _keys_retire(args)
     result = keyfiles.generate(
         args.out, rotate_signing=args.rotate_signing, rotate_sealing=args.rotate_sealing
     )
@@ -130,6 +142,20 @@ def _keys(args: argparse.Namespace) -> int:
     print(f"agents trust {args.out / keyfiles.PUBLIC_FILE} (--hub-public-keys)", file=sys.stderr)
     if args.print_secret:
         sys.stdout.write(keyfiles.secret_manifest(args.out, name=args.print_secret, namespace=args.namespace))
+    return 0
+
+
+def _keys_retire(args: argparse.Namespace) -> int:
+    retired = keyfiles.retire(args.out, args.kid)
+    for path in retired.removed:
+        print(f"deleted {path}", file=sys.stderr)
+    state = "was already retired" if retired.already else "retired"
+    print(f"{retired.use} key id {retired.key_id} {state}", file=sys.stderr)
+    print(
+        f"it takes effect as the hub's key Secrets and every agent's {keyfiles.PUBLIC_FILE} are "
+        f"redeployed from {args.out} (deploy/README.md: 'Key rotation after a compromise')",
+        file=sys.stderr,
+    )
     return 0
 
 

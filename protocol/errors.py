@@ -4,6 +4,7 @@
     ├── DecodeError        bytes that are not a valid message of the expected type
     ├── SubjectError       a subject or subject token that is not what the protocol allows
     ├── SignatureError     an intent that is unsigned, mis-signed or signed by an untrusted key
+    │   └── RetiredKeyError    signed by a key the hub retired (``keys retire``)
     └── SealError          a sealed payload that cannot be opened (unknown key, corrupt box)
 
 Every error carries a message naming the offending field, subject or key id, never secret
@@ -27,6 +28,11 @@ class SubjectError(ProtocolError, ValueError):
 
 class SignatureError(ProtocolError):
     """An intent's signature is missing, invalid, or made by a key that is not trusted."""
+
+
+class RetiredKeyError(SignatureError):
+    """An intent names a signing key id that was retired: refused whatever its signature says
+    (a key is retired because it may be in other hands)."""
 
 
 class SealError(ProtocolError):

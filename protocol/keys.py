@@ -3,7 +3,9 @@
 Key id = hex of the first 8 bytes of SHA-256 of the raw public key, so hub and agent derive the
 same id from the key alone. Private keys travel as one line of base64 (the raw 32 bytes);
 the public keys an agent trusts travel as one JSON document (``HubPublicKeys``), which holds
-several keys of each kind during a rotation. Pure: files are read and written by the callers.
+several keys of each kind during a rotation, and the ids of keys retired for good
+(``kamaji-broker keys retire``): a retired id is never trusted nor sealed to, even if a stale copy
+still lists its key. Pure: files are read and written by the callers.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import base64
 import binascii
 import datetime as dt
 import hashlib
+import re
 from typing import Final, Literal
 
 import msgspec
@@ -22,10 +25,16 @@ from protocol import errors
 
 PUBLIC_KEYS_SCHEMA: Final = "kamaji-broker.io/hub-public-keys/v1"
 Use = Literal["signing", "sealing"]
+_KEY_ID = re.compile(r"[0-9a-f]{16}")
 
 
 def key_id(public_key: bytes) -> str:
     return hashlib.sha256(public_key).digest()[:8].hex()
+
+
+def is_key_id(text: str) -> bool:
+    """16 lowercase hex digits, what ``key_id`` makes (also safe as a file name)."""
+    return _KEY_ID.fullmatch(text) is not None
 
 
 def to_text(raw: bytes) -> str:
@@ -77,14 +86,24 @@ class HubPublicKeys(msgspec.Struct, frozen=True, kw_only=True):
     schema: str = PUBLIC_KEYS_SCHEMA
     signing: tuple[PublicKey, ...] = ()
     sealing: tuple[PublicKey, ...] = ()
+    retired: tuple[str, ...] = ()
+    """Key ids retired by ``keys retire`` (signing or sealing): never trusted, never sealed to.
+    Retired wins over a listing, so a file merged from a stale copy cannot bring a key back."""
 
     def newest_sealing(self) -> PublicKey:
-        if not self.sealing:
-            raise errors.SealError("hub public keys hold no sealing key")
-        return max(self.sealing, key=lambda k: k.created_at)
+        usable = [k for k in self.sealing if k.key_id not in self.retired]
+        if not usable:
+            raise errors.SealError("hub public keys hold no sealing key that is not retired")
+        return max(usable, key=lambda k: k.created_at)
 
     def verify_keys(self) -> dict[str, nacl.signing.VerifyKey]:
-        return {k.key_id: nacl.signing.VerifyKey(k.raw()) for k in self.signing}
+        return {
+            k.key_id: nacl.signing.VerifyKey(k.raw()) for k in self.signing if k.key_id not in self.retired
+        }
+
+    def trusted_key_ids(self) -> tuple[str, ...]:
+        """Signing key ids trusted (not retired), in file order: what an agent reports it trusts."""
+        return tuple(k.key_id for k in self.signing if k.key_id not in self.retired)
 
 
 def public_entry(public_key: bytes, *, created_at: dt.datetime) -> PublicKey:
@@ -107,4 +126,9 @@ def decode_public_keys(data: bytes | str) -> HubPublicKeys:
             k.raw()
         except errors.SealError as exc:
             raise errors.DecodeError(f"invalid hub public keys: {exc}") from None
+    for kid in keys.retired:
+        if not is_key_id(kid):
+            raise errors.DecodeError(
+                f"invalid hub public keys: retired {kid!r} is not a key id (16 hex digits)"
+            )
     return keys

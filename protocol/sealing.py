@@ -25,16 +25,26 @@ def seal(plaintext: bytes, recipient: keys.PublicKey) -> bytes:
 
 
 class Keyring:
-    """The hub's sealing private keys by key id."""
+    """The hub's sealing private keys by key id; ``retired`` ids are never opened, even where
+    their private key is still at hand (a Secret updated without pruning its old entries)."""
 
-    def __init__(self, private_keys: Iterable[nacl.public.PrivateKey]) -> None:
-        self._keys = {keys.key_id(bytes(k.public_key)): k for k in private_keys}
+    def __init__(
+        self, private_keys: Iterable[nacl.public.PrivateKey], *, retired: Iterable[str] = ()
+    ) -> None:
+        self.retired = frozenset(retired)
+        self._keys = {
+            kid: k for k in private_keys if (kid := keys.key_id(bytes(k.public_key))) not in self.retired
+        }
 
     @property
     def key_ids(self) -> frozenset[str]:
         return frozenset(self._keys)
 
     def open(self, ciphertext: bytes, *, key_id: str) -> bytes:
+        if key_id in self.retired:
+            raise errors.SealError(
+                f"sealed to retired key id {key_id!r}: the site has not re-sealed to a current hub key"
+            )
         private = self._keys.get(key_id)
         if private is None:
             raise errors.SealError(f"sealed to unknown key id {key_id!r}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import msgspec
@@ -36,15 +36,20 @@ def sign(intent: messages.Intent, signing_key: nacl.signing.SigningKey) -> messa
     return msgspec.structs.replace(unsigned, signature=base64.b64encode(signature).decode("ascii"))
 
 
-def verify(data: bytes, trusted: Mapping[str, nacl.signing.VerifyKey]) -> messages.Intent:
+def verify(
+    data: bytes, trusted: Mapping[str, nacl.signing.VerifyKey], *, retired: Collection[str] = ()
+) -> messages.Intent:
     """Decode and verify a raw intent against the trusted keys (by key id, for rotation).
 
     Raises DecodeError for bytes that are not an intent, SignatureError for an unsigned,
-    tampered or untrusted one.
+    tampered or untrusted one, RetiredKeyError for one naming a ``retired`` key id (checked
+    first: a retired key is refused even where a stale ``trusted`` still holds it).
     """
     intent = messages.decode_intent(data)
     if not intent.signature or not intent.key_id:
         raise errors.SignatureError("intent is not signed")
+    if intent.key_id in retired:
+        raise errors.RetiredKeyError(f"intent signed by retired key id {intent.key_id!r}")
     verify_key = trusted.get(intent.key_id)
     if verify_key is None:
         raise errors.SignatureError(f"intent signed by untrusted key id {intent.key_id!r}")

@@ -13,7 +13,7 @@ import collections
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import nacl.signing
 
@@ -43,6 +43,7 @@ class ApplyLoop:
         trusted: Mapping[str, nacl.signing.VerifyKey],
         metrics: agent_metrics.Metrics,
         readiness: health.Readiness,
+        retired: Collection[str] = (),
         prefix: str = subjects.DEFAULT_PREFIX,
         batch: int = 64,
         max_in_flight: int = 512,
@@ -54,6 +55,8 @@ class ApplyLoop:
         self.publisher = publisher
         self.ctx = ctx
         self.trusted = dict(trusted)
+        self.retired = frozenset(retired)
+        """Key ids the hub retired: an intent naming one is refused as ``retired_key``."""
         self.metrics = metrics
         self.readiness = readiness
         self.prefix = prefix
@@ -208,7 +211,7 @@ class ApplyLoop:
 
     async def _verified(self, delivery: bus.Delivery) -> messages.Intent | None:
         try:
-            intent = signing.verify(delivery.data, self.trusted)
+            intent = signing.verify(delivery.data, self.trusted, retired=self.retired)
             where = subjects.parse(delivery.subject, prefix=self.prefix)
             if (where.site, where.namespace, where.name) != (intent.site, intent.namespace, intent.name):
                 raise protocol_errors.SubjectError(
@@ -226,6 +229,7 @@ class ApplyLoop:
             kind = {
                 protocol_errors.DecodeError: "undecodable",
                 protocol_errors.SignatureError: "bad_signature",
+                protocol_errors.RetiredKeyError: "retired_key",
             }.get(type(exc), "wrong_subject")
             log.warning("rejected intent on %s (seq %d): %s", delivery.subject, delivery.stream_seq, exc)
             self.metrics.intents.labels(op="unknown", result=kind).inc()

@@ -29,6 +29,7 @@ from hub import observations as hub_observations
 from hub.controllers import cache, queue, writing
 from hub.reconcile import rkcp, rkcp_status
 from protocol import errors as protocol_errors
+from protocol import keys as protocol_keys
 from protocol import messages, signing, streams, subjects
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ class Controller:
         self.kube = kube
         self.conn = conn
         self.signer = signer
+        self.signing_key_id = protocol_keys.key_id(bytes(signer.verify_key))
         self.observations = observations
         self.ingest = ingest
         self.sites = sites
@@ -331,6 +333,7 @@ class Controller:
             conflict_with=self._conflict(coords, r),
             known_initialized=r.metadata.uid in self._initialized,
             now=now,
+            signing_key_id=self.signing_key_id,
         )
 
     def _conflict(self, coords: hub_observations.Coordinates, r: api.RemoteKamajiControlPlane) -> str:
@@ -386,6 +389,7 @@ class Controller:
             owner_uid=i.owner.uid,
             spec_digest=rkcp.spec_digest(i.spec),
             kubeconfig_key=i.kubeconfig_key,
+            key_id=i.key_id,
         )
 
     async def _report(self, coords: hub_observations.Coordinates) -> rkcp.SiteReport:
@@ -469,7 +473,10 @@ class Controller:
         )
         body = messages.encode(signing.sign(intent, self.signer))
         digest = rkcp.spec_digest(action.spec)
+        # The key id too: the same intent signed again after a rotation is a new message, not a
+        # duplicate for the server to drop.
         msg_id = f"intent:{r.metadata.uid}:{r.metadata.generation}:{action.op}:{digest[:16]}"
+        msg_id += f":{self.signing_key_id}"
         try:
             ack = await bus.publish(
                 self.conn,
@@ -498,6 +505,7 @@ class Controller:
             owner_uid=r.metadata.uid,
             spec_digest=digest,
             kubeconfig_key=r.spec.kubeconfig_secret_key,
+            key_id=self.signing_key_id,
         )
         self.metrics.intents_published.labels(site=site, op=action.op).inc()
         log.info(

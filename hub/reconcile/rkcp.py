@@ -38,6 +38,8 @@ class Published:
     """``spec_digest`` of the intent's TCP spec (a digest, not the spec: the hub keeps one per
     control plane, and ten thousand parsed specs cost a hundred megabytes)."""
     kubeconfig_key: str = "admin.conf"
+    key_id: str = ""
+    """The signing key id the intent names."""
 
 
 def spec_digest(spec: dict[str, Any] | None) -> str:
@@ -72,6 +74,8 @@ class Observed:
     conflict_with: str = ""
     known_initialized: bool = False
     """The controller already saw this object become Ready (its cache may lag our own write)."""
+    signing_key_id: str = ""
+    """The key id the hub signs with now ("": not compared)."""
     now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
 
 
@@ -172,6 +176,14 @@ def _facts(
     )
 
 
+def _signed_by_another_key(o: Observed) -> bool:
+    """The latest intent names a key the hub no longer signs with (a rotation): sign it again,
+    or agents refuse it once that key is retired (``keys retire``) and a site that comes back,
+    or an agent that re-reads the subject, would be left with an intent it cannot verify."""
+    p = o.published
+    return bool(o.signing_key_id) and p is not None and p.key_id != o.signing_key_id
+
+
 def _wants_intent(o: Observed) -> bool:
     # The generation alone does not count: the hub's own write of spec.controlPlaneEndpoint bumps
     # it, as do fields that never reach the site (deletionPolicy). What the site must run does.
@@ -182,6 +194,7 @@ def _wants_intent(o: Observed) -> bool:
         or p.owner_uid != r.metadata.uid
         or p.spec_digest != spec_digest(o.desired_spec)
         or p.kubeconfig_key != r.spec.kubeconfig_secret_key
+        or _signed_by_another_key(o)
     )
 
 
@@ -262,7 +275,7 @@ def reconcile_delete(o: Observed) -> Plan:
             )
         return Plan(actions=[*actions, RemoveFinalizer()], status=None)
     assert p is not None
-    if p.op != "delete":
+    if p.op != "delete" or _signed_by_another_key(o):
         return Plan(
             actions=[
                 Publish(op="delete", spec={}, expected_last_seq=p.seq),

@@ -39,3 +39,20 @@ def test_every_deploy_path_exists() -> None:
 def test_the_walkthrough_is_in_order() -> None:
     headings = re.findall(r"^## (\d)\. (\w+)", WALKTHROUGH.read_text(), flags=re.M)
     assert [h[1] for h in headings][:5] == ["Hub", "NATS", "Site", "Hub", "Agent"]
+
+
+def test_every_keys_action_is_shown_and_rotation_is_step_by_step() -> None:
+    parser = cli._parser()
+    shown = set()
+    for args in _commands():
+        for part in " ".join(args).split("&&"):
+            words = part.split()
+            if words[:2] == ["kamaji-broker", "keys"]:
+                shown.add(parser.parse_args(words[1:]).keys_command)
+    assert shown == {"generate", "retire"}
+    text = WALKTHROUGH.read_text()
+    section = text.split("## Key rotation after a compromise", 1)[1].split("\n## ", 1)[0]
+    steps = re.findall(r"^\*\*(\d)\. ", section, flags=re.M)
+    assert steps == [str(n) for n in range(1, 8)]
+    # Retiring needs the Secrets replaced: `kubectl apply` keeps a retired key's file in them.
+    assert "replace -f" in section and "keys retire" in section

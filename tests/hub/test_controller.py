@@ -6,12 +6,13 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import msgspec
 import yaml
 
 from common.kube import resources
 from hub import api, mapping
 from hub.reconcile import rkcp
-from protocol import messages, streams, subjects
+from protocol import keys, messages, streams, subjects
 from tests import helpers
 from tests.hub.conftest import RKCP, SITE, World, cluster_obj, rkcp_obj
 
@@ -278,3 +279,44 @@ async def test_a_deleted_capi_secret_is_written_again(world: World) -> None:
         return found is not None and found["data"]["value"] == before["data"]["value"]
 
     await helpers.eventually(rewritten, within=30)
+
+
+async def test_after_a_signing_rotation_the_hub_signs_every_intent_again(world: World) -> None:
+    """`keys generate --rotate-signing` and a hub roll: what is on the subjects is signed again by
+    the new key (once), so retiring the old one (`keys retire`) leaves no intent agents refuse."""
+    new = keys.new_signing_key()
+    new_id = keys.key_id(bytes(new.verify_key))
+    # Agents trust both keys between the two steps of a rotation.
+    world.public = msgspec.structs.replace(
+        world.public,
+        signing=(*world.public.signing, keys.public_entry(bytes(new.verify_key), created_at=helpers.T0)),
+    )
+    world.start_hub()
+    world.start_agent()
+    await create_pair(world)
+    await until_ready(world)
+    tcp_before = await world.site.get(TCP, "cp1", namespace="tenants")
+    first = await world.last_intent_seq()
+    await world.stop("hub")
+    world.signer = new
+    world.hub_metrics = type(world.hub_metrics)()
+    world.start_hub()
+
+    async def resigned() -> bool:
+        return [i.key_id for i in await world.intents()] == [new_id]
+
+    await helpers.eventually(resigned, within=15)
+    assert await world.last_intent_seq() > first
+    assert (
+        world.hub_metrics.registry.get_sample_value(
+            "kb_hub_intents_published_total", {"site": SITE, "op": "provision"}
+        )
+        == 1.0
+    )
+    obj = await until_ready(world)
+    assert condition(obj, "IntentDelivered") == ("True", "Acknowledged")
+    tcp_after = await world.site.get(TCP, "cp1", namespace="tenants")
+    assert (tcp_after["metadata"]["uid"], tcp_after["spec"]) == (
+        tcp_before["metadata"]["uid"],
+        tcp_before["spec"],
+    )

@@ -52,3 +52,38 @@ def test_public_keys_document_with_a_wrong_key_id_is_refused() -> None:
 def test_no_sealing_key() -> None:
     with pytest.raises(errors.SealError, match="no sealing key"):
         keys.HubPublicKeys().newest_sealing()
+
+
+def test_a_retired_id_is_neither_trusted_nor_sealed_to_even_if_still_listed() -> None:
+    old, new = (keys.new_sealing_key() for _ in range(2))
+    entries = [
+        keys.public_entry(bytes(k.public_key), created_at=helpers.T0 + dt.timedelta(days=i))
+        for i, k in enumerate((old, new))
+    ]
+    sign = keys.public_entry(bytes(keys.new_signing_key().verify_key), created_at=helpers.T0)
+    # A stale copy merged back: the newest sealing key and the signing key listed and retired.
+    doc = keys.HubPublicKeys(
+        signing=(sign,), sealing=tuple(entries), retired=(sign.key_id, entries[1].key_id)
+    )
+    back = keys.decode_public_keys(keys.encode_public_keys(doc))
+    assert back.verify_keys() == {} and back.trusted_key_ids() == ()
+    assert back.newest_sealing() == entries[0]
+    with pytest.raises(errors.SealError, match="no sealing key that is not retired"):
+        keys.HubPublicKeys(sealing=(entries[0],), retired=(entries[0].key_id,)).newest_sealing()
+
+
+def test_a_document_without_retired_ids_still_decodes() -> None:
+    """hub-public-keys.json written before `keys retire` existed."""
+    sign = keys.public_entry(bytes(keys.new_signing_key().verify_key), created_at=helpers.T0)
+    old = keys.encode_public_keys(keys.HubPublicKeys(signing=(sign,))).replace(
+        b'  "retired": []', b'  "x": 0'
+    )
+    assert b"retired" not in old
+    assert keys.decode_public_keys(old).retired == ()
+
+
+@pytest.mark.parametrize("kid", ["", "ABCDEF0123456789", "0123456789abcde", "0123456789abcdef0", "../../x"])
+def test_retired_ids_must_be_key_ids(kid: str) -> None:
+    doc = keys.encode_public_keys(keys.HubPublicKeys(retired=(kid,)))
+    with pytest.raises(errors.DecodeError, match="is not a key id"):
+        keys.decode_public_keys(doc)

@@ -50,3 +50,10 @@ def test_corrupt_box_is_a_seal_error() -> None:
 
 def test_checksum_is_sha256_hex() -> None:
     assert sealing.checksum(b"test") == "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+
+def test_a_retired_key_is_never_opened_even_if_its_private_key_is_at_hand() -> None:
+    ring = sealing.Keyring([HUB, NEWER], retired=[public(HUB).key_id])
+    assert ring.key_ids == {public(NEWER).key_id}
+    with pytest.raises(errors.SealError, match=f"sealed to retired key id '{public(HUB).key_id}'"):
+        ring.open(sealing.seal(b"x", public(HUB)), key_id=public(HUB).key_id)

@@ -97,3 +97,11 @@ def test_rotation_trusts_a_set_of_keys() -> None:
 def test_garbage_is_a_decode_error_not_a_signature_error() -> None:
     with pytest.raises(errors.DecodeError):
         signing.verify(b"not json", TRUSTED)
+
+
+def test_a_retired_key_is_refused_by_name_even_if_still_trusted() -> None:
+    data = signed_bytes()
+    kid = keys.key_id(bytes(HUB.verify_key))
+    with pytest.raises(errors.RetiredKeyError, match=f"retired key id '{kid}'"):
+        signing.verify(data, TRUSTED, retired={kid})
+    assert signing.verify(data, TRUSTED, retired={"0" * 16}).name == "cp1"

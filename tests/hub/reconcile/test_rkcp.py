@@ -348,3 +348,44 @@ def test_site_timeout_emits_a_warning_event() -> None:
     )
     events = [a for a in rkcp.reconcile(o).actions if isinstance(a, rkcp.Event)]
     assert [(e.type, e.reason) for e in events] == [("Warning", "SiteUnavailable")]
+
+
+RESIGN_CASES = [
+    # (id, latest intent, hub's signing key id, deleting, expected actions)
+    ("signed by the current key: nothing", "new-key", "new-key", False, []),
+    ("signed before a rotation: sign it again", "old-key", "new-key", False, ["Publish"]),
+    ("key not compared (no signer known)", "old-key", "", False, []),
+    ("delete intent signed before a rotation: again", "old-key", "new-key", True, ["Publish"]),
+    ("delete intent signed by the current key: wait", "new-key", "new-key", True, []),
+]
+
+
+@pytest.mark.parametrize(
+    ("key_id", "signing_key_id", "deleting", "actions"),
+    [c[1:] for c in RESIGN_CASES],
+    ids=[c[0] for c in RESIGN_CASES],
+)
+def test_an_intent_signed_by_a_rotated_out_key_is_signed_again(
+    key_id: str, signing_key_id: str, deleting: bool, actions: list[str]
+) -> None:
+    """After `keys generate --rotate-signing` the hub re-signs what is on the subjects, so retiring
+    the old key (`keys retire`) leaves no intent the agents would refuse."""
+    latest = rkcp.Published(
+        seq=5,
+        op="delete" if deleting else "provision",
+        generation=1,
+        owner_uid=UID,
+        spec_digest=rkcp.spec_digest({} if deleting else SPEC),
+        key_id=key_id,
+    )
+    o = observed(
+        rkcp_obj(deleting=deleting),
+        published=latest,
+        signing_key_id=signing_key_id,
+        report=rkcp.SiteReport(status=status("Ready", seq=5)),
+    )
+    plan = rkcp.reconcile(o)
+    assert [k for k in kinds(plan) if k == "Publish"] == actions
+    for action in plan.actions:
+        if isinstance(action, rkcp.Publish):
+            assert (action.op, action.expected_last_seq) == (latest.op, 5)
