@@ -21,7 +21,7 @@ def problem(token: str) -> str | None:
         return "must not be empty"
     if len(token) > MAX_LENGTH:
         return f"must be at most {MAX_LENGTH} characters (got {len(token)})"
-    if not _RE.match(token):
+    if not _RE.fullmatch(token):
         return (
             "must consist of lower case alphanumeric characters or '-', and must start and end "
             "with an alphanumeric character (no dots, '*', '>' or spaces)"
