@@ -63,6 +63,17 @@ class Raw:
         await self.nc.subscribe(subject, cb=collect)
         await self.nc.flush(timeout=5)
 
+    async def ask(self, subject: str, payload: bytes = b"") -> Msg:
+        """A request whose answer comes on a fresh inbox of its own. (nats-py's ``request``
+        routes answers by their subject, and a JetStream delivery keeps its message's subject.)"""
+        inbox = self.inbox()
+        sub = await self.nc.subscribe(inbox, max_msgs=1)
+        try:
+            await self.publish(subject, payload, reply=inbox)
+            return await sub.next_msg(timeout=5)
+        finally:
+            await sub.unsubscribe()
+
     async def subscribe(self, subject: str) -> None:
         await self.nc.subscribe(subject)
         await self.nc.flush(timeout=5)
