@@ -18,11 +18,14 @@ A site may publish:
 - the ack subjects of its own consumer, in the one form nats-server sends
   (``$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<timestamp>.<pending>``,
   nine tokens; checked against nats-server 2.15, which sends it with or without a JetStream
-  domain, so the twelve-token domain form is not granted);
+  domain, so the twelve-token domain form is not granted: a server that sent it would fail
+  the agent's acks loudly, with a PermissionDenied naming the subject, and the positive tests
+  in tests/common/test_bus_permissions.py and tests/security/test_nats_attacks.py);
 - Direct Get of the latest message on its own intent subjects
   (``$JS.API.DIRECT.GET.<intents>.<prefix>.intent.<site>.*.*``), a grant beyond DESIGN §4 so
   that anti-entropy can tell a TenantControlPlane whose intent was purged (an orphan) and
-  re-read the desired spec of a drifted one.
+  re-read the desired spec of a drifted one. (A request body on these subjects selects
+  nothing else: the server answers 408 Bad Request.)
 
 It may subscribe only below its own inbox prefix ``_INBOX_<site>``, where JetStream's replies
 come. Everything else is denied by the server.
