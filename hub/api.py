@@ -56,6 +56,9 @@ DELETING: Final = "Deleting"
 PAUSED: Final = "Paused"
 """The owner Cluster is paused (negative polarity)."""
 
+# The patterns keep ^...$ because they go into the CRD's OpenAPI schema, where '$' is the end of
+# the text (Go RE2, and the Rust engine behind pydantic's ``pattern``). Python's '$' also
+# matches before a final newline, so Python code checks names with ``fullmatch``, never ``match``.
 DNS1035_PATTERN: Final = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 """A DNS-1035 label (Kamaji's webhook wants TCP names like this: a letter first)."""
 VERSION_PATTERN: Final = r"^v?[0-9]+\.[0-9]+\.[0-9]+$"
@@ -73,7 +76,7 @@ def dns1123_label(value: str) -> bool:
 
 def dns1035_label(value: str) -> bool:
     """Whether ``value`` is a DNS-1035 label (a TenantControlPlane name)."""
-    return len(value) <= 63 and _DNS1035.match(value) is not None
+    return len(value) <= 63 and _DNS1035.fullmatch(value) is not None
 
 
 DNS1123Label = Annotated[

@@ -2,6 +2,9 @@
 
 A label is 1 to 63 characters of lower-case letters, digits and '-', starting and ending with an
 alphanumeric. This excludes '.', '*', '>' and whitespace, which NATS treats as subject syntax.
+The whole string must match (``fullmatch``): with ``re.match``, the ``$`` of ``PATTERN`` also
+matches before a final newline, and ``site-c\n`` passed (issue 10). ``PATTERN`` keeps ``^...$``
+for JSON schemas, whose engines read ``$`` as the end of the text.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ def problem(token: str) -> str | None:
         return "must not be empty"
     if len(token) > MAX_LENGTH:
         return f"must be at most {MAX_LENGTH} characters (got {len(token)})"
-    if not _RE.match(token):
+    if not _RE.fullmatch(token):
         return (
             "must consist of lower case alphanumeric characters or '-', and must start and end "
             "with an alphanumeric character (no dots, '*', '>' or spaces)"

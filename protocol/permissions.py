@@ -1,15 +1,39 @@
-"""NATS permissions of each identity (DESIGN §4), as data the server configuration is made from.
+"""NATS permissions of each identity (DESIGN §4), as data the server configuration is made from,
+and ``intersects``, the subject-pattern test that proves them (tests/security/test_grants.py).
 
-A site may publish only its own status, sealed secrets and heartbeat subjects, ask its own
-consumer for messages and info, and settle (ack) what that consumer delivered, in both forms of
-the ack subject the server uses (``$JS.ACK.<stream>.<consumer>.…`` and the domain-qualified
-``$JS.ACK.<domain>.<account hash>.<stream>.<consumer>.…``). It may subscribe only below its
-own inbox prefix, where JetStream's replies come. Everything else is denied by the server.
+Every grant has an exact token count: no ``>``, and no ``*`` where a longer or differently
+shaped subject could reach something else. This matters most for ack subjects. The server
+subscribes each consumer to ``$JS.ACK.<stream>.<consumer>.>``, and a ``+NXT`` body published on
+any subject that subscription matches is a pull request on that consumer. The former grant
+``$JS.ACK.*.*.<intents>.agent-<site>.>`` matched ``$JS.ACK.KB_STATUS.hub-status.KB_INTENTS.
+agent-site-a.1.1.1``, so site-a could pull (read, and starve until ack-wait) the hub's statuses
+and sealed secrets and other sites' intents (issue 10).
 
-One grant beyond DESIGN §4: Direct Get of the latest message on the site's own intent subjects
-(``$JS.API.DIRECT.GET.<stream>.<prefix>.intent.<site>.>``), so that anti-entropy can tell a
-TenantControlPlane whose intent was purged (an orphan) and re-read the desired spec of a
-drifted one, without any right on other sites' subjects.
+A site may publish:
+
+- its own data subjects, with the exact shape of ``protocol.subjects``:
+  ``<prefix>.status.<site>.*.*``, ``<prefix>.secret.<site>.*.*``, ``<prefix>.site.<site>``;
+- the JetStream API of its own consumer: ``$JS.API.CONSUMER.MSG.NEXT|INFO.<intents>.agent-<site>``
+  (no create, update or delete: the hub makes consumers);
+- the ack subjects of its own consumer, in the one form nats-server sends
+  (``$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<timestamp>.<pending>``,
+  nine tokens; checked against nats-server 2.15, which sends it with or without a JetStream
+  domain, so the twelve-token domain form is not granted: a server that sent it would fail
+  the agent's acks loudly, with a PermissionDenied naming the subject, and the positive tests
+  in tests/common/test_bus_permissions.py and tests/security/test_nats_attacks.py);
+- Direct Get of the latest message on its own intent subjects
+  (``$JS.API.DIRECT.GET.<intents>.<prefix>.intent.<site>.*.*``), a grant beyond DESIGN §4 so
+  that anti-entropy can tell a TenantControlPlane whose intent was purged (an orphan) and
+  re-read the desired spec of a drifted one. (A request body on these subjects selects
+  nothing else: the server answers 408 Bad Request.)
+
+It may subscribe only below its own inbox prefix ``_INBOX_<site>``, where JetStream's replies
+come. Everything else is denied by the server.
+
+The hub publishes intents (``<prefix>.intent.*.*.*``), uses the whole JetStream API (it creates
+and administers the streams and every consumer) and acks its own two consumers, with the same
+exact ack form as a site. Its inbox is the default ``_INBOX``, whose first token differs from
+every site's ``_INBOX_<site>``.
 """
 
 from __future__ import annotations
@@ -17,6 +41,10 @@ from __future__ import annotations
 import msgspec
 
 from protocol import labels, streams, subjects
+
+ACK_REPLY_TOKENS = 5
+"""Tokens after ``$JS.ACK.<stream>.<consumer>`` in the ack reply subject the server sends:
+delivered count, stream sequence, consumer sequence, timestamp, pending."""
 
 
 class Permissions(msgspec.Struct, frozen=True):
@@ -28,38 +56,75 @@ def site_inbox_prefix(site: str) -> str:
     return f"_INBOX_{labels.check(site, field='site')}"
 
 
+def ack_subjects(consumer: streams.ConsumerDef) -> str:
+    """Exactly the ack reply subjects of ``consumer``'s deliveries:
+    ``$JS.ACK.<stream>.<consumer>.*.*.*.*.*``."""
+    return ".".join(("$JS.ACK", consumer.stream, consumer.durable_name, *("*",) * ACK_REPLY_TOKENS))
+
+
+def site_subjects(kind: subjects.Kind, site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> str:
+    """Every subject of ``kind`` for one site, with the exact token count of the stream's
+    subjects: ``kb.status.site-a.*.*``; for ``Kind.SITE`` the heartbeat subject itself."""
+    head = subjects.site_filter(kind, site, prefix=prefix).removesuffix(".>")
+    missing = len(subjects.globbed(kind, prefix=prefix).split(".")) - len(head.split("."))
+    return ".".join((head, *("*",) * missing))
+
+
 def for_site(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions:
     labels.check(site, field="site")
-    intents = streams.stream_name(subjects.Kind.INTENT, prefix=prefix)
-    consumer = streams.agent_consumer_name(site)
+    consumer = streams.agent_consumer(site, prefix=prefix)
+    own = f"{consumer.stream}.{consumer.durable_name}"
+    own_intents = site_subjects(subjects.Kind.INTENT, site, prefix=prefix)
     return Permissions(
         publish=(
-            subjects.site_filter(subjects.Kind.STATUS, site, prefix=prefix),
-            subjects.site_filter(subjects.Kind.SECRET, site, prefix=prefix),
-            subjects.heartbeat(site, prefix=prefix),
-            f"$JS.API.CONSUMER.MSG.NEXT.{intents}.{consumer}",
-            f"$JS.API.CONSUMER.INFO.{intents}.{consumer}",
-            f"$JS.API.DIRECT.GET.{intents}.{subjects.site_filter(subjects.Kind.INTENT, site, prefix=prefix)}",
-            f"$JS.ACK.{intents}.{consumer}.>",
-            f"$JS.ACK.*.*.{intents}.{consumer}.>",
+            site_subjects(subjects.Kind.STATUS, site, prefix=prefix),
+            site_subjects(subjects.Kind.SECRET, site, prefix=prefix),
+            site_subjects(subjects.Kind.SITE, site, prefix=prefix),
+            f"$JS.API.CONSUMER.MSG.NEXT.{own}",
+            f"$JS.API.CONSUMER.INFO.{own}",
+            f"$JS.API.DIRECT.GET.{consumer.stream}.{own_intents}",
+            ack_subjects(consumer),
         ),
         subscribe=(f"{site_inbox_prefix(site)}.>",),
     )
 
 
 def for_hub(*, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions:
-    """The hub publishes intents, runs the JetStream API and settles its own consumers.
-
-    Its inbox is the default ``_INBOX``, whose first token differs from every site's
-    ``_INBOX_<site>``, so the hub cannot read a site's replies either.
-    """
-    own = [streams.stream_name(k, prefix=prefix) for k in (subjects.Kind.STATUS, subjects.Kind.SECRET)]
+    """The hub publishes intents, runs the JetStream API and settles its own consumers."""
     return Permissions(
         publish=(
-            f"{subjects.check_prefix(prefix)}.{subjects.Kind.INTENT.value}.>",
+            subjects.globbed(subjects.Kind.INTENT, prefix=prefix),
             "$JS.API.>",
-            *(f"$JS.ACK.{s}.>" for s in own),
-            *(f"$JS.ACK.*.*.{s}.>" for s in own),
+            *(ack_subjects(c) for c in streams.hub_consumers(prefix=prefix)),
         ),
         subscribe=("_INBOX.>",),
     )
+
+
+def intersects(a: str, b: str) -> bool:
+    """Whether some concrete subject matches both NATS subject patterns ``a`` and ``b``.
+
+    ``*`` stands for one token and ``>`` (last token only) for one or more; any other token is
+    literal. Two patterns share a subject when, position by position, their tokens are equal
+    or one is a wildcard, and they have the same number of tokens unless a ``>`` absorbs the
+    rest (it needs at least one token on the other side).
+    """
+    ta, tb = _tokens(a), _tokens(b)
+    for i in range(max(len(ta), len(tb))):
+        if i >= len(ta) or i >= len(tb):
+            return False
+        x, y = ta[i], tb[i]
+        if x == ">" or y == ">":
+            return True
+        if x != y and "*" not in (x, y):
+            return False
+    return True
+
+
+def _tokens(pattern: str) -> list[str]:
+    tokens = pattern.split(".")
+    if any(not t or t != t.strip() or any(c.isspace() for c in t) for t in tokens):
+        raise ValueError(f"subject pattern {pattern!r} has an empty or blank token")
+    if ">" in tokens[:-1]:
+        raise ValueError(f"subject pattern {pattern!r}: '>' must be the last token")
+    return tokens

@@ -52,11 +52,11 @@ def check_identity(rtype: resources.ResourceType, obj: dict[str, Any], *, versio
 
 def name_causes(rtype: resources.ResourceType, name: str) -> list[errors.Cause]:
     if rtype.plural == "namespaces":
-        ok, msg, limit = bool(_LABEL.match(name)), _LABEL_MSG, 63
+        ok, msg, limit = bool(_LABEL.fullmatch(name)), _LABEL_MSG, 63
     elif rtype.plural == "events":  # Event names are free-form path segments (pod.<hash>, ...)
         ok, msg, limit = "/" not in name and name not in (".", ".."), "may not contain '/'", 253
     else:
-        ok, msg, limit = bool(_SUBDOMAIN.match(name)), _SUBDOMAIN_MSG, 253
+        ok, msg, limit = bool(_SUBDOMAIN.fullmatch(name)), _SUBDOMAIN_MSG, 253
     if not ok:
         return [errors.Cause("FieldValueInvalid", f'Invalid value: "{name}": {msg}', "metadata.name")]
     if len(name) > limit:
@@ -72,9 +72,9 @@ def name_causes(rtype: resources.ResourceType, name: str) -> list[errors.Cause]:
 
 def _label_key_ok(key: str) -> bool:
     prefix, _, name = key.rpartition("/")
-    if prefix and (not _SUBDOMAIN.match(prefix) or len(prefix) > 253):
+    if prefix and (not _SUBDOMAIN.fullmatch(prefix) or len(prefix) > 253):
         return False
-    return bool(_QUALIFIED.match(name)) and len(name) <= 63
+    return bool(_QUALIFIED.fullmatch(name)) and len(name) <= 63
 
 
 def metadata_causes(rtype: resources.ResourceType, meta: dict[str, Any]) -> list[errors.Cause]:
@@ -95,7 +95,7 @@ def metadata_causes(rtype: resources.ResourceType, meta: dict[str, Any]) -> list
                     "metadata.labels",
                 )
             )
-        if not isinstance(value, str) or not _LABEL_VALUE.match(value) or len(value) > 63:
+        if not isinstance(value, str) or not _LABEL_VALUE.fullmatch(value) or len(value) > 63:
             causes.append(
                 errors.Cause(
                     "FieldValueInvalid",

@@ -31,7 +31,7 @@ _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 
 def version_priority(version: str) -> tuple[int, int, int, str]:
     """Sort key giving Kubernetes' version order: GA > beta > alpha, higher numbers first, others last."""
-    match = _VERSION_RE.match(version)
+    match = _VERSION_RE.fullmatch(version)
     if match is None:
         return (3, 0, 0, version)
     major, stage, minor = match.groups()

@@ -212,7 +212,7 @@ def _crd_causes(crd: dict[str, Any]) -> list[errors.Cause]:
             )
         )
     for index, version in enumerate(versions):
-        if not _DNS_LABEL.match(str(version.get("name", ""))):
+        if not _DNS_LABEL.fullmatch(str(version.get("name", ""))):
             causes.append(
                 errors.Cause(
                     "FieldValueInvalid",

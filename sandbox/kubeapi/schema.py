@@ -347,8 +347,30 @@ def _uniqueness(value: list[Any], schema: Schema, path: str) -> Iterator[errors.
 
 @lru_cache(maxsize=1024)
 def _compiled(pattern: str) -> re.Pattern[str]:
-    # ECMA-262 and Go RE2 agree with Python's re for the patterns CRDs use in practice.
-    return re.compile(pattern)
+    # ECMA-262 and Go RE2 agree with Python's re for the patterns CRDs use in practice, but for
+    # '$': the end of the text there, while Python's also matches before a final newline (the
+    # API server refuses "site-a\n" for ^[a-z-]+$; Python's re would accept it).
+    return re.compile(end_of_text(pattern))
+
+
+def end_of_text(pattern: str) -> str:
+    """``pattern`` with each unescaped ``$`` outside a character class read as RE2 reads it:
+    the end of the text (Python's ``\\Z``)."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if c == "[":
+            in_class = True
+        elif c == "]":
+            in_class = False
+        out.append(r"\Z" if c == "$" and not in_class else c)
+        i += 1
+    return "".join(out)
 
 
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
@@ -362,7 +384,7 @@ def check_format(fmt: str, value: str) -> bool:
     """The cheap string formats; unknown formats (int32, int64, password, ...) always pass."""
     try:
         if fmt == "date-time":
-            return bool(_DATE_TIME.match(value)) and bool(datetime.fromisoformat(value.replace("z", "Z")))
+            return bool(_DATE_TIME.fullmatch(value)) and bool(datetime.fromisoformat(value.replace("z", "Z")))
         if fmt == "date":
             return bool(datetime.strptime(value, "%Y-%m-%d"))
         if fmt == "byte":
@@ -376,9 +398,9 @@ def check_format(fmt: str, value: str) -> bool:
             ipaddress.ip_network(value, strict=False)
             return True
         if fmt == "uuid":
-            return bool(_UUID.match(value))
+            return bool(_UUID.fullmatch(value))
         if fmt == "hostname":
-            return bool(_HOSTNAME.match(value))
+            return bool(_HOSTNAME.fullmatch(value))
     except (ValueError, binascii.Error):
         return False
     return True

@@ -81,7 +81,7 @@ def _tokens(text: str) -> list[str]:
 
 
 def _check_key(selector: str, key: str) -> str:
-    if not _KEY_RE.match(key) or len(key) > 316:
+    if not _KEY_RE.fullmatch(key) or len(key) > 316:
         raise _fail(
             selector, f'key: Invalid value: "{key}": name part must consist of alphanumeric characters'
         )
@@ -89,7 +89,7 @@ def _check_key(selector: str, key: str) -> str:
 
 
 def _check_value(selector: str, value: str) -> str:
-    if not _VALUE_RE.match(value):
+    if not _VALUE_RE.fullmatch(value):
         raise _fail(
             selector,
             f'values[0]: Invalid value: "{value}": a valid label must be an empty string or '
