@@ -43,6 +43,9 @@ class Report:
     phase: messages.Phase
     reason: str
     message: str
+    observed_generation: int | None = None
+    """The generation the Status names; None: the intent's. A refusal of an older intent names
+    the generation the site still runs, so the hub sees the site is ahead of the subject."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,8 @@ def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, 
         )
     if ours.intent_seq > seq:
         return Decision("stale")
+    if (refused := _older_generation(intent, ours, where=where)) is not None:
+        return refused
     if tcps.deleting(observed):
         # Being deleted (Kamaji's finalizers): wait until it is gone, then create it anew.
         return Decision("retry", settle="nak", delay=2.0)
@@ -126,8 +131,35 @@ def _decide_delete(intent: messages.Intent, seq: int, observed: Mapping[str, Any
         return Decision("stale", report=gone)
     if ours.intent_seq > seq:
         return Decision("stale")
+    where = f"TenantControlPlane {intent.namespace}/{intent.name}"
+    if (refused := _older_generation(intent, ours, where=where)) is not None:
+        return refused
     uid = str(tcps.meta(observed).get("uid") or "")
     return Decision("deleted", action=Delete(uid=uid), report=gone)
+
+
+def _older_generation(intent: messages.Intent, ours: tcps.Applied, *, where: str) -> Decision | None:
+    """Refuse an intent of the TCP's owner older (lower generation) than the one applied.
+
+    The stream-sequence fence cannot catch this: an old, genuinely signed intent published
+    again (a replay) gets a new, higher sequence. The owner's generations only grow, so a lower
+    one is never the hub's current wish. Settled with ``term``: it is refused, not applied, and
+    redelivering it can never change that; the server's MSG_TERMINATED advisory records it. The
+    Rejected Status tells the hub, which publishes its current intent again.
+    """
+    if intent.generation >= ours.generation:
+        return None
+    return Decision(
+        "stale_generation",
+        report=Report(
+            "Rejected",
+            "StaleGeneration",
+            f"intent generation {intent.generation} is older than generation {ours.generation} "
+            f"applied to {where}: refused, the TenantControlPlane is left as it is",
+            observed_generation=ours.generation,
+        ),
+        settle="term",
+    )
 
 
 def after_error(

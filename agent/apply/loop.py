@@ -279,7 +279,9 @@ class ApplyLoop:
             namespace=intent.namespace,
             name=intent.name,
             owner_uid=intent.owner.uid,
-            observed_generation=intent.generation,
+            observed_generation=(
+                intent.generation if report.observed_generation is None else report.observed_generation
+            ),
             intent_seq=seq,
             phase=report.phase,
             reason=report.reason,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -63,6 +64,7 @@ class Controller:
         replicas: int = 1,
         workers: int = 8,
         heartbeat_interval: float = sites.HEARTBEAT_INTERVAL,
+        intent_check_interval: float = rkcp.RESYNC_SECONDS,
     ) -> None:
         self.kube = kube
         self.conn = conn
@@ -78,6 +80,9 @@ class Controller:
         self.workers = workers
         self.heartbeat_interval = heartbeat_interval
         """The agents' heartbeat interval: a site is connected while its last beat is ≤ 3 of them old."""
+        self.intent_check_interval = intent_check_interval
+        """Seconds between checks of each intent subject against the hub's record (a purge or an
+        overwrite behind the hub's back); every RKCP is also reconciled at least this often."""
         self.queue: queue.WorkQueue[Key] = queue.WorkQueue()
         self.rkcps = cache.ObjectCache()
         self.clusters = cache.ObjectCache()
@@ -95,7 +100,10 @@ class Controller:
         self._secrets_synced = asyncio.Event()
         self._published_cache: dict[hub_observations.Coordinates, rkcp.Published | None] = {}
         """The latest intent per control plane: read from the stream once, then kept current by
-        our own publishes and purges (one leader writes; a fenced publish that fails drops it)."""
+        our own publishes and purges (one leader writes; a fenced publish that fails drops it), and
+        checked against the stream as ``rkcp.recheck_published`` says."""
+        self._published_checked: dict[hub_observations.Coordinates, float] = {}
+        """Loop time each record was last read from, or written to, the stream."""
         self._last_error: dict[Key, str] = {}
         """Uids seen Ready once (first-ready metric and event exactly once per object)."""
         self._synced = asyncio.Event()
@@ -279,9 +287,12 @@ class Controller:
             self.metrics.first_ready_seconds.observe(
                 (observed.now - r.metadata.creation_timestamp).total_seconds()
             )
+        requeue = plan.requeue_after
+        if requeue is not None:
+            requeue = min(requeue, self.intent_check_interval)
         if plan.status is not None:
-            return await self._write_status(key, r, plan.status, plan.requeue_after)
-        return plan.requeue_after
+            return await self._write_status(key, r, plan.status, requeue)
+        return requeue
 
     async def observe(self, r: api.RemoteKamajiControlPlane) -> rkcp.Observed | None:
         now = dt.datetime.now(dt.UTC)
@@ -303,8 +314,8 @@ class Controller:
         if coords.site not in self._topology_sites:
             await self.ensure_topology()
         desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
-        published = await self._published(coords)
         report = await self._report(coords)
+        published = await self._published(coords, report.status)
         snap = self.sites.snapshot(coords.site, now, interval=self.heartbeat_interval)
         site_view = rkcp_status.SiteView(
             connected=snap.connected if snap.last_heartbeat_time is not None else None,
@@ -362,11 +373,25 @@ class Controller:
                 return True
         return False
 
-    async def _published(self, coords: hub_observations.Coordinates) -> rkcp.Published | None:
-        if coords in self._published_cache:
-            return self._published_cache[coords]
+    async def _published(
+        self, coords: hub_observations.Coordinates, status: messages.Status | None
+    ) -> rkcp.Published | None:
+        now = asyncio.get_running_loop().time()
+        known = coords in self._published_cache
+        held = self._published_cache.get(coords)
+        age = now - self._published_checked.get(coords, -math.inf)
+        if known and not rkcp.recheck_published(held, status, age=age, max_age=self.intent_check_interval):
+            return held
         found = await self._read_published(coords)
+        if known and found != held:
+            log.warning(
+                "intent subject of %s changed behind the hub's back: held seq %s, the stream has seq %s",
+                "/".join(coords),
+                held.seq if held else "none",
+                found.seq if found else "none",
+            )
         self._published_cache[coords] = found
+        self._published_checked[coords] = now
         return found
 
     async def _read_published(self, coords: hub_observations.Coordinates) -> rkcp.Published | None:
@@ -434,6 +459,7 @@ class Controller:
                 await bus.purge_subject(self.conn, streams.stream_name(kind, prefix=self.prefix), subject)
             self.observations.forget(coords)
             self._published_cache[coords] = None
+            self._published_checked[coords] = asyncio.get_running_loop().time()
         elif isinstance(action, rkcp.WriteSecrets):
             await writing.write_secrets(self.kube, action, r, cluster_name=o.cluster_name)
             self.metrics.secrets_written.inc()
@@ -491,6 +517,9 @@ class Controller:
             # The outcome is unknown (the publish may have landed): read the stream next time.
             self._published_cache.pop(hub_observations.Coordinates(site, ns, name), None)
             raise
+        self._published_checked[hub_observations.Coordinates(site, ns, name)] = (
+            asyncio.get_running_loop().time()
+        )
         self._published_cache[hub_observations.Coordinates(site, ns, name)] = rkcp.Published(
             seq=ack.seq,
             op=action.op,

@@ -172,7 +172,39 @@ def _facts(
     )
 
 
-def _wants_intent(o: Observed) -> bool:
+def recheck_published(
+    published: Published | None, status: messages.Status | None, *, age: float, max_age: float
+) -> bool:
+    """Whether the hub's record of the subject's latest intent must be read from the stream again.
+
+    The record is kept current by the hub's own publishes, but anyone with the hub's NATS
+    credentials can overwrite the subject (replay an older intent) or purge it. A site that
+    answers a sequence the hub never published says the subject moved; a purge leaves no trace
+    at the site, so the record is also checked against the stream every ``max_age`` seconds.
+    """
+    if status is not None and status.intent_seq > (published.seq if published is not None else 0):
+        return True
+    return age >= max_age
+
+
+def _displaced(o: Observed, status: messages.Status | None) -> str:
+    """Why the subject no longer holds this owner's intent although the site applied one ("" if it does)."""
+    p = o.published
+    if status is None or status.owner_uid != o.rkcp.metadata.uid or status.phase == "Deleted":
+        return ""
+    if p is None and status.intent_seq > 0:
+        return f"the intent subject is empty (purged) while the site applied intent {status.intent_seq}"
+    if p is not None and p.owner_uid == o.rkcp.metadata.uid and status.observed_generation > p.generation:
+        # An older, genuinely signed intent published again: the agent refuses it (StaleGeneration),
+        # but the subject must hold the current intent, or the site never gets it after a restart.
+        return (
+            f"the intent subject holds generation {p.generation} (seq {p.seq}) while the site runs "
+            f"generation {status.observed_generation}"
+        )
+    return ""
+
+
+def _wants_intent(o: Observed, status: messages.Status | None) -> bool:
     # The generation alone does not count: the hub's own write of spec.controlPlaneEndpoint bumps
     # it, as do fields that never reach the site (deletionPolicy). What the site must run does.
     p, r = o.published, o.rkcp
@@ -182,6 +214,7 @@ def _wants_intent(o: Observed) -> bool:
         or p.owner_uid != r.metadata.uid
         or p.spec_digest != spec_digest(o.desired_spec)
         or p.kubeconfig_key != r.spec.kubeconfig_secret_key
+        or bool(_displaced(o, status))
     )
 
 
@@ -205,8 +238,12 @@ def reconcile_normal(o: Observed) -> Plan:
         waiting_for_cluster=o.cluster_problem,
     )
     blocked = bool(o.cluster_problem or o.conflict_with or paused or o.desired_spec is None)
-    if not blocked and _wants_intent(o):
+    if not blocked and _wants_intent(o, status_msg):
         assert o.desired_spec is not None
+        if displaced := _displaced(o, status_msg):
+            actions.append(
+                Event("Warning", "IntentDisplaced", f"{displaced}: publishing the current intent again")
+            )
         actions.append(
             Publish(
                 op="provision", spec=o.desired_spec, expected_last_seq=o.published.seq if o.published else 0

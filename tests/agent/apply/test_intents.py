@@ -18,9 +18,15 @@ SEQ = 10
 
 
 def observed(
-    *, seq: int = SEQ, uid: str = "8d1c-uid", managed: bool = True, deleting: bool = False, **spec: Any
+    *,
+    seq: int = SEQ,
+    uid: str = "8d1c-uid",
+    managed: bool = True,
+    deleting: bool = False,
+    generation: int = 1,
+    **spec: Any,
 ) -> dict[str, Any]:
-    obj = tcps.desired(helpers.intent(), seq=seq)
+    obj = tcps.desired(helpers.intent(generation=generation), seq=seq)
     obj["metadata"]["uid"] = "tcp-uid-1"
     obj["metadata"]["annotations"][tcps.OWNER_UID] = uid
     if not managed:
@@ -114,6 +120,77 @@ CASES: list[tuple[str, messages.Intent, int, dict[str, Any] | None, str, type | 
         "ack",
     ),
     ("delete older than the applied seq", delete_intent(), SEQ - 1, observed(), "stale", None, None, "ack"),
+    # A replay: an older, genuinely signed intent of the same owner, republished (higher seq).
+    (
+        "older generation at a higher seq: refused",
+        helpers.intent(generation=3),
+        SEQ + 1,
+        observed(generation=4),
+        "stale_generation",
+        None,
+        "StaleGeneration",
+        "term",
+    ),
+    (
+        "older generation of a TCP being deleted: refused, not retried",
+        helpers.intent(generation=3),
+        SEQ + 1,
+        observed(generation=4, deleting=True),
+        "stale_generation",
+        None,
+        "StaleGeneration",
+        "term",
+    ),
+    (
+        "same generation at a higher seq (the hub published again): patch",
+        helpers.intent(generation=4),
+        SEQ + 1,
+        observed(generation=4),
+        "applied",
+        intents.Patch,
+        None,
+        "ack",
+    ),
+    (
+        "older generation and older seq: a redelivery, ignored",
+        helpers.intent(generation=3),
+        SEQ - 1,
+        observed(generation=4),
+        "stale",
+        None,
+        None,
+        "ack",
+    ),
+    (
+        "older generation of another owner: a conflict, not a replay",
+        helpers.intent(generation=3),
+        SEQ + 1,
+        observed(generation=4, uid="other"),
+        "conflict",
+        None,
+        "Conflict",
+        "ack",
+    ),
+    (
+        "older delete of the same owner: refused, the TCP stays",
+        helpers.intent(op="delete", spec={}, generation=3),
+        SEQ + 1,
+        observed(generation=4),
+        "stale_generation",
+        None,
+        "StaleGeneration",
+        "term",
+    ),
+    (
+        "TCP without a generation annotation: applied",
+        helpers.intent(generation=3),
+        SEQ + 1,
+        observed(generation=0),
+        "applied",
+        intents.Patch,
+        None,
+        "ack",
+    ),
 ]
 
 
@@ -154,6 +231,14 @@ def test_create_carries_labels_annotations_and_spec() -> None:
     }
     assert d.action.body["spec"] == intent.spec
     assert (meta["name"], meta["namespace"]) == ("cp1", "tenants")
+
+
+def test_stale_generation_names_both_generations_and_reports_the_applied_one() -> None:
+    d = intents.decide(helpers.intent(generation=3), SEQ + 1, observed(generation=4), ctx=CTX)
+    assert d.report is not None and d.action is None
+    assert d.report.phase == "Rejected" and d.report.observed_generation == 4
+    assert "generation 3" in d.report.message and "generation 4" in d.report.message
+    assert "tenants/cp1" in d.report.message
 
 
 def test_delete_is_fenced_by_uid_precondition() -> None:
