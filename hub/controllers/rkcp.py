@@ -495,7 +495,13 @@ class Controller:
         )
         body = messages.encode(signing.sign(intent, self.signer))
         digest = rkcp.spec_digest(action.spec)
-        msg_id = f"intent:{r.metadata.uid}:{r.metadata.generation}:{action.op}:{digest[:16]}"
+        # The sequence it is fenced on is part of the id: publishing the same intent again over a
+        # replayed or purged one is a new message, which the duplicate window must not drop; a
+        # retry of this very publish (same fence) still is one.
+        msg_id = (
+            f"intent:{r.metadata.uid}:{r.metadata.generation}:{action.op}:{digest[:16]}"
+            f":{action.expected_last_seq}"
+        )
         try:
             ack = await bus.publish(
                 self.conn,

@@ -1,0 +1,259 @@
+"""Issue 10, finding 3: a replayed older intent must not roll a control plane back, and the hub
+must notice when its intent subject no longer holds what it published.
+
+The attacker holds the hub's NATS credentials (``hub.nk``), not its signing key: it can publish
+on any intent subject and purge, and it can republish any genuinely signed intent it has seen.
+The hub and the agent run as their real loops, on the secured nats-server, against emulated
+clusters with the Kamaji simulator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import nats
+import nats.js.api
+import pytest
+from nats.aio.client import Client
+
+from agent import tcps
+from common.kube import resources, watching
+from protocol import messages, subjects
+from sandbox import natsd
+from tests import helpers
+from tests.security import site_support as s
+
+
+@pytest.fixture
+async def world(secured_nats: tuple[natsd.NatsServer, Path], tmp_path: Path) -> AsyncIterator[s.World]:
+    server, conf = secured_nats
+    async with s.world(server, conf, tmp_path) as w:
+        yield w
+
+
+@pytest.fixture
+async def attacker(secured_nats: tuple[natsd.NatsServer, Path]) -> AsyncIterator[Client]:
+    """A raw nats-py client with the hub's stolen NATS identity."""
+    server, conf = secured_nats
+    nc = await nats.connect(servers=[server.url], nkeys_seed=str(conf / "hub.nk"), allow_reconnect=False)
+    yield nc
+    await nc.close()
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> tuple[str, str]:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond["type"] == type_:
+            return cond["status"], cond["reason"]
+    return "", ""
+
+
+def replicas(tcp: dict[str, Any] | None) -> int | None:
+    spec = (tcp or {}).get("spec") or {}
+    value = ((spec.get("controlPlane") or {}).get("deployment") or {}).get("replicas")
+    return int(value) if value is not None else None
+
+
+def annotation(tcp: dict[str, Any] | None, key: str) -> str:
+    return str((((tcp or {}).get("metadata") or {}).get("annotations") or {}).get(key) or "")
+
+
+async def rkcp_ready_at(w: s.World, name: str, *, seq: int) -> dict[str, Any]:
+    """The RKCP once Ready for its current generation, the site having applied intent ``seq``."""
+    found: list[dict[str, Any]] = []
+
+    async def check() -> bool:
+        obj = await w.mgmt.get_or_none(s.RKCP, name, namespace=s.NAMESPACE)
+        status = (obj or {}).get("status") or {}
+        tcp = await w.tcp(name)
+        ok = (
+            obj is not None
+            and status.get("ready") is True
+            and status.get("observedGeneration") == obj["metadata"]["generation"]
+            and condition(obj, "Ready")[0] == "True"
+            and condition(obj, "IntentDelivered") == ("True", "Acknowledged")
+            and annotation(tcp, tcps.INTENT_SEQ) == str(seq)
+        )
+        found[:] = [obj] if ok and obj is not None else []
+        return ok
+
+    await helpers.eventually(check, within=30, every=0.1)
+    return found[0]
+
+
+async def provisioned(
+    w: s.World, name: str, *, replicas_: int
+) -> tuple[dict[str, Any], messages.Intent, int]:
+    """Create Cluster + RKCP; wait until the site runs it Ready. Returns (RKCP, its intent, seq)."""
+    cl = await w.mgmt.create(resources.CLUSTER, s.cluster_obj(f"{name}-cluster"), namespace=s.NAMESPACE)
+    await w.mgmt.create(s.RKCP, s.rkcp_obj(name, cl, replicas=replicas_), namespace=s.NAMESPACE)
+    return await settled(w, name, replicas_=replicas_)
+
+
+async def settled(w: s.World, name: str, *, replicas_: int) -> tuple[dict[str, Any], messages.Intent, int]:
+    latest: list[tuple[messages.Intent, int]] = []
+
+    async def published() -> bool:
+        stored = await w.stored_intent(name)
+        if stored is None:
+            return False
+        i = messages.decode_intent(stored.data)
+        latest[:] = [(i, stored.seq)]
+        return replicas({"spec": i.spec}) == replicas_
+
+    await helpers.eventually(published, within=30, every=0.1)
+    intent, seq = latest[0]
+    return await rkcp_ready_at(w, name, seq=seq), intent, seq
+
+
+class Watch:
+    """Every version of one TCP the site's API server shows from now on (a watch, not polls)."""
+
+    def __init__(self, w: s.World, name: str) -> None:
+        self.name = name
+        self.seen: list[dict[str, Any]] = []
+        self.task = asyncio.create_task(self._run(w))
+
+    async def _run(self, w: s.World) -> None:
+        async for item in watching.stream(w.site, s.TCP, namespace=s.NAMESPACE):
+            objs = item.items if isinstance(item, watching.Synced) else [item.object]
+            self.seen += [o for o in objs if o["metadata"]["name"] == self.name]
+
+    async def stop(self) -> list[dict[str, Any]]:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        return self.seen
+
+
+class StatusTap:
+    """Every Status the site publishes for one TCP from now on (an ordered consumer of the hub's)."""
+
+    def __init__(self) -> None:
+        self.seen: list[messages.Status] = []
+
+    async def start(self, nc: Client, name: str) -> Any:
+        async def got(msg: Any) -> None:
+            self.seen.append(messages.decode_status(msg.data))
+
+        subject = subjects.status(s.SITE, s.NAMESPACE, name, prefix=s.PREFIX)
+        return await nc.jetstream().subscribe(
+            subject, cb=got, ordered_consumer=True, deliver_policy=nats.js.api.DeliverPolicy.NEW
+        )
+
+
+async def warning_events(w: s.World, reason: str) -> list[dict[str, Any]]:
+    events = (await w.mgmt.list(resources.EVENT, namespace=s.NAMESPACE)).items
+    return [e for e in events if e.get("reason") == reason and e.get("type") == "Warning"]
+
+
+async def test_a_replayed_older_intent_never_rolls_the_tcp_back_and_the_hub_publishes_again(
+    world: s.World, attacker: Client
+) -> None:
+    w = world
+    w.start_hub()
+    w.start_agent()
+    _, old_intent, old_seq = await provisioned(w, "replay", replicas_=3)
+    old = await w.stored_intent("replay")
+    assert old is not None and old.seq == old_seq  # the genuinely signed intent an attacker saw
+    await w.mgmt.patch(s.RKCP, "replay", {"spec": {"replicas": 5}}, namespace=s.NAMESPACE)
+    obj, current, current_seq = await settled(w, "replay", replicas_=5)
+    generation = obj["metadata"]["generation"]
+    assert (
+        old_intent.generation < current.generation == int(annotation(await w.tcp("replay"), tcps.GENERATION))
+    )
+
+    watch = Watch(w, "replay")
+    tap = StatusTap()
+    sub = await tap.start(attacker, "replay")
+    published_before = w.hub_metrics.registry.get_sample_value(
+        "kb_hub_intents_published_total", {"site": s.SITE, "op": "provision"}
+    )
+
+    # The attack: the old, genuinely signed bytes again, on the same subject.
+    ack = await attacker.jetstream().publish(s.intent_subject("replay"), old.data)
+    assert ack.seq > current_seq  # the stream-sequence fence cannot tell it is old
+
+    # The agent refuses it (terminated, counted) and says so in a Status naming both generations.
+    await helpers.eventually(lambda: _async(w.rejected("stale_generation") == 1), within=15)
+
+    def refusal() -> messages.Status | None:
+        return next((x for x in tap.seen if x.intent_seq == ack.seq), None)
+
+    await helpers.eventually(lambda: _async(refusal() is not None), within=15)
+    refused = refusal()
+    assert refused is not None
+    assert (refused.phase, refused.reason) == ("Rejected", "StaleGeneration")
+    assert refused.observed_generation == current.generation
+    assert f"generation {old_intent.generation}" in refused.message
+    assert f"generation {current.generation}" in refused.message
+
+    # The hub notices and publishes the current intent again, fenced on the replayed message.
+    async def republished() -> bool:
+        stored = await w.stored_intent("replay")
+        return stored is not None and stored.seq > ack.seq
+
+    await helpers.eventually(republished, within=15)
+    again = await w.stored_intent("replay")
+    assert again is not None
+    fresh = messages.decode_intent(again.data)
+    assert fresh.generation == generation and replicas({"spec": fresh.spec}) == 5
+    assert fresh.owner.uid == current.owner.uid
+    final = await rkcp_ready_at(w, "replay", seq=again.seq)
+    assert final["status"]["observedGeneration"] == generation
+    assert (
+        w.hub_metrics.registry.get_sample_value(
+            "kb_hub_intents_published_total", {"site": s.SITE, "op": "provision"}
+        )
+        == (published_before or 0) + 1
+    )
+    [event] = await warning_events(w, "IntentDisplaced")
+    assert f"generation {old_intent.generation} (seq {ack.seq})" in event["message"]
+
+    # The TCP never went to 3 replicas, nor to any other spec than the current one.
+    await sub.unsubscribe()
+    seen = await watch.stop()
+    assert seen and {replicas(t) for t in seen} == {5}
+    assert {annotation(t, tcps.GENERATION) for t in seen} == {str(current.generation)}
+    tcp = await w.tcp("replay")
+    assert replicas(tcp) == 5 and annotation(tcp, tcps.INTENT_SEQ) == str(again.seq)
+    assert w.dead() == []
+
+
+async def test_a_purged_intent_subject_is_noticed_and_published_again(
+    world: s.World, attacker: Client
+) -> None:
+    w = world
+    w.start_hub(intent_check_interval=1.0)
+    w.start_agent()
+    obj, current, seq = await provisioned(w, "purged", replicas_=2)
+    tcp_uid = (await w.tcp("purged") or {})["metadata"]["uid"]
+
+    # Behind the hub's back: the control plane's intent subject is emptied.
+    await attacker.jetstream().purge_stream(s.intent_stream(), subject=s.intent_subject("purged"))
+    assert await w.stored_intent("purged") is None
+
+    async def republished() -> bool:
+        stored = await w.stored_intent("purged")
+        return stored is not None and stored.seq > seq
+
+    await helpers.eventually(republished, within=15)
+    again = await w.stored_intent("purged")
+    assert again is not None
+    fresh = messages.decode_intent(again.data)
+    assert fresh.generation == obj["metadata"]["generation"]
+    assert msgspec.json.encode(fresh.spec, order="sorted") == msgspec.json.encode(
+        current.spec, order="sorted"
+    )
+    await rkcp_ready_at(w, "purged", seq=again.seq)
+    [event] = await warning_events(w, "IntentDisplaced")
+    assert f"purged) while the site applied intent {seq}" in event["message"]
+    tcp = await w.tcp("purged")
+    assert tcp is not None and tcp["metadata"]["uid"] == tcp_uid  # the same TCP, never recreated
+    assert w.dead() == []
+
+
+async def _async(value: bool) -> bool:
+    return value
