@@ -128,20 +128,34 @@ class Watch:
         return self.seen
 
 
-class StatusTap:
-    """Every Status the site publishes for one TCP from now on (an ordered consumer of the hub's)."""
+class Tap:
+    """Every message on one subject from now on (an ordered consumer, with the hub's identity)."""
 
     def __init__(self) -> None:
-        self.seen: list[messages.Status] = []
+        self.seen: list[tuple[int, bytes]] = []
+        self.sub: Any = None
 
-    async def start(self, nc: Client, name: str) -> Any:
+    async def start(self, nc: Client, subject: str) -> Tap:
         async def got(msg: Any) -> None:
-            self.seen.append(messages.decode_status(msg.data))
+            self.seen.append((msg.metadata.sequence.stream, msg.data))
 
-        subject = subjects.status(s.SITE, s.NAMESPACE, name, prefix=s.PREFIX)
-        return await nc.jetstream().subscribe(
+        self.sub = await nc.jetstream().subscribe(
             subject, cb=got, ordered_consumer=True, deliver_policy=nats.js.api.DeliverPolicy.NEW
         )
+        return self
+
+    def statuses(self) -> list[tuple[int, messages.Status]]:
+        return [(seq, messages.decode_status(data)) for seq, data in self.seen]
+
+    def answering(self, intent_seq: int) -> messages.Status | None:
+        return next((st for _, st in self.statuses() if st.intent_seq == intent_seq), None)
+
+    async def stop(self) -> None:
+        await self.sub.unsubscribe()
+
+
+def status_subject(name: str) -> str:
+    return subjects.status(s.SITE, s.NAMESPACE, name, prefix=s.PREFIX)
 
 
 async def warning_events(w: s.World, reason: str) -> list[dict[str, Any]]:
@@ -166,8 +180,7 @@ async def test_a_replayed_older_intent_never_rolls_the_tcp_back_and_the_hub_publ
     )
 
     watch = Watch(w, "replay")
-    tap = StatusTap()
-    sub = await tap.start(attacker, "replay")
+    tap = await Tap().start(attacker, status_subject("replay"))
     published_before = w.hub_metrics.registry.get_sample_value(
         "kb_hub_intents_published_total", {"site": s.SITE, "op": "provision"}
     )
@@ -179,11 +192,8 @@ async def test_a_replayed_older_intent_never_rolls_the_tcp_back_and_the_hub_publ
     # The agent refuses it (terminated, counted) and says so in a Status naming both generations.
     await helpers.eventually(lambda: _async(w.rejected("stale_generation") == 1), within=15)
 
-    def refusal() -> messages.Status | None:
-        return next((x for x in tap.seen if x.intent_seq == ack.seq), None)
-
-    await helpers.eventually(lambda: _async(refusal() is not None), within=15)
-    refused = refusal()
+    await helpers.eventually(lambda: _async(tap.answering(ack.seq) is not None), within=15)
+    refused = tap.answering(ack.seq)
     assert refused is not None
     assert (refused.phase, refused.reason) == ("Rejected", "StaleGeneration")
     assert refused.observed_generation == current.generation
@@ -213,7 +223,7 @@ async def test_a_replayed_older_intent_never_rolls_the_tcp_back_and_the_hub_publ
     assert f"generation {old_intent.generation} (seq {ack.seq})" in event["message"]
 
     # The TCP never went to 3 replicas, nor to any other spec than the current one.
-    await sub.unsubscribe()
+    await tap.stop()
     seen = await watch.stop()
     assert seen and {replicas(t) for t in seen} == {5}
     assert {annotation(t, tcps.GENERATION) for t in seen} == {str(current.generation)}
@@ -252,6 +262,74 @@ async def test_a_purged_intent_subject_is_noticed_and_published_again(
     assert f"purged) while the site applied intent {seq}" in event["message"]
     tcp = await w.tcp("purged")
     assert tcp is not None and tcp["metadata"]["uid"] == tcp_uid  # the same TCP, never recreated
+    assert w.dead() == []
+
+
+@pytest.mark.parametrize("op", ["provision", "delete"])
+async def test_a_replayed_intent_of_a_previous_owner_leaves_the_new_tcp_and_the_hub_publishes_again(
+    world: s.World, attacker: Client, op: str
+) -> None:
+    w = world
+    w.start_hub()
+    w.start_agent()
+    name = f"owner-{op}"
+    intents_tap = await Tap().start(attacker, s.intent_subject(name))
+    cl = await w.mgmt.create(resources.CLUSTER, s.cluster_obj(f"{name}-cluster"), namespace=s.NAMESPACE)
+    await w.mgmt.create(s.RKCP, s.rkcp_obj(name, cl, replicas=2), namespace=s.NAMESPACE)
+    first, _, _ = await settled(w, name, replicas_=2)
+    await w.mgmt.delete(s.RKCP, name, namespace=s.NAMESPACE)
+
+    async def gone() -> bool:
+        return (
+            await w.mgmt.get_or_none(s.RKCP, name, namespace=s.NAMESPACE) is None
+            and await w.tcp(name) is None
+        )
+
+    await helpers.eventually(gone, within=30)
+    # What the attacker kept of the previous owner: its genuinely signed intent of this op.
+    old_uid = first["metadata"]["uid"]
+    [old] = [
+        d for _, d in intents_tap.seen if (i := messages.decode_intent(d)).op == op and i.owner.uid == old_uid
+    ]
+    await intents_tap.stop()
+
+    await w.mgmt.create(s.RKCP, s.rkcp_obj(name, cl, replicas=4), namespace=s.NAMESPACE)
+    second, current, current_seq = await settled(w, name, replicas_=4)
+    assert second["metadata"]["uid"] != old_uid
+    tcp = await w.tcp(name)
+    assert tcp is not None
+    watch = Watch(w, name)
+    tap = await Tap().start(attacker, status_subject(name))
+
+    ack = await attacker.jetstream().publish(s.intent_subject(name), old)
+    assert ack.seq > current_seq
+
+    # The agent leaves the new owner's TCP alone and answers for the old owner only.
+    await helpers.eventually(lambda: _async(tap.answering(ack.seq) is not None), within=15)
+    answer = tap.answering(ack.seq)
+    assert answer is not None and answer.owner_uid == old_uid
+    assert (answer.phase, answer.reason) == (
+        ("Rejected", "Conflict") if op == "provision" else ("Deleted", "Deleted")
+    )
+
+    async def republished() -> bool:
+        stored = await w.stored_intent(name)
+        return stored is not None and stored.seq > ack.seq
+
+    await helpers.eventually(republished, within=15)
+    again = await w.stored_intent(name)
+    assert again is not None
+    fresh = messages.decode_intent(again.data)
+    assert (fresh.op, fresh.owner.uid) == ("provision", current.owner.uid)
+    assert replicas({"spec": fresh.spec}) == 4
+    final = await rkcp_ready_at(w, name, seq=again.seq)
+    assert fresh.generation == final["metadata"]["generation"] >= current.generation
+    await tap.stop()
+    seen = await watch.stop()
+    assert seen and {(t["metadata"]["uid"], replicas(t), annotation(t, tcps.OWNER_UID)) for t in seen} == {
+        (tcp["metadata"]["uid"], 4, current.owner.uid)
+    }
+    assert not any(t["metadata"].get("deletionTimestamp") for t in seen)
     assert w.dead() == []
 
 
