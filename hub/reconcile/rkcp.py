@@ -5,7 +5,8 @@ desired TCP spec, the last intent on the control plane's subject, the site's lat
 secrets, the site's liveness, the CAPI Secrets as they are) and returns a ``Plan``: the actions
 to perform, in order, the status to write, and when to look again. Finalizer first (CAPI); an
 intent is published only when what the site should run differs from the last intent, so a
-resync or a hub restart publishes nothing.
+resync or a hub restart publishes nothing, or when the subject lost the owner's intent behind the
+hub's back (purged, or overwritten with an older one while the site runs a newer generation).
 """
 
 from __future__ import annotations

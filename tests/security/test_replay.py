@@ -22,7 +22,7 @@ from nats.aio.client import Client
 
 from agent import tcps
 from common.kube import resources, watching
-from protocol import messages, subjects
+from protocol import messages, streams, subjects
 from sandbox import natsd
 from tests import helpers
 from tests.security import site_support as s
@@ -189,8 +189,18 @@ async def test_a_replayed_older_intent_never_rolls_the_tcp_back_and_the_hub_publ
     ack = await attacker.jetstream().publish(s.intent_subject("replay"), old.data)
     assert ack.seq > current_seq  # the stream-sequence fence cannot tell it is old
 
-    # The agent refuses it (terminated, counted) and says so in a Status naming both generations.
-    await helpers.eventually(lambda: _async(w.rejected("stale_generation") == 1), within=15)
+    # The agent settles it without touching the TCP ...
+    async def settled_by_agent() -> bool:
+        state = await attacker.jetstream().consumer_info(
+            s.intent_stream(), streams.agent_consumer_name(s.SITE)
+        )
+        return bool(state.ack_floor.stream_seq >= ack.seq and state.num_ack_pending == 0)
+
+    await helpers.eventually(settled_by_agent, within=15)
+    tcp = await w.tcp("replay")
+    assert replicas(tcp) == 5 and annotation(tcp, tcps.GENERATION) == str(current.generation)
+    # ... refuses it (terminated, counted) and says so in a Status naming both generations.
+    assert w.rejected("stale_generation") == 1
 
     await helpers.eventually(lambda: _async(tap.answering(ack.seq) is not None), within=15)
     refused = tap.answering(ack.seq)
