@@ -30,6 +30,7 @@ from hub import observations as hub_observations
 from hub.controllers import cache, queue, writing
 from hub.reconcile import rkcp, rkcp_status
 from protocol import errors as protocol_errors
+from protocol import keys as protocol_keys
 from protocol import messages, signing, streams, subjects
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ class Controller:
         self.kube = kube
         self.conn = conn
         self.signer = signer
+        self._own_key = {protocol_keys.key_id(bytes(signer.verify_key)): signer.verify_key}
         self.observations = observations
         self.ingest = ingest
         self.sites = sites
@@ -404,6 +406,12 @@ class Controller:
         except protocol_errors.DecodeError as exc:
             log.error("undecodable intent on %s: %s", stored.subject, exc)
             return rkcp.Published(seq=stored.seq, op="invalid", generation=-1, owner_uid="", spec_digest="")
+        try:
+            signing.verify(stored.data, self._own_key)
+            signed = True
+        except (protocol_errors.DecodeError, protocol_errors.SignatureError) as exc:
+            log.warning("intent on %s (seq %d) is not the hub's: %s", stored.subject, stored.seq, exc)
+            signed = False
         return rkcp.Published(
             seq=stored.seq,
             op=i.op,
@@ -411,6 +419,7 @@ class Controller:
             owner_uid=i.owner.uid,
             spec_digest=rkcp.spec_digest(i.spec),
             kubeconfig_key=i.kubeconfig_key,
+            signed=signed,
         )
 
     async def _report(self, coords: hub_observations.Coordinates) -> rkcp.SiteReport:

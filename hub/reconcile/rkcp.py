@@ -39,6 +39,9 @@ class Published:
     """``spec_digest`` of the intent's TCP spec (a digest, not the spec: the hub keeps one per
     control plane, and ten thousand parsed specs cost a hundred megabytes)."""
     kubeconfig_key: str = "admin.conf"
+    signed: bool = True
+    """Signed by the hub's current key. Anyone with the hub's NATS credentials can publish on
+    the subject; what the hub did not sign is replaced (and, after a key rotation, re-signed)."""
 
 
 def spec_digest(spec: dict[str, Any] | None) -> str:
@@ -191,6 +194,8 @@ def recheck_published(
 def _displaced(o: Observed, status: messages.Status | None) -> str:
     """Why the subject no longer holds this owner's intent although the site applied one ("" if it does)."""
     p = o.published
+    if p is not None and not p.signed:
+        return f"the intent subject holds a message (seq {p.seq}) not signed by the hub's current key"
     if status is None or status.owner_uid != o.rkcp.metadata.uid or status.phase == "Deleted":
         return ""
     if p is None and status.intent_seq > 0:

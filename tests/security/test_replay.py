@@ -275,6 +275,32 @@ async def test_a_purged_intent_subject_is_noticed_and_published_again(
     assert w.dead() == []
 
 
+async def test_an_unsigned_copy_over_the_hubs_intent_is_replaced(world: s.World, attacker: Client) -> None:
+    w = world
+    w.start_hub(intent_check_interval=1.0)
+    w.start_agent()
+    obj, current, seq = await provisioned(w, "forged", replicas_=2)
+    # The current intent, word for word, without the signature: the agent terminates it (and
+    # its anti-entropy will not trust it); the hub must not take it for its own.
+    forged = msgspec.structs.replace(current, signature="", key_id="")
+    ack = await attacker.jetstream().publish(s.intent_subject("forged"), messages.encode(forged))
+
+    async def replaced() -> bool:
+        stored = await w.stored_intent("forged")
+        return stored is not None and stored.seq > ack.seq
+
+    await helpers.eventually(replaced, within=15)
+    again = await w.stored_intent("forged")
+    assert again is not None
+    fresh = messages.decode_intent(again.data)
+    assert fresh.signature and fresh.generation == obj["metadata"]["generation"]
+    assert w.rejected("unsigned") == 1
+    await rkcp_ready_at(w, "forged", seq=again.seq)
+    [event] = await warning_events(w, "IntentDisplaced")
+    assert f"(seq {ack.seq}) not signed by the hub's current key" in event["message"]
+    assert seq < ack.seq and w.dead() == []
+
+
 @pytest.mark.parametrize("op", ["provision", "delete"])
 async def test_a_replayed_intent_of_a_previous_owner_leaves_the_new_tcp_and_the_hub_publishes_again(
     world: s.World, attacker: Client, op: str

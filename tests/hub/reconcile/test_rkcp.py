@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -395,6 +396,16 @@ REPLAYS: list[tuple[str, rkcp.Observed, list[str], str | None]] = [
         observed(
             rkcp_obj(generation=4),
             published=None,
+            report=rkcp.SiteReport(status=status(seq=10, generation=4)),
+        ),
+        ["Publish", "SetEndpoint"],
+        "IntentDisplaced",
+    ),
+    (
+        "subject holds the same intent, not signed by the hub's key: publish",
+        observed(
+            rkcp_obj(generation=4),
+            published=dataclasses.replace(published(seq=12, generation=4), signed=False),
             report=rkcp.SiteReport(status=status(seq=10, generation=4)),
         ),
         ["Publish", "SetEndpoint"],
