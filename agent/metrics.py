@@ -15,6 +15,13 @@ class Metrics:
         self.intents = Counter(
             "kb_agent_intents", "Intents handled, by operation and result", ["op", "result"], registry=r
         )
+        self.intents_rejected = Counter(
+            "kb_agent_intents_rejected",
+            "Intents refused, by reason (oversized, undecodable, unsupported_schema, invalid, unsigned, "
+            "untrusted_key, bad_signature, wrong_site, wrong_subject, stale_generation)",
+            ["reason"],
+            registry=r,
+        )
         self.apply_seconds = Histogram("kb_agent_apply_seconds", "Time to apply one intent", registry=r)
         self.status_published = Counter("kb_agent_status_published", "Status messages published", registry=r)
         self.secrets_published = Counter(

@@ -24,8 +24,7 @@ from common import bus, health
 from common import errors as bus_errors
 from common.kube import Kube
 from common.kube import errors as kerrors
-from protocol import errors as protocol_errors
-from protocol import messages, signing, streams, subjects
+from protocol import messages, streams, subjects
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +169,8 @@ class ApplyLoop:
         decision = await self.process(intent, delivery)
         await self._settle(delivery, decision)
         self.metrics.intents.labels(op=intent.op, result=decision.result).inc()
+        if decision.settle == "term":
+            self.metrics.intents_rejected.labels(reason=decision.result).inc()
         self.metrics.apply_seconds.observe(time.perf_counter() - started)
         log.info(
             "intent %s seq %d (%s, generation %d): %s%s",
@@ -210,32 +211,27 @@ class ApplyLoop:
         return decision
 
     async def _verified(self, delivery: bus.Delivery) -> messages.Intent | None:
-        try:
-            intent = signing.verify(delivery.data, self.trusted, retired=self.retired)
-            where = subjects.parse(delivery.subject, prefix=self.prefix)
-            if (where.site, where.namespace, where.name) != (intent.site, intent.namespace, intent.name):
-                raise protocol_errors.SubjectError(
-                    f"intent for {intent.site}/{intent.namespace}/{intent.name} arrived on another subject"
-                )
-            if intent.site != self.ctx.site:
-                raise protocol_errors.SubjectError(
-                    f"intent for site {intent.site!r}, this is site {self.ctx.site!r}"
-                )
-        except (
-            protocol_errors.DecodeError,
-            protocol_errors.SignatureError,
-            protocol_errors.SubjectError,
-        ) as exc:
-            kind = {
-                protocol_errors.DecodeError: "undecodable",
-                protocol_errors.SignatureError: "bad_signature",
-                protocol_errors.RetiredKeyError: "retired_key",
-            }.get(type(exc), "wrong_subject")
-            log.warning("rejected intent on %s (seq %d): %s", delivery.subject, delivery.stream_seq, exc)
-            self.metrics.intents.labels(op="unknown", result=kind).inc()
+        found = intents.intake(
+            delivery.data,
+            delivery.subject,
+            trusted=self.trusted,
+            retired=self.retired,
+            ctx=self.ctx,
+            prefix=self.prefix,
+        )
+        if isinstance(found, intents.Refusal):
+            log.warning(
+                "refused intent on %s (seq %d): %s: %s; terminated",
+                delivery.subject,
+                delivery.stream_seq,
+                found.reason,
+                found.message,
+            )
+            self.metrics.intents.labels(op="unknown", result=found.result).inc()
+            self.metrics.intents_rejected.labels(reason=found.reason).inc()
             await delivery.term()
             return None
-        return intent
+        return found
 
     async def _execute(
         self, decision: intents.Decision, intent: messages.Intent, delivery: bus.Delivery
@@ -283,7 +279,9 @@ class ApplyLoop:
             namespace=intent.namespace,
             name=intent.name,
             owner_uid=intent.owner.uid,
-            observed_generation=intent.generation,
+            observed_generation=(
+                intent.generation if report.observed_generation is None else report.observed_generation
+            ),
             intent_seq=seq,
             phase=report.phase,
             reason=report.reason,

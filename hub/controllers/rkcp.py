@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -64,11 +65,13 @@ class Controller:
         replicas: int = 1,
         workers: int = 8,
         heartbeat_interval: float = sites.HEARTBEAT_INTERVAL,
+        intent_check_interval: float = rkcp.RESYNC_SECONDS,
     ) -> None:
         self.kube = kube
         self.conn = conn
         self.signer = signer
         self.signing_key_id = protocol_keys.key_id(bytes(signer.verify_key))
+        self._own_key = {protocol_keys.key_id(bytes(signer.verify_key)): signer.verify_key}
         self.observations = observations
         self.ingest = ingest
         self.sites = sites
@@ -80,6 +83,9 @@ class Controller:
         self.workers = workers
         self.heartbeat_interval = heartbeat_interval
         """The agents' heartbeat interval: a site is connected while its last beat is ≤ 3 of them old."""
+        self.intent_check_interval = intent_check_interval
+        """Seconds between checks of each intent subject against the hub's record (a purge or an
+        overwrite behind the hub's back); every RKCP is also reconciled at least this often."""
         self.queue: queue.WorkQueue[Key] = queue.WorkQueue()
         self.rkcps = cache.ObjectCache()
         self.clusters = cache.ObjectCache()
@@ -97,7 +103,10 @@ class Controller:
         self._secrets_synced = asyncio.Event()
         self._published_cache: dict[hub_observations.Coordinates, rkcp.Published | None] = {}
         """The latest intent per control plane: read from the stream once, then kept current by
-        our own publishes and purges (one leader writes; a fenced publish that fails drops it)."""
+        our own publishes and purges (one leader writes; a fenced publish that fails drops it), and
+        checked against the stream as ``rkcp.recheck_published`` says."""
+        self._published_checked: dict[hub_observations.Coordinates, float] = {}
+        """Loop time each record was last read from, or written to, the stream."""
         self._last_error: dict[Key, str] = {}
         """Uids seen Ready once (first-ready metric and event exactly once per object)."""
         self._synced = asyncio.Event()
@@ -281,9 +290,12 @@ class Controller:
             self.metrics.first_ready_seconds.observe(
                 (observed.now - r.metadata.creation_timestamp).total_seconds()
             )
+        requeue = plan.requeue_after
+        if requeue is not None:
+            requeue = min(requeue, self.intent_check_interval)
         if plan.status is not None:
-            return await self._write_status(key, r, plan.status, plan.requeue_after)
-        return plan.requeue_after
+            return await self._write_status(key, r, plan.status, requeue)
+        return requeue
 
     async def observe(self, r: api.RemoteKamajiControlPlane) -> rkcp.Observed | None:
         now = dt.datetime.now(dt.UTC)
@@ -305,8 +317,8 @@ class Controller:
         if coords.site not in self._topology_sites:
             await self.ensure_topology()
         desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
-        published = await self._published(coords)
         report = await self._report(coords)
+        published = await self._published(coords, report.status)
         snap = self.sites.snapshot(coords.site, now, interval=self.heartbeat_interval)
         site_view = rkcp_status.SiteView(
             connected=snap.connected if snap.last_heartbeat_time is not None else None,
@@ -365,11 +377,25 @@ class Controller:
                 return True
         return False
 
-    async def _published(self, coords: hub_observations.Coordinates) -> rkcp.Published | None:
-        if coords in self._published_cache:
-            return self._published_cache[coords]
+    async def _published(
+        self, coords: hub_observations.Coordinates, status: messages.Status | None
+    ) -> rkcp.Published | None:
+        now = asyncio.get_running_loop().time()
+        known = coords in self._published_cache
+        held = self._published_cache.get(coords)
+        age = now - self._published_checked.get(coords, -math.inf)
+        if known and not rkcp.recheck_published(held, status, age=age, max_age=self.intent_check_interval):
+            return held
         found = await self._read_published(coords)
+        if known and found != held:
+            log.warning(
+                "intent subject of %s changed behind the hub's back: held seq %s, the stream has seq %s",
+                "/".join(coords),
+                held.seq if held else "none",
+                found.seq if found else "none",
+            )
         self._published_cache[coords] = found
+        self._published_checked[coords] = now
         return found
 
     async def _read_published(self, coords: hub_observations.Coordinates) -> rkcp.Published | None:
@@ -382,6 +408,12 @@ class Controller:
         except protocol_errors.DecodeError as exc:
             log.error("undecodable intent on %s: %s", stored.subject, exc)
             return rkcp.Published(seq=stored.seq, op="invalid", generation=-1, owner_uid="", spec_digest="")
+        try:
+            signing.verify(stored.data, self._own_key)
+            signed = True
+        except (protocol_errors.DecodeError, protocol_errors.SignatureError) as exc:
+            log.warning("intent on %s (seq %d) is not the hub's: %s", stored.subject, stored.seq, exc)
+            signed = False
         return rkcp.Published(
             seq=stored.seq,
             op=i.op,
@@ -390,6 +422,7 @@ class Controller:
             spec_digest=rkcp.spec_digest(i.spec),
             kubeconfig_key=i.kubeconfig_key,
             key_id=i.key_id,
+            signed=signed,
         )
 
     async def _report(self, coords: hub_observations.Coordinates) -> rkcp.SiteReport:
@@ -438,6 +471,7 @@ class Controller:
                 await bus.purge_subject(self.conn, streams.stream_name(kind, prefix=self.prefix), subject)
             self.observations.forget(coords)
             self._published_cache[coords] = None
+            self._published_checked[coords] = asyncio.get_running_loop().time()
         elif isinstance(action, rkcp.WriteSecrets):
             await writing.write_secrets(self.kube, action, r, cluster_name=o.cluster_name)
             self.metrics.secrets_written.inc()
@@ -473,10 +507,14 @@ class Controller:
         )
         body = messages.encode(signing.sign(intent, self.signer))
         digest = rkcp.spec_digest(action.spec)
-        # The key id too: the same intent signed again after a rotation is a new message, not a
-        # duplicate for the server to drop.
-        msg_id = f"intent:{r.metadata.uid}:{r.metadata.generation}:{action.op}:{digest[:16]}"
-        msg_id += f":{self.signing_key_id}"
+        # The sequence it is fenced on is part of the id: publishing the same intent again over a
+        # replayed or purged one is a new message, which the duplicate window must not drop; a
+        # retry of this very publish (same fence) still is one. The key id too: the same intent signed
+        # again after a rotation is a new message.
+        msg_id = (
+            f"intent:{r.metadata.uid}:{r.metadata.generation}:{action.op}:{digest[:16]}"
+            f":{action.expected_last_seq}:{self.signing_key_id}"
+        )
         try:
             ack = await bus.publish(
                 self.conn,
@@ -498,6 +536,9 @@ class Controller:
             # The outcome is unknown (the publish may have landed): read the stream next time.
             self._published_cache.pop(hub_observations.Coordinates(site, ns, name), None)
             raise
+        self._published_checked[hub_observations.Coordinates(site, ns, name)] = (
+            asyncio.get_running_loop().time()
+        )
         self._published_cache[hub_observations.Coordinates(site, ns, name)] = rkcp.Published(
             seq=ack.seq,
             op=action.op,

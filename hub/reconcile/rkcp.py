@@ -5,7 +5,8 @@ desired TCP spec, the last intent on the control plane's subject, the site's lat
 secrets, the site's liveness, the CAPI Secrets as they are) and returns a ``Plan``: the actions
 to perform, in order, the status to write, and when to look again. Finalizer first (CAPI); an
 intent is published only when what the site should run differs from the last intent, so a
-resync or a hub restart publishes nothing.
+resync or a hub restart publishes nothing, or when the subject lost the owner's intent behind the
+hub's back (purged, or overwritten with an older one while the site runs a newer generation).
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ class Published:
     kubeconfig_key: str = "admin.conf"
     key_id: str = ""
     """The signing key id the intent names."""
+    signed: bool = True
+    """Signed by the hub's current key. Anyone with the hub's NATS credentials can publish on
+    the subject; what the hub did not sign is replaced (and, after a key rotation, re-signed)."""
 
 
 def spec_digest(spec: dict[str, Any] | None) -> str:
@@ -181,10 +185,45 @@ def _signed_by_another_key(o: Observed) -> bool:
     or agents refuse it once that key is retired (``keys retire``) and a site that comes back,
     or an agent that re-reads the subject, would be left with an intent it cannot verify."""
     p = o.published
-    return bool(o.signing_key_id) and p is not None and p.key_id != o.signing_key_id
+    return bool(o.signing_key_id) and p is not None and bool(p.key_id) and p.key_id != o.signing_key_id
 
 
-def _wants_intent(o: Observed) -> bool:
+def recheck_published(
+    published: Published | None, status: messages.Status | None, *, age: float, max_age: float
+) -> bool:
+    """Whether the hub's record of the subject's latest intent must be read from the stream again.
+
+    The record is kept current by the hub's own publishes, but anyone with the hub's NATS
+    credentials can overwrite the subject (replay an older intent) or purge it. A site that
+    answers a sequence the hub never published says the subject moved; a purge leaves no trace
+    at the site, so the record is also checked against the stream every ``max_age`` seconds.
+    """
+    if status is not None and status.intent_seq > (published.seq if published is not None else 0):
+        return True
+    return age >= max_age
+
+
+def _displaced(o: Observed, status: messages.Status | None) -> str:
+    """Why the subject no longer holds this owner's intent although the site applied one ("" if it does)."""
+    p = o.published
+    if p is not None and not p.signed and not _signed_by_another_key(o):
+        # (A message naming an older key of the hub's is a rotation, re-signed without a warning.)
+        return f"the intent subject holds a message (seq {p.seq}) not signed by the hub's current key"
+    if status is None or status.owner_uid != o.rkcp.metadata.uid or status.phase == "Deleted":
+        return ""
+    if p is None and status.intent_seq > 0:
+        return f"the intent subject is empty (purged) while the site applied intent {status.intent_seq}"
+    if p is not None and p.owner_uid == o.rkcp.metadata.uid and status.observed_generation > p.generation:
+        # An older, genuinely signed intent published again: the agent refuses it (StaleGeneration),
+        # but the subject must hold the current intent, or the site never gets it after a restart.
+        return (
+            f"the intent subject holds generation {p.generation} (seq {p.seq}) while the site runs "
+            f"generation {status.observed_generation}"
+        )
+    return ""
+
+
+def _wants_intent(o: Observed, status: messages.Status | None) -> bool:
     # The generation alone does not count: the hub's own write of spec.controlPlaneEndpoint bumps
     # it, as do fields that never reach the site (deletionPolicy). What the site must run does.
     p, r = o.published, o.rkcp
@@ -195,6 +234,7 @@ def _wants_intent(o: Observed) -> bool:
         or p.spec_digest != spec_digest(o.desired_spec)
         or p.kubeconfig_key != r.spec.kubeconfig_secret_key
         or _signed_by_another_key(o)
+        or bool(_displaced(o, status))
     )
 
 
@@ -218,8 +258,12 @@ def reconcile_normal(o: Observed) -> Plan:
         waiting_for_cluster=o.cluster_problem,
     )
     blocked = bool(o.cluster_problem or o.conflict_with or paused or o.desired_spec is None)
-    if not blocked and _wants_intent(o):
+    if not blocked and _wants_intent(o, status_msg):
         assert o.desired_spec is not None
+        if displaced := _displaced(o, status_msg):
+            actions.append(
+                Event("Warning", "IntentDisplaced", f"{displaced}: publishing the current intent again")
+            )
         actions.append(
             Publish(
                 op="provision", spec=o.desired_spec, expected_last_seq=o.published.seq if o.published else 0
@@ -275,7 +319,7 @@ def reconcile_delete(o: Observed) -> Plan:
             )
         return Plan(actions=[*actions, RemoveFinalizer()], status=None)
     assert p is not None
-    if p.op != "delete" or _signed_by_another_key(o):
+    if p.op != "delete" or _signed_by_another_key(o) or not p.signed:
         return Plan(
             actions=[
                 Publish(op="delete", spec={}, expected_last_seq=p.seq),

@@ -470,4 +470,4 @@ async def test_the_agent_process_refuses_a_retired_key_and_shows_the_keys_it_tru
     assert code == 0
     log = proc.log.read_text()
     assert f"trusting hub signing key ids {keys.key_id(bytes(c.signer.verify_key))}" in log
-    assert f"rejected intent on {subject}" in log and f"retired key id '{c.old_signing_id}'" in log
+    assert f"refused intent on {subject}" in log and f"retired key id '{c.old_signing_id}'" in log

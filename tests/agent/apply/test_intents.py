@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import nacl.signing
 import pytest
 
 from agent import tcps
 from agent.apply import intents
 from common.kube import errors as kerrors
-from protocol import messages
+from protocol import keys, messages, signing, subjects
 from tests import helpers
 
 CTX = intents.Context(site="site-a", namespaces=(), namespace_retry=60.0)
@@ -18,9 +19,15 @@ SEQ = 10
 
 
 def observed(
-    *, seq: int = SEQ, uid: str = "8d1c-uid", managed: bool = True, deleting: bool = False, **spec: Any
+    *,
+    seq: int = SEQ,
+    uid: str = "8d1c-uid",
+    managed: bool = True,
+    deleting: bool = False,
+    generation: int = 1,
+    **spec: Any,
 ) -> dict[str, Any]:
-    obj = tcps.desired(helpers.intent(), seq=seq)
+    obj = tcps.desired(helpers.intent(generation=generation), seq=seq)
     obj["metadata"]["uid"] = "tcp-uid-1"
     obj["metadata"]["annotations"][tcps.OWNER_UID] = uid
     if not managed:
@@ -114,6 +121,77 @@ CASES: list[tuple[str, messages.Intent, int, dict[str, Any] | None, str, type | 
         "ack",
     ),
     ("delete older than the applied seq", delete_intent(), SEQ - 1, observed(), "stale", None, None, "ack"),
+    # A replay: an older, genuinely signed intent of the same owner, republished (higher seq).
+    (
+        "older generation at a higher seq: refused",
+        helpers.intent(generation=3),
+        SEQ + 1,
+        observed(generation=4),
+        "stale_generation",
+        None,
+        "StaleGeneration",
+        "term",
+    ),
+    (
+        "older generation of a TCP being deleted: refused, not retried",
+        helpers.intent(generation=3),
+        SEQ + 1,
+        observed(generation=4, deleting=True),
+        "stale_generation",
+        None,
+        "StaleGeneration",
+        "term",
+    ),
+    (
+        "same generation at a higher seq (the hub published again): patch",
+        helpers.intent(generation=4),
+        SEQ + 1,
+        observed(generation=4),
+        "applied",
+        intents.Patch,
+        None,
+        "ack",
+    ),
+    (
+        "older generation and older seq: a redelivery, ignored",
+        helpers.intent(generation=3),
+        SEQ - 1,
+        observed(generation=4),
+        "stale",
+        None,
+        None,
+        "ack",
+    ),
+    (
+        "older generation of another owner: a conflict, not a replay",
+        helpers.intent(generation=3),
+        SEQ + 1,
+        observed(generation=4, uid="other"),
+        "conflict",
+        None,
+        "Conflict",
+        "ack",
+    ),
+    (
+        "older delete of the same owner: refused, the TCP stays",
+        helpers.intent(op="delete", spec={}, generation=3),
+        SEQ + 1,
+        observed(generation=4),
+        "stale_generation",
+        None,
+        "StaleGeneration",
+        "term",
+    ),
+    (
+        "TCP without a generation annotation: applied",
+        helpers.intent(generation=3),
+        SEQ + 1,
+        observed(generation=0),
+        "applied",
+        intents.Patch,
+        None,
+        "ack",
+    ),
 ]
 
 
@@ -154,6 +232,14 @@ def test_create_carries_labels_annotations_and_spec() -> None:
     }
     assert d.action.body["spec"] == intent.spec
     assert (meta["name"], meta["namespace"]) == ("cp1", "tenants")
+
+
+def test_stale_generation_names_both_generations_and_reports_the_applied_one() -> None:
+    d = intents.decide(helpers.intent(generation=3), SEQ + 1, observed(generation=4), ctx=CTX)
+    assert d.report is not None and d.action is None
+    assert d.report.phase == "Rejected" and d.report.observed_generation == 4
+    assert "generation 3" in d.report.message and "generation 4" in d.report.message
+    assert "tenants/cp1" in d.report.message
 
 
 def test_delete_is_fenced_by_uid_precondition() -> None:
@@ -220,3 +306,67 @@ def test_backoff(delivered: int, delay: float) -> None:
 )
 def test_drift(spec: dict[str, Any], have: dict[str, Any], paths: list[str]) -> None:
     assert tcps.drift(spec, have) == paths
+
+
+SIGNER = keys.new_signing_key()
+TRUSTED = {keys.key_id(bytes(SIGNER.verify_key)): SIGNER.verify_key}
+SUBJECT = subjects.intent("site-a", "tenants", "cp1")
+
+
+def signed(
+    intent: messages.Intent | None = None, *, signer: nacl.signing.SigningKey = SIGNER
+) -> dict[str, Any]:
+    """The JSON document of a signed intent, to tamper with after signing."""
+    return dict(msgspec.json.decode(messages.encode(signing.sign(intent or helpers.intent(), signer))))
+
+
+def edited(**changes: Any) -> bytes:
+    return msgspec.json.encode({**signed(), **changes})
+
+
+def genuine(**kw: Any) -> bytes:
+    signer = kw.pop("signer", SIGNER)
+    return msgspec.json.encode(signed(helpers.intent(**kw), signer=signer))
+
+
+TAMPERED_SPEC = {"controlPlane": {"deployment": {"replicas": 9}}}
+
+
+INTAKE: list[tuple[str, bytes, str]] = [
+    # id, raw bytes on SUBJECT, refusal reason
+    ("larger than the limit", b" " * (intents.MAX_INTENT_BYTES + 1), "oversized"),
+    ("not JSON", b"{not json", "undecodable"),
+    ("not UTF-8", b'{"op": "\xff\xfe"}', "undecodable"),
+    ("nested 10,000 deep", b"[" * 10_000 + b"]" * 10_000, "undecodable"),
+    ("a JSON array", b"[1, 2]", "invalid"),
+    ("another schema", edited(schema="kamaji-broker.io/v2"), "unsupported_schema"),
+    ("generation negative", edited(generation=-1), "invalid"),
+    ("name with a dot", edited(name="cp1.x"), "invalid"),
+    ("unsigned", edited(signature="", key_id=""), "unsigned"),
+    ("key id removed", edited(key_id=""), "unsigned"),
+    ("signed by an untrusted key", genuine(signer=keys.new_signing_key()), "untrusted_key"),
+    ("spec tampered after signing", edited(spec=TAMPERED_SPEC), "bad_signature"),
+    ("signature not base64", edited(signature="%%%"), "bad_signature"),
+    ("other site, genuinely signed", genuine(site="site-b"), "wrong_site"),
+    ("other name, genuinely signed", genuine(name="cp2"), "wrong_subject"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("data", "reason"), [c[1:] for c in INTAKE], ids=[c[0] for c in INTAKE])
+def test_intake_refuses_with_the_specific_reason(data: bytes, reason: str) -> None:
+    found = intents.intake(data, SUBJECT, trusted=TRUSTED, ctx=CTX)
+    assert isinstance(found, intents.Refusal)
+    assert found.reason == reason
+    assert len(found.message) <= 303
+
+
+def test_intake_accepts_a_genuine_intent_on_its_subject() -> None:
+    found = intents.intake(msgspec.json.encode(signed()), SUBJECT, trusted=TRUSTED, ctx=CTX)
+    assert found == signing.sign(helpers.intent(), SIGNER)
+
+
+def test_refusal_messages_quote_what_the_sender_wrote() -> None:
+    # A newline in a name that decodes (a trailing one) must not start a new log line.
+    data = msgspec.json.encode(signed(helpers.intent(name="cp1\n")))
+    found = intents.intake(data, SUBJECT, trusted=TRUSTED, ctx=CTX)
+    assert isinstance(found, intents.Refusal) and "\n" not in found.message

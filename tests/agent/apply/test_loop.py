@@ -271,6 +271,35 @@ async def test_an_older_sequence_after_a_newer_one_is_ignored(
     await consumer.unsubscribe()
 
 
+async def test_an_older_generation_at_a_newer_sequence_is_refused_and_reported(
+    agent: Agent, hub: Hub, site: ckube.Kube
+) -> None:
+    old = with_version(intent(), "v1.31.0", replicas=3, generation=3)
+    new = with_version(intent(), "v1.31.0", replicas=5, generation=4)
+    await hub.send(old)
+    applied = await hub.send(new)
+    before = await tcp_where(
+        site, "cp1", lambda o: o is not None and o["metadata"]["annotations"][tcps.INTENT_SEQ] == str(applied)
+    )
+    replayed = await hub.send(old)  # the same signed intent again: a higher sequence, an older generation
+    refused = await hub.status_is("cp1", "Rejected", "StaleGeneration")
+    assert refused.intent_seq == replayed and refused.observed_generation == 4
+    assert "generation 3" in refused.message and "generation 4" in refused.message
+    after = await site.get(TCP, "cp1", namespace=NAMESPACE)
+    assert before is not None and after["metadata"]["generation"] == before["metadata"]["generation"]
+    assert after["spec"]["controlPlane"]["deployment"]["replicas"] == 5
+    assert after["metadata"]["annotations"][tcps.INTENT_SEQ] == str(applied)
+    assert agent.count("provision", "stale_generation") == 1
+    rejected = agent.metrics.registry.get_sample_value(
+        "kb_agent_intents_rejected_total", {"reason": "stale_generation"}
+    )
+    assert rejected == 1
+    state = await bus.consumer_info(
+        hub.conn, streams.stream_name(subjects.Kind.INTENT, prefix=hub.prefix), f"agent-{SITE}"
+    )
+    assert state.num_ack_pending == 0 and state.ack_floor_stream_seq >= replayed
+
+
 async def test_missing_consumer_is_not_ready_until_the_hub_creates_it(
     conn: bus.Connection, site: ckube.Kube, prefix: str, hub_keys: Any
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -38,13 +39,20 @@ def rkcp_obj(
 
 
 def status(
-    phase: str = "Ready", *, seq: int = 5, owner: str = UID, reason: str = "", endpoint: bool = True
+    phase: str = "Ready",
+    *,
+    seq: int = 5,
+    owner: str = UID,
+    reason: str = "",
+    endpoint: bool = True,
+    generation: int = 0,
 ) -> messages.Status:
     return messages.Status(
         site="site-a",
         namespace="default",
         name="cp1",
         owner_uid=owner,
+        observed_generation=generation,
         intent_seq=seq,
         phase=phase,  # type: ignore[arg-type]
         reason=reason,
@@ -360,6 +368,125 @@ RESIGN_CASES = [
 ]
 
 
+# Issue 10, finding 3: the subject no longer holds the hub's intent although the site applied one.
+REPLAYS: list[tuple[str, rkcp.Observed, list[str], str | None]] = [
+    # id, observed, actions (events aside), Warning event reason
+    (
+        "site runs generation 4, subject holds a replayed generation 3 with the same spec: publish",
+        observed(
+            rkcp_obj(generation=4),
+            published=published(seq=12, generation=3),
+            report=rkcp.SiteReport(status=status("Rejected", seq=12, reason="StaleGeneration", generation=4)),
+        ),
+        ["Publish", "SetEndpoint"],
+        "IntentDisplaced",
+    ),
+    (
+        "replayed generation 3 with its old spec: publish (the spec differs too)",
+        observed(
+            rkcp_obj(generation=4),
+            published=published(seq=12, generation=3, spec={"controlPlane": {"deployment": {"replicas": 3}}}),
+            report=rkcp.SiteReport(status=status("Rejected", seq=12, reason="StaleGeneration", generation=4)),
+        ),
+        ["Publish", "SetEndpoint"],
+        "IntentDisplaced",
+    ),
+    (
+        "the site's plain status after the replay still shows it is ahead: publish",
+        observed(
+            rkcp_obj(generation=4),
+            published=published(seq=12, generation=3),
+            report=rkcp.SiteReport(status=status(seq=10, generation=4)),
+        ),
+        ["Publish", "SetEndpoint"],
+        "IntentDisplaced",
+    ),
+    (
+        "subject purged behind the hub's back: publish",
+        observed(
+            rkcp_obj(generation=4),
+            published=None,
+            report=rkcp.SiteReport(status=status(seq=10, generation=4)),
+        ),
+        ["Publish", "SetEndpoint"],
+        "IntentDisplaced",
+    ),
+    (
+        "subject holds the same intent, not signed by the hub's key: publish",
+        observed(
+            rkcp_obj(generation=4),
+            published=dataclasses.replace(published(seq=12, generation=4), signed=False),
+            report=rkcp.SiteReport(status=status(seq=10, generation=4)),
+        ),
+        ["Publish", "SetEndpoint"],
+        "IntentDisplaced",
+    ),
+    (
+        "the hub's own intent answered at its generation: nothing",
+        observed(
+            rkcp_obj(generation=4),
+            published=published(seq=10, generation=4),
+            report=rkcp.SiteReport(status=status(seq=10, generation=4)),
+        ),
+        ["SetEndpoint"],
+        None,
+    ),
+    (
+        "an intent not yet applied (site behind): nothing more",
+        observed(
+            rkcp_obj(generation=5),
+            published=published(seq=11, generation=5),
+            report=rkcp.SiteReport(status=status(seq=10, generation=4)),
+        ),
+        ["SetEndpoint"],
+        None,
+    ),
+    (
+        "a previous owner's status ahead of our intent: not ours, nothing",
+        observed(
+            published=published(seq=11, generation=1),
+            report=rkcp.SiteReport(status=status(seq=9, generation=7, owner="old-uid")),
+        ),
+        [],
+        None,
+    ),
+    (
+        "empty subject and a Deleted status (the TCP went away): a plain first publish",
+        observed(published=None, report=rkcp.SiteReport(status=status("Deleted", seq=9, endpoint=False))),
+        ["Publish"],
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("o", "actions", "warning"), [x[1:] for x in REPLAYS], ids=[x[0] for x in REPLAYS])
+def test_reconcile_republishes_a_displaced_intent(
+    o: rkcp.Observed, actions: list[str], warning: str | None
+) -> None:
+    plan = rkcp.reconcile(o)
+    assert kinds(plan) == actions
+    warnings = [a.reason for a in plan.actions if isinstance(a, rkcp.Event) and a.type == "Warning"]
+    assert warnings == ([warning] if warning else [])
+    for a in plan.actions:
+        if isinstance(a, rkcp.Publish):
+            # Fenced on what is actually there, the generation the RKCP has now.
+            assert a.expected_last_seq == (o.published.seq if o.published else 0)
+            assert a.op == "provision" and a.spec == o.desired_spec
+
+
+RECHECKS: list[tuple[str, rkcp.Published | None, messages.Status | None, float, bool]] = [
+    # id, the hub's record, the site's status, age of the record (s), read the stream again?
+    ("fresh record, site answered it", published(seq=10), status(seq=10), 1.0, False),
+    ("fresh record, site behind", published(seq=10), status(seq=9), 1.0, False),
+    ("fresh record, no status", published(seq=10), None, 1.0, False),
+    ("site answered a sequence the hub never published", published(seq=10), status(seq=12), 1.0, True),
+    ("no record, site answered an intent", None, status(seq=3), 1.0, True),
+    ("no record, no status", None, None, 1.0, False),
+    ("record as old as the check interval", published(seq=10), status(seq=10), 30.0, True),
+    ("never read", published(seq=10), None, float("inf"), True),
+]
+
+
 @pytest.mark.parametrize(
     ("key_id", "signing_key_id", "deleting", "actions"),
     [c[1:] for c in RESIGN_CASES],
@@ -389,3 +516,12 @@ def test_an_intent_signed_by_a_rotated_out_key_is_signed_again(
     for action in plan.actions:
         if isinstance(action, rkcp.Publish):
             assert (action.op, action.expected_last_seq) == (latest.op, 5)
+
+
+@pytest.mark.parametrize(
+    ("held", "site", "age", "again"), [x[1:] for x in RECHECKS], ids=[x[0] for x in RECHECKS]
+)
+def test_recheck_published(
+    held: rkcp.Published | None, site: messages.Status | None, age: float, again: bool
+) -> None:
+    assert rkcp.recheck_published(held, site, age=age, max_age=30.0) is again
