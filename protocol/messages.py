@@ -22,7 +22,11 @@ from protocol import errors, labels
 
 SCHEMA: Final = "kamaji-broker.io/v1"
 
-Label = Annotated[str, msgspec.Meta(pattern=labels.PATTERN, max_length=labels.MAX_LENGTH)]
+# msgspec searches with Python's re, where "$" also matches before a final newline: "\Z" ends
+# the text for real, so "cp1\n" is not a label on the wire either (issue 10, finding 5).
+Label = Annotated[
+    str, msgspec.Meta(pattern=labels.PATTERN.removesuffix("$") + r"\Z", max_length=labels.MAX_LENGTH)
+]
 """A DNS-1123 label: site, namespace and control plane names travel as subject tokens."""
 
 Op = Literal["provision", "delete"]
