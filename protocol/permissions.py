@@ -30,7 +30,7 @@ def site_inbox_prefix(site: str) -> str:
 
 def for_site(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions:
     labels.check(site, field="site")
-    intents = streams.stream_name(subjects.Kind.INTENT, prefix=prefix)
+    intents = streams.intents_stream_name(prefix=prefix)
     consumer = streams.agent_consumer_name(site)
     return Permissions(
         publish=(
@@ -53,13 +53,16 @@ def for_hub(*, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions:
     Its inbox is the default ``_INBOX``, whose first token differs from every site's
     ``_INBOX_<site>``, so the hub cannot read a site's replies either.
     """
-    own = [streams.stream_name(k, prefix=prefix) for k in (subjects.Kind.STATUS, subjects.Kind.SECRET)]
+    # Its consumers are the ``hub`` consumer of every site's stream (one stream per site, created
+    # as sites appear): the stream token is a wildcard, the consumer token is exact, and no
+    # other consumer is ever named ``hub``.
+    consumer = streams.HUB_CONSUMER
     return Permissions(
         publish=(
             f"{subjects.check_prefix(prefix)}.{subjects.Kind.INTENT.value}.>",
             "$JS.API.>",
-            *(f"$JS.ACK.{s}.>" for s in own),
-            *(f"$JS.ACK.*.*.{s}.>" for s in own),
+            f"$JS.ACK.*.{consumer}.>",
+            f"$JS.ACK.*.*.*.{consumer}.>",
         ),
         subscribe=("_INBOX.>",),
     )
