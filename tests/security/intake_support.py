@@ -255,7 +255,7 @@ async def stand(work: Path, *, hub_flags: tuple[str, ...] = ()) -> AsyncIterator
             "--kubeconfig", str(kubeconfig), "--nats-url", nats.url, "--nats-seed", str(conf / "hub.nk"),
             "--signing-key", str(keys_dir / keyfiles.SIGNING_FILE),
             "--sealing-keys", str(keys_dir / keyfiles.SEALING_DIR),
-            "--all-namespaces", "--sites", ",".join(SITES), "--heartbeat-interval", "1",
+            "--all-namespaces", "--sites", ",".join(SITES),
             *hub_flags,
         ]  # fmt: skip
         hub = helpers.CliProcess("hub", args, log=work / "hub.log")
