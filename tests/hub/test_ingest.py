@@ -39,7 +39,8 @@ class Hub:
         return value or 0.0
 
 
-def new_hub(conn: bus.Connection, prefix: str, *, sites: tuple[str, ...] = ("site-a", "site-b")) -> Hub:
+def new_hub(conn: bus.Connection, prefix: str, *, sites: list[str] | None = None) -> Hub:
+    known = ["site-a", "site-b"] if sites is None else sites
     obs = observations.Observations()
     metrics = hub_metrics.Metrics()
     changes: list[observations.Coordinates] = []
@@ -52,7 +53,7 @@ def new_hub(conn: bus.Connection, prefix: str, *, sites: tuple[str, ...] = ("sit
             prefix=prefix,
             metrics=metrics,
             on_change=changes.append,
-            sites=lambda: sites,
+            sites=lambda: known,
             maps=mapped.__contains__,
             rescan_interval=0.2,
         ),
@@ -325,3 +326,28 @@ async def test_the_ingest_waits_for_its_consumers_to_exist(
             return hub.obs.get(CP1) is not None
 
         await helpers.eventually(recorded, within=20.0)
+
+
+async def test_a_site_that_appears_is_consumed(conn: bus.Connection, topology: str) -> None:
+    known = ["site-a"]
+    hub = new_hub(conn, topology, sites=known)
+    b1 = observations.Coordinates("site-b", "tenants", "cp1")
+    hub.mapped.add(b1)
+    async with running(hub):
+        await publish_status(conn, topology, helpers.status(site="site-b"))
+        await publish_status(conn, topology, helpers.status())
+
+        async def a_recorded() -> bool:
+            return hub.obs.get(CP1) is not None
+
+        await helpers.eventually(a_recorded)
+        site_b = streams.hub_consumer("site-b", prefix=topology)
+        state = await bus.consumer_info(conn, site_b.stream, site_b.durable_name)
+        assert (state.num_pending, hub.obs.get(b1)) == (1, None)  # site-b is not known yet
+
+        known.append("site-b")
+
+        async def b_recorded() -> bool:
+            return hub.obs.get(b1) is not None
+
+        await helpers.eventually(b_recorded)

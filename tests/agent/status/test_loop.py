@@ -27,7 +27,7 @@ from agent.status import loop as status_loop
 from common import bus
 from common import kube as ckube
 from common.kube import resources
-from protocol import keys, messages, sealing, subjects
+from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi
 from tests import helpers
 
@@ -398,3 +398,34 @@ async def test_a_tcp_missing_from_a_relist_is_reported_deleted(
     assert metrics.registry.get_sample_value("kb_agent_managed_tcps") == 1
     # The news came from the relist, not from a replayed DELETED event.
     assert "tenantcontrolplanes expired" in caplog.text
+
+
+async def test_at_the_site_quota_new_tcps_are_refused_and_logged_while_existing_ones_report(
+    kube: ckube.Kube,
+    simulator: kamaji.Simulator,
+    hub: Hub,
+    start: Start,
+    conn: bus.Connection,
+    prefix: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 10: a site's stream holds 3 messages here; cp1's status and box take two, cp2's
+    status the third, cp2's box is refused by the server (max_msgs): the agent logs the limit,
+    keeps running, and cp1's newer status (an update of its subject) still gets through."""
+    quota = streams.SiteLimits(max_msg_size=streams.MAX_MSG_SIZE, max_msgs=3, max_bytes=1024 * 1024)
+    await bus.ensure_topology(conn, sites=[SITE], prefix=prefix, limits=quota)
+    await start()
+    await create_tcp(kube, "cp1")
+    await hub.until("cp1", lambda s: s.phase == "Ready" and bool(s.secrets_checksum))
+    await create_tcp(kube, "cp2")
+
+    async def refused() -> bool:
+        return any(
+            "refused by the server (max_msgs)" in r.getMessage() and ".cp2" in r.getMessage()
+            for r in caplog.records
+        )
+
+    await helpers.eventually(refused, within=15)
+    await annotate(kube, "cp1", seq=5)
+    await hub.until("cp1", lambda s: s.intent_seq == 5)
+    assert await hub.sealed("cp2") is None
