@@ -12,8 +12,10 @@ with the hub's real public keys, as an agent would.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import datetime as dt
+import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import nkeys
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -121,6 +124,45 @@ class Stand:
         """Publish with ``site``'s own credentials (raises QuotaExceeded when refused)."""
         return await bus.publish(self.sites[site], subject, data, msg_id=uuid.uuid4().hex, attempts=1)
 
+    async def raw_publish(self, site: str, subject: str, data: bytes) -> bytes:
+        """Publish by speaking the NATS protocol directly, as an attacker's own client would,
+        without nats-py's client-side max_payload check; returns the server's first answer."""
+        kp = nkeys.from_seed(bytearray((self.conf / "sites" / f"{site}.nk").read_bytes().strip()))
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.nats.port)
+        try:
+            info = json.loads((await reader.readline()).removeprefix(b"INFO ").decode())
+            connect = {
+                "verbose": False,
+                "pedantic": False,
+                "protocol": 1,
+                "headers": True,
+                "nkey": kp.public_key.decode(),
+                "sig": base64.b64encode(kp.sign(info["nonce"].encode())).decode(),
+            }
+            writer.write(f"CONNECT {json.dumps(connect)}\r\nPING\r\n".encode())
+            await writer.drain()
+            pong = await reader.readline()
+            if pong != b"PONG\r\n":
+                raise AssertionError(f"raw client not connected: {pong!r}")
+            # The header announces the size; the server judges it before reading the payload.
+            writer.write(f"PUB {subject} {len(data)}\r\n".encode())
+            await writer.drain()
+            answer = await _answer(reader)
+            if answer.startswith(b"-ERR"):
+                # The server closes a connection that broke its limit: nothing more comes.
+                try:
+                    closed = await reader.read() == b""
+                except ConnectionError:
+                    closed = True
+                return answer + (b" (connection closed)" if closed else b"")
+            writer.write(data + b"\r\nPING\r\n")
+            await writer.drain()
+            return await _answer(reader)
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
     async def last_seq(self, site: str) -> int:
         info = await self.reader.js.stream_info(streams.site_stream_name(site))
         return int(info.state.last_seq or 0)
@@ -196,6 +238,14 @@ class Stand:
             )
 
         await helpers.eventually(shown, within=30, every=0.2)
+
+
+async def _answer(reader: asyncio.StreamReader) -> bytes:
+    """The server's next answer that is not protocol chatter (INFO updates, PINGs)."""
+    while True:
+        line = await reader.readline()
+        if not line.startswith((b"INFO ", b"PING")):
+            return line
 
 
 def cluster_obj(name: str) -> dict[str, Any]:

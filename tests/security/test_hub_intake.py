@@ -44,6 +44,13 @@ class Refused:
 
 
 @dataclass(frozen=True)
+class RefusedRaw:
+    """An attacker's own client (no client-side check) is cut off by the server with ``error``."""
+
+    error: bytes
+
+
+@dataclass(frozen=True)
 class Counted:
     """The server stores it (the site's own subject); the hub counts it with ``reason``."""
 
@@ -98,7 +105,7 @@ def nested(depth: int) -> bytes:
 
 
 KIB = 1024
-CASES: list[tuple[str, Build, Refused | Counted]] = [
+CASES: list[tuple[str, Build, Refused | RefusedRaw | Counted]] = [
     # -- refused by the server: the stream's max_msg_size (64 KiB) and the server's max_payload
     ("status-over-max-msg-size", lambda s: (status_subject(), status_body(s, message="x" * 100 * KIB)),
      Refused("max_msg_size", "message size exceeds maximum allowed")),
@@ -111,6 +118,12 @@ CASES: list[tuple[str, Build, Refused | Counted]] = [
     ("sealed-half-a-mebibyte",
      lambda s: (secret_subject("a-9"), messages.encode(s.sealed(padding=512 * KIB))),
      Refused("max_payload", f"the server takes at most {streams.MAX_PAYLOAD}")),
+    ("raw-client-box-over-max-payload",
+     lambda s: (secret_subject(), messages.encode(s.sealed(padding=512 * KIB))),
+     RefusedRaw(b"-ERR 'Maximum Payload Violation'\r\n (connection closed)")),
+    ("raw-client-status-over-max-payload",
+     lambda s: (status_subject(), status_body(s, message="x" * 200 * KIB)),
+     RefusedRaw(b"-ERR 'Maximum Payload Violation'\r\n (connection closed)")),
     # -- statuses on a mapped control plane's subject: decoded, refused, counted
     ("status-not-json", lambda s: (status_subject(), b"this is not json"), Counted("DecodeError")),
     ("status-non-utf8", lambda s: (status_subject(), b'{"schema":"\xff\xfe\xfd"}'), Counted("DecodeError")),
@@ -183,7 +196,7 @@ _markers = itertools.count(1)
 
 @pytest.mark.parametrize(("build", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 async def test_a_hostile_site_cannot_make_the_hub_take_it_in(
-    stand: Stand, build: Build, expected: Refused | Counted
+    stand: Stand, build: Build, expected: Refused | RefusedRaw | Counted
 ) -> None:
     subject, data = build(stand)
     before_counts = await stand.metrics()
@@ -199,6 +212,9 @@ async def test_a_hostile_site_cannot_make_the_hub_take_it_in(
         assert refused.value.subject == subject
         assert expected.text in str(refused.value)
         assert await stand.last_seq("site-a") == before_seq  # nothing stored
+    elif isinstance(expected, RefusedRaw):
+        assert await stand.raw_publish("site-a", subject, data) == expected.error
+        assert await stand.last_seq("site-a") == before_seq
     else:
         ack = await stand.publish("site-a", subject, data)
         assert ack.seq == before_seq + 1  # its own subject, within its quota: stored, once
@@ -214,7 +230,7 @@ async def test_a_hostile_site_cannot_make_the_hub_take_it_in(
     assert await stand.alive()
     after_counts = await stand.metrics()
     changed = {k: v for k, v in after_counts.items() if v != before_counts.get(k, 0.0)}
-    if isinstance(expected, Refused):
+    if not isinstance(expected, Counted):
         assert changed == {}
     else:
         assert changed == {intake_support.rejected_key(expected.reason): before_counts.get(
