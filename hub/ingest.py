@@ -134,8 +134,8 @@ class Ingest:
                 await consumer.unsubscribe()
 
     async def handle(self, delivery: bus.Delivery) -> None:
-        """Record one delivery of either hub consumer, then settle it: ack what was recorded or
-        superseded, terminate what can never be used."""
+        """Record one delivery of a site's ``hub`` consumer, then settle it: ack what was recorded,
+        superseded or is for coordinates no RKCP maps to, terminate what can never be used."""
         parsed = self._parse(delivery.stream, delivery.subject)
         if parsed is None or parsed.kind not in (subjects.Kind.STATUS, subjects.Kind.SECRET):
             # Only statuses and sealed secrets are delivered (the consumer's filter).
