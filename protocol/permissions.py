@@ -54,15 +54,14 @@ def for_hub(*, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions:
     ``_INBOX_<site>``, so the hub cannot read a site's replies either.
     """
     # Its consumers are the ``hub`` consumer of every site's stream (one stream per site, created
-    # as sites appear): the stream token is a wildcard, the consumer token is exact, and no
-    # other consumer is ever named ``hub``.
-    consumer = streams.HUB_CONSUMER
+    # as sites appear): the stream token is a wildcard, the consumer token is exact (no other
+    # consumer is ever named ``hub``), and the five tokens after it are exactly those of the
+    # ack reply subject nats-server sends (delivered, stream seq, consumer seq, time, pending).
     return Permissions(
         publish=(
             f"{subjects.check_prefix(prefix)}.{subjects.Kind.INTENT.value}.>",
             "$JS.API.>",
-            f"$JS.ACK.*.{consumer}.>",
-            f"$JS.ACK.*.*.*.{consumer}.>",
+            f"$JS.ACK.*.{streams.HUB_CONSUMER}.*.*.*.*.*",
         ),
         subscribe=("_INBOX.>",),
     )
