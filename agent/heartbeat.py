@@ -2,8 +2,8 @@
 
 ``new_heartbeat`` is the pure constructor; ``Heartbeat`` is the shell that gathers the counts
 (from callables the agent wires to its loops), probes whether the site serves Kamaji's
-TenantControlPlane resource, and publishes through ``agent.publishing.Publisher`` (stream
-KB_SITES keeps the latest per site, so the hub sees the current one). A failed publish is
+TenantControlPlane resource, and publishes through ``agent.publishing.Publisher`` (the
+site's stream KB_SITE_<site> keeps the latest, so the hub sees the current one). A failed publish is
 logged and the next beat tries again: a heartbeat never ends the agent.
 
 Talks to: NATS (publish on the site's own heartbeat subject), the site's API server (one list

@@ -3,6 +3,11 @@
 Message ids are derived from what the message is about (a TCP's resourceVersion, a secret's
 checksum, an intent's sequence), so a republish of the same observation is dropped by the
 server's duplicate window while a real change always gets through.
+
+Each site's messages go to its own stream, whose quota the hub sets (message size, count,
+bytes). A publish over it raises ``common.errors.QuotaExceeded`` naming the limit
+(``max_msg_size``, ``max_payload``, ``max_msgs``, ``max_bytes``); callers log it and go on with
+the other control planes (an update of a subject already stored still fits a full stream).
 """
 
 from __future__ import annotations

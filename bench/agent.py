@@ -4,7 +4,7 @@ Runs every part as its own process, as in production: nats-server (from the whee
 emulator (``python -m sandbox.kubeapi``), the Kamaji simulator with ready delay 0
 (``python -m sandbox.kamaji``) and the agent (``kamaji-broker agent``). This process plays the
 hub: it publishes K signed provision intents at once and reads the site's statuses from
-KB_STATUS until every TCP is Ready. In the same run it measures the raw JetStream pull+ack rate
+KB_SITE_site-a until every TCP is Ready. In the same run it measures the raw JetStream pull+ack rate
 (same fetch batch, same synchronous ack) on K plain messages, so the ratio shows what the
 agent's work costs on top of the bus. Prints one JSON line per figure.
 
@@ -88,7 +88,7 @@ async def raw_pull_ack(conn: bus.Connection, count: int, batch: int) -> float:
     """JetStream pull + synchronous ack of ``count`` small messages: the bus alone."""
     name = "BENCHRAW"
     await conn.js.add_stream(name=name, subjects=["benchraw.>"], storage="file")
-    definition = streams.ConsumerDef(stream=name, durable_name="raw", filter_subject="benchraw.>")
+    definition = streams.ConsumerDef(stream=name, durable_name="raw", filter_subjects=("benchraw.>",))
     await topology.ensure_consumer(conn, definition)
     payload = messages.encode(intent(0))
     await asyncio.gather(*(conn.js.publish(f"benchraw.{i % 100}.{i}", payload) for i in range(count)))
@@ -154,7 +154,7 @@ async def run(count: int, batch: int, work: Path) -> None:
             "--fetch-batch", str(batch),
         ]  # fmt: skip
         procs.append(spawn(agent, work / "agent.log", KB_LOG_LEVEL="warning"))
-        status_def = streams.hub_consumers()[0]
+        status_def = streams.hub_consumer(SITE)
         statuses = await bus.bind(conn, status_def)
 
         started = time.perf_counter()

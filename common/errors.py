@@ -5,6 +5,7 @@
     ├── NotFound                a stream, consumer or message that does not exist
     │   └── ConsumerNotFound    an agent's durable consumer has not been created by the hub
     ├── WrongLastSequence       an expected-last-subject-sequence check failed (another writer won)
+    ├── QuotaExceeded           the server refused a message over a limit (size, count, bytes)
     ├── BusTimeout              no answer in time, after retries (the outcome is unknown)
     └── Unavailable             not connected / JetStream not answering
 
@@ -49,6 +50,18 @@ class WrongLastSequence(BusError):
         super().__init__(f"publish to {subject!r} expected last sequence {expected}: {detail}")
         self.subject = subject
         self.expected = expected
+
+
+class QuotaExceeded(BusError):
+    """The server refused to store a message: it is over the stream's ``max_msg_size`` or the
+    server's ``max_payload``, or the stream (a site's quota) is full. Not worth a blind retry:
+    the limit holds until messages are removed or the hub's limits are raised."""
+
+    def __init__(self, subject: str, limit: str, detail: str) -> None:
+        super().__init__(f"publish to {subject!r} refused by the server ({limit}): {detail}")
+        self.subject = subject
+        self.limit = limit
+        """Which limit: ``max_msg_size``, ``max_payload``, ``max_msgs`` or ``max_bytes``."""
 
 
 class BusTimeout(BusError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from protocol import permissions
+from protocol import permissions, streams
 
 AUTH_FILE = "auth.conf"
 
@@ -53,10 +53,15 @@ def main(
     port: int,
     store_dir: str,
     server_name: str,
-    max_payload: int = 1024 * 1024,
+    max_payload: int = streams.MAX_PAYLOAD,
     monitor: str | None = None,
 ) -> str:
-    """``monitor`` (``host:port``) serves nats-server's HTTP monitoring (/varz, /jsz, /healthz)."""
+    """``monitor`` (``host:port``) serves nats-server's HTTP monitoring (/varz, /jsz, /healthz).
+
+    ``max_payload`` bounds every single message on the server (128 KiB, ``streams.MAX_PAYLOAD``),
+    above the streams' own ``max_msg_size`` so that a stream's clear refusal is what a site meets
+    first, and far below nats-server's 1 MiB default.
+    """
     monitoring = f"http: {json.dumps(monitor)}\n" if monitor else ""
     return (
         "# nats-server configuration for kamaji-broker, written by `kamaji-broker nats-config`.\n"

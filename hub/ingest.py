@@ -1,14 +1,22 @@
 """The hub's reading of statuses and sealed secrets from the bus into ``hub.observations``.
 
-Talks to NATS through ``common.bus`` only: the durable consumers ``hub-status`` (KB_STATUS) and
-``hub-secrets`` (KB_SECRETS), which the hub creates with ``ensure_topology`` before this runs,
+Talks to NATS through ``common.bus`` only: the durable consumer ``hub`` on every known site's
+own stream (``KB_SITE_<site>``), which the hub creates with ``ensure_topology`` before this runs,
 and the streams' last message per subject (``load``) so a restarted hub, whose consumers do
 not redeliver what was acknowledged before, rebuilds its view without waiting for news.
 
-Every message is decoded, checked against its subject, opened (secrets), recorded, announced
-through ``on_change`` and only then acknowledged. What cannot be used is terminated (never
-redelivered), counted in ``kb_hub_bus_rejected_total{stream,reason}`` and logged with its
-subject; nothing here ever logs or counts secret material.
+Every message is checked against its subject; one for coordinates no RKCP maps to (``maps``) is
+acknowledged and counted, never decoded, opened or kept: the stream is the compacted log and
+keeps it, and ``load`` reads it back when an RKCP appears. The hub's memory is only a cache of
+what RKCPs need, so a site cannot grow it by publishing (issue 10). The rest is decoded, opened
+(secrets), recorded, announced through ``on_change`` and only then acknowledged. What cannot be
+used is terminated (never redelivered), counted in ``kb_hub_bus_rejected_total{stream,reason}``
+(the stream names the site) and logged with its subject; nothing here ever logs or counts secret
+material.
+
+Memory: a site's messages are at most ``protocol.streams.MAX_MSG_SIZE`` (the server refuses
+larger ones), and each site's consumer fetches at most ``batch`` at a time, so messages in
+flight are bounded by sites * batch * message size; what is kept is bounded by the RKCPs.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from common import bus
 from common import errors as bus_errors
@@ -29,6 +37,8 @@ log = logging.getLogger(__name__)
 
 DECODE_ERROR = "DecodeError"
 BAD_SUBJECT = "BadSubject"
+UNMAPPED = "Unmapped"
+"""A message for coordinates no RKCP maps to: acknowledged, counted, never opened or kept."""
 
 
 class Ingest:
@@ -41,9 +51,12 @@ class Ingest:
         prefix: str = subjects.DEFAULT_PREFIX,
         metrics: hub_metrics.Metrics,
         on_change: Callable[[observations.Coordinates], None],
-        batch: int = 64,
+        sites: Callable[[], Iterable[str]],
+        maps: Callable[[observations.Coordinates], bool],
+        batch: int = 16,
         fetch_timeout: float = 2.0,
         max_backoff: float = 10.0,
+        rescan_interval: float = 2.0,
     ) -> None:
         self.conn = conn
         self.observations = observations
@@ -51,19 +64,57 @@ class Ingest:
         self.prefix = prefix
         self.metrics = metrics
         self.on_change = on_change
+        self.sites = sites
+        """The sites whose streams are consumed (the controller's ``known_sites``)."""
+        self.maps = maps
+        """Whether an RKCP maps to these coordinates: only then is a message decoded and kept."""
         self.batch = batch
+        """Messages per fetch and site: with 64 KiB messages, 16 keep 1 MiB in flight per site."""
         self.fetch_timeout = fetch_timeout
         self.max_backoff = max_backoff
-        self.status_stream = streams.stream_name(subjects.Kind.STATUS, prefix=prefix)
-        self.secrets_stream = streams.stream_name(subjects.Kind.SECRET, prefix=prefix)
+        self.rescan_interval = rescan_interval
+        """Seconds between looks at ``sites`` (a new site's consumer is bound within this)."""
+
+    def _stream(self, site: str) -> str:
+        return streams.site_stream_name(site, prefix=self.prefix)
 
     # -- consuming -------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Forever: consume both hub consumers concurrently; each rebinds on its own after errors."""
-        async with asyncio.TaskGroup() as group:
-            for definition in streams.hub_consumers(prefix=self.prefix):
-                group.create_task(self._consume_forever(definition))
+        """Forever: consume every known site's stream, each site in a task of its own that
+        rebinds after errors; sites that appear get a task, sites that go lose theirs. Also drops
+        what is held for coordinates no RKCP maps to any more."""
+        tasks: dict[str, asyncio.Task[None]] = {}
+        try:
+            while True:
+                self._rescan(tasks)
+                self.observations.retain(self.maps)
+                await asyncio.sleep(self.rescan_interval)
+        finally:
+            for task in tasks.values():
+                task.cancel()
+            await asyncio.gather(*tasks.values(), return_exceptions=True)
+
+    def _rescan(self, tasks: dict[str, asyncio.Task[None]]) -> None:
+        try:
+            names = set(self.sites())
+        except Exception:
+            log.exception("listing the known sites failed; consuming the previous ones")
+            names = set(tasks)
+        for site in sorted(set(tasks) - names):
+            tasks.pop(site).cancel()
+        for site in sorted(names):
+            task = tasks.get(site)
+            if task is not None and not task.done():
+                continue
+            if task is not None and not task.cancelled() and task.exception() is not None:
+                log.error("consuming site %s stopped: %r; restarting", site, task.exception())
+            try:
+                definition = streams.hub_consumer(site, prefix=self.prefix)
+            except protocol_errors.SubjectError as exc:
+                log.warning("site %r cannot be consumed: %s", site, exc)
+                continue
+            tasks[site] = asyncio.create_task(self._consume_forever(definition), name=f"ingest {site}")
 
     async def _consume_forever(self, definition: streams.ConsumerDef) -> None:
         failures = 0
@@ -83,12 +134,23 @@ class Ingest:
                 await consumer.unsubscribe()
 
     async def handle(self, delivery: bus.Delivery) -> None:
-        """Record one delivery of either hub consumer, then settle it: ack what was recorded or
-        superseded, terminate what can never be used."""
-        if delivery.stream == self.status_stream:
-            usable = self._handle_status(delivery)
+        """Record one delivery of a site's ``hub`` consumer, then settle it: ack what was recorded,
+        superseded or is for coordinates no RKCP maps to, terminate what can never be used."""
+        parsed = self._parse(delivery.stream, delivery.subject)
+        if parsed is None or parsed.kind not in (subjects.Kind.STATUS, subjects.Kind.SECRET):
+            # Only statuses and sealed secrets are delivered (the consumer's filter).
+            usable = False
         else:
-            usable = self._handle_sealed(delivery)
+            coords = observations.Coordinates(parsed.site, parsed.namespace, parsed.name)
+            if not self.maps(coords):
+                # Kept by the stream, not by us: ``load`` reads it when an RKCP maps to it.
+                self.observations.unload(coords)
+                self._count(delivery.stream, UNMAPPED, delivery.subject, "no RKCP maps to these coordinates")
+                usable = True
+            elif parsed.kind is subjects.Kind.STATUS:
+                usable = self._handle_status(coords, delivery)
+            else:
+                usable = self._handle_sealed(coords, delivery)
         try:
             if usable:
                 await delivery.ack()
@@ -120,11 +182,8 @@ class Ingest:
     def _backoff(self, failures: int) -> float:
         return min(self.max_backoff, 0.25 * 2.0 ** min(failures, 10)) * random.uniform(0.5, 1.0)
 
-    def _handle_status(self, delivery: bus.Delivery) -> bool:
+    def _handle_status(self, coords: observations.Coordinates, delivery: bus.Delivery) -> bool:
         """True to ack (recorded or superseded), False to terminate (unusable)."""
-        coords = self._coordinates(delivery.stream, delivery.subject)
-        if coords is None:
-            return False
         status = self._decode(messages.decode_status, delivery.stream, delivery.subject, delivery.data)
         if status is None:
             return False
@@ -138,10 +197,7 @@ class Ingest:
             announce=True,
         )
 
-    def _handle_sealed(self, delivery: bus.Delivery) -> bool:
-        coords = self._coordinates(delivery.stream, delivery.subject)
-        if coords is None:
-            return False
+    def _handle_sealed(self, coords: observations.Coordinates, delivery: bus.Delivery) -> bool:
         sealed = self._decode(
             messages.decode_sealed_secrets, delivery.stream, delivery.subject, delivery.data
         )
@@ -160,10 +216,11 @@ class Ingest:
         """Open the latest sealed secrets of ``coords`` again (they were released once written)."""
         coords = observations.Coordinates(*coords)
         subject = subjects.secret(*coords, prefix=self.prefix)
-        stored = await bus.last_message(self.conn, self.secrets_stream, subject)
+        stream = self._stream(coords.site)
+        stored = await bus.last_message(self.conn, stream, subject)
         if stored is None:
             return
-        sealed = self._decode(messages.decode_sealed_secrets, self.secrets_stream, subject, stored.data)
+        sealed = self._decode(messages.decode_sealed_secrets, stream, subject, stored.data)
         if sealed is None:
             return
         opened = observations.open_sealed(sealed, keyring=self.keyring)
@@ -189,31 +246,32 @@ class Ingest:
         site, namespace, name = coords
         status_subject = subjects.status(site, namespace, name, prefix=self.prefix)
         secret_subject = subjects.secret(site, namespace, name, prefix=self.prefix)
-        stored_status = await bus.last_message(self.conn, self.status_stream, status_subject)
-        stored_sealed = await bus.last_message(self.conn, self.secrets_stream, secret_subject)
+        stream = self._stream(site)
+        try:
+            stored_status = await bus.last_message(self.conn, stream, status_subject)
+            stored_sealed = await bus.last_message(self.conn, stream, secret_subject)
+        except bus_errors.NotFound:
+            # The site's stream does not exist yet (ensure_topology runs when a site appears).
+            stored_status = stored_sealed = None
         if stored_status is not None:
-            status = self._decode(
-                messages.decode_status, self.status_stream, status_subject, stored_status.data
-            )
+            status = self._decode(messages.decode_status, stream, status_subject, stored_status.data)
             if status is not None:
                 self._record_status(
                     coords,
                     status,
                     stored_status.seq,
-                    stream=self.status_stream,
+                    stream=stream,
                     subject=status_subject,
                     announce=False,
                 )
         if stored_sealed is not None:
-            sealed = self._decode(
-                messages.decode_sealed_secrets, self.secrets_stream, secret_subject, stored_sealed.data
-            )
+            sealed = self._decode(messages.decode_sealed_secrets, stream, secret_subject, stored_sealed.data)
             if sealed is not None:
                 self._record_sealed(
                     coords,
                     sealed,
                     stored_sealed.seq,
-                    stream=self.secrets_stream,
+                    stream=stream,
                     subject=secret_subject,
                     announce=False,
                 )
@@ -222,13 +280,12 @@ class Ingest:
 
     # -- shared by both paths ----------------------------------------------------------------
 
-    def _coordinates(self, stream: str, subject: str) -> observations.Coordinates | None:
+    def _parse(self, stream: str, subject: str) -> subjects.Parsed | None:
         try:
-            parsed = subjects.parse(subject, prefix=self.prefix)
+            return subjects.parse(subject, prefix=self.prefix)
         except protocol_errors.SubjectError as exc:
             self._reject(stream, BAD_SUBJECT, subject, str(exc))
             return None
-        return observations.Coordinates(parsed.site, parsed.namespace, parsed.name)
 
     def _decode(
         self, decoder: messages.Decoder[messages.T], stream: str, subject: str, data: bytes
@@ -306,3 +363,9 @@ class Ingest:
     def _reject(self, stream: str, reason: str, subject: str, detail: str) -> None:
         self.metrics.bus_rejected.labels(stream=stream, reason=reason).inc()
         log.warning("rejected message on %s (%s): %s", subject, reason, detail)
+
+    def _count(self, stream: str, reason: str, subject: str, detail: str) -> None:
+        # Counted like a rejection, logged at debug: a site's messages for control planes the
+        # hub does not manage (yet) are normal after an RKCP's deletion and must not flood logs.
+        self.metrics.bus_rejected.labels(stream=stream, reason=reason).inc()
+        log.debug("ignored message on %s (%s): %s", subject, reason, detail)

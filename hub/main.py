@@ -112,6 +112,8 @@ class Hub(service.Service):
                 prefix=s.prefix,
                 metrics=self.metrics,
                 on_change=lambda coords: ref[0].on_observation(coords),
+                sites=lambda: ref[0].known_sites(),
+                maps=lambda coords: ref[0].maps(coords),
             ),
             sites=site_state,
             metrics=self.metrics,
@@ -119,6 +121,7 @@ class Hub(service.Service):
             static_sites=s.static_sites,
             prefix=s.prefix,
             replicas=s.stream_replicas,
+            limits=s.site_limits,
             workers=s.workers,
             heartbeat_interval=s.heartbeat_interval,
         )

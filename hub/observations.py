@@ -4,7 +4,9 @@ Owns, per control plane coordinates ``(site, namespace, name)``, the latest ``St
 latest ``SealedSecrets`` (with the opened ``SecretsPayload`` or the reason it did not open),
 each with the stream sequence it came at, and a ``version`` that grows with every recorded
 change. The hub's RKCP controller reads it through ``get``; ``hub.ingest`` writes it from the
-hub's durable consumers and from the streams' last messages after a restart.
+hub's durable consumers and from the streams' last messages after a restart, only for
+coordinates an RKCP maps to (``retain`` drops the rest), so its size follows the RKCPs, never
+what a site sends.
 
 Pure: no I/O, no clock. Both writers may deliver the same message (the consumer and a
 ``load`` racing after a restart) or an older one (a redelivery): stream sequences decide,
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable
 from typing import Final, NamedTuple
 
 import msgspec
@@ -58,10 +61,10 @@ class ControlPlaneObservation:
     """Grows by one with every recorded change (status or secrets) of these coordinates."""
     status: messages.Status | None = None
     status_seq: int = 0
-    """KB_STATUS stream sequence of ``status``; 0 when there is none."""
+    """Sequence of ``status`` in its site's stream; 0 when there is none."""
     sealed: messages.SealedSecrets | None = None
     sealed_seq: int = 0
-    """KB_SECRETS stream sequence of ``sealed``; 0 when there is none."""
+    """Sequence of ``sealed`` in its site's stream; 0 when there is none."""
     secrets: messages.SecretsPayload | None = None
     """The opened payload of ``sealed``, when it opened and matched its checksum."""
     secrets_error: DecryptError | None = None
@@ -256,6 +259,22 @@ class Observations:
         self._entries[Coordinates(*coords)] = _Entry(
             version=entry.version + 1, status_seq=entry.status_seq, sealed_seq=entry.sealed_seq
         )
+
+    def retain(self, keep: Callable[[Coordinates], bool]) -> list[Coordinates]:
+        """``forget`` every control plane ``keep`` refuses (no RKCP maps to it any more); the
+        coordinates forgotten. What is held stays bounded by the RKCPs, whatever sites send."""
+        gone = [c for c, e in self._entries.items() if (e.present or e.loaded) and not keep(c)]
+        for coords in gone:
+            self.unload(coords)
+        return gone
+
+    def unload(self, coords: Key) -> None:
+        """``forget`` and mark not loaded: a message for these coordinates was passed over (no
+        RKCP maps to them), so an RKCP that maps to them later must read the streams again."""
+        self.forget(coords)
+        entry = self._entries.get(Coordinates(*coords))
+        if entry is not None:
+            entry.loaded = False
 
     def coordinates(self) -> frozenset[Coordinates]:
         """Every control plane something is held for (the controller spots unknown ones here)."""

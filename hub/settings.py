@@ -14,6 +14,7 @@ from pydantic_settings import SettingsConfigDict
 
 from common.durations import Duration
 from common.settings import ProcessSettings, check_labels, split
+from protocol import streams
 
 
 class HubSettings(ProcessSettings):
@@ -35,7 +36,18 @@ class HubSettings(ProcessSettings):
     identity: str = ""
     """This replica's name in the Lease (default: hostname and pid)."""
     stream_replicas: int = Field(default=1, ge=1, le=5)
-    """JetStream replicas of the four streams (1 in a single server, 3 in a cluster)."""
+    """JetStream replicas of the streams (KB_INTENTS and one per site; 1 in a single server, 3 in a
+    cluster)."""
+    max_msg_size: int = Field(default=streams.MAX_MSG_SIZE, ge=1024, le=streams.MAX_PAYLOAD)
+    """Bytes: the largest message a site's stream stores (64 KiB: three times a sealed box of an
+    admin kubeconfig and a CA with RSA-4096 keys); at most nats-config's max_payload (128 KiB)."""
+    site_max_msgs: int = Field(default=streams.SITE_MAX_MSGS, ge=2)
+    """Messages a site's stream holds (a status and a sealed box per control plane, plus the
+    heartbeat: 4096 is about 2,000 control planes per site); beyond it a site's publish of a new
+    subject is refused, while updates of subjects it already has still fit."""
+    site_max_bytes: int = Field(default=streams.SITE_MAX_BYTES, ge=1024)
+    """Bytes a site's stream holds (64 MiB): the most one site can cost the store, whatever it
+    sends; about twice what 2,000 control planes need."""
     workers: int = Field(default=8, ge=1, le=64)
     heartbeat_interval: Duration = 10.0
     """The agents' heartbeat interval: a site counts as connected for three of them after a beat."""
@@ -68,6 +80,18 @@ class HubSettings(ProcessSettings):
     @property
     def watch_namespaces(self) -> tuple[str, ...]:
         return self.namespace_list
+
+    @model_validator(mode="after")
+    def _limits(self) -> Self:
+        if self.site_max_bytes < self.max_msg_size:
+            raise ValueError("--site-max-bytes must be at least --max-msg-size")
+        return self
+
+    @property
+    def site_limits(self) -> streams.SiteLimits:
+        return streams.SiteLimits(
+            max_msg_size=self.max_msg_size, max_msgs=self.site_max_msgs, max_bytes=self.site_max_bytes
+        )
 
     @property
     def static_sites(self) -> tuple[str, ...]:

@@ -6,7 +6,8 @@ the time it reached the bus, and the backlog of the site's ``agent-<site>`` cons
 controller reads ``snapshot`` for ``SiteConnected`` and the backlog it shows.
 
 ``run`` is the shell: every interval it reads each known site's heartbeat (the last message
-on ``kb.site.<site>`` in KB_SITES; the stream keeps one per subject) and its consumer info,
+on ``kb.site.<site>`` in the site's own stream ``KB_SITE_<site>``, which keeps one per subject
+and bounds its size) and its consumer info,
 through ``common.bus``; it updates ``kb_hub_sites_connected`` and ``kb_hub_site_backlog{site}``
 and calls ``on_change(site)`` when a site's connected flag or backlog changes.
 """
@@ -52,7 +53,7 @@ class _Site:
     heartbeat: messages.Heartbeat | None = None
     received_at: dt.datetime | None = None
     seq: int = 0
-    """The KB_SITES sequence last looked at, usable or not (a bad one is counted once)."""
+    """The sequence (in the site's stream) last looked at, usable or not (a bad one is counted once)."""
     backlog: int | None = None
     reported: tuple[bool, bool | None] | None = None
 
@@ -225,10 +226,12 @@ async def _read_heartbeat(
     metrics: hub_metrics.Metrics,
     now: dt.datetime,
 ) -> None:
-    stream = streams.stream_name(subjects.Kind.SITE, prefix=prefix)
+    stream = streams.site_stream_name(site, prefix=prefix)
     subject = subjects.heartbeat(site, prefix=prefix)
     try:
         stored = await bus.last_message(conn, stream, subject)
+    except bus_errors.NotFound:
+        return  # the site's stream is created when the site appears; no heartbeat until then
     except bus_errors.BusError as exc:
         log.warning("reading the heartbeat of site %s: %s", site, exc)
         return

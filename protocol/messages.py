@@ -199,10 +199,10 @@ def _other_schema(data: bytes | bytearray | memoryview | str) -> str | None:
 decode_intent = Decoder(Intent)
 """Decode a message of the KB_INTENTS stream."""
 decode_status = Decoder(Status)
-"""Decode a message of the KB_STATUS stream."""
+"""Decode a status (``kb.status.<site>.…`` in the site's stream ``KB_SITE_<site>``)."""
 decode_sealed_secrets = Decoder(SealedSecrets)
-"""Decode a message of the KB_SECRETS stream."""
+"""Decode sealed secrets (``kb.secret.<site>.…`` in the site's stream ``KB_SITE_<site>``)."""
 decode_heartbeat = Decoder(Heartbeat)
-"""Decode a message of the KB_SITES stream."""
+"""Decode a heartbeat (``kb.site.<site>`` in the site's stream ``KB_SITE_<site>``)."""
 decode_secrets_payload = Decoder(SecretsPayload)
 """Decode the plaintext of an opened sealed box."""

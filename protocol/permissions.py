@@ -62,24 +62,16 @@ def ack_subjects(consumer: streams.ConsumerDef) -> str:
     return ".".join(("$JS.ACK", consumer.stream, consumer.durable_name, *("*",) * ACK_REPLY_TOKENS))
 
 
-def site_subjects(kind: subjects.Kind, site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> str:
-    """Every subject of ``kind`` for one site, with the exact token count of the stream's
-    subjects: ``kb.status.site-a.*.*``; for ``Kind.SITE`` the heartbeat subject itself."""
-    head = subjects.site_filter(kind, site, prefix=prefix).removesuffix(".>")
-    missing = len(subjects.globbed(kind, prefix=prefix).split(".")) - len(head.split("."))
-    return ".".join((head, *("*",) * missing))
-
-
 def for_site(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions:
     labels.check(site, field="site")
     consumer = streams.agent_consumer(site, prefix=prefix)
     own = f"{consumer.stream}.{consumer.durable_name}"
-    own_intents = site_subjects(subjects.Kind.INTENT, site, prefix=prefix)
+    own_intents = subjects.site_filter(subjects.Kind.INTENT, site, prefix=prefix)
     return Permissions(
         publish=(
-            site_subjects(subjects.Kind.STATUS, site, prefix=prefix),
-            site_subjects(subjects.Kind.SECRET, site, prefix=prefix),
-            site_subjects(subjects.Kind.SITE, site, prefix=prefix),
+            subjects.site_filter(subjects.Kind.STATUS, site, prefix=prefix),
+            subjects.site_filter(subjects.Kind.SECRET, site, prefix=prefix),
+            subjects.site_filter(subjects.Kind.SITE, site, prefix=prefix),
             f"$JS.API.CONSUMER.MSG.NEXT.{own}",
             f"$JS.API.CONSUMER.INFO.{own}",
             f"$JS.API.DIRECT.GET.{consumer.stream}.{own_intents}",
@@ -90,12 +82,20 @@ def for_site(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions
 
 
 def for_hub(*, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions:
-    """The hub publishes intents, runs the JetStream API and settles its own consumers."""
+    """The hub publishes intents, runs the JetStream API and settles its own consumers.
+
+    Its inbox is the default ``_INBOX``, whose first token differs from every site's
+    ``_INBOX_<site>``, so the hub cannot read a site's replies either.
+    """
+    # Its consumers are the ``hub`` consumer of every site's stream (one stream per site, created
+    # as sites appear): the stream token is a wildcard, the consumer token is exact (no other
+    # consumer is ever named ``hub``), and the five tokens after it are exactly those of the
+    # ack reply subject nats-server sends (delivered, stream seq, consumer seq, time, pending).
     return Permissions(
         publish=(
             subjects.globbed(subjects.Kind.INTENT, prefix=prefix),
             "$JS.API.>",
-            *(ack_subjects(c) for c in streams.hub_consumers(prefix=prefix)),
+            ".".join(("$JS.ACK", "*", streams.HUB_CONSUMER, *("*",) * ACK_REPLY_TOKENS)),
         ),
         subscribe=("_INBOX.>",),
     )

@@ -78,10 +78,14 @@ def heartbeat(site: str, *, prefix: str = DEFAULT_PREFIX) -> str:
 
 
 def site_filter(kind: Kind, site: str, *, prefix: str = DEFAULT_PREFIX) -> str:
-    """Every subject of ``kind`` for one site (``kb.intent.site-a.>``); for SITE the subject itself."""
+    """Every subject of ``kind`` for one site (``kb.intent.site-a.*.*``); for SITE the subject itself.
+
+    With the exact token count, never ``>``: the same pattern is a stream's subjects, a
+    consumer's filter and a site's publish grant, and none of them may admit a longer subject
+    (issue 10: a grant that can be extended reaches other consumers)."""
     if kind is Kind.SITE:
         return heartbeat(site, prefix=prefix)
-    return f"{check_prefix(prefix)}.{kind.value}.{labels.check(site, field='site')}.>"
+    return f"{check_prefix(prefix)}.{kind.value}.{labels.check(site, field='site')}.*.*"
 
 
 def globbed(kind: Kind, *, prefix: str = DEFAULT_PREFIX) -> str:

@@ -31,8 +31,9 @@ def options(url: str, *, seed_file: Path | None = None, inbox_prefix: str = "_IN
     )
 
 
-def stream(kind: subjects.Kind, prefix: str) -> str:
-    return streams.stream_name(kind, prefix=prefix)
+def stream(kind: subjects.Kind, prefix: str, *, site: str = "site-a") -> str:
+    """The stream holding ``kind``'s subjects: KB_INTENTS, or ``site``'s own stream."""
+    return streams.stream_name(kind, site=site, prefix=prefix)
 
 
 def intent(

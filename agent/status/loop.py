@@ -325,6 +325,15 @@ class StatusLoop:
             before = self._published
             try:
                 await self._sync_entry(key, entry)
+            except errors.QuotaExceeded as exc:
+                # This TCP's message does not fit the site's quota (a new subject in a full
+                # stream, a box over the size limit): retry it later, keep reporting the others,
+                # whose updates replace messages already stored and still fit.
+                entry.failures += 1
+                delay = _backoff(entry.failures)
+                self._due[key] = asyncio.get_running_loop().time() + delay
+                log.error("status of tcp %s/%s not published: %s; retrying in %.1fs", *key, exc, delay)
+                return 0
             except errors.BusError as exc:
                 self._failures += 1
                 entry.failures += 1

@@ -3,7 +3,9 @@
 A timeout after a publish is ambiguous: the server may have stored the message. We retry with
 the same ``Nats-Msg-Id`` so the server's duplicate window drops a second copy; a fenced publish
 (``Nats-Expected-Last-Subject-Sequence``) fails with ``WrongLastSequence`` when another writer
-got there first, which is how two hub replicas cannot race.
+got there first, which is how two hub replicas cannot race. A message the server refuses to
+store over a limit (a message too big, a site's stream at its quota) is ``QuotaExceeded``,
+naming the limit, and never retried.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+import nats.errors
 import nats.js.api as api
 import nats.js.errors
 
@@ -22,6 +25,12 @@ log = logging.getLogger(__name__)
 
 _WRONG_LAST_SEQUENCE = 10071
 """JetStream err_code for a failed Nats-Expected-Last-Subject-Sequence check."""
+_MESSAGE_TOO_BIG = 10054
+"""JetStream err_code: "message size exceeds maximum allowed" (the stream's max_msg_size)."""
+_STORE_FAILED = 10077
+"""JetStream err_code of a store failure; "maximum messages exceeded" / "maximum bytes exceeded"
+when a stream with discard new is at its max_msgs / max_bytes (a site's quota)."""
+_QUOTA_DESCRIPTIONS = {"maximum messages exceeded": "max_msgs", "maximum bytes exceeded": "max_bytes"}
 
 
 @dataclass(frozen=True)
@@ -78,7 +87,20 @@ async def _publish(
     # JetStream's publish mutates the headers dict it gets; give it a copy per attempt.
     try:
         return await conn.js.publish(subject, payload, headers=dict(headers), stream=stream)
+    except nats.errors.MaxPayloadError:
+        # nats-py checks the server's advertised max_payload before sending (the server would
+        # close the connection otherwise).
+        raise errors.QuotaExceeded(
+            subject, "max_payload", f"{len(payload)} bytes, the server takes at most {conn.nc.max_payload}"
+        ) from None
     except nats.js.errors.APIError as exc:
+        description = exc.description or ""
+        if exc.err_code == _MESSAGE_TOO_BIG:
+            raise errors.QuotaExceeded(
+                subject, "max_msg_size", f"{len(payload)} bytes: {description}"
+            ) from None
+        if exc.err_code == _STORE_FAILED and description in _QUOTA_DESCRIPTIONS:
+            raise errors.QuotaExceeded(subject, _QUOTA_DESCRIPTIONS[description], description) from None
         if exc.err_code == _WRONG_LAST_SEQUENCE:
             expected = int(headers[api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value])
             raise errors.WrongLastSequence(

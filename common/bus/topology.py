@@ -1,12 +1,18 @@
-"""Create or update the four streams and the durable consumers, idempotently (the hub's job).
+"""Create or update the streams and the durable consumers, idempotently (the hub's job).
 
 Definitions come from ``protocol.streams``; this module only maps them onto nats-py's config
 types and reconciles the server towards them: create when absent, update when a field we own
 differs, leave alone when equal. Agents never call it (they lack the permission).
+
+Streams of releases before per-site streams (KB_STATUS, KB_SECRETS, KB_SITES, shared by every
+site) claim the subjects the per-site streams need; they are deleted before a site's stream is
+created. They held only what agents publish again (statuses, heartbeats; sealed secrets when they
+change, and the hub's CAPI Secrets hold the current ones already).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 import nats.js.api as api
@@ -14,6 +20,11 @@ import nats.js.api as api
 from common import errors
 from common.bus.connection import Connection
 from protocol import streams, subjects
+
+log = logging.getLogger(__name__)
+
+LEGACY_SHARED_STREAMS = ("STATUS", "SECRETS", "SITES")
+"""Suffixes of the shared inbound streams that per-site streams replace."""
 
 
 def stream_config(d: streams.StreamDef) -> api.StreamConfig:
@@ -27,14 +38,19 @@ def stream_config(d: streams.StreamDef) -> api.StreamConfig:
         num_replicas=d.replicas,
         max_consumers=d.max_consumers,
         allow_direct=d.allow_direct,
-        discard=api.DiscardPolicy.OLD,
+        max_msg_size=d.max_msg_size,
+        max_msgs=d.max_msgs,
+        max_bytes=d.max_bytes,
+        discard=api.DiscardPolicy(d.discard),
     )
 
 
 def consumer_config(d: streams.ConsumerDef) -> api.ConsumerConfig:
+    single = len(d.filter_subjects) == 1
     return api.ConsumerConfig(
         durable_name=d.durable_name,
-        filter_subject=d.filter_subject,
+        filter_subject=d.filter_subjects[0] if single else None,
+        filter_subjects=None if single else list(d.filter_subjects),
         ack_policy=api.AckPolicy(d.ack_policy),
         deliver_policy=api.DeliverPolicy(d.deliver_policy),
         ack_wait=d.ack_wait,
@@ -52,6 +68,9 @@ _STREAM_FIELDS = (
     "num_replicas",
     "max_consumers",
     "allow_direct",
+    "max_msg_size",
+    "max_msgs",
+    "max_bytes",
     "discard",
 )
 
@@ -86,19 +105,44 @@ async def ensure_consumer(conn: Connection, d: streams.ConsumerDef) -> None:
     )
 
 
+async def remove_legacy_streams(conn: Connection, *, prefix: str = subjects.DEFAULT_PREFIX) -> list[str]:
+    """Delete the shared inbound streams of earlier releases; the names deleted."""
+    base = streams.intents_stream_name(prefix=prefix).removesuffix("_INTENTS")
+    removed = []
+    for suffix in LEGACY_SHARED_STREAMS:
+        name = f"{base}_{suffix}"
+        api_subject = f"$JS.API.STREAM.*.{name}"
+        try:
+            await conn.call(conn.js.delete_stream(name), subjects=[api_subject], what=f"delete stream {name}")
+        except errors.NotFound:
+            continue
+        log.warning(
+            "deleted the shared stream %s of an earlier release (replaced by one stream per site)", name
+        )
+        removed.append(name)
+    return removed
+
+
 async def ensure_topology(
     conn: Connection,
     *,
     sites: Iterable[str],
     replicas: int = 1,
     prefix: str = subjects.DEFAULT_PREFIX,
+    limits: streams.SiteLimits = streams.SiteLimits(),  # noqa: B008 - frozen, so one shared default is safe
 ) -> dict[str, str]:
-    """The four streams, the hub's consumers and one ``agent-<site>`` consumer per site."""
+    """KB_INTENTS, and per site its own stream with ``limits``, the hub's consumer on it and
+    the ``agent-<site>`` consumer on KB_INTENTS. Returns what happened to each stream."""
     outcome = {}
-    for d in streams.all_streams(replicas=replicas, prefix=prefix):
-        outcome[d.name] = await ensure_stream(conn, d)
-    for c in streams.hub_consumers(prefix=prefix):
-        await ensure_consumer(conn, c)
-    for site in sorted(set(sites)):
+    d = streams.intents_stream(replicas=replicas, prefix=prefix)
+    outcome[d.name] = await ensure_stream(conn, d)
+    wanted = sorted(set(sites))
+    if wanted:
+        for name in await remove_legacy_streams(conn, prefix=prefix):
+            outcome[name] = "deleted"
+    for site in wanted:
+        site_def = streams.site_stream(site, replicas=replicas, prefix=prefix, limits=limits)
+        outcome[site_def.name] = await ensure_stream(conn, site_def)
+        await ensure_consumer(conn, streams.hub_consumer(site, prefix=prefix))
         await ensure_consumer(conn, streams.agent_consumer(site, prefix=prefix))
     return outcome

@@ -63,6 +63,7 @@ class Controller:
         static_sites: Iterable[str] = (),
         prefix: str = subjects.DEFAULT_PREFIX,
         replicas: int = 1,
+        limits: streams.SiteLimits = streams.SiteLimits(),  # noqa: B008 - frozen, so one shared default is safe
         workers: int = 8,
         heartbeat_interval: float = sites.HEARTBEAT_INTERVAL,
         intent_check_interval: float = rkcp.RESYNC_SECONDS,
@@ -80,6 +81,8 @@ class Controller:
         self.static_sites = frozenset(static_sites)
         self.prefix = prefix
         self.replicas = replicas
+        self.limits = limits
+        """Each site's quota on its own stream (``protocol.streams.SiteLimits``)."""
         self.workers = workers
         self.heartbeat_interval = heartbeat_interval
         """The agents' heartbeat interval: a site is connected while its last beat is ≤ 3 of them old."""
@@ -116,6 +119,10 @@ class Controller:
     def known_sites(self) -> frozenset[str]:
         return self.static_sites | {c.site for c in self._by_coords if self._by_coords[c]}
 
+    def maps(self, coords: hub_observations.Coordinates) -> bool:
+        """Whether an RKCP maps to ``coords``: the ingest opens and keeps nothing else."""
+        return bool(self._by_coords.get(coords))
+
     def on_observation(self, coords: hub_observations.Coordinates) -> None:
         for key in self._by_coords.get(coords, ()):
             self.queue.add(key)
@@ -144,7 +151,9 @@ class Controller:
         wanted = self.known_sites()
         if wanted and wanted <= self._topology_sites:
             return
-        await bus.ensure_topology(self.conn, sites=sorted(wanted), replicas=self.replicas, prefix=self.prefix)
+        await bus.ensure_topology(
+            self.conn, sites=sorted(wanted), replicas=self.replicas, prefix=self.prefix, limits=self.limits
+        )
         self._topology_sites = wanted
 
     # -- caches ----------------------------------------------------------------------------
@@ -468,7 +477,8 @@ class Controller:
             coords = hub_observations.Coordinates(*mapping.coordinates(r))
             for kind in (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET):
                 subject = subjects.control_plane(kind, *coords, prefix=self.prefix)
-                await bus.purge_subject(self.conn, streams.stream_name(kind, prefix=self.prefix), subject)
+                stream = streams.stream_name(kind, site=coords.site, prefix=self.prefix)
+                await bus.purge_subject(self.conn, stream, subject)
             self.observations.forget(coords)
             self._published_cache[coords] = None
             self._published_checked[coords] = asyncio.get_running_loop().time()

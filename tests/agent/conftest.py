@@ -47,7 +47,7 @@ class Hub:
         return (await bus.publish(self.conn, subject, data, msg_id=f"raw-{next(self._ids)}")).seq
 
     async def status(self, name: str, *, namespace: str = NAMESPACE) -> messages.Status | None:
-        stream = streams.stream_name(subjects.Kind.STATUS, prefix=self.prefix)
+        stream = streams.stream_name(subjects.Kind.STATUS, site=SITE, prefix=self.prefix)
         stored = await bus.last_message(
             self.conn, stream, subjects.status(SITE, namespace, name, prefix=self.prefix)
         )

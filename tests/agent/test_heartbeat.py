@@ -52,7 +52,7 @@ def test_new_heartbeat(managed: int, ready: int, seq: int, want: tuple[int, int,
 
 
 async def latest(hub: Hub) -> messages.Heartbeat | None:
-    stream = streams.stream_name(subjects.Kind.SITE, prefix=hub.prefix)
+    stream = streams.stream_name(subjects.Kind.SITE, site=SITE, prefix=hub.prefix)
     stored = await bus.last_message(hub.conn, stream, subjects.heartbeat(SITE, prefix=hub.prefix))
     return messages.decode_heartbeat(stored.data) if stored else None
 

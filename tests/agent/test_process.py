@@ -68,7 +68,7 @@ async def test_agent_process_applies_intents_and_stops_cleanly(
         async with kamaji.Simulator(str(kubeconfig), ready_delay=0.2):
             ready = await _status(hub, "proc", "Ready")
         assert ready.intent_seq > 0 and ready.endpoint is not None
-        stored = await bus.last_message(hub, "KB_SECRETS", subjects.secret("site-a", NAMESPACE, "proc"))
+        stored = await bus.last_message(hub, "KB_SITE_site-a", subjects.secret("site-a", NAMESPACE, "proc"))
         assert stored is not None
         sealed = messages.decode_sealed_secrets(stored.data)
         ring = sealing.Keyring(
@@ -81,7 +81,7 @@ async def test_agent_process_applies_intents_and_stops_cleanly(
         beats: list[messages.Heartbeat] = []
 
         async def heartbeat() -> bool:
-            stored = await bus.last_message(hub, "KB_SITES", subjects.heartbeat("site-a"))
+            stored = await bus.last_message(hub, "KB_SITE_site-a", subjects.heartbeat("site-a"))
             beats[:] = [messages.decode_heartbeat(stored.data)] if stored else []
             return bool(beats) and beats[0].managed == 1 and beats[0].ready == 1
 
@@ -137,7 +137,7 @@ async def _status(hub: bus.Connection, name: str, phase: str) -> messages.Status
     found: list[messages.Status] = []
 
     async def check() -> bool:
-        stored = await bus.last_message(hub, "KB_STATUS", subjects.status("site-a", NAMESPACE, name))
+        stored = await bus.last_message(hub, "KB_SITE_site-a", subjects.status("site-a", NAMESPACE, name))
         found[:] = [messages.decode_status(stored.data)] if stored else []
         return bool(found) and found[0].phase == phase
 

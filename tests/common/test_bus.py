@@ -4,6 +4,7 @@ redelivery and durability across a server restart."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,24 +20,108 @@ K = subjects.Kind
 async def test_topology_is_idempotent(conn: bus.Connection, prefix: str) -> None:
     first = await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
     second = await bus.ensure_topology(conn, sites=["site-a", "site-b"], prefix=prefix)
-    assert set(first.values()) == {"created"}
-    assert set(second.values()) == {"unchanged"}
+    assert first == {f"{prefix.upper()}_INTENTS": "created", f"{prefix.upper()}_SITE_site-a": "created"}
+    assert second == {
+        f"{prefix.upper()}_INTENTS": "unchanged",
+        f"{prefix.upper()}_SITE_site-a": "unchanged",
+        f"{prefix.upper()}_SITE_site-b": "created",
+    }
     for kind in K:
-        info = await conn.js.stream_info(helpers.stream(kind, prefix))
+        info = await conn.js.stream_info(helpers.stream(kind, prefix, site="site-b"))
         assert info.config.max_msgs_per_subject == 1
         assert info.config.max_consumers == streams.MAX_CONSUMERS
         assert info.config.storage == "file"
+        assert info.config.max_msg_size == streams.MAX_MSG_SIZE
     state = await bus.consumer_info(conn, helpers.stream(K.INTENT, prefix), "agent-site-b")
     assert state.filter_subject == f"{prefix}.intent.site-b.>"
+    hub = await conn.js.consumer_info(helpers.stream(K.STATUS, prefix, site="site-b"), streams.HUB_CONSUMER)
+    assert hub.config.filter_subjects == [f"{prefix}.status.site-b.>", f"{prefix}.secret.site-b.>"]
+
+
+async def test_a_site_stream_carries_its_quota(conn: bus.Connection, prefix: str) -> None:
+    limits = streams.SiteLimits(max_msg_size=2048, max_msgs=3, max_bytes=8192)
+    await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix, limits=limits)
+    config = (await conn.js.stream_info(helpers.stream(K.STATUS, prefix))).config
+    assert (config.max_msg_size, config.max_msgs, config.max_bytes, config.discard) == (2048, 3, 8192, "new")
+    # Raising the quota later updates the stream in place.
+    outcome = await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
+    assert outcome[helpers.stream(K.STATUS, prefix)] == "updated"
+    config = (await conn.js.stream_info(helpers.stream(K.STATUS, prefix))).config
+    assert (config.max_msgs, config.max_bytes) == (streams.SITE_MAX_MSGS, streams.SITE_MAX_BYTES)
+
+
+QUOTA = streams.SiteLimits(max_msg_size=1024, max_msgs=3, max_bytes=4096)
+
+
+async def test_a_site_at_its_quota_is_refused_naming_the_limit(conn: bus.Connection, prefix: str) -> None:
+    await bus.ensure_topology(conn, sites=["site-a", "site-b"], prefix=prefix, limits=QUOTA)
+
+    def status(name: str) -> str:
+        return subjects.status("site-a", "tenants", name, prefix=prefix)
+
+    with pytest.raises(errors.QuotaExceeded) as too_big:
+        await bus.publish(conn, status("big"), b"x" * 2000, msg_id="big")
+    assert too_big.value.limit == "max_msg_size"
+    assert "message size exceeds maximum allowed" in str(too_big.value)
+    for name in ("cp1", "cp2", "cp3"):
+        await bus.publish(conn, status(name), b"x" * 100, msg_id=name)
+    with pytest.raises(errors.QuotaExceeded) as full:
+        await bus.publish(conn, status("cp4"), b"x" * 100, msg_id="cp4")
+    assert (full.value.limit, full.value.subject) == ("max_msgs", status("cp4"))
+    assert "maximum messages exceeded" in str(full.value)
+    # An update of a subject already stored replaces its message: it still fits.
+    again = await bus.publish(conn, status("cp1"), b"y" * 100, msg_id="cp1-again")
+    assert again.seq == 4
+    # Another site's stream is its own.
+    other = subjects.status("site-b", "tenants", "cp4", prefix=prefix)
+    assert (await bus.publish(conn, other, b"x" * 100, msg_id="b4")).seq == 1
+
+
+async def test_a_site_over_its_bytes_is_refused_naming_the_limit(conn: bus.Connection, prefix: str) -> None:
+    limits = streams.SiteLimits(max_msg_size=1024, max_msgs=10, max_bytes=2500)
+    await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix, limits=limits)
+    for i in range(2):
+        subject = subjects.secret("site-a", "tenants", f"cp{i}", prefix=prefix)
+        await bus.publish(conn, subject, b"x" * 900, msg_id=f"s{i}")
+    with pytest.raises(errors.QuotaExceeded) as full:
+        await bus.publish(conn, subjects.heartbeat("site-a", prefix=prefix), b"x" * 900, msg_id="h")
+    assert full.value.limit == "max_bytes"
+    assert "maximum bytes exceeded" in str(full.value)
+
+
+async def test_the_server_max_payload_is_named(secured_nats: tuple[natsd.NatsServer, Path]) -> None:
+    """nats-config's server takes at most MAX_PAYLOAD per message; the refusal names the limit."""
+    server, conf = secured_nats
+    conn = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
+    try:
+        assert conn.nc.max_payload == streams.MAX_PAYLOAD
+        with pytest.raises(errors.QuotaExceeded) as exc:
+            subject = subjects.intent("site-a", "tenants", "cp1")
+            await bus.publish(conn, subject, b"x" * (streams.MAX_PAYLOAD + 1), msg_id="x")
+        assert exc.value.limit == "max_payload"
+        assert f"the server takes at most {streams.MAX_PAYLOAD}" in str(exc.value)
+    finally:
+        await conn.close()
+
+
+async def test_topology_deletes_the_shared_streams_of_earlier_releases(
+    conn: bus.Connection, prefix: str
+) -> None:
+    upper = prefix.upper()
+    for suffix, subject in (("STATUS", "status.*.*.*"), ("SECRETS", "secret.*.*.*"), ("SITES", "site.*")):
+        await conn.js.add_stream(name=f"{upper}_{suffix}", subjects=[f"{prefix}.{subject}"])
+    outcome = await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
+    assert outcome[f"{upper}_STATUS"] == outcome[f"{upper}_SECRETS"] == outcome[f"{upper}_SITES"] == "deleted"
+    assert outcome[f"{upper}_SITE_site-a"] == "created"
 
 
 async def test_topology_updates_a_drifted_stream(conn: bus.Connection, prefix: str) -> None:
-    await bus.ensure_topology(conn, sites=[], prefix=prefix)
+    await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
     name = helpers.stream(K.STATUS, prefix)
     info = await conn.js.stream_info(name)
     info.config.max_msgs_per_subject = 5
     await conn.js.update_stream(info.config)
-    outcome = await bus.ensure_topology(conn, sites=[], prefix=prefix)
+    outcome = await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
     assert outcome[name] == "updated"
     assert (await conn.js.stream_info(name)).config.max_msgs_per_subject == 1
 
@@ -137,7 +222,7 @@ async def test_unacked_message_is_redelivered_after_ack_wait(conn: bus.Connectio
     short = streams.ConsumerDef(
         stream=helpers.stream(K.INTENT, prefix),
         durable_name="agent-short",
-        filter_subject=f"{prefix}.intent.short.>",
+        filter_subjects=(f"{prefix}.intent.short.>",),
         ack_wait=1.0,
     )
     await bus.ensure_topology(conn, sites=[], prefix=prefix)

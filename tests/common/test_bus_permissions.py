@@ -104,11 +104,11 @@ async def test_site_can_do_all_of_its_own_operations(site_a: bus.Connection, hub
     for kind, message in ((K.STATUS, helpers.status()), (K.SECRET, helpers.sealed())):
         subject = subjects.control_plane(kind, "site-a", "tenants", "cp1")
         ack_ = await bus.publish(site_a, subject, messages.encode(message), msg_id=f"{kind}-own")
-        assert ack_.stream == streams.stream_name(kind)
+        assert ack_.stream == streams.stream_name(kind, site="site-a")
     hb = await bus.publish(
         site_a, subjects.heartbeat("site-a"), messages.encode(helpers.heartbeat()), msg_id="hb"
     )
-    assert hb.stream == "KB_SITES"
+    assert hb.stream == "KB_SITE_site-a"
     await bus.subscribe_check(site_a, "_INBOX_site-a.anything")
 
 

@@ -219,7 +219,8 @@ async def test_updates_reach_the_site_and_deletes_purge_the_site_and_the_bus(
     for name, site in deleted:
         for kind in (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET):
             subject = subjects.control_plane(kind, site, world.namespace, name)
-            assert await bus.last_message(hub_conn, streams.stream_name(kind), subject) is None, subject
+            stream = streams.stream_name(kind, site=site)
+            assert await bus.last_message(hub_conn, stream, subject) is None, subject
     # The updated ones are untouched by the deletes, and so are their subjects.
     for name, site in mine[:2]:
         assert await world.site_kube(site).get_or_none(TCP, name, namespace=world.namespace) is not None

@@ -85,6 +85,7 @@ class World:
         ing = ingest.Ingest(
             conn=self.conn, observations=seen, keyring=self.keyring, prefix=self.prefix,
             metrics=self.hub_metrics, on_change=lambda c: ref[0].on_observation(c),
+            sites=lambda: ref[0].known_sites(), maps=lambda c: ref[0].maps(c), rescan_interval=0.2,
         )  # fmt: skip
         c = rkcp_controller.Controller(
             kube=self.mgmt, conn=self.conn, signer=self.signer, observations=seen, ingest=ing, sites=state,

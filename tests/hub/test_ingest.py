@@ -28,19 +28,23 @@ class Hub:
     obs: observations.Observations
     metrics: hub_metrics.Metrics
     changes: list[observations.Coordinates] = field(default_factory=list)
+    mapped: set[observations.Coordinates] = field(default_factory=set)
+    """Coordinates an RKCP maps to (the controller's ``maps``); the ingest keeps nothing else."""
 
-    def rejected(self, kind: subjects.Kind, reason: str) -> float:
-        stream = helpers.stream(kind, self.ingest.prefix)
+    def rejected(self, kind: subjects.Kind, reason: str, *, site: str = "site-a") -> float:
+        stream = helpers.stream(kind, self.ingest.prefix, site=site)
         value = self.metrics.registry.get_sample_value(
             "kb_hub_bus_rejected_total", {"stream": stream, "reason": reason}
         )
         return value or 0.0
 
 
-def new_hub(conn: bus.Connection, prefix: str) -> Hub:
+def new_hub(conn: bus.Connection, prefix: str, *, sites: list[str] | None = None) -> Hub:
+    known = ["site-a", "site-b"] if sites is None else sites
     obs = observations.Observations()
     metrics = hub_metrics.Metrics()
     changes: list[observations.Coordinates] = []
+    mapped = {CP1, CP2}
     return Hub(
         ingest=ingest.Ingest(
             conn=conn,
@@ -49,10 +53,14 @@ def new_hub(conn: bus.Connection, prefix: str) -> Hub:
             prefix=prefix,
             metrics=metrics,
             on_change=changes.append,
+            sites=lambda: known,
+            maps=mapped.__contains__,
+            rescan_interval=0.2,
         ),
         obs=obs,
         metrics=metrics,
         changes=changes,
+        mapped=mapped,
     )
 
 
@@ -89,10 +97,12 @@ async def publish_sealed(conn: bus.Connection, prefix: str, sealed: messages.Sea
 
 
 async def settled(conn: bus.Connection, prefix: str) -> None:
-    """Both hub consumers have nothing pending nor unacknowledged: every message was acked or termed."""
+    """The hub's consumers of both sites have nothing pending nor unacknowledged: every message
+    was acked or termed."""
 
     async def check() -> bool:
-        for d in streams.hub_consumers(prefix=prefix):
+        for site in ("site-a", "site-b"):
+            d = streams.hub_consumer(site, prefix=prefix)
             state = await bus.consumer_info(conn, d.stream, d.durable_name)
             if state.num_pending or state.num_ack_pending:
                 return False
@@ -122,15 +132,41 @@ async def test_status_and_secrets_reach_the_observations(conn: bus.Connection, h
     await settled(conn, prefix)
 
 
-async def test_a_status_for_unknown_coordinates_is_recorded(conn: bus.Connection, hub: Hub) -> None:
-    await publish_status(conn, hub.ingest.prefix, helpers.status(site="site-z", name="nobody"))
-    coords = observations.Coordinates("site-z", "tenants", "nobody")
+async def test_messages_for_coordinates_no_rkcp_maps_to_are_counted_never_kept(
+    conn: bus.Connection, hub: Hub
+) -> None:
+    prefix = hub.ingest.prefix
+    nobody = observations.Coordinates("site-a", "tenants", "nobody")
+    await publish_status(conn, prefix, helpers.status(name="nobody"))
+    await publish_sealed(conn, prefix, sealed_to(HUB, name="nobody"))
+    await settled(conn, prefix)
+    assert hub.rejected(subjects.Kind.STATUS, ingest.UNMAPPED) == 2.0
+    assert hub.obs.get(nobody) is None and not hub.obs.loaded(nobody)
+    assert hub.obs.coordinates() == frozenset()
+    assert hub.changes == []
+    assert hub.metrics.registry.get_sample_value("kb_hub_status_received_total") == 0.0
+
+    # An RKCP appears: the stream kept both, and load reads them (the box opens only now).
+    hub.mapped.add(nobody)
+    loaded = await hub.ingest.load(nobody)
+    assert loaded is not None and loaded.status is not None
+    assert (loaded.status.name, loaded.secrets) == ("nobody", PAYLOAD)
+
+
+async def test_what_no_rkcp_maps_to_any_more_is_dropped(conn: bus.Connection, hub: Hub) -> None:
+    prefix = hub.ingest.prefix
+    await publish_status(conn, prefix, helpers.status())
 
     async def recorded() -> bool:
-        return hub.obs.get(coords) is not None
+        return hub.obs.get(CP1) is not None
 
     await helpers.eventually(recorded)
-    assert hub.changes == [coords]
+    hub.mapped.discard(CP1)
+
+    async def dropped() -> bool:
+        return hub.obs.get(CP1) is None and not hub.obs.loaded(CP1)
+
+    await helpers.eventually(dropped)
 
 
 async def test_garbage_is_counted_terminated_and_the_ingest_lives_on(conn: bus.Connection, hub: Hub) -> None:
@@ -142,8 +178,8 @@ async def test_garbage_is_counted_terminated_and_the_ingest_lives_on(conn: bus.C
         conn, subjects.status("site-a", "tenants", "cp2", prefix=prefix), messages.encode(helpers.status())
     )
     await settled(conn, prefix)
-    assert hub.rejected(subjects.Kind.STATUS, "DecodeError") == 1.0
-    assert hub.rejected(subjects.Kind.SECRET, "DecodeError") == 1.0
+    # Both came on site-a's stream: the metric's stream label names the site.
+    assert hub.rejected(subjects.Kind.STATUS, "DecodeError") == 2.0
     assert hub.rejected(subjects.Kind.STATUS, "CoordinatesMismatch") == 1.0
     assert hub.obs.get(CP1) is None
     assert hub.obs.get(CP2) is None
@@ -194,7 +230,7 @@ async def test_secrets_sealed_to_an_unknown_key_are_a_decrypt_error(conn: bus.Co
 async def test_an_older_status_does_not_replace_a_newer_one(conn: bus.Connection, topology: str) -> None:
     """A delivery fetched before a restart's load() and handled after it: the load's newer status stays."""
     hub = new_hub(conn, topology)
-    status_def = streams.hub_consumers(prefix=topology)[0]
+    status_def = streams.hub_consumer("site-a", prefix=topology)
     await publish_status(conn, topology, helpers.status(phase="Provisioning"))
     consumer = await bus.bind(conn, status_def)
     try:
@@ -279,7 +315,7 @@ async def test_the_ingest_waits_for_its_consumers_to_exist(
 
         async def retrying() -> bool:
             return any(
-                "hub-status" in r.getMessage() and "does not exist" in r.getMessage() for r in caplog.records
+                "'hub'" in r.getMessage() and "does not exist" in r.getMessage() for r in caplog.records
             )
 
         await helpers.eventually(retrying)
@@ -290,3 +326,28 @@ async def test_the_ingest_waits_for_its_consumers_to_exist(
             return hub.obs.get(CP1) is not None
 
         await helpers.eventually(recorded, within=20.0)
+
+
+async def test_a_site_that_appears_is_consumed(conn: bus.Connection, topology: str) -> None:
+    known = ["site-a"]
+    hub = new_hub(conn, topology, sites=known)
+    b1 = observations.Coordinates("site-b", "tenants", "cp1")
+    hub.mapped.add(b1)
+    async with running(hub):
+        await publish_status(conn, topology, helpers.status(site="site-b"))
+        await publish_status(conn, topology, helpers.status())
+
+        async def a_recorded() -> bool:
+            return hub.obs.get(CP1) is not None
+
+        await helpers.eventually(a_recorded)
+        site_b = streams.hub_consumer("site-b", prefix=topology)
+        state = await bus.consumer_info(conn, site_b.stream, site_b.durable_name)
+        assert (state.num_pending, hub.obs.get(b1)) == (1, None)  # site-b is not known yet
+
+        known.append("site-b")
+
+        async def b_recorded() -> bool:
+            return hub.obs.get(b1) is not None
+
+        await helpers.eventually(b_recorded)

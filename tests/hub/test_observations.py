@@ -255,3 +255,39 @@ def test_released_secrets_keep_only_the_checksum_and_can_be_restored() -> None:
     seen.restore_secrets(coords, sealed, payload)
     held = seen.get(coords)
     assert held is not None and held.secrets == payload and not held.secrets_released
+
+
+@pytest.mark.parametrize(
+    ("mapped", "kept", "gone"),
+    [
+        pytest.param({CP1, CP2}, {CP1, CP2}, [], id="all-mapped"),
+        pytest.param({CP1}, {CP1}, [CP2], id="one-unmapped"),
+        pytest.param(set(), set(), [CP1, CP2], id="none-mapped"),
+    ],
+)
+def test_retain_drops_what_no_rkcp_maps_to(
+    mapped: set[observations.Coordinates],
+    kept: set[observations.Coordinates],
+    gone: list[observations.Coordinates],
+) -> None:
+    obs = observations.Observations()
+    obs.apply_status(CP1, helpers.status(name="cp1"), 1)
+    obs.apply_sealed(CP2, sealed_to(name="cp2"), PAYLOAD, 2)
+    obs.mark_loaded(CP1)
+    assert sorted(obs.retain(mapped.__contains__)) == sorted(gone)
+    assert obs.coordinates() == kept
+    for coords in gone:
+        assert obs.get(coords) is None
+        assert not obs.loaded(coords)  # an RKCP mapping to it later reads the streams again
+    # The sequences stay: a late redelivery of what was held is still ignored.
+    if CP1 in gone:
+        assert obs.apply_status(CP1, helpers.status(name="cp1"), 1).outcome is observations.Outcome.DUPLICATE
+
+
+def test_unload_of_a_loaded_empty_entry_makes_the_next_look_read_the_streams() -> None:
+    obs = observations.Observations()
+    obs.mark_loaded(CP1)  # loaded, nothing found
+    obs.unload(CP1)
+    assert not obs.loaded(CP1) and obs.get(CP1) is None
+    obs.unload(CP2)  # never seen: nothing is created for it
+    assert obs.retain(lambda _: False) == []

@@ -57,7 +57,7 @@ def test_hub_permissions() -> None:
     ],
 )
 def test_site_subjects_have_the_exact_token_count(kind: subjects.Kind, expected: str) -> None:
-    assert permissions.site_subjects(kind, "site-a") == expected
+    assert subjects.site_filter(kind, "site-a") == expected
 
 
 @pytest.mark.parametrize("site", ["site.a", "*", ">", "Site", "", "site-a\n", " site-a", "site a"])

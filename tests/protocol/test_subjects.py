@@ -17,7 +17,7 @@ K = subjects.Kind
         (lambda: subjects.secret("site-a", "tenants", "cp1"), "kb.secret.site-a.tenants.cp1"),
         (lambda: subjects.heartbeat("site-a"), "kb.site.site-a"),
         (lambda: subjects.intent("s", "n", "c", prefix="acme.kb"), "acme.kb.intent.s.n.c"),
-        (lambda: subjects.site_filter(K.INTENT, "site-a"), "kb.intent.site-a.>"),
+        (lambda: subjects.site_filter(K.INTENT, "site-a"), "kb.intent.site-a.*.*"),
         (lambda: subjects.site_filter(K.SITE, "site-a"), "kb.site.site-a"),
         (lambda: subjects.globbed(K.STATUS), "kb.status.*.*.*"),
         (lambda: subjects.globbed(K.SITE), "kb.site.*"),

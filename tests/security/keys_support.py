@@ -143,6 +143,8 @@ class HubIngest:
 
 @contextlib.asynccontextmanager
 async def running_ingest(conn: bus.Connection, *, sealing_dir: Path, prefix: str) -> AsyncIterator[HubIngest]:
+    """The hub's ingest of site-a's stream, as if an RKCP mapped every control plane there (the
+    hub opens boxes only for coordinates an RKCP maps to)."""
     obs, metrics = observations.Observations(), hub_metrics.Metrics()
     ing = ingest.Ingest(
         conn=conn,
@@ -151,6 +153,9 @@ async def running_ingest(conn: bus.Connection, *, sealing_dir: Path, prefix: str
         prefix=prefix,
         metrics=metrics,
         on_change=lambda coords: None,
+        sites=lambda: frozenset({"site-a"}),
+        maps=lambda coords: True,
+        rescan_interval=0.2,
     )
     task = asyncio.create_task(ing.run())
     try:

@@ -86,6 +86,7 @@ class World:
         ing = ingest.Ingest(
             conn=self.hub_conn, observations=seen, keyring=self.keyring, prefix=PREFIX,
             metrics=self.hub_metrics, on_change=lambda c: ref[0].on_observation(c),
+            sites=lambda: ref[0].known_sites(), maps=lambda c: ref[0].maps(c), rescan_interval=0.2,
         )  # fmt: skip
         c = rkcp_controller.Controller(
             kube=self.mgmt, conn=self.hub_conn, signer=self.signer, observations=seen, ingest=ing,
@@ -150,7 +151,7 @@ class World:
     async def status(self, name: str) -> messages.Status | None:
         stored = await bus.last_message(
             self.hub_conn,
-            streams.stream_name(subjects.Kind.STATUS, prefix=PREFIX),
+            streams.stream_name(subjects.Kind.STATUS, site=SITE, prefix=PREFIX),
             subjects.status(SITE, NAMESPACE, name, prefix=PREFIX),
         )
         return messages.decode_status(stored.data) if stored else None

@@ -56,20 +56,23 @@ NO_SITE_MAY = (
 
 
 def consumers(prefix: str) -> list[streams.ConsumerDef]:
-    return [*(streams.agent_consumer(s, prefix=prefix) for s in SITES), *streams.hub_consumers(prefix=prefix)]
+    return [
+        *(streams.agent_consumer(s, prefix=prefix) for s in SITES),
+        *(streams.hub_consumer(s, prefix=prefix) for s in SITES),
+    ]
 
 
 def forbidden_publish(site: str, prefix: str) -> list[str]:
     """What a site must never be able to publish on, whatever the grant."""
     own = streams.agent_consumer(site, prefix=prefix)
-    others = [c for c in consumers(prefix) if c.durable_name != own.durable_name]
+    others = [c for c in consumers(prefix) if (c.stream, c.durable_name) != (own.stream, own.durable_name)]
     out = list(NO_SITE_MAY)
     for c in others:
         out.append(f"$JS.ACK.{c.stream}.{c.durable_name}.>")
         out += [f"$JS.API.CONSUMER.{op}.{c.stream}.{c.durable_name}" for op in CONSUMER_API]
         out.append(f"$JS.API.CONSUMER.CREATE.{c.stream}.{c.durable_name}.>")
     intents = streams.stream_name(K.INTENT, prefix=prefix)
-    for s in streams.all_streams(prefix=prefix):
+    for s in (streams.intents_stream(prefix=prefix), *(streams.site_stream(x, prefix=prefix) for x in SITES)):
         out.append(f"$JS.API.DIRECT.GET.{s.name}")  # the stream-wide form: any message by body
         if s.name != intents:
             out.append(f"$JS.API.DIRECT.GET.{s.name}.>")
@@ -147,7 +150,14 @@ def test_a_site_keeps_every_subject_its_agent_needs(prefix: str, site: str) -> N
 
 
 OWN = streams.agent_consumer("site-a")
-VICTIMS = {c.durable_name: c for c in (*streams.hub_consumers(), streams.agent_consumer("site-b"))}
+VICTIMS = {
+    f"{c.durable_name}@{c.stream}": c
+    for c in (
+        streams.hub_consumer("site-b"),
+        streams.hub_consumer("site-a"),
+        streams.agent_consumer("site-b"),
+    )
+}
 
 
 @pytest.fixture

@@ -126,7 +126,7 @@ async def test_an_intent_signed_by_a_retired_key_is_refused(
     await kube.create(resources.NAMESPACE, {"metadata": {"name": ks.NAMESPACE}})
     await bus.ensure_topology(conn, sites=[ks.SITE], prefix=prefix)
     intents_stream = streams.stream_name(subjects.Kind.INTENT, prefix=prefix)
-    status_stream = streams.stream_name(subjects.Kind.STATUS, prefix=prefix)
+    status_stream = streams.site_stream_name("site-a", prefix=prefix)
     ids = iter(range(100))
 
     async def send(i: messages.Intent, signer: Any) -> int:
@@ -194,7 +194,7 @@ async def test_a_box_sealed_to_a_retired_key_is_not_opened_by_the_hub(
 ) -> None:
     c = ks.rotate_and_retire(tmp_path / "keys")
     mounted(c)
-    secrets_stream = streams.stream_name(subjects.Kind.SECRET, prefix=topology)
+    secrets_stream = streams.site_stream_name("site-a", prefix=topology)
     subject = subjects.secret(ks.SITE, ks.NAMESPACE, "cp1", prefix=topology)
     cp1 = ("site-a", "tenants", "cp1")
 

@@ -25,12 +25,14 @@ from tests.security import nats_support as ns
 
 K = subjects.Kind
 INTENTS = streams.stream_name(K.INTENT)
-STATUS = streams.stream_name(K.STATUS)
-SECRETS = streams.stream_name(K.SECRET)
-SITES_STREAM = streams.stream_name(K.SITE)
+# One inbound stream per site (issue 10, finding 4): site-b's holds the statuses, sealed secrets
+# and heartbeat that site-a must not reach; site-a's own is still the hub's to read and administer.
+STATUS = streams.site_stream_name("site-b")
+SECRETS = streams.site_stream_name("site-a")
+SITES_STREAM = STATUS
 OWN = streams.agent_consumer("site-a").durable_name
 B = streams.agent_consumer("site-b").durable_name
-HUB_STATUS, HUB_SECRETS = (c.durable_name for c in streams.hub_consumers())
+HUB_STATUS = HUB_SECRETS = streams.HUB_CONSUMER  # the hub's consumer on each site's stream
 
 B_INTENT = subjects.intent("site-b", "tenants", "cp1")
 B_STATUS = subjects.status("site-b", "tenants", "cp1")

@@ -197,7 +197,7 @@ async def test_missing_namespace_is_reported_then_applied_once_created(
     found: list[messages.Status] = []
 
     async def rejected() -> bool:
-        stream = streams.stream_name(subjects.Kind.STATUS, prefix=hub.prefix)
+        stream = streams.stream_name(subjects.Kind.STATUS, site=SITE, prefix=hub.prefix)
         stored = await bus.last_message(
             hub.conn, stream, subjects.status(SITE, "later", "cp1", prefix=hub.prefix)
         )

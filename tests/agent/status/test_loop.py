@@ -1,6 +1,6 @@
 """agent.status.loop.StatusLoop against the API emulator, the Kamaji simulator and a real nats-server.
 
-The test plays the hub: it reads the KB_STATUS and KB_SECRETS streams (the latest message per
+The test plays the hub: it reads the site's stream KB_SITE_<site> (the latest message per
 subject) and opens sealed secrets with the hub's private key. A plain NATS subscription on the
 site's status subjects records every Status in publish order, to see phase sequences. Waits
 poll with a deadline (helpers.eventually); counts come from the agent's metrics.
@@ -27,7 +27,7 @@ from agent.status import loop as status_loop
 from common import bus
 from common import kube as ckube
 from common.kube import resources
-from protocol import keys, messages, sealing, subjects
+from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi
 from tests import helpers
 
@@ -320,7 +320,7 @@ async def test_republish_all_publishes_every_status_but_unchanged_secrets_once(
     secrets_before = count(metrics.secrets_published)
     assert secrets_before == 2
 
-    # The hub's status stream is lost (recreated empty): only anti-entropy brings statuses back.
+    # The site's stream is lost (recreated empty): only anti-entropy brings statuses back.
     await conn.js.delete_stream(helpers.stream(subjects.Kind.STATUS, prefix))
     await bus.ensure_topology(conn, sites=[SITE], prefix=prefix)
     assert await hub.status("cp1") is None
@@ -332,11 +332,14 @@ async def test_republish_all_publishes_every_status_but_unchanged_secrets_once(
     assert count(metrics.secrets_published) == secrets_before
 
     # A change of the secrets (Kamaji reissues the CA) is sealed again, once.
-    old = await hub.sealed("cp1")
-    assert old is not None
+    # (The stream lost the sealed box with the statuses; the agent's status names its checksum.)
+    old = await hub.status("cp1")
+    assert old is not None and old.secrets_checksum
     await kube.delete(resources.SECRET, "cp1-ca", namespace=NS)
     await annotate(kube, "cp1", touched="1")  # the simulator watches TCPs only: wake it
-    fresh = await hub.until("cp1", lambda s: bool(s.secrets_checksum) and s.secrets_checksum != old.checksum)
+    fresh = await hub.until(
+        "cp1", lambda s: bool(s.secrets_checksum) and s.secrets_checksum != old.secrets_checksum
+    )
     sealed = await hub.sealed("cp1")
     assert sealed is not None and sealed.checksum == fresh.secrets_checksum
     # The CA and the kubeconfig change in two writes: one or two seals, never a republish of old data.
@@ -395,3 +398,34 @@ async def test_a_tcp_missing_from_a_relist_is_reported_deleted(
     assert metrics.registry.get_sample_value("kb_agent_managed_tcps") == 1
     # The news came from the relist, not from a replayed DELETED event.
     assert "tenantcontrolplanes expired" in caplog.text
+
+
+async def test_at_the_site_quota_new_tcps_are_refused_and_logged_while_existing_ones_report(
+    kube: ckube.Kube,
+    simulator: kamaji.Simulator,
+    hub: Hub,
+    start: Start,
+    conn: bus.Connection,
+    prefix: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 10: a site's stream holds 3 messages here; cp1's status and box take two, cp2's
+    status the third, cp2's box is refused by the server (max_msgs): the agent logs the limit,
+    keeps running, and cp1's newer status (an update of its subject) still gets through."""
+    quota = streams.SiteLimits(max_msg_size=streams.MAX_MSG_SIZE, max_msgs=3, max_bytes=1024 * 1024)
+    await bus.ensure_topology(conn, sites=[SITE], prefix=prefix, limits=quota)
+    await start()
+    await create_tcp(kube, "cp1")
+    await hub.until("cp1", lambda s: s.phase == "Ready" and bool(s.secrets_checksum))
+    await create_tcp(kube, "cp2")
+
+    async def refused() -> bool:
+        return any(
+            "refused by the server (max_msgs)" in r.getMessage() and ".cp2" in r.getMessage()
+            for r in caplog.records
+        )
+
+    await helpers.eventually(refused, within=15)
+    await annotate(kube, "cp1", seq=5)
+    await hub.until("cp1", lambda s: s.intent_seq == 5)
+    assert await hub.sealed("cp2") is None
