@@ -40,8 +40,7 @@ def test_hub_permissions() -> None:
     assert hub.publish == (
         "kb.intent.*.*.*",
         "$JS.API.>",
-        "$JS.ACK.KB_STATUS.hub-status.*.*.*.*.*",
-        "$JS.ACK.KB_SECRETS.hub-secrets.*.*.*.*.*",
+        "$JS.ACK.*.hub.*.*.*.*.*",  # its consumer `hub` on every site's stream, nothing else
     )
     assert hub.subscribe == ("_INBOX.>",)  # never a site's _INBOX_<site>
     assert not any(s.startswith(("kb.status", "kb.secret", "kb.site")) for s in hub.publish)

@@ -283,7 +283,7 @@ async def test_site_a_can_do_every_operation_of_its_own(
 ) -> None:
     """The control: with the same raw client, each of site-a's grants works."""
     info = json.loads((await site_a.ask(f"$JS.API.CONSUMER.INFO.{INTENTS}.{OWN}")).data)
-    assert info["name"] == OWN and info["config"]["filter_subject"] == "kb.intent.site-a.>"
+    assert info["name"] == OWN and info["config"]["filter_subject"] == "kb.intent.site-a.*.*"
 
     # Fetch its own intents through the consumer, and settle them on the reply subject.
     batch = json.dumps({"batch": 1, "expires": 2_000_000_000}).encode()
