@@ -96,6 +96,8 @@ class Controller:
         self._published_cache: dict[hub_observations.Coordinates, rkcp.Published | None] = {}
         """The latest intent per control plane: read from the stream once, then kept current by
         our own publishes and purges (one leader writes; a fenced publish that fails drops it)."""
+        self._refused: dict[Key, tuple[str, int]] = {}
+        """The (reason, KB_SECRETS sequence) of the last refusal counted per RKCP (once each)."""
         self._last_error: dict[Key, str] = {}
         """Uids seen Ready once (first-ready metric and event exactly once per object)."""
         self._synced = asyncio.Event()
@@ -195,7 +197,7 @@ class Controller:
     def _forget(self, r: resources.Resource, key: Key) -> None:
         if r is RKCP:
             self.rkcps.pop(key)
-            for index in (self._inputs, self._created, self._owner):
+            for index in (self._inputs, self._created, self._owner, self._refused):
                 index.pop(key, None)
             coords = self._coords_of.pop(key, None)
             if coords is not None:
@@ -270,6 +272,8 @@ class Controller:
         if observed is None:
             return None
         plan = rkcp.reconcile(observed)
+        if plan.secrets_refused:
+            self._count_refusal(key, plan.secrets_refused, observed.report.secrets_seq)
         for action in plan.actions:
             if not await self.execute(action, r, observed):
                 return 1.0  # fenced or raced: observe again shortly
@@ -282,6 +286,13 @@ class Controller:
         if plan.status is not None:
             return await self._write_status(key, r, plan.status, plan.requeue_after)
         return plan.requeue_after
+
+    def _count_refusal(self, key: Key, reason: str, seq: int) -> None:
+        if self._refused.get(key) == (reason, seq):
+            return
+        self._refused[key] = (reason, seq)
+        self.metrics.secrets_refused.labels(reason=reason).inc()
+        log.warning("sealed secrets (seq %d) not written for %s/%s: %s", seq, *key, reason)
 
     async def observe(self, r: api.RemoteKamajiControlPlane) -> rkcp.Observed | None:
         now = dt.datetime.now(dt.UTC)
@@ -407,6 +418,8 @@ class Controller:
             secrets=seen.secrets,
             secrets_checksum=seen.sealed.checksum if seen.sealed is not None else "",
             secrets_error=seen.secrets_error.message if seen.secrets_error is not None else "",
+            secrets_owner_uid=seen.sealed.owner_uid if seen.sealed is not None else "",
+            secrets_seq=seen.sealed_seq,
         )
 
     # -- acting ----------------------------------------------------------------------------

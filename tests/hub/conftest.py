@@ -5,6 +5,7 @@ nats-server between them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,8 @@ class World:
     signer: Any
     keyring: sealing.Keyring
     public: keys.HubPublicKeys
+    mgmt_kubeconfig: Path | None = None
+    """The management emulator's kubeconfig (for kubectl)."""
     hub_metrics: hub_metrics.Metrics = field(default_factory=hub_metrics.Metrics)
     tasks: dict[str, list[asyncio.Task[None]]] = field(default_factory=dict)
     controller: rkcp_controller.Controller | None = None
@@ -164,8 +167,10 @@ class World:
         return stored.seq if stored else 0
 
 
-@pytest.fixture
-async def world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncIterator[World]:
+@contextlib.asynccontextmanager
+async def open_world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncIterator[World]:
+    """Emulated management cluster and site (with the Kamaji simulator), keys, and nothing
+    running yet: tests start the hub and the agent (``World.start_hub``/``start_agent``)."""
     mgmt_server = kubeapi.Server(name="mgmt")
     site_server = kubeapi.Server(name="site-a")
     await mgmt_server.start(port=0)
@@ -191,7 +196,7 @@ async def world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncItera
     )
     w = World(
         mgmt=ckube.Kube(mgmt_api), site=site, conn=conn, prefix=prefix, signer=signer,
-        keyring=sealing.Keyring([sealer]), public=public,
+        keyring=sealing.Keyring([sealer]), public=public, mgmt_kubeconfig=tmp_path / "mgmt",
     )  # fmt: skip
     try:
         yield w
@@ -203,3 +208,9 @@ async def world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncItera
         await site_api.close()
         await mgmt_server.stop()
         await site_server.stop()
+
+
+@pytest.fixture
+async def world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncIterator[World]:
+    async with open_world(conn, prefix, tmp_path) as w:
+        yield w
