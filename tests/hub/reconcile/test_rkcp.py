@@ -295,7 +295,7 @@ REFUSALS = [
     ("owner mismatch", {"report": OTHERS}, "OwnerMismatch", []),
     ("conflict", {"conflict_with": "default/older", "report": OWN}, "Conflict", []),
     ("not authorized", {"not_authorized": "no", "report": OWN}, "NotAuthorized", []),
-    ("conflict, nothing sealed: no refusal", {"conflict_with": "default/older", "report": rkcp.SiteReport()}, "", []),
+    ("conflict, nothing sealed", {"conflict_with": "default/older", "report": rkcp.SiteReport()}, "", []),
     ("own secrets: written, naming their owner", {"report": OWN}, "", [UID]),
 ]  # fmt: skip
 
