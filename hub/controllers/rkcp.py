@@ -1,9 +1,11 @@
 """The RemoteKamajiControlPlane controller's shell: watch, observe, reconcile (pure), act, patch.
 
-Talks to the management cluster (``common.kube``: RKCPs, Clusters, Secrets, Events) and to NATS
-(``common.bus``: the latest intent per control plane, publishing, purging). Caches RKCPs and
-Clusters from their watches; everything the site said comes from ``hub.observations`` (fed by
-``hub.ingest``) and ``hub.sites``. One worker per key at a time (``queue.WorkQueue``).
+Talks to the management cluster (``common.kube``: RKCPs, Clusters, Sites, Secrets, Events) and
+to NATS (``common.bus``: the latest intent per control plane, publishing, purging). Caches RKCPs,
+Clusters and Sites from their watches; everything the site said comes from
+``hub.observations`` (fed by ``hub.ingest``) and ``hub.sites``. One worker per key at a time
+(``queue.WorkQueue``). Placement is authorized by the Site (``hub.placements``) before anything
+is published; the Site status is written by ``hub.controllers.site`` from the same caches.
 """
 
 from __future__ import annotations
@@ -23,18 +25,21 @@ from common import errors as bus_errors
 from common import kube as ckube
 from common.kube import errors as kerrors
 from common.kube import resources, watching
-from hub import api, ingest, mapping, sites
+from hub import api, ingest, mapping, placements, sites
 from hub import metrics as hub_metrics
 from hub import observations as hub_observations
 from hub.controllers import cache, queue, writing
+from hub.controllers import site as site_controller
 from hub.reconcile import rkcp, rkcp_status
 from protocol import errors as protocol_errors
+from protocol import keys as protocol_keys
 from protocol import messages, signing, streams, subjects
 
 log = logging.getLogger(__name__)
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 CLUSTER = resources.CLUSTER
+SITE = resources.SITE
 STATUS_WRITE_INTERVAL = 1.0
 """Seconds: at most one status write per RKCP per interval (bursts of site reports coalesce)."""
 
@@ -81,6 +86,19 @@ class Controller:
         self.queue: queue.WorkQueue[Key] = queue.WorkQueue()
         self.rkcps = cache.ObjectCache()
         self.clusters = cache.ObjectCache()
+        self.site_objects = cache.ObjectCache()
+        self._caches = {RKCP: self.rkcps, CLUSTER: self.clusters, SITE: self.site_objects}
+        self._site_inputs: dict[str, int] = {}
+        """A hash of each Site's spec and generation: its status writes change neither."""
+        self._sites_synced = asyncio.Event()
+        self.site_sync = site_controller.SiteSync(
+            kube=kube,
+            sites=sites,
+            objects=self.site_objects,
+            control_planes=self.control_planes,
+            signing_key_id=protocol_keys.key_id(bytes(signer.verify_key)),
+            heartbeat_interval=heartbeat_interval,
+        )
         self._inputs: dict[Key, int] = {}
         """A hash of what each RKCP's reconcile decides from (see ``_decision_inputs``)."""
         self._created: dict[Key, str] = {}
@@ -105,13 +123,20 @@ class Controller:
     # -- wiring ----------------------------------------------------------------------------
 
     def known_sites(self) -> frozenset[str]:
-        return self.static_sites | {c.site for c in self._by_coords if self._by_coords[c]}
+        """Sites named by ``--sites``, an RKCP or a Site object (their heartbeats are polled)."""
+        named = {c.site for c in self._by_coords if self._by_coords[c]}
+        return self.static_sites | named | {name for _, name in self.site_objects}
+
+    def control_planes(self, site: str) -> int:
+        """How many RKCPs are placed at ``site`` (the Site status shows it)."""
+        return sum(len(keys) for coords, keys in self._by_coords.items() if coords.site == site)
 
     def on_observation(self, coords: hub_observations.Coordinates) -> None:
         for key in self._by_coords.get(coords, ()):
             self.queue.add(key)
 
     def on_site_change(self, site: str) -> None:
+        self.site_sync.add(site)
         for coords, keys in self._by_coords.items():
             if coords.site == site:
                 for key in keys:
@@ -122,6 +147,8 @@ class Controller:
         scopes: list[str | None] = list(self.namespaces) or [None]
         tasks = [asyncio.create_task(self._watch(RKCP, ns)) for ns in scopes]
         tasks += [asyncio.create_task(self._watch(CLUSTER, ns)) for ns in scopes]
+        tasks.append(asyncio.create_task(self._watch(SITE, None)))  # cluster-scoped
+        tasks.append(asyncio.create_task(self.site_sync.run()))
         tasks += [asyncio.create_task(self._watch_secrets(ns)) for ns in scopes]
         tasks += [asyncio.create_task(self._worker()) for _ in range(self.workers)]
         try:
@@ -141,7 +168,7 @@ class Controller:
     # -- caches ----------------------------------------------------------------------------
 
     async def _watch(self, r: resources.Resource, namespace: str | None) -> None:
-        known = self.rkcps if r is RKCP else self.clusters
+        known = self._caches[r]
         async for item in watching.stream(self.kube, r, namespace=namespace):
             if isinstance(item, watching.Synced):
                 fresh = {_key(o): o for o in item.items}
@@ -149,6 +176,8 @@ class Controller:
                     self._forget(r, gone)
                 for o in item.items:
                     self._remember(r, o)
+                if r is SITE:
+                    self._sites_synced.set()
             elif item.type == "DELETED":
                 self._forget(r, _key(item.object))
             else:
@@ -189,6 +218,15 @@ class Controller:
             # Our own status writes come back as MODIFIED events: they change nothing to decide.
             if previous != inputs:
                 self.queue.add(key)
+        elif r is SITE:
+            self.site_objects.put(key, obj)
+            site = key[1]
+            m = obj.get("metadata") or {}
+            inputs = hash((m.get("generation"), repr(obj.get("spec"))))
+            # Our own status writes come back too: only a new spec changes what is authorized.
+            if self._site_inputs.get(site) != inputs:
+                self._site_inputs[site] = inputs
+                self.on_site_change(site)
         else:
             self.clusters.put(key, obj)
             for k in self._rkcps_of_cluster(key):
@@ -204,6 +242,11 @@ class Controller:
                 self._by_coords[coords].discard(key)
                 for other in self._by_coords[coords]:
                     self.queue.add(other)  # a conflict may have resolved
+                self.site_sync.add(coords.site)  # one control plane less there
+        elif r is SITE:
+            self.site_objects.pop(key)
+            self._site_inputs.pop(key[1], None)
+            self.on_site_change(key[1])  # its RKCPs are no longer authorized
         else:
             self.clusters.pop(key)
             for k in self._rkcps_of_cluster(key):
@@ -219,6 +262,9 @@ class Controller:
         old = self._coords_of.get(key)
         if old is not None and old != coords:
             self._by_coords[old].discard(key)
+            self.site_sync.add(old.site)
+        if old != coords:
+            self.site_sync.add(coords.site)
         self._coords_of[key] = coords
         self._by_coords[coords].add(key)
 
@@ -323,6 +369,8 @@ class Controller:
             backlog=snap.backlog,
         )
         name = cluster_name or r.metadata.name
+        # Until the Sites are listed every placement would look unauthorized (and say so).
+        await self._sites_synced.wait()
         await self._secrets_synced.wait()
         checksums = {
             secret: self._secret_checksums[(r.metadata.namespace, secret)]
@@ -340,19 +388,31 @@ class Controller:
             secrets_checksums=checksums,
             cluster_name=name,
             conflict_with=self._conflict(coords, r),
+            not_authorized=self._denial(coords, r.metadata.namespace),
             known_initialized=r.metadata.uid in self._initialized,
             now=now,
         )
 
+    def _denial(self, coords: hub_observations.Coordinates, namespace: str) -> str:
+        """Why the Site does not let ``namespace`` place at ``coords`` ("" when it does)."""
+        spec = self.site_sync.spec(coords.site)
+        return placements.denial(
+            spec, site=coords.site, namespace=namespace, target_namespace=coords.namespace
+        )
+
     def _conflict(self, coords: hub_observations.Coordinates, r: api.RemoteKamajiControlPlane) -> str:
-        """The older RKCP claiming the same TCP, if this one is the younger."""
+        """The older authorized RKCP claiming the same TCP, if this one is the younger.
+
+        An RKCP its Site does not authorize claims nothing: otherwise a tenant could create one
+        early for a name another tenant will use, and hold that tenant's control plane hostage.
+        """
         mine = (
             r.metadata.creation_timestamp or dt.datetime.max.replace(tzinfo=dt.UTC),
             r.metadata.namespace,
             r.metadata.name,
         )
         for key in self._by_coords.get(coords, ()):
-            if key == (r.metadata.namespace, r.metadata.name):
+            if key == (r.metadata.namespace, r.metadata.name) or self._denial(coords, key[0]):
                 continue
             ts = self._created.get(key)
             when = (

@@ -32,6 +32,13 @@ from tests import helpers
 ROOT = Path(__file__).resolve().parents[2]
 SITE = "site-a"
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
+GRANT = {"namespaces": ["default"], "targetNamespaces": ["tenants"]}
+"""What the Site of the hub tests grants: their RKCPs are in ``default`` and target ``tenants``."""
+
+
+def site_obj(name: str = SITE, *placements: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "kamaji-broker.io/v1alpha1", "kind": "Site", "metadata": {"name": name},
+            "spec": {"placements": list(placements)}}  # fmt: skip
 
 
 def cluster_obj(name: str = "c1", **spec: Any) -> dict[str, Any]:
@@ -131,7 +138,10 @@ class World:
 
         async def beat() -> None:
             while True:
-                hb = messages.Heartbeat(site=SITE, started_at=helpers.T0, sent_at=messages.utcnow())
+                hb = messages.Heartbeat(
+                    site=SITE, agent_version="0.1.0", started_at=helpers.T0, sent_at=messages.utcnow(),
+                    trusted_key_ids=tuple(public.verify_keys()),
+                )  # fmt: skip
                 await publisher.heartbeat(hb)
                 await asyncio.sleep(0.3)
 
@@ -168,9 +178,12 @@ class World:
 
 
 @contextlib.asynccontextmanager
-async def open_world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncIterator[World]:
-    """Emulated management cluster and site (with the Kamaji simulator), keys, and nothing
-    running yet: tests start the hub and the agent (``World.start_hub``/``start_agent``)."""
+async def open_world(
+    conn: bus.Connection, prefix: str, tmp_path: Path, *, placements: tuple[dict[str, Any], ...] = (GRANT,)
+) -> AsyncIterator[World]:
+    """Emulated management cluster and site (with the Kamaji simulator), the Site object of
+    ``site-a`` granting ``placements``, keys, and nothing running yet: tests start the hub and
+    the agent (``World.start_hub``/``start_agent``)."""
     mgmt_server = kubeapi.Server(name="mgmt")
     site_server = kubeapi.Server(name="site-a")
     await mgmt_server.start(port=0)
@@ -178,6 +191,7 @@ async def open_world(conn: bus.Connection, prefix: str, tmp_path: Path) -> Async
     for path in [
         ROOT / "sandbox" / "crds" / "cluster.yaml",
         ROOT / "deploy" / "crds" / crdgen.FILENAME,
+        ROOT / "deploy" / "crds" / crdgen.SITE_FILENAME,
     ]:
         await mgmt_server.apply_crd(yaml.safe_load(path.read_text()))
     await site_server.apply_crd(
@@ -194,6 +208,7 @@ async def open_world(conn: bus.Connection, prefix: str, tmp_path: Path) -> Async
         signing=(keys.public_entry(bytes(signer.verify_key), created_at=helpers.T0),),
         sealing=(keys.public_entry(bytes(sealer.public_key), created_at=helpers.T0),),
     )
+    await ckube.Kube(mgmt_api).create(resources.SITE, site_obj(SITE, *placements))
     w = World(
         mgmt=ckube.Kube(mgmt_api), site=site, conn=conn, prefix=prefix, signer=signer,
         keyring=sealing.Keyring([sealer]), public=public, mgmt_kubeconfig=tmp_path / "mgmt",

@@ -21,6 +21,8 @@ VICTIM_NS = "default"
 VICTIM = "site-a-1"
 TARGET_NS = "tenants"
 SECRET_SUFFIXES = ("kubeconfig", "ca")
+SHARED = {"namespaces": [VICTIM_NS, "evil"], "targetNamespaces": [TARGET_NS]}
+"""A Site grant that lets the victim's and the attacker's namespaces share ``tenants``."""
 
 
 def cluster_obj(name: str, *, namespace: str) -> dict[str, Any]:

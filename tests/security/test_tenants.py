@@ -24,7 +24,9 @@ TCP = resources.TENANT_CONTROL_PLANE
 
 @pytest.fixture
 async def world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncIterator[World]:
-    async with open_world(conn, prefix, tmp_path) as w:
+    # The Site grants both tenants the shared target namespace: what remains between them is
+    # the conflict rule and the owner check.
+    async with open_world(conn, prefix, tmp_path, placements=(t.SHARED,)) as w:
         yield w
 
 
