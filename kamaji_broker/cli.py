@@ -19,7 +19,7 @@ from pathlib import Path
 from agent.settings import AgentSettings
 from common import keyfiles, logs, natsfiles
 from hub.settings import HubSettings
-from kamaji_broker import __version__, flags
+from kamaji_broker import __version__, flags, sitefiles
 from protocol import errors as protocol_errors
 from protocol import subjects
 
@@ -96,11 +96,26 @@ def _parser() -> argparse.ArgumentParser:
 
     site = sub.add_parser("site", help="site onboarding: NATS identity and permissions")
     site_sub = site.add_subparsers(dest="site_command", required=True, metavar="ACTION")
-    for action, helptext in (("add", "create or refresh a site's credentials"), ("remove", "revoke a site")):
+    for action, helptext in (
+        ("add", "create or refresh a site's credentials and write its Site manifest"),
+        ("remove", "revoke a site"),
+    ):
         a = site_sub.add_parser(action, help=helptext)
         a.add_argument("site", help="site name (a DNS-1123 label)")
         a.add_argument("--nats-config-dir", required=True, type=Path)
         a.add_argument("--prefix", default=subjects.DEFAULT_PREFIX, help="subject prefix (default: kb)")
+        if action == "add":
+            a.add_argument(
+                "--namespaces",
+                metavar="NS[,NS...]",
+                help="management namespaces whose RKCPs may place control planes at the site "
+                "(a spec.placements entry of the Site, with --target-namespaces)",
+            )
+            a.add_argument(
+                "--target-namespaces",
+                metavar="NS[,NS...]",
+                help="namespaces at the site those RKCPs may target (with --namespaces)",
+            )
     ls = site_sub.add_parser("list", help="list configured sites")
     ls.add_argument("--nats-config-dir", required=True, type=Path)
 
@@ -140,9 +155,12 @@ def _site(args: argparse.Namespace) -> int:
             print(f"{identity.name}\t{identity.public_key}")
         return 0
     if args.site_command == "add":
+        placements = sitefiles.placements(args.namespaces, args.target_namespaces)
         identity = natsfiles.site_add(config_dir, args.site, prefix=args.prefix)
         print(f"site {identity.name}: NKey {identity.public_key}", file=sys.stderr)
         print(f"agent seed file (give it to this site's agent only): {identity.seed_file}", file=sys.stderr)
+        manifest = sitefiles.write(identity.seed_file.parent, args.site, placements=placements)
+        print(f"Site manifest for the management cluster: kubectl apply -f {manifest}", file=sys.stderr)
     else:
         natsfiles.site_remove(config_dir, args.site, prefix=args.prefix)
         print(f"site {args.site} removed", file=sys.stderr)

@@ -32,6 +32,12 @@ from tests import helpers
 ROOT = Path(__file__).resolve().parents[2]
 SITE = "site-a"
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
+MGMT_CRDS = (
+    ROOT / "sandbox" / "crds" / "cluster.yaml",
+    ROOT / "deploy" / "crds" / crdgen.FILENAME,
+    ROOT / "deploy" / "crds" / crdgen.SITE_FILENAME,
+)
+"""The management cluster's CRDs: CAPI's Cluster (compact), the RKCP and the Site."""
 GRANT = {"namespaces": ["default"], "targetNamespaces": ["tenants"]}
 """What the Site of the hub tests grants: their RKCPs are in ``default`` and target ``tenants``."""
 
@@ -178,6 +184,23 @@ class World:
 
 
 @contextlib.asynccontextmanager
+async def open_kube(tmp_path: Path) -> AsyncIterator[ckube.Kube]:
+    """An emulated management cluster with the Cluster, RKCP and Site CRDs, and a client on it."""
+    server = kubeapi.Server(name="mgmt")
+    await server.start(port=0)
+    try:
+        for path in MGMT_CRDS:
+            await server.apply_crd(yaml.safe_load(path.read_text()))
+        api = await ckube.api_client_from_kubeconfig(server.write_kubeconfig(tmp_path / "mgmt.kubeconfig"))
+        try:
+            yield ckube.Kube(api)
+        finally:
+            await api.close()
+    finally:
+        await server.stop()
+
+
+@contextlib.asynccontextmanager
 async def open_world(
     conn: bus.Connection, prefix: str, tmp_path: Path, *, placements: tuple[dict[str, Any], ...] = (GRANT,)
 ) -> AsyncIterator[World]:
@@ -188,11 +211,7 @@ async def open_world(
     site_server = kubeapi.Server(name="site-a")
     await mgmt_server.start(port=0)
     await site_server.start(port=0)
-    for path in [
-        ROOT / "sandbox" / "crds" / "cluster.yaml",
-        ROOT / "deploy" / "crds" / crdgen.FILENAME,
-        ROOT / "deploy" / "crds" / crdgen.SITE_FILENAME,
-    ]:
+    for path in MGMT_CRDS:
         await mgmt_server.apply_crd(yaml.safe_load(path.read_text()))
     await site_server.apply_crd(
         yaml.safe_load((ROOT / "sandbox" / "crds" / "tenantcontrolplane.yaml").read_text())

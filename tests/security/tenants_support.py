@@ -9,7 +9,12 @@ causes), and tell whether the hub and agent loops are still alive.
 from __future__ import annotations
 
 import asyncio
+import base64
+import dataclasses
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from common import bus
 from common.kube import resources
@@ -21,6 +26,7 @@ VICTIM_NS = "default"
 VICTIM = "site-a-1"
 TARGET_NS = "tenants"
 SECRET_SUFFIXES = ("kubeconfig", "ca")
+KUBECTL = Path("/usr/bin/kubectl")
 SHARED = {"namespaces": [VICTIM_NS, "evil"], "targetNamespaces": [TARGET_NS]}
 """A Site grant that lets the victim's and the attacker's namespaces share ``tenants``."""
 
@@ -118,16 +124,19 @@ async def until_condition(
     return found[0]
 
 
-async def until_refused_or_leaked(w: World, name: str, *, namespace: str) -> dict[str, Any]:
-    """Wait until the hub either refused the sealed secrets for ``namespace/name`` (its
-    SecretsSynced condition says OwnerMismatch) or wrote some Secret into ``namespace`` (the
-    hole): the caller asserts which."""
+async def until_refused_or_leaked(w: World, name: str, *, namespace: str, refusals: float) -> dict[str, Any]:
+    """Wait until the hub either refused sealed secrets once more than ``refusals`` (a reconcile
+    judged the redelivered message) or wrote some Secret into ``namespace`` (the hole): the
+    caller asserts which. Returns the RKCP ``namespace/name`` as it is then."""
     found: list[dict[str, Any]] = []
 
     async def check() -> bool:
         obj = await w.mgmt.get_or_none(RKCP, name, namespace=namespace)
         found[:] = [obj] if obj else []
-        return condition(obj, "SecretsSynced")[1] == "OwnerMismatch" or bool(await secrets_in(w, namespace))
+        judged = (
+            refused(w, "OwnerMismatch") > refusals and condition(obj, "SecretsSynced")[1] == "OwnerMismatch"
+        )
+        return judged or bool(await secrets_in(w, namespace))
 
     await helpers.eventually(check, within=20)
     return found[0]
@@ -203,3 +212,95 @@ def alive(w: World) -> bool:
 def refused(w: World, reason: str) -> float:
     value = w.hub_metrics.registry.get_sample_value("kb_hub_secrets_refused_total", {"reason": reason})
     return value or 0.0
+
+
+# -- before / after --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """What an attack must leave as it was: the victim's CAPI Secrets, every TCP at the site
+    (with its resourceVersion), and the last sequence of the intent stream."""
+
+    victim_secrets: dict[str, Any]
+    tcps: dict[str, str]
+    intents_seq: int
+
+
+async def snapshot(w: World) -> Snapshot:
+    tcps = await w.site.list(resources.TENANT_CONTROL_PLANE)
+    return Snapshot(
+        victim_secrets=data_of(await capi_secrets(w, VICTIM_NS, VICTIM)),
+        tcps={
+            f"{o['metadata']['namespace']}/{o['metadata']['name']}": o["metadata"]["resourceVersion"]
+            for o in tcps.items
+        },
+        intents_seq=await stream_last_seq(w, subjects.Kind.INTENT),
+    )
+
+
+async def victim_ready(w: World) -> dict[str, Any]:
+    """Hub and agent running, the victim's control plane Ready with its Secrets written."""
+    w.start_hub()
+    w.start_agent()
+    await create_pair(w, VICTIM, namespace=VICTIM_NS)
+    return await until_ready(w)
+
+
+async def share_target_namespace(w: World) -> None:
+    """Let the attacker's namespace target ``tenants`` too (an operator sharing it on purpose)."""
+    await w.mgmt.patch(resources.SITE, SITE, {"spec": {"placements": [SHARED]}})
+
+
+ROTATED_CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nrotated\n-----END CERTIFICATE-----\n").decode()
+
+
+async def rotate_ca(w: World) -> None:
+    """Change the victim's CA at the site (a rotation) and wait until the victim's CAPI Secret has it."""
+    await w.site.patch(
+        resources.SECRET, f"{VICTIM}-ca", {"data": {"ca.crt": ROTATED_CA}}, namespace=TARGET_NS
+    )
+
+    async def rotated() -> bool:
+        ca = (await capi_secrets(w, VICTIM_NS, VICTIM))["ca"]
+        return ca is not None and ca["data"]["tls.crt"] == ROTATED_CA
+
+    await helpers.eventually(rotated, within=20)
+
+
+# -- kubectl as a tenant ---------------------------------------------------------------------
+
+
+class Kubectl:
+    """kubectl against the emulated management cluster, as a tenant types it."""
+
+    def __init__(self, kubeconfig: Path, cache: Path) -> None:
+        self.base = [str(KUBECTL), "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache)]
+
+    async def run(self, *args: str, stdin: str | None = None) -> str:
+        proc = await asyncio.create_subprocess_exec(
+            *self.base, *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), timeout=60)
+        assert proc.returncode == 0, f"kubectl {' '.join(args)} failed: {err.decode()}"
+        return out.decode()
+
+    async def create_pair(self, name: str, *, namespace: str, **spec: Any) -> None:
+        """``kubectl create namespace``, ``kubectl apply`` the Cluster, then the RKCP owned by it."""
+        await self.run("create", "namespace", namespace)
+        await self.run("apply", "-f", "-", stdin=yaml.safe_dump(cluster_obj(name, namespace=namespace)))
+        uid = await self.run("get", "cluster", name, "-n", namespace, "-o", "jsonpath={.metadata.uid}")
+        cluster = {"metadata": {"name": name, "uid": uid}}
+        await self.run(
+            "apply",
+            "-f",
+            "-",
+            stdin=yaml.safe_dump(rkcp_obj(name, namespace=namespace, cluster=cluster, **spec)),
+        )
+
+    async def ready_condition(self, name: str, *, namespace: str) -> tuple[str, str, str]:
+        path = '{range .status.conditions[?(@.type=="Ready")]}{.status}|{.reason}|{.message}{end}'
+        out = await self.run("get", "rkcp", name, "-n", namespace, "-o", f"jsonpath={path}")
+        status, reason, message = [*out.split("|", 2), "", "", ""][:3]
+        return status, reason, message
