@@ -51,7 +51,7 @@ class Metrics:
         self.secrets_refused = Counter(
             "kb_hub_secrets_refused",
             "Sealed secrets not written for an RKCP naming their coordinates, by reason "
-            "(OwnerMismatch, NotAuthorized, Conflict); once per message and RKCP",
+            "(OwnerMismatch, NotAuthorized, Conflict, Paused); once per message and RKCP",
             ["reason"],
             registry=r,
         )

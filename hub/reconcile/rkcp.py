@@ -144,7 +144,8 @@ class Plan:
 OWNER_MISMATCH = "OwnerMismatch"
 NOT_AUTHORIZED = "NotAuthorized"
 CONFLICT = "Conflict"
-REFUSALS = (OWNER_MISMATCH, NOT_AUTHORIZED, CONFLICT)
+PAUSED = "Paused"
+REFUSALS = (OWNER_MISMATCH, NOT_AUTHORIZED, CONFLICT, PAUSED)
 """Why sealed secrets are withheld from an RKCP; each is also its SecretsSynced reason."""
 
 
@@ -176,7 +177,8 @@ def decide_secrets(o: Observed) -> SecretsDecision:
     """Whether the site's sealed secrets are written into this object's CAPI Secrets.
 
     Secrets reach only their owner: the RKCP whose uid the sealed message names, and only while
-    it is authorized and not in conflict. Any other RKCP naming the same coordinates (a tenant
+    it is authorized, not in conflict and not paused (a paused Cluster means hands off: the
+    secrets are written when it resumes). Any other RKCP naming the same coordinates (a tenant
     grabbing another's TenantControlPlane) gets nothing, however often the box comes again.
     Messages never carry secret material nor the other owner's identity.
     """
@@ -198,6 +200,12 @@ def decide_secrets(o: Observed) -> SecretsDecision:
             refused=reason if sealed else "",
         )
     state, message, actions = _secrets_state(o)
+    if actions and o.cluster is not None and o.cluster.paused:
+        return SecretsDecision(
+            PAUSED,
+            "the owner Cluster is paused: the site's secrets are written when it resumes",
+            refused=PAUSED,
+        )
     return SecretsDecision(state, message, actions)
 
 
@@ -281,15 +289,16 @@ def reconcile_normal(o: Observed) -> Plan:
                 f"provision intent for generation {r.metadata.generation} sent to site {r.spec.site}",
             )
         )
-    if not paused:
-        # A paused Cluster means hands off (CAPI): conditions only, no writes of ours.
-        actions.extend(secrets.actions)
-        if (
-            status_msg is not None
-            and status_msg.endpoint is not None
-            and r.spec.control_plane_endpoint is None
-        ):
-            actions.append(SetEndpoint(host=status_msg.endpoint.host, port=status_msg.endpoint.port))
+    # A paused Cluster means hands off (CAPI): conditions only, no writes of ours (decide_secrets
+    # withholds the secrets then).
+    actions.extend(secrets.actions)
+    if (
+        not paused
+        and status_msg is not None
+        and status_msg.endpoint is not None
+        and r.spec.control_plane_endpoint is None
+    ):
+        actions.append(SetEndpoint(host=status_msg.endpoint.host, port=status_msg.endpoint.port))
     status = rkcp_status.new_status(r.status, facts, now=o.now)
     first_ready = status.initialized and not (r.status.initialized or o.known_initialized)
     if first_ready:

@@ -169,6 +169,7 @@ def set_secrets_synced_condition(status: api.Status, f: Facts, *, now: dt.dateti
         "OwnerMismatch": (c.FALSE, "OwnerMismatch"),
         "NotAuthorized": (c.FALSE, "NotAuthorized"),
         "Conflict": (c.FALSE, "Conflict"),
+        "Paused": (c.FALSE, "Paused"),
     }
     value, reason = table[f.secrets]
     _set(

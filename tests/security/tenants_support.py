@@ -80,6 +80,11 @@ async def capi_secrets(w: World, namespace: str, cluster: str) -> dict[str, dict
     }
 
 
+async def no_capi_secrets(w: World, namespace: str, cluster: str) -> bool:
+    """Neither ``<cluster>-kubeconfig`` nor ``<cluster>-ca`` exists in ``namespace``."""
+    return all(s is None for s in (await capi_secrets(w, namespace, cluster)).values())
+
+
 async def secrets_in(w: World, namespace: str) -> list[str]:
     """Names of every Secret in ``namespace``."""
     found = await w.mgmt.list(resources.SECRET, namespace=namespace)
@@ -142,11 +147,11 @@ async def until_refused_or_leaked(w: World, name: str, *, namespace: str, refusa
     return found[0]
 
 
-async def last_seq(w: World, kind: subjects.Kind, name: str = VICTIM) -> int:
+async def last_seq(w: World, kind: subjects.Kind, name: str = VICTIM, *, namespace: str = TARGET_NS) -> int:
     stored = await bus.last_message(
         w.conn,
         streams.stream_name(kind, prefix=w.prefix),
-        subjects.control_plane(kind, SITE, TARGET_NS, name, prefix=w.prefix),
+        subjects.control_plane(kind, SITE, namespace, name, prefix=w.prefix),
     )
     return stored.seq if stored else 0
 
@@ -255,11 +260,14 @@ async def share_target_namespace(w: World) -> None:
 ROTATED_CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nrotated\n-----END CERTIFICATE-----\n").decode()
 
 
-async def rotate_ca(w: World) -> None:
-    """Change the victim's CA at the site (a rotation) and wait until the victim's CAPI Secret has it."""
+async def rotate_ca(w: World, *, wait: bool = True) -> None:
+    """Change the victim's CA at the site (a rotation); with ``wait``, until the victim's CAPI
+    Secret has it."""
     await w.site.patch(
         resources.SECRET, f"{VICTIM}-ca", {"data": {"ca.crt": ROTATED_CA}}, namespace=TARGET_NS
     )
+    if not wait:
+        return
 
     async def rotated() -> bool:
         ca = (await capi_secrets(w, VICTIM_NS, VICTIM))["ca"]

@@ -264,7 +264,7 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
             ),
         ),
         [],
-        {"Paused": ("True", "Paused")},
+        {"Paused": ("True", "Paused"), "SecretsSynced": ("False", "Paused")},
     ),
     (
         "secrets sealed to an unknown key",
@@ -295,6 +295,7 @@ REFUSALS = [
     ("owner mismatch", {"report": OTHERS}, "OwnerMismatch", []),
     ("conflict", {"conflict_with": "default/older", "report": OWN}, "Conflict", []),
     ("not authorized", {"not_authorized": "no", "report": OWN}, "NotAuthorized", []),
+    ("paused", {"cluster": api.Cluster.parse({"spec": {"paused": True}}), "report": OWN}, "Paused", []),
     ("conflict, nothing sealed", {"conflict_with": "default/older", "report": rkcp.SiteReport()}, "", []),
     ("own secrets: written, naming their owner", {"report": OWN}, "", [UID]),
 ]  # fmt: skip
