@@ -200,9 +200,9 @@ async def test_a_paused_attacker_gets_nothing_either(world: World) -> None:
 
 # -- changing the placement after creation ------------------------------------------------------
 
+ONTO_VICTIM = {"targetNamespace": t.TARGET_NS, "tenantControlPlaneName": t.VICTIM}
 MOVES = [
-    ("onto the victim's TCP, not granted", False, {"targetNamespace": t.TARGET_NS, "tenantControlPlaneName": t.VICTIM},
-     "NotAuthorized"),
+    ("onto the victim's TCP, not granted", False, ONTO_VICTIM, "NotAuthorized"),
     ("to a site without a Site object", False, {"site": "site-b"}, "NotAuthorized"),
     ("onto the victim's TCP in a shared namespace", True, {"tenantControlPlaneName": t.VICTIM}, "Conflict"),
 ]  # fmt: skip
