@@ -87,7 +87,10 @@ def set_signing_key_trusted_condition(status: site_api.SiteStatus, f: Facts, *, 
 def new_status(previous: site_api.SiteStatus, f: Facts, *, now: dt.datetime) -> site_api.SiteStatus:
     status = previous.model_copy(deep=True)
     status.connected = f.connected
-    status.last_heartbeat_time = f.last_heartbeat_time
+    # Whole seconds, like every Kubernetes timestamp (metav1.Time): `kubectl get sites` prints it.
+    status.last_heartbeat_time = (
+        f.last_heartbeat_time.replace(microsecond=0) if f.last_heartbeat_time else None
+    )
     status.backlog = f.backlog
     status.control_planes = f.control_planes
     status.agent_version = f.agent_version

@@ -71,3 +71,8 @@ def test_worth_writing_is_change_only(changes: dict[str, object], write: bool) -
     new = site_status.new_status(stored, dataclasses.replace(FACTS, **changes), now=NOW)  # type: ignore[arg-type]
     assert site_status.worth_writing(stored, new) is write
     assert site_status.worth_writing(new, new) is False
+
+
+def test_the_heartbeat_time_is_written_in_whole_seconds() -> None:
+    f = dataclasses.replace(FACTS, last_heartbeat_time=NOW.replace(microsecond=171902))
+    assert site_status.new_status(site_api.SiteStatus(), f, now=NOW).last_heartbeat_time == NOW
