@@ -123,13 +123,20 @@ class Controller:
     # -- wiring ----------------------------------------------------------------------------
 
     def known_sites(self) -> frozenset[str]:
-        """Sites named by ``--sites``, an RKCP or a Site object (their heartbeats are polled)."""
-        named = {c.site for c in self._by_coords if self._by_coords[c]}
-        return self.static_sites | named | {name for _, name in self.site_objects}
+        """Sites named by ``--sites`` or by a Site object: the hub keeps their streams and
+        consumers and polls their heartbeats. An RKCP naming any other site is not authorized,
+        so a tenant cannot make the hub create a consumer for a site name it invents."""
+        return self.static_sites | {name for _, name in self.site_objects}
 
     def control_planes(self, site: str) -> int:
-        """How many RKCPs are placed at ``site`` (the Site status shows it)."""
-        return sum(len(keys) for coords, keys in self._by_coords.items() if coords.site == site)
+        """How many authorized RKCPs are placed at ``site`` (the Site status shows it)."""
+        return sum(
+            1
+            for coords, keys in self._by_coords.items()
+            if coords.site == site
+            for key in keys
+            if not self._denial(coords, key[0])
+        )
 
     def on_observation(self, coords: hub_observations.Coordinates) -> None:
         for key in self._by_coords.get(coords, ()):
@@ -357,7 +364,7 @@ class Controller:
         except mapping.InvalidCoordinates as exc:
             problem = problem or str(exc)
             coords = hub_observations.Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
-        if coords.site not in self._topology_sites:
+        if coords.site not in self._topology_sites and coords.site in self.known_sites():
             await self.ensure_topology()
         desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
         published = await self._published(coords)

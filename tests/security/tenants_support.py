@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from common import bus
+from common import errors as bus_errors
 from common.kube import resources
 from protocol import messages, sealing, streams, subjects
 from tests import helpers
@@ -154,6 +155,15 @@ async def last_seq(w: World, kind: subjects.Kind, name: str = VICTIM, *, namespa
         subjects.control_plane(kind, SITE, namespace, name, prefix=w.prefix),
     )
     return stored.seq if stored else 0
+
+
+async def has_consumer(w: World, site: str) -> bool:
+    consumer = streams.agent_consumer(site, prefix=w.prefix)
+    try:
+        await bus.consumer_info(w.conn, consumer.stream, consumer.durable_name)
+    except bus_errors.ConsumerNotFound:
+        return False
+    return True
 
 
 async def stream_last_seq(w: World, kind: subjects.Kind) -> int:

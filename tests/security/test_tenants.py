@@ -65,6 +65,8 @@ async def test_an_unauthorized_placement_is_refused_and_publishes_nothing(
     assert site in message and f"namespace {namespace}" in message and f"target namespace {target}" in message
     assert await t.snapshot(world) == before
     assert await t.no_capi_secrets(world, namespace, name)
+    if site != SITE:  # a site name a tenant invents gets no consumer either
+        assert not await t.has_consumer(world, site)
     assert t.alive(world)
 
 
