@@ -226,8 +226,7 @@ class Controller:
             if previous != inputs:
                 self.queue.add(key)
         elif r is SITE:
-            self.site_objects.put(key, obj)
-            site = key[1]
+            site = self.site_sync.remember(obj)
             m = obj.get("metadata") or {}
             inputs = hash((m.get("generation"), repr(obj.get("spec"))))
             # Our own status writes come back too: only a new spec changes what is authorized.
@@ -251,7 +250,7 @@ class Controller:
                     self.queue.add(other)  # a conflict may have resolved
                 self.site_sync.add(coords.site)  # one control plane less there
         elif r is SITE:
-            self.site_objects.pop(key)
+            self.site_sync.forget(key[1])
             self._site_inputs.pop(key[1], None)
             self.on_site_change(key[1])  # its RKCPs are no longer authorized
         else:

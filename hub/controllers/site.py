@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import pydantic
 
@@ -53,20 +54,31 @@ class SiteSync:
         self.resync = max(1.0, heartbeat_interval)
         """Seconds between looks at one site: connectedness changes as a heartbeat ages."""
         self.queue: queue.WorkQueue[str] = queue.WorkQueue()
+        self._specs: dict[str, site_api.SiteSpec | None] = {}
+        """Each Site's parsed spec: every reconcile asks, and the control-plane count asks once
+        per RKCP, so parsing the cached JSON each time would cost more than the rest."""
 
     def add(self, site: str) -> None:
         self.queue.add(site)
 
-    def spec(self, site: str) -> site_api.SiteSpec | None:
-        """The Site's spec; None when there is no Site object (or an invalid one: grant nothing)."""
-        obj = self.objects.get(key(site))
-        if obj is None:
-            return None
+    def remember(self, obj: dict[str, Any]) -> str:
+        """Cache a Site object from the watch; its name."""
+        site = str((obj.get("metadata") or {}).get("name") or "")
+        self.objects.put(key(site), obj)
         try:
-            return site_api.Site.parse(obj).spec
+            self._specs[site] = site_api.Site.parse(obj).spec
         except pydantic.ValidationError as exc:
             log.error("Site %s is not valid, so it grants nothing: %s", site, exc)
-            return None
+            self._specs[site] = None
+        return site
+
+    def forget(self, site: str) -> None:
+        self.objects.pop(key(site))
+        self._specs.pop(site, None)
+
+    def spec(self, site: str) -> site_api.SiteSpec | None:
+        """The Site's spec; None when there is no Site object (or an invalid one: grant nothing)."""
+        return self._specs.get(site)
 
     async def run(self) -> None:
         while True:
