@@ -163,7 +163,11 @@ def _site(args: argparse.Namespace) -> int:
         print(f"Site manifest for the management cluster: kubectl apply -f {manifest}", file=sys.stderr)
     else:
         natsfiles.site_remove(config_dir, args.site, prefix=args.prefix)
+        sitefiles.remove(config_dir / natsfiles.SITES_DIR, args.site)
         print(f"site {args.site} removed", file=sys.stderr)
+        print(
+            f"delete its Site in the management cluster too: kubectl delete site {args.site}", file=sys.stderr
+        )
     print("reload the server to apply: nats-server --signal reload", file=sys.stderr)
     return 0
 

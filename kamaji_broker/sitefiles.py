@@ -57,3 +57,8 @@ def write(directory: Path, site: str, *, placements: list[site_api.Placement]) -
     body = yaml.safe_dump(site_api.manifest(site, placements=placements), sort_keys=False)
     path.write_text(header + body)
     return path
+
+
+def remove(directory: Path, site: str) -> None:
+    """Delete ``directory/<site>.site.yaml`` if it is there (``site remove``)."""
+    (directory / f"{site}{SUFFIX}").unlink(missing_ok=True)

@@ -70,3 +70,12 @@ async def test_the_manifest_applies_to_the_management_cluster(tmp_path: Path) ->
     async with open_kube(tmp_path) as kube:
         created = await kube.create(resources.SITE, manifest(tmp_path))
     assert created["spec"]["placements"] == [{"namespaces": ["default"], "targetNamespaces": ["tenants"]}]
+
+
+def test_site_remove_deletes_the_manifest_and_says_to_delete_the_site(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["site", "add", "site-a", "--nats-config-dir", str(tmp_path)]) == 0
+    assert cli.main(["site", "remove", "site-a", "--nats-config-dir", str(tmp_path)]) == 0
+    assert not (tmp_path / natsfiles.SITES_DIR / "site-a.site.yaml").exists()
+    assert "kubectl delete site site-a" in capsys.readouterr().err
