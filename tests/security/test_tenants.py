@@ -271,3 +271,28 @@ async def test_kubectl_as_a_tenant_cannot_place_outside_its_grant(
     assert await t.snapshot(world) == before
     assert await kubectl.run("get", "secrets", "-n", "evil", "-o", "name") == ""
     assert t.alive(world)
+
+
+# -- the same-namespace rule's sharp edge -------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["republish", "hub restart"])
+async def test_a_namespace_named_like_the_victims_target_is_placed_but_gets_no_secrets(
+    world: World, how: str
+) -> None:
+    # Whoever holds management namespace "tenants" may target site namespace "tenants" by the
+    # default rule (README: set sameNamespace false when the two name spaces have different
+    # owners). The conflict rule and the owner check still keep the victim's secrets its own.
+    await t.victim_ready(world)
+    await t.create_pair(world, "grab", namespace=t.TARGET_NS, tenantControlPlaneName=t.VICTIM)
+    await t.until_condition(
+        world, "grab", namespace=t.TARGET_NS, type_="Ready", status="False", reason="Conflict"
+    )
+    before = await t.snapshot(world)
+    refusals = t.refused(world, "OwnerMismatch")
+    await _redeliver(world, how)
+    grab = await t.until_refused_or_leaked(world, "grab", namespace=t.TARGET_NS, refusals=refusals)
+    assert await t.secrets_in(world, t.TARGET_NS) == []
+    assert t.condition(grab, "SecretsSynced")[:2] == ("False", "OwnerMismatch")
+    assert await t.snapshot(world) == before
+    assert t.alive(world)
