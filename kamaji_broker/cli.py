@@ -18,6 +18,7 @@ from pathlib import Path
 
 from agent.settings import AgentSettings
 from common import keyfiles, logs, natsfiles
+from common.kube import errors as kube_errors
 from hub.settings import HubSettings
 from kamaji_broker import __version__, flags, sitefiles
 from protocol import errors as protocol_errors
@@ -116,6 +117,12 @@ def _parser() -> argparse.ArgumentParser:
                 metavar="NS[,NS...]",
                 help="namespaces at the site those RKCPs may target (with --namespaces)",
             )
+            a.add_argument(
+                "--apply",
+                metavar="KUBECONFIG",
+                type=Path,
+                help="also create (or update the spec of) the Site in the management cluster of KUBECONFIG",
+            )
     ls = site_sub.add_parser("list", help="list configured sites")
     ls.add_argument("--nats-config-dir", required=True, type=Path)
 
@@ -161,6 +168,9 @@ def _site(args: argparse.Namespace) -> int:
         print(f"agent seed file (give it to this site's agent only): {identity.seed_file}", file=sys.stderr)
         manifest = sitefiles.write(identity.seed_file.parent, args.site, placements=placements)
         print(f"Site manifest for the management cluster: kubectl apply -f {manifest}", file=sys.stderr)
+        if args.apply is not None:
+            done = asyncio.run(sitefiles.apply(args.apply, args.site, placements=placements))
+            print(f"Site {args.site} {done} in the management cluster", file=sys.stderr)
     else:
         natsfiles.site_remove(config_dir, args.site, prefix=args.prefix)
         sitefiles.remove(config_dir / natsfiles.SITES_DIR, args.site)
@@ -239,6 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in str(exc).splitlines():
             print(f"kamaji-broker {args.command}: error: {line}", file=sys.stderr)
         return 2
+    except kube_errors.KubeError as exc:
+        print(f"kamaji-broker {args.command}: error: the management cluster: {exc}", file=sys.stderr)
+        return 1
     except (protocol_errors.ProtocolError, ValueError, FileNotFoundError) as exc:
         print(f"kamaji-broker {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -2,7 +2,8 @@
 
 Owns turning the ``--namespaces``/``--target-namespaces`` flags into a ``Site`` placement and
 writing the manifest (``hub.site_api.manifest``) with a comment that says what it grants. Talks
-to the file it writes only; applying it to the management cluster is the operator's step.
+to the file it writes and, with ``--apply KUBECONFIG``, to that management cluster (create the
+Site, or update its spec), through ``common.kube``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from pathlib import Path
 import pydantic
 import yaml
 
+from common import kube as ckube
+from common.kube import errors as kerrors
+from common.kube import resources
 from hub import site_api
 
 SUFFIX = ".site.yaml"
@@ -62,3 +66,19 @@ def write(directory: Path, site: str, *, placements: list[site_api.Placement]) -
 def remove(directory: Path, site: str) -> None:
     """Delete ``directory/<site>.site.yaml`` if it is there (``site remove``)."""
     (directory / f"{site}{SUFFIX}").unlink(missing_ok=True)
+
+
+async def apply(kubeconfig: Path, site: str, *, placements: list[site_api.Placement]) -> str:
+    """Create the Site, or replace the spec of the existing one; "created" or "updated"."""
+    body = site_api.manifest(site, placements=placements)
+    api = await ckube.api_client_from_kubeconfig(str(kubeconfig))
+    try:
+        kube = ckube.Kube(api)
+        try:
+            await kube.create(resources.SITE, body)
+        except kerrors.Conflict:
+            await kube.patch(resources.SITE, site, {"spec": body["spec"]})
+            return "updated"
+        return "created"
+    finally:
+        await api.close()

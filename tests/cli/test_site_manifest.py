@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from common import natsfiles
 from common.kube import resources
 from hub import site_api
 from kamaji_broker import cli
+from sandbox import kubeapi
 from tests.hub.conftest import open_kube
 
 
@@ -79,3 +81,28 @@ def test_site_remove_deletes_the_manifest_and_says_to_delete_the_site(
     assert cli.main(["site", "remove", "site-a", "--nats-config-dir", str(tmp_path)]) == 0
     assert not (tmp_path / natsfiles.SITES_DIR / "site-a.site.yaml").exists()
     assert "kubectl delete site site-a" in capsys.readouterr().err
+
+
+async def test_apply_creates_then_updates_the_site(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with open_kube(tmp_path) as kube:
+        kubeconfig = tmp_path / "mgmt.kubeconfig"
+        add = ["site", "add", "site-a", "--nats-config-dir", str(tmp_path), "--apply", str(kubeconfig)]
+        assert await asyncio.to_thread(cli.main, add) == 0
+        assert "Site site-a created" in capsys.readouterr().err
+        grant = ["--namespaces", "team-a", "--target-namespaces", "tenants"]
+        assert await asyncio.to_thread(cli.main, [*add, *grant]) == 0
+        assert "Site site-a updated" in capsys.readouterr().err
+        site = await kube.get(resources.SITE, "site-a")
+    assert site["spec"]["placements"] == [{"namespaces": ["team-a"], "targetNamespaces": ["tenants"]}]
+
+
+async def test_apply_without_the_site_crd_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with kubeapi.Server(name="bare") as server:
+        kubeconfig = server.write_kubeconfig(tmp_path / "bare.kubeconfig")
+        add = ["site", "add", "site-a", "--nats-config-dir", str(tmp_path), "--apply", str(kubeconfig)]
+        assert await asyncio.to_thread(cli.main, add) == 1
+    assert "error: the management cluster:" in capsys.readouterr().err
