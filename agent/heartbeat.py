@@ -40,6 +40,7 @@ def new_heartbeat(
     ready: int,
     last_intent_seq: int,
     kamaji_detected: bool,
+    trusted_key_ids: tuple[str, ...] = (),
 ) -> messages.Heartbeat:
     # Counts are clamped at zero: msgspec checks the NonNegative constraints only when decoding,
     # so a negative here would be published and then refused by the hub.
@@ -52,6 +53,7 @@ def new_heartbeat(
         ready=max(0, ready),
         last_intent_seq=max(0, last_intent_seq),
         kamaji_detected=kamaji_detected,
+        trusted_key_ids=tuple(sorted(trusted_key_ids)),
     )
 
 
@@ -70,6 +72,7 @@ class Heartbeat:
         namespaces: tuple[str, ...] = (),
         detect_interval: float = 60.0,
         started_at: dt.datetime | None = None,
+        trusted_key_ids: tuple[str, ...] = (),
     ) -> None:
         self.publisher = publisher
         self.kube = kube
@@ -88,6 +91,8 @@ class Heartbeat:
         self.detect_interval = detect_interval
         """Seconds between Kamaji probes: a CRD appears rarely, a beat is every 10 s."""
         self.started_at = started_at or messages.utcnow()
+        self.trusted_key_ids = trusted_key_ids
+        """Ids of the hub signing keys the agent verifies intents with (the hub shows them on the Site)."""
         self.beats = 0
         """Heartbeats the server acknowledged."""
         self.failures = 0
@@ -127,6 +132,7 @@ class Heartbeat:
             ready=self.ready(),
             last_intent_seq=self.last_intent_seq(),
             kamaji_detected=await self.kamaji_detected(),
+            trusted_key_ids=self.trusted_key_ids,
         )
         await self.publisher.heartbeat(beat)
         self.beats += 1

@@ -126,6 +126,7 @@ class Agent(service.Service):
             ready=lambda: status.counts()[1],
             last_intent_seq=lambda: apply.last_seq,
             agent_version=__version__,
+            trusted_key_ids=tuple(hub_keys.verify_keys()),
             interval=s.heartbeat_interval,
             namespaces=s.target_namespaces,
         )

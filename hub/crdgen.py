@@ -1,12 +1,13 @@
-"""Generate the RemoteKamajiControlPlane CRD from the pydantic models in ``hub.api``.
+"""Generate the RemoteKamajiControlPlane and Site CRDs from the pydantic models in ``hub.api``
+and ``hub.site_api``.
 
 Owns the translation of pydantic's JSON Schema into a Kubernetes *structural* OpenAPI v3 schema
 (every node typed, no ``$ref``, no ``anyOf`` for optionality, ``x-kubernetes-preserve-unknown-
 fields`` for free-form objects) and the CRD around it: names, CAPI contract labels, printer
 columns, the ``status`` and ``scale`` subresources. Talks to nothing but the file it writes.
 
-    python -m hub.crdgen            # (re)write deploy/crds/<group>_<plural>.yaml
-    python -m hub.crdgen --check    # exit 1 when the committed file differs from the models
+    python -m hub.crdgen            # (re)write deploy/crds/<group>_<plural>.yaml, both kinds
+    python -m hub.crdgen --check    # exit 1 when a committed file differs from the models
 
 ``tests/hub/test_crd.py`` runs the comparison too, so the models and the CRD cannot drift.
 """
@@ -22,17 +23,25 @@ from typing import Any, Final
 
 import yaml
 
-from hub import api
+from hub import api, site_api
 
 Schema = dict[str, Any]
 
 FILENAME: Final = f"{api.GROUP}_{api.PLURAL}.yaml"
+SITE_FILENAME: Final = f"{site_api.GROUP}_{site_api.PLURAL}.yaml"
+"""The Site CRD's file, next to the RKCP's (``--output``'s directory)."""
 DEFAULT_OUTPUT: Final = Path("deploy") / "crds" / FILENAME
 
-HEADER: Final = (
-    "# RemoteKamajiControlPlane CRD. Generated from hub/api.py by `python -m hub.crdgen`: do not edit\n"
-    "# by hand (tests/hub/test_crd.py fails when this file and the models differ).\n"
-)
+
+def _header(kind: str, source: str) -> str:
+    return (
+        f"# {kind} CRD. Generated from {source} by `python -m hub.crdgen`: do not edit\n"
+        "# by hand (tests/hub/test_crd.py fails when this file and the models differ).\n"
+    )
+
+
+HEADER: Final = _header(api.KIND, "hub/api.py")
+SITE_HEADER: Final = _header(site_api.KIND, "hub/site_api.py")
 
 # Keywords a structural schema node may carry after translation; anything else pydantic emits
 # (const, $ref, anyOf for unions, ...) means a model uses a shape Kubernetes cannot express, and
@@ -207,10 +216,12 @@ def crd() -> dict[str, Any]:
     }
 
 
-def _printer_columns() -> list[dict[str, str]]:
-    def column(name: str, type_: str, path: str, description: str) -> dict[str, str]:
-        return {"name": name, "type": type_, "jsonPath": path, "description": description}
+def _column(name: str, type_: str, path: str, description: str) -> dict[str, str]:
+    return {"name": name, "type": type_, "jsonPath": path, "description": description}
 
+
+def _printer_columns() -> list[dict[str, str]]:
+    column = _column
     return [
         column("Site", "string", ".spec.site", "Site running the TenantControlPlane"),
         column("Version", "string", ".spec.version", "Kubernetes version"),
@@ -220,28 +231,98 @@ def _printer_columns() -> list[dict[str, str]]:
     ]
 
 
+def site_open_api_schema() -> Schema:
+    """The ``openAPIV3Schema`` of the Site version (spec optional: ``{}`` means the defaults)."""
+    described = "" if site_api.Site.__doc__ is None else site_api.Site.__doc__
+    spec = structural(site_api.SiteSpec.model_json_schema(mode="validation"), path="spec")
+    spec["default"] = {}
+    return {
+        "description": described.strip(),
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string", "description": "APIVersion of this object."},
+            "kind": {"type": "string", "description": "Kind of this object."},
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": structural(site_api.SiteStatus.model_json_schema(mode="validation"), path="status"),
+        },
+    }
+
+
+def site_crd() -> dict[str, Any]:
+    """The Site CustomResourceDefinition (cluster-scoped, status subresource), as a dict."""
+    column = _column
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{site_api.PLURAL}.{site_api.GROUP}"},
+        "spec": {
+            "group": site_api.GROUP,
+            "names": {
+                "kind": site_api.KIND,
+                "listKind": site_api.LIST_KIND,
+                "plural": site_api.PLURAL,
+                "singular": site_api.SINGULAR,
+                "categories": list(site_api.CATEGORIES),
+            },
+            "scope": "Cluster",
+            "versions": [
+                {
+                    "name": site_api.VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": [
+                        column("Connected", "boolean", ".status.connected", "The agent's heartbeat is fresh"),
+                        column(
+                            "Heartbeat", "date", ".status.lastHeartbeatTime", "Time since the last heartbeat"
+                        ),
+                        column(
+                            "Backlog", "integer", ".status.backlog", "Intents the agent has not processed"
+                        ),
+                        column("Control Planes", "integer", ".status.controlPlanes", "RKCPs placed here"),
+                        column("Agent Version", "string", ".status.agentVersion", "Version of the agent"),
+                        column("Age", "date", ".metadata.creationTimestamp", "Time since creation"),
+                    ],
+                    "schema": {"openAPIV3Schema": site_open_api_schema()},
+                }
+            ],
+        },
+    }
+
+
 def render() -> str:
-    """The CRD file's text (header comment plus YAML, keys sorted so the output is stable)."""
+    """The RKCP CRD file's text (header comment plus YAML, keys sorted so the output is stable)."""
     return HEADER + yaml.safe_dump(crd(), sort_keys=True, width=100)
 
 
+def render_site() -> str:
+    """The Site CRD file's text."""
+    return SITE_HEADER + yaml.safe_dump(site_crd(), sort_keys=True, width=100)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    summary = "Generate the RemoteKamajiControlPlane CRD from the pydantic models in hub.api."
+    summary = "Generate the RemoteKamajiControlPlane and Site CRDs from the pydantic models in hub."
     parser = argparse.ArgumentParser(prog="python -m hub.crdgen", description=summary)
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="the CRD file (%(default)s)")
-    parser.add_argument("--check", action="store_true", help="only compare; exit 1 when it differs")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        help=f"the RKCP CRD file (%(default)s); the Site CRD goes next to it as {SITE_FILENAME}",
+    )
+    parser.add_argument("--check", action="store_true", help="only compare; exit 1 when one differs")
     args = parser.parse_args(argv)
-    text = render()
-    target: Path = args.output
+    output: Path = args.output
+    files = {output: render(), output.parent / SITE_FILENAME: render_site()}
     if args.check:
-        current = target.read_text() if target.is_file() else ""
-        if current != text:
+        stale = [t for t, text in files.items() if (t.read_text() if t.is_file() else "") != text]
+        for target in stale:
             print(f"{target} is out of date: run python -m hub.crdgen", file=sys.stderr)
-            return 1
-        return 0
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text)
-    print(f"wrote {target}")
+        return 1 if stale else 0
+    for target, text in files.items():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        print(f"wrote {target}")
     return 0
 
 

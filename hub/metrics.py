@@ -48,6 +48,13 @@ class Metrics:
             ["site"],
             registry=r,
         )
+        self.secrets_refused = Counter(
+            "kb_hub_secrets_refused",
+            "Sealed secrets not written for an RKCP naming their coordinates, by reason "
+            "(OwnerMismatch, NotAuthorized, Conflict, Paused); once per message and RKCP",
+            ["reason"],
+            registry=r,
+        )
         self.reconcile_errors = Counter(
             "kb_hub_reconcile_errors", "Reconciliations that ended in an error", registry=r
         )

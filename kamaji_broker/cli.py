@@ -18,8 +18,9 @@ from pathlib import Path
 
 from agent.settings import AgentSettings
 from common import keyfiles, logs, natsfiles
+from common.kube import errors as kube_errors
 from hub.settings import HubSettings
-from kamaji_broker import __version__, flags
+from kamaji_broker import __version__, flags, sitefiles
 from protocol import errors as protocol_errors
 from protocol import subjects
 
@@ -106,11 +107,32 @@ def _parser() -> argparse.ArgumentParser:
 
     site = sub.add_parser("site", help="site onboarding: NATS identity and permissions")
     site_sub = site.add_subparsers(dest="site_command", required=True, metavar="ACTION")
-    for action, helptext in (("add", "create or refresh a site's credentials"), ("remove", "revoke a site")):
+    for action, helptext in (
+        ("add", "create or refresh a site's credentials and write its Site manifest"),
+        ("remove", "revoke a site"),
+    ):
         a = site_sub.add_parser(action, help=helptext)
         a.add_argument("site", help="site name (a DNS-1123 label)")
         a.add_argument("--nats-config-dir", required=True, type=Path)
         a.add_argument("--prefix", default=subjects.DEFAULT_PREFIX, help="subject prefix (default: kb)")
+        if action == "add":
+            a.add_argument(
+                "--namespaces",
+                metavar="NS[,NS...]",
+                help="management namespaces whose RKCPs may place control planes at the site "
+                "(a spec.placements entry of the Site, with --target-namespaces)",
+            )
+            a.add_argument(
+                "--target-namespaces",
+                metavar="NS[,NS...]",
+                help="namespaces at the site those RKCPs may target (with --namespaces)",
+            )
+            a.add_argument(
+                "--apply",
+                metavar="KUBECONFIG",
+                type=Path,
+                help="also create (or update the spec of) the Site in the management cluster of KUBECONFIG",
+            )
     ls = site_sub.add_parser("list", help="list configured sites")
     ls.add_argument("--nats-config-dir", required=True, type=Path)
 
@@ -166,12 +188,22 @@ def _site(args: argparse.Namespace) -> int:
             print(f"{identity.name}\t{identity.public_key}")
         return 0
     if args.site_command == "add":
+        placements = sitefiles.placements(args.namespaces, args.target_namespaces)
         identity = natsfiles.site_add(config_dir, args.site, prefix=args.prefix)
         print(f"site {identity.name}: NKey {identity.public_key}", file=sys.stderr)
         print(f"agent seed file (give it to this site's agent only): {identity.seed_file}", file=sys.stderr)
+        manifest = sitefiles.write(identity.seed_file.parent, args.site, placements=placements)
+        print(f"Site manifest for the management cluster: kubectl apply -f {manifest}", file=sys.stderr)
+        if args.apply is not None:
+            done = asyncio.run(sitefiles.apply(args.apply, args.site, placements=placements))
+            print(f"Site {args.site} {done} in the management cluster", file=sys.stderr)
     else:
         natsfiles.site_remove(config_dir, args.site, prefix=args.prefix)
+        sitefiles.remove(config_dir / natsfiles.SITES_DIR, args.site)
         print(f"site {args.site} removed", file=sys.stderr)
+        print(
+            f"delete its Site in the management cluster too: kubectl delete site {args.site}", file=sys.stderr
+        )
     print("reload the server to apply: nats-server --signal reload", file=sys.stderr)
     return 0
 
@@ -243,6 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in str(exc).splitlines():
             print(f"kamaji-broker {args.command}: error: {line}", file=sys.stderr)
         return 2
+    except kube_errors.KubeError as exc:
+        print(f"kamaji-broker {args.command}: error: the management cluster: {exc}", file=sys.stderr)
+        return 1
     except (protocol_errors.ProtocolError, ValueError, FileNotFoundError) as exc:
         print(f"kamaji-broker {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -149,6 +149,9 @@ class Heartbeat(_Message, kw_only=True, frozen=True):
     ready: NonNegative = 0
     last_intent_seq: NonNegative = 0
     kamaji_detected: bool = False
+    trusted_key_ids: tuple[str, ...] = ()
+    """Ids of the hub signing keys the agent trusts (added in 0.2; absent from older agents'
+    heartbeats, which decode as empty). The hub shows them in the Site status."""
 
 
 Message = Intent | Status | SealedSecrets | Heartbeat | SecretsPayload

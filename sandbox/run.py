@@ -100,10 +100,10 @@ def _quote(path: Path) -> str:
 
 
 def kubectl_commands(t: topology.Topology, snapshot: progress.Snapshot) -> list[str]:
-    """What to try once it is ready: RKCPs in the management cluster, TCPs at each site, a tenant
-    kubeconfig read from its Secret."""
+    """What to try once it is ready: RKCPs and Sites in the management cluster, TCPs at each site,
+    a tenant kubeconfig read from its Secret."""
     mgmt = _quote(t.mgmt_kubeconfig)
-    lines = [f"kubectl --kubeconfig {mgmt} get rkcp -A"]
+    lines = [f"kubectl --kubeconfig {mgmt} get rkcp -A", f"kubectl --kubeconfig {mgmt} get sites"]
     lines += [f"kubectl --kubeconfig {_quote(t.kubeconfig(s))} get tcp -n {t.namespace}" for s in t.sites]
     if snapshot.control_planes:
         cp = snapshot.control_planes[0]

@@ -45,6 +45,7 @@ EVENT = Resource("", "v1", "events", "Event")
 LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 TENANT_CONTROL_PLANE = Resource("kamaji.clastix.io", "v1alpha1", "tenantcontrolplanes", "TenantControlPlane")
 CLUSTER = Resource("cluster.x-k8s.io", "v1beta1", "clusters", "Cluster")
+SITE = Resource("kamaji-broker.io", "v1alpha1", "sites", "Site", namespaced=False)
 REMOTE_KAMAJI_CONTROL_PLANE = Resource(
     "controlplane.cluster.x-k8s.io", "v1alpha1", "remotekamajicontrolplanes", "RemoteKamajiControlPlane"
 )

@@ -53,22 +53,24 @@ def address_pool(index: int) -> str:
     return str(ipaddress.ip_network(f"10.{index + 1}.0.0/16"))
 
 
-def prepare(directory: Path) -> Path:
-    """Create ``directory``, forget an earlier run's readiness, write the RKCP CRD; its path."""
+def prepare(directory: Path) -> list[Path]:
+    """Create ``directory``, forget an earlier run's readiness, write the RKCP and Site CRDs."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / READY_FILE).unlink(missing_ok=True)
     rkcp_crd = directory / crdgen.FILENAME
     rkcp_crd.write_text(crdgen.render())
-    return rkcp_crd
+    site_crd = directory / crdgen.SITE_FILENAME
+    site_crd.write_text(crdgen.render_site())
+    return [rkcp_crd, site_crd]
 
 
 async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
     sites = [s.strip() for s in args.sites.split(",") if s.strip()]
     directory: Path = args.dir
-    rkcp_crd = await asyncio.to_thread(prepare, directory)
+    our_crds = await asyncio.to_thread(prepare, directory)
 
     servers: dict[str, Server] = {MGMT: Server(MGMT)}
-    servers[MGMT].apply_crd_files([str(rkcp_crd), str(crds.CLUSTER)])
+    servers[MGMT].apply_crd_files([*map(str, our_crds), str(crds.CLUSTER)])
     for site in sites:
         servers[site] = Server(site)
         servers[site].apply_crd_files([str(crds.TENANT_CONTROL_PLANE)])

@@ -1,6 +1,7 @@
 """The compose ``e2e`` service: end-to-end checks against the running compose topology.
 
-For every site: hub and agent ready (``/readyz``); a CAPI Cluster + RemoteKamajiControlPlane
+For every site: hub and agent ready (``/readyz``); its ``Site`` granting ``default`` the target
+namespace (created or updated, as the operator would); a CAPI Cluster + RemoteKamajiControlPlane
 placed there becomes Ready, its ``<cluster>-kubeconfig`` Secret appears in the management
 cluster and its TenantControlPlane at the site; deleting them removes the TCP at the site and
 the RKCP (finalizer released). Prints one line per step; exit code 0 when every check passed,
@@ -20,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from common import kube
+from common.kube import errors as kerrors
 from common.kube import resources
+from hub import site_api
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 CLUSTER = resources.CLUSTER
@@ -96,6 +99,14 @@ async def check_site(
     site: str, *, mgmt: kube.Kube, at_site: kube.Kube, namespace: str, timeout: float
 ) -> None:
     name = f"e2e-{site}"
+    # The operator's placement step: the Site lets namespace default place control planes in
+    # the target namespace (what `kamaji-broker site add --namespaces ... --target-namespaces`
+    # writes); without it the RKCP would be NotAuthorized.
+    grant = site_api.Placement(namespaces=["default"], target_namespaces=[namespace])
+    try:
+        await mgmt.create(resources.SITE, site_api.manifest(site, placements=[grant]))
+    except kerrors.Conflict:
+        await mgmt.patch(resources.SITE, site, {"spec": {"placements": [grant.to_dict()]}})
     for old in (RKCP, CLUSTER):  # a previous run's leftovers
         await mgmt.delete(old, name, namespace="default")
     await eventually(f"{site}: no leftover RKCP {name}", lambda: _gone(mgmt, RKCP, name, "default"), timeout)

@@ -1,9 +1,11 @@
 """The RemoteKamajiControlPlane controller's shell: watch, observe, reconcile (pure), act, patch.
 
-Talks to the management cluster (``common.kube``: RKCPs, Clusters, Secrets, Events) and to NATS
-(``common.bus``: the latest intent per control plane, publishing, purging). Caches RKCPs and
-Clusters from their watches; everything the site said comes from ``hub.observations`` (fed by
-``hub.ingest``) and ``hub.sites``. One worker per key at a time (``queue.WorkQueue``).
+Talks to the management cluster (``common.kube``: RKCPs, Clusters, Sites, Secrets, Events) and
+to NATS (``common.bus``: the latest intent per control plane, publishing, purging). Caches RKCPs,
+Clusters and Sites from their watches; everything the site said comes from
+``hub.observations`` (fed by ``hub.ingest``) and ``hub.sites``. One worker per key at a time
+(``queue.WorkQueue``). Placement is authorized by the Site (``hub.placements``) before anything
+is published; the Site status is written by ``hub.controllers.site`` from the same caches.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from common import errors as bus_errors
 from common import kube as ckube
 from common.kube import errors as kerrors
 from common.kube import resources, watching
-from hub import api, ingest, mapping, sites
+from hub import api, ingest, mapping, placements, sites
 from hub import metrics as hub_metrics
 from hub import observations as hub_observations
 from hub.controllers import cache, queue, writing
+from hub.controllers import site as site_controller
 from hub.reconcile import rkcp, rkcp_status
 from protocol import errors as protocol_errors
 from protocol import keys as protocol_keys
@@ -37,6 +40,7 @@ log = logging.getLogger(__name__)
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 CLUSTER = resources.CLUSTER
+SITE = resources.SITE
 STATUS_WRITE_INTERVAL = 1.0
 """Seconds: at most one status write per RKCP per interval (bursts of site reports coalesce)."""
 
@@ -92,6 +96,19 @@ class Controller:
         self.queue: queue.WorkQueue[Key] = queue.WorkQueue()
         self.rkcps = cache.ObjectCache()
         self.clusters = cache.ObjectCache()
+        self.site_objects = cache.ObjectCache()
+        self._caches = {RKCP: self.rkcps, CLUSTER: self.clusters, SITE: self.site_objects}
+        self._site_inputs: dict[str, int] = {}
+        """A hash of each Site's spec and generation: its status writes change neither."""
+        self._sites_synced = asyncio.Event()
+        self.site_sync = site_controller.SiteSync(
+            kube=kube,
+            sites=sites,
+            objects=self.site_objects,
+            control_planes=self.control_planes,
+            signing_key_id=protocol_keys.key_id(bytes(signer.verify_key)),
+            heartbeat_interval=heartbeat_interval,
+        )
         self._inputs: dict[Key, int] = {}
         """A hash of what each RKCP's reconcile decides from (see ``_decision_inputs``)."""
         self._created: dict[Key, str] = {}
@@ -110,6 +127,8 @@ class Controller:
         checked against the stream as ``rkcp.recheck_published`` says."""
         self._published_checked: dict[hub_observations.Coordinates, float] = {}
         """Loop time each record was last read from, or written to, the stream."""
+        self._refused: dict[Key, tuple[str, int]] = {}
+        """The (reason, KB_SECRETS sequence) of the last refusal counted per RKCP (once each)."""
         self._last_error: dict[Key, str] = {}
         """Uids seen Ready once (first-ready metric and event exactly once per object)."""
         self._synced = asyncio.Event()
@@ -117,7 +136,20 @@ class Controller:
     # -- wiring ----------------------------------------------------------------------------
 
     def known_sites(self) -> frozenset[str]:
-        return self.static_sites | {c.site for c in self._by_coords if self._by_coords[c]}
+        """Sites named by ``--sites`` or by a Site object: the hub keeps their streams and
+        consumers and polls their heartbeats. An RKCP naming any other site is not authorized,
+        so a tenant cannot make the hub create a consumer for a site name it invents."""
+        return self.static_sites | {name for _, name in self.site_objects}
+
+    def control_planes(self, site: str) -> int:
+        """How many authorized RKCPs are placed at ``site`` (the Site status shows it)."""
+        return sum(
+            1
+            for coords, keys in self._by_coords.items()
+            if coords.site == site
+            for key in keys
+            if not self._denial(coords, key[0])
+        )
 
     def maps(self, coords: hub_observations.Coordinates) -> bool:
         """Whether an RKCP maps to ``coords``: the ingest opens and keeps nothing else."""
@@ -128,6 +160,7 @@ class Controller:
             self.queue.add(key)
 
     def on_site_change(self, site: str) -> None:
+        self.site_sync.add(site)
         for coords, keys in self._by_coords.items():
             if coords.site == site:
                 for key in keys:
@@ -138,6 +171,8 @@ class Controller:
         scopes: list[str | None] = list(self.namespaces) or [None]
         tasks = [asyncio.create_task(self._watch(RKCP, ns)) for ns in scopes]
         tasks += [asyncio.create_task(self._watch(CLUSTER, ns)) for ns in scopes]
+        tasks.append(asyncio.create_task(self._watch(SITE, None)))  # cluster-scoped
+        tasks.append(asyncio.create_task(self.site_sync.run()))
         tasks += [asyncio.create_task(self._watch_secrets(ns)) for ns in scopes]
         tasks += [asyncio.create_task(self._worker()) for _ in range(self.workers)]
         try:
@@ -159,7 +194,7 @@ class Controller:
     # -- caches ----------------------------------------------------------------------------
 
     async def _watch(self, r: resources.Resource, namespace: str | None) -> None:
-        known = self.rkcps if r is RKCP else self.clusters
+        known = self._caches[r]
         async for item in watching.stream(self.kube, r, namespace=namespace):
             if isinstance(item, watching.Synced):
                 fresh = {_key(o): o for o in item.items}
@@ -167,6 +202,8 @@ class Controller:
                     self._forget(r, gone)
                 for o in item.items:
                     self._remember(r, o)
+                if r is SITE:
+                    self._sites_synced.set()
             elif item.type == "DELETED":
                 self._forget(r, _key(item.object))
             else:
@@ -207,6 +244,14 @@ class Controller:
             # Our own status writes come back as MODIFIED events: they change nothing to decide.
             if previous != inputs:
                 self.queue.add(key)
+        elif r is SITE:
+            site = self.site_sync.remember(obj)
+            m = obj.get("metadata") or {}
+            inputs = hash((m.get("generation"), repr(obj.get("spec"))))
+            # Our own status writes come back too: only a new spec changes what is authorized.
+            if self._site_inputs.get(site) != inputs:
+                self._site_inputs[site] = inputs
+                self.on_site_change(site)
         else:
             self.clusters.put(key, obj)
             for k in self._rkcps_of_cluster(key):
@@ -215,13 +260,18 @@ class Controller:
     def _forget(self, r: resources.Resource, key: Key) -> None:
         if r is RKCP:
             self.rkcps.pop(key)
-            for index in (self._inputs, self._created, self._owner):
+            for index in (self._inputs, self._created, self._owner, self._refused):
                 index.pop(key, None)
             coords = self._coords_of.pop(key, None)
             if coords is not None:
                 self._by_coords[coords].discard(key)
                 for other in self._by_coords[coords]:
                     self.queue.add(other)  # a conflict may have resolved
+                self.site_sync.add(coords.site)  # one control plane less there
+        elif r is SITE:
+            self.site_sync.forget(key[1])
+            self._site_inputs.pop(key[1], None)
+            self.on_site_change(key[1])  # its RKCPs are no longer authorized
         else:
             self.clusters.pop(key)
             for k in self._rkcps_of_cluster(key):
@@ -237,6 +287,9 @@ class Controller:
         old = self._coords_of.get(key)
         if old is not None and old != coords:
             self._by_coords[old].discard(key)
+            self.site_sync.add(old.site)
+        if old != coords:
+            self.site_sync.add(coords.site)
         self._coords_of[key] = coords
         self._by_coords[coords].add(key)
 
@@ -290,6 +343,8 @@ class Controller:
         if observed is None:
             return None
         plan = rkcp.reconcile(observed)
+        if plan.secrets_refused:
+            self._count_refusal(key, plan.secrets_refused, observed.report.secrets_seq)
         for action in plan.actions:
             if not await self.execute(action, r, observed):
                 return 1.0  # fenced or raced: observe again shortly
@@ -305,6 +360,13 @@ class Controller:
         if plan.status is not None:
             return await self._write_status(key, r, plan.status, requeue)
         return requeue
+
+    def _count_refusal(self, key: Key, reason: str, seq: int) -> None:
+        if self._refused.get(key) == (reason, seq):
+            return
+        self._refused[key] = (reason, seq)
+        self.metrics.secrets_refused.labels(reason=reason).inc()
+        log.warning("sealed secrets (seq %d) not written for %s/%s: %s", seq, *key, reason)
 
     async def observe(self, r: api.RemoteKamajiControlPlane) -> rkcp.Observed | None:
         now = dt.datetime.now(dt.UTC)
@@ -323,7 +385,7 @@ class Controller:
         except mapping.InvalidCoordinates as exc:
             problem = problem or str(exc)
             coords = hub_observations.Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
-        if coords.site not in self._topology_sites:
+        if coords.site not in self._topology_sites and coords.site in self.known_sites():
             await self.ensure_topology()
         desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
         report = await self._report(coords)
@@ -335,6 +397,8 @@ class Controller:
             backlog=snap.backlog,
         )
         name = cluster_name or r.metadata.name
+        # Until the Sites are listed every placement would look unauthorized (and say so).
+        await self._sites_synced.wait()
         await self._secrets_synced.wait()
         checksums = {
             secret: self._secret_checksums[(r.metadata.namespace, secret)]
@@ -352,20 +416,32 @@ class Controller:
             secrets_checksums=checksums,
             cluster_name=name,
             conflict_with=self._conflict(coords, r),
+            not_authorized=self._denial(coords, r.metadata.namespace),
             known_initialized=r.metadata.uid in self._initialized,
             now=now,
             signing_key_id=self.signing_key_id,
         )
 
+    def _denial(self, coords: hub_observations.Coordinates, namespace: str) -> str:
+        """Why the Site does not let ``namespace`` place at ``coords`` ("" when it does)."""
+        spec = self.site_sync.spec(coords.site)
+        return placements.denial(
+            spec, site=coords.site, namespace=namespace, target_namespace=coords.namespace
+        )
+
     def _conflict(self, coords: hub_observations.Coordinates, r: api.RemoteKamajiControlPlane) -> str:
-        """The older RKCP claiming the same TCP, if this one is the younger."""
+        """The older authorized RKCP claiming the same TCP, if this one is the younger.
+
+        An RKCP its Site does not authorize claims nothing: otherwise a tenant could create one
+        early for a name another tenant will use, and hold that tenant's control plane hostage.
+        """
         mine = (
             r.metadata.creation_timestamp or dt.datetime.max.replace(tzinfo=dt.UTC),
             r.metadata.namespace,
             r.metadata.name,
         )
         for key in self._by_coords.get(coords, ()):
-            if key == (r.metadata.namespace, r.metadata.name):
+            if key == (r.metadata.namespace, r.metadata.name) or self._denial(coords, key[0]):
                 continue
             ts = self._created.get(key)
             when = (
@@ -453,6 +529,8 @@ class Controller:
             secrets=seen.secrets,
             secrets_checksum=seen.sealed.checksum if seen.sealed is not None else "",
             secrets_error=seen.secrets_error.message if seen.secrets_error is not None else "",
+            secrets_owner_uid=seen.sealed.owner_uid if seen.sealed is not None else "",
+            secrets_seq=seen.sealed_seq,
         )
 
     # -- acting ----------------------------------------------------------------------------

@@ -26,9 +26,23 @@ COMPONENT: Final = "kamaji-broker-hub"
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 
 
+class OwnerMismatch(ValueError):
+    """Sealed secrets were about to be written for an RKCP other than the one they name."""
+
+
 def new_secrets(
     action: rkcp.WriteSecrets, r: api.RemoteKamajiControlPlane, *, cluster_name: str
 ) -> list[dict[str, Any]]:
+    """The two CAPI Secrets; raises OwnerMismatch unless the sealed message names ``r``'s uid.
+
+    The plan decides this already (``rkcp.decide_secrets``); checking again at the one place
+    that writes secret material keeps a future planning bug from handing a tenant another's
+    admin kubeconfig and CA key.
+    """
+    if not action.owner_uid or action.owner_uid != r.metadata.uid:
+        raise OwnerMismatch(
+            f"secrets for {r.metadata.namespace}/{r.metadata.name} name another owner; not written"
+        )
     owner = {
         "apiVersion": api.API_VERSION,
         "kind": api.KIND,

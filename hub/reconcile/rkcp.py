@@ -59,6 +59,10 @@ class SiteReport:
     secrets: messages.SecretsPayload | None = None
     secrets_checksum: str = ""
     secrets_error: str = ""
+    secrets_owner_uid: str = ""
+    """The owner uid the sealed secrets name (the TCP's owner at the site); "" when none."""
+    secrets_seq: int = 0
+    """KB_SECRETS sequence of the sealed secrets (a refusal is counted once per message)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,8 @@ class Observed:
     """Checksum annotation of each existing CAPI Secret (``<cluster>-kubeconfig``, ``<cluster>-ca``)."""
     cluster_name: str
     conflict_with: str = ""
+    not_authorized: str = ""
+    """Why the Site does not grant this placement ("" when it does; see ``hub.placements``)."""
     known_initialized: bool = False
     """The controller already saw this object become Ready (its cache may lag our own write)."""
     signing_key_id: str = ""
@@ -110,6 +116,8 @@ class Purge:
 class WriteSecrets:
     payload: messages.SecretsPayload
     checksum: str
+    owner_uid: str
+    """The uid the sealed message names; ``hub.controllers.writing`` writes only for that RKCP."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +144,17 @@ class Plan:
     requeue_after: float | None = None
     first_ready: bool = False
     """The control plane became Ready for the first time (for kb_hub_first_ready_seconds)."""
+    secrets_refused: str = ""
+    """Why the site's sealed secrets were not written for this object (a reason of
+    ``REFUSALS``; counted in kb_hub_secrets_refused_total), "" when nothing was refused."""
+
+
+OWNER_MISMATCH = "OwnerMismatch"
+NOT_AUTHORIZED = "NotAuthorized"
+CONFLICT = "Conflict"
+PAUSED = "Paused"
+REFUSALS = (OWNER_MISMATCH, NOT_AUTHORIZED, CONFLICT, PAUSED)
+"""Why sealed secrets are withheld from an RKCP; each is also its SecretsSynced reason."""
 
 
 def reconcile(o: Observed) -> Plan:
@@ -152,9 +171,53 @@ def _report_for_owner(o: Observed) -> messages.Status | None:
     return s
 
 
+@dataclass(frozen=True)
+class SecretsDecision:
+    state: str
+    """A ``rkcp_status.Facts.secrets`` value."""
+    message: str = ""
+    actions: list[Action] = field(default_factory=list)
+    refused: str = ""
+    """A reason of ``REFUSALS`` when the site sent secrets this object must not get."""
+
+
+def decide_secrets(o: Observed) -> SecretsDecision:
+    """Whether the site's sealed secrets are written into this object's CAPI Secrets.
+
+    Secrets reach only their owner: the RKCP whose uid the sealed message names, and only while
+    it is authorized, not in conflict and not paused (a paused Cluster means hands off: the
+    secrets are written when it resumes). Any other RKCP naming the same coordinates (a tenant
+    grabbing another's TenantControlPlane) gets nothing, however often the box comes again.
+    Messages never carry secret material nor the other owner's identity.
+    """
+    r, report = o.rkcp, o.report
+    if report.secrets_error:
+        return SecretsDecision("DecryptFailed", report.secrets_error)
+    sealed = bool(report.secrets_checksum)
+    if sealed and report.secrets_owner_uid != r.metadata.uid:
+        return SecretsDecision(
+            OWNER_MISMATCH,
+            "the site's secrets for this TenantControlPlane belong to another owner; nothing is written",
+            refused=OWNER_MISMATCH,
+        )
+    if o.not_authorized or o.conflict_with:
+        reason = NOT_AUTHORIZED if o.not_authorized else CONFLICT
+        return SecretsDecision(
+            reason,
+            "secrets are written only for an authorized placement without conflict",
+            refused=reason if sealed else "",
+        )
+    state, message, actions = _secrets_state(o)
+    if actions and o.cluster is not None and o.cluster.paused:
+        return SecretsDecision(
+            PAUSED,
+            "the owner Cluster is paused: the site's secrets are written when it resumes",
+            refused=PAUSED,
+        )
+    return SecretsDecision(state, message, actions)
+
+
 def _secrets_state(o: Observed) -> tuple[str, str, list[Action]]:
-    if o.report.secrets_error:
-        return "DecryptFailed", o.report.secrets_error, []
     names = (f"{o.cluster_name}-kubeconfig", f"{o.cluster_name}-ca")
     # Checked before the payload: once written, the hub drops the plaintext and keeps the checksum.
     if o.report.secrets_checksum and all(
@@ -163,7 +226,10 @@ def _secrets_state(o: Observed) -> tuple[str, str, list[Action]]:
         return "Synced", "", []
     if o.report.secrets is None:
         return "Waiting", "", []
-    return "Synced", "", [WriteSecrets(payload=o.report.secrets, checksum=o.report.secrets_checksum)]
+    write = WriteSecrets(
+        payload=o.report.secrets, checksum=o.report.secrets_checksum, owner_uid=o.report.secrets_owner_uid
+    )
+    return "Synced", "", [write]
 
 
 def _facts(
@@ -246,18 +312,22 @@ def reconcile_normal(o: Observed) -> Plan:
         return Plan(actions=[AddFinalizer()], status=None, requeue_after=0.0)
     actions: list[Action] = []
     status_msg = _report_for_owner(o)
-    secrets, secrets_message, secret_actions = _secrets_state(o)
+    secrets = decide_secrets(o)
     paused = o.cluster is not None and o.cluster.paused
     facts = _facts(
         o,
         status_msg,
-        secrets,
-        secrets_message,
+        secrets.state,
+        secrets.message,
         paused=paused,
         conflict_with=o.conflict_with,
+        not_authorized=o.not_authorized,
         waiting_for_cluster=o.cluster_problem,
     )
-    blocked = bool(o.cluster_problem or o.conflict_with or paused or o.desired_spec is None)
+    # Not authorized: nothing reaches the site, whatever else holds (issue 10).
+    blocked = bool(
+        o.not_authorized or o.cluster_problem or o.conflict_with or paused or o.desired_spec is None
+    )
     if not blocked and _wants_intent(o, status_msg):
         assert o.desired_spec is not None
         if displaced := _displaced(o, status_msg):
@@ -276,22 +346,29 @@ def reconcile_normal(o: Observed) -> Plan:
                 f"provision intent for generation {r.metadata.generation} sent to site {r.spec.site}",
             )
         )
-    if not paused:
-        # A paused Cluster means hands off (CAPI): conditions only, no writes of ours.
-        actions.extend(secret_actions)
-        if (
-            status_msg is not None
-            and status_msg.endpoint is not None
-            and r.spec.control_plane_endpoint is None
-        ):
-            actions.append(SetEndpoint(host=status_msg.endpoint.host, port=status_msg.endpoint.port))
+    # A paused Cluster means hands off (CAPI): conditions only, no writes of ours (decide_secrets
+    # withholds the secrets then).
+    actions.extend(secrets.actions)
+    if (
+        not paused
+        and status_msg is not None
+        and status_msg.endpoint is not None
+        and r.spec.control_plane_endpoint is None
+    ):
+        actions.append(SetEndpoint(host=status_msg.endpoint.host, port=status_msg.endpoint.port))
     status = rkcp_status.new_status(r.status, facts, now=o.now)
     first_ready = status.initialized and not (r.status.initialized or o.known_initialized)
     if first_ready:
         actions.append(
             Event("Normal", "TenantControlPlaneReady", f"the control plane at site {r.spec.site} is Ready")
         )
-    return Plan(actions=actions, status=status, requeue_after=RESYNC_SECONDS, first_ready=first_ready)
+    return Plan(
+        actions=actions,
+        status=status,
+        requeue_after=RESYNC_SECONDS,
+        first_ready=first_ready,
+        secrets_refused=secrets.refused,
+    )
 
 
 def reconcile_delete(o: Observed) -> Plan:
@@ -303,7 +380,16 @@ def reconcile_delete(o: Observed) -> Plan:
     ours = p is not None and p.owner_uid == r.metadata.uid
 
     def deleting(reason: str, message: str) -> api.Status:
-        facts = _facts(o, status_msg, *_secrets_state(o)[:2], deleting=True, conflict_with=o.conflict_with)
+        decision = decide_secrets(o)
+        facts = _facts(
+            o,
+            status_msg,
+            decision.state,
+            decision.message,
+            deleting=True,
+            conflict_with=o.conflict_with,
+            not_authorized=o.not_authorized,
+        )
         status = rkcp_status.new_status(r.status, facts, now=o.now)
         rkcp_status.set_deleting_condition(status, facts, now=o.now, reason=reason, message=message)
         rkcp_status.set_ready_condition(status, facts, now=o.now)

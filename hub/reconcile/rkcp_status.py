@@ -36,11 +36,13 @@ class Facts:
     """Stream sequence of the latest intent published for this control plane (0: none)."""
     site: SiteView
     secrets: str
-    """Synced | Pending | DecryptFailed | Waiting."""
+    """Synced | Pending | DecryptFailed | Waiting | OwnerMismatch | NotAuthorized | Conflict."""
     secrets_message: str = ""
     paused: bool = False
     deleting: bool = False
     conflict_with: str = ""
+    not_authorized: str = ""
+    """Why the Site does not grant the placement ("" when it does)."""
     waiting_for_cluster: str = ""
 
 
@@ -163,6 +165,11 @@ def set_secrets_synced_condition(status: api.Status, f: Facts, *, now: dt.dateti
         "Pending": (c.FALSE, "Writing"),
         "DecryptFailed": (c.FALSE, "DecryptFailed"),
         "Waiting": (c.UNKNOWN, "WaitingForSecrets"),
+        # Withheld: the secrets are someone else's, or this placement may not have them.
+        "OwnerMismatch": (c.FALSE, "OwnerMismatch"),
+        "NotAuthorized": (c.FALSE, "NotAuthorized"),
+        "Conflict": (c.FALSE, "Conflict"),
+        "Paused": (c.FALSE, "Paused"),
     }
     value, reason = table[f.secrets]
     _set(
@@ -220,7 +227,11 @@ def set_available_condition(status: api.Status, f: Facts, *, now: dt.datetime) -
 
 def set_ready_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
     g = f.generation
-    if f.conflict_with:
+    if f.not_authorized:
+        cond = c.new_condition(
+            api.READY, c.FALSE, "NotAuthorized", f.not_authorized, observed_generation=g, now=now
+        )
+    elif f.conflict_with:
         cond = c.new_condition(
             api.READY,
             c.FALSE,

@@ -4,11 +4,14 @@ Owns the sandbox directory and the order of things. ``start()``:
 
 1. credentials with the operator commands, run as ``kamaji-broker keys generate``,
    ``kamaji-broker nats-config`` and ``kamaji-broker site add <site>`` subprocesses
-   (DIR/keys/, DIR/nats/), and the RKCP CRD rendered by ``hub.crdgen`` (DIR/crds/);
+   (DIR/keys/, DIR/nats/; ``site add`` also writes each site's ``Site`` manifest, granting
+   ``rkcp_namespaces`` the target namespace), and the RKCP and Site CRDs rendered by
+   ``hub.crdgen`` (DIR/crds/);
 2. nats-server from the wheel with that configuration, and one emulated API server per cluster
-   (``mgmt`` with the RKCP and CAPI Cluster CRDs, one per site with the compact TCP CRD; their
-   kubeconfigs DIR/<cluster>.kubeconfig), all on 127.0.0.1 and free ports;
-3. the target namespace at each site, a Kamaji simulator per site (its own address pool);
+   (``mgmt`` with the RKCP, Site and CAPI Cluster CRDs, one per site with the compact TCP CRD;
+   their kubeconfigs DIR/<cluster>.kubeconfig), all on 127.0.0.1 and free ports;
+3. the ``Site`` objects in ``mgmt`` (from the manifests ``site add`` wrote), the target
+   namespace at each site, a Kamaji simulator per site (its own address pool);
 4. ``kamaji-broker hub`` and then one ``kamaji-broker agent`` per site, each waited for on ``/readyz``.
 
 ``stop()`` undoes it in reverse (agents and hub first, NATS last): SIGTERM, SIGKILL after a
@@ -31,7 +34,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from common import kube
+import yaml
+
+from common import kube, natsfiles
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import crdgen
@@ -112,6 +117,7 @@ class Topology:
         sites: Sequence[str] = ("site-a", "site-b"),
         kamaji_delay: float = 3.0,
         namespace: str = "tenants",
+        rkcp_namespaces: Sequence[str] = ("default",),
         heartbeat_interval: float = 10.0,
         env: Mapping[str, str] | None = None,
         start_timeout: float = 60.0,
@@ -125,6 +131,8 @@ class Topology:
         self.sites = tuple(sites)
         self.kamaji_delay = kamaji_delay
         self.namespace = namespace
+        self.rkcp_namespaces = tuple(rkcp_namespaces)
+        """Management namespaces the sites' ``Site`` objects let place control planes in ``namespace``."""
         self.heartbeat_interval = heartbeat_interval
         self.env = dict(env or {})
         self.start_timeout = start_timeout
@@ -231,7 +239,7 @@ class Topology:
             [natsd.find_binary(), "-a", "127.0.0.1", "-c", str(self.nats_dir / "nats-server.conf")],
             ready_text="Server is ready",
         )
-        crd_files = [self._render_rkcp_crd(), crds.CLUSTER]
+        crd_files = [*self._render_crds(), crds.CLUSTER]
         emulators = [self._emulator(MGMT, crd_files)]
         emulators += [self._emulator(site, [crds.TENANT_CONTROL_PLANE]) for site in self.sites]
         await self._ready([nats, *emulators])
@@ -240,6 +248,10 @@ class Topology:
             self._api_clients[cluster] = api_client
             self._kubes[cluster] = kube.Kube(api_client)
         for site in self.sites:
+            # The placement authorization: what `site add` wrote, applied as an operator would.
+            manifest = yaml.safe_load((self.nats_dir / natsfiles.SITES_DIR / f"{site}.site.yaml").read_text())
+            with contextlib.suppress(kerrors.Conflict):
+                await self.mgmt.create(resources.SITE, manifest)
             with contextlib.suppress(kerrors.Conflict):
                 await self._kubes[site].create(resources.NAMESPACE, {"metadata": {"name": self.namespace}})
         simulators = [self._simulator(i, site) for i, site in enumerate(self.sites)]
@@ -302,13 +314,19 @@ class Topology:
         )  # fmt: skip
         for site in self.sites:
             # One at a time: each run re-renders the shared auth.conf.
-            await self._cli("site", "add", site, "--nats-config-dir", str(self.nats_dir))
+            await self._cli(
+                "site", "add", site, "--nats-config-dir", str(self.nats_dir),
+                "--namespaces", ",".join(self.rkcp_namespaces), "--target-namespaces", self.namespace,
+            )  # fmt: skip
 
-    def _render_rkcp_crd(self) -> Path:
-        path = self.directory / "crds" / crdgen.FILENAME
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(crdgen.render())
-        return path
+    def _render_crds(self) -> list[Path]:
+        """The RKCP and Site CRDs, as ``python -m hub.crdgen`` renders them, in DIR/crds/."""
+        rkcp = self.directory / "crds" / crdgen.FILENAME
+        site = rkcp.parent / crdgen.SITE_FILENAME
+        rkcp.parent.mkdir(parents=True, exist_ok=True)
+        rkcp.write_text(crdgen.render())
+        site.write_text(crdgen.render_site())
+        return [rkcp, site]
 
     def _spawn(
         self, name: str, args: list[str], *, health_url: str | None = None, ready_text: str | None = None

@@ -139,3 +139,11 @@ async def _later_than(hub: Hub, first: messages.Heartbeat | None) -> bool:
 
 async def _value(value: bool) -> bool:
     return value
+
+
+def test_new_heartbeat_carries_the_trusted_hub_key_ids_sorted() -> None:
+    beat = heartbeat.new_heartbeat(
+        site=SITE, agent_version="1.2.3", started_at=helpers.T0, now=LATER, managed=0, ready=0,
+        last_intent_seq=0, kamaji_detected=False, trusted_key_ids=("k2", "k1"),
+    )  # fmt: skip
+    assert beat.trusted_key_ids == ("k1", "k2")

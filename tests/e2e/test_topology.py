@@ -228,3 +228,28 @@ async def test_updates_reach_the_site_and_deletes_purge_the_site_and_the_bus(
             hub_conn, streams.stream_name(subjects.Kind.INTENT), subjects.intent(site, world.namespace, name)
         )
         assert stored is not None, name
+
+
+async def test_each_site_object_shows_the_agents_inventory(world: Topology) -> None:
+    from common import keyfiles
+    from kamaji_broker import __version__
+    from protocol import keys
+
+    public = keys.decode_public_keys((world.keys_dir / keyfiles.PUBLIC_FILE).read_bytes())
+    trusted = sorted(public.verify_keys())
+
+    async def inventory() -> bool:
+        for site in SITES:
+            status = (await world.mgmt.get(resources.SITE, site)).get("status") or {}
+            placed = sum(1 for _, s in BASE if s == site)
+            if not (
+                status.get("connected") is True
+                and status.get("agentVersion") == __version__
+                and status.get("trustedKeyIds") == trusted
+                and (status.get("controlPlanes") or 0) >= placed
+                and conditions({"status": status}).get("SigningKeyTrusted") == "True"
+            ):
+                return False
+        return True
+
+    await until(inventory, within=30)

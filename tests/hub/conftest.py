@@ -5,6 +5,7 @@ nats-server between them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,19 @@ from tests import helpers
 ROOT = Path(__file__).resolve().parents[2]
 SITE = "site-a"
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
+MGMT_CRDS = (
+    ROOT / "sandbox" / "crds" / "cluster.yaml",
+    ROOT / "deploy" / "crds" / crdgen.FILENAME,
+    ROOT / "deploy" / "crds" / crdgen.SITE_FILENAME,
+)
+"""The management cluster's CRDs: CAPI's Cluster (compact), the RKCP and the Site."""
+GRANT = {"namespaces": ["default"], "targetNamespaces": ["tenants"]}
+"""What the Site of the hub tests grants: their RKCPs are in ``default`` and target ``tenants``."""
+
+
+def site_obj(name: str = SITE, *placements: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "kamaji-broker.io/v1alpha1", "kind": "Site", "metadata": {"name": name},
+            "spec": {"placements": list(placements)}}  # fmt: skip
 
 
 def cluster_obj(name: str = "c1", **spec: Any) -> dict[str, Any]:
@@ -74,6 +88,8 @@ class World:
     signer: Any
     keyring: sealing.Keyring
     public: keys.HubPublicKeys
+    mgmt_kubeconfig: Path | None = None
+    """The management emulator's kubeconfig (for kubectl)."""
     hub_metrics: hub_metrics.Metrics = field(default_factory=hub_metrics.Metrics)
     tasks: dict[str, list[asyncio.Task[None]]] = field(default_factory=dict)
     controller: rkcp_controller.Controller | None = None
@@ -129,7 +145,10 @@ class World:
 
         async def beat() -> None:
             while True:
-                hb = messages.Heartbeat(site=SITE, started_at=helpers.T0, sent_at=messages.utcnow())
+                hb = messages.Heartbeat(
+                    site=SITE, agent_version="0.1.0", started_at=helpers.T0, sent_at=messages.utcnow(),
+                    trusted_key_ids=tuple(public.verify_keys()),
+                )  # fmt: skip
                 await publisher.heartbeat(hb)
                 await asyncio.sleep(0.3)
 
@@ -165,16 +184,35 @@ class World:
         return stored.seq if stored else 0
 
 
-@pytest.fixture
-async def world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncIterator[World]:
+@contextlib.asynccontextmanager
+async def open_kube(tmp_path: Path) -> AsyncIterator[ckube.Kube]:
+    """An emulated management cluster with the Cluster, RKCP and Site CRDs, and a client on it."""
+    server = kubeapi.Server(name="mgmt")
+    await server.start(port=0)
+    try:
+        for path in MGMT_CRDS:
+            await server.apply_crd(yaml.safe_load(path.read_text()))
+        api = await ckube.api_client_from_kubeconfig(server.write_kubeconfig(tmp_path / "mgmt.kubeconfig"))
+        try:
+            yield ckube.Kube(api)
+        finally:
+            await api.close()
+    finally:
+        await server.stop()
+
+
+@contextlib.asynccontextmanager
+async def open_world(
+    conn: bus.Connection, prefix: str, tmp_path: Path, *, placements: tuple[dict[str, Any], ...] = (GRANT,)
+) -> AsyncIterator[World]:
+    """Emulated management cluster and site (with the Kamaji simulator), the Site object of
+    ``site-a`` granting ``placements``, keys, and nothing running yet: tests start the hub and
+    the agent (``World.start_hub``/``start_agent``)."""
     mgmt_server = kubeapi.Server(name="mgmt")
     site_server = kubeapi.Server(name="site-a")
     await mgmt_server.start(port=0)
     await site_server.start(port=0)
-    for path in [
-        ROOT / "sandbox" / "crds" / "cluster.yaml",
-        ROOT / "deploy" / "crds" / crdgen.FILENAME,
-    ]:
+    for path in MGMT_CRDS:
         await mgmt_server.apply_crd(yaml.safe_load(path.read_text()))
     await site_server.apply_crd(
         yaml.safe_load((ROOT / "sandbox" / "crds" / "tenantcontrolplane.yaml").read_text())
@@ -190,9 +228,10 @@ async def world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncItera
         signing=(keys.public_entry(bytes(signer.verify_key), created_at=helpers.T0),),
         sealing=(keys.public_entry(bytes(sealer.public_key), created_at=helpers.T0),),
     )
+    await ckube.Kube(mgmt_api).create(resources.SITE, site_obj(SITE, *placements))
     w = World(
         mgmt=ckube.Kube(mgmt_api), site=site, conn=conn, prefix=prefix, signer=signer,
-        keyring=sealing.Keyring([sealer]), public=public,
+        keyring=sealing.Keyring([sealer]), public=public, mgmt_kubeconfig=tmp_path / "mgmt",
     )  # fmt: skip
     try:
         yield w
@@ -204,3 +243,9 @@ async def world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncItera
         await site_api.close()
         await mgmt_server.stop()
         await site_server.stop()
+
+
+@pytest.fixture
+async def world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncIterator[World]:
+    async with open_world(conn, prefix, tmp_path) as w:
+        yield w

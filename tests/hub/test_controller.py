@@ -317,3 +317,60 @@ async def test_after_a_signing_rotation_the_hub_signs_every_intent_again(world: 
         tcp_before["metadata"]["uid"],
         tcp_before["spec"],
     )
+
+
+async def test_the_site_status_is_the_sites_inventory(world: World) -> None:
+    from protocol import keys
+
+    world.start_hub()
+    world.start_agent()
+    await create_pair(world)
+    await until_ready(world)
+    signing_key_id = keys.key_id(bytes(world.signer.verify_key))
+
+    async def site_status(want: dict[str, Any]) -> bool:
+        obj = await world.mgmt.get(resources.SITE, SITE)
+        status = obj.get("status") or {}
+        conds = {c["type"]: (c["status"], c["reason"]) for c in status.get("conditions") or ()}
+        return all((status.get(k) if k != "conditions" else conds) == v for k, v in want.items())
+
+    await helpers.eventually(
+        lambda: site_status(
+            {
+                "connected": True, "controlPlanes": 1, "agentVersion": "0.1.0", "backlog": 0,
+                "trustedKeyIds": [signing_key_id],
+                "conditions": {
+                    "Connected": ("True", "HeartbeatReceived"), "SigningKeyTrusted": ("True", "Trusted"),
+                },
+            }
+        ),
+        within=20,
+    )  # fmt: skip
+    await world.stop("agent")
+    await helpers.eventually(
+        lambda: site_status({"connected": False, "conditions": {"Connected": ("False", "HeartbeatMissing"),
+                                                                "SigningKeyTrusted": ("True", "Trusted")}}),
+        within=20,
+    )  # fmt: skip
+    # A second RKCP at the site is counted.
+    await create_pair(world, "cp2")
+    await helpers.eventually(lambda: site_status({"controlPlanes": 2}), within=20)
+
+
+async def test_a_placement_the_site_does_not_grant_publishes_nothing(world: World) -> None:
+    world.start_hub()
+    await create_pair(world, targetNamespace="elsewhere")
+
+    async def refused() -> bool:
+        return condition(await world.rkcp(), "Ready") == ("False", "NotAuthorized")
+
+    await helpers.eventually(refused, within=20)
+    assert await world.intents() == []
+    # Granting it lets the same object through, without touching it.
+    grant = {"namespaces": ["default"], "targetNamespaces": ["tenants", "elsewhere"]}
+    await world.mgmt.patch(resources.SITE, SITE, {"spec": {"placements": [grant]}})
+
+    async def published() -> bool:
+        return [i.namespace for i in await world.intents()] == ["elsewhere"]
+
+    await helpers.eventually(published, within=20)

@@ -416,3 +416,66 @@ async def test_installs_through_the_api_like_kubectl_apply(tmp_path: Path) -> No
             assert created["spec"]["replicas"] == 2
         finally:
             await api_client.close()
+
+
+# The Site CRD ---------------------------------------------------------------------------------
+
+SITE_FILE = CRD_FILE.parent / crdgen.SITE_FILENAME
+
+
+def test_committed_site_crd_is_what_the_models_generate() -> None:
+    assert SITE_FILE.read_text() == crdgen.render_site(), "run: python -m hub.crdgen"
+    crd = yaml.safe_load(SITE_FILE.read_text())
+    assert crd["spec"]["scope"] == "Cluster" and crd["spec"]["names"]["plural"] == "sites"
+    assert resources.SITE.group == crd["spec"]["group"] and not resources.SITE.namespaced
+
+
+def test_check_mode_reports_a_stale_site_crd(tmp_path: Path) -> None:
+    target = tmp_path / crdgen.FILENAME
+    assert crdgen.main(["--output", str(target)]) == 0
+    (tmp_path / crdgen.SITE_FILENAME).write_text("stale")
+    assert crdgen.main(["--check", "--output", str(target)]) == 1
+
+
+async def test_sites_default_refuse_and_print_their_columns(tmp_path: Path) -> None:
+    async with kubeapi.Server(name="sites", history=50) as server:
+        server.apply_crd_files([SITE_FILE])
+        api_client = await ckube.api_client_from_kubeconfig(server.write_kubeconfig(tmp_path / "kubeconfig"))
+        try:
+            kube = ckube.Kube(api_client)
+            created = await kube.create(
+                resources.SITE,
+                {"apiVersion": "kamaji-broker.io/v1alpha1", "kind": "Site", "metadata": {"name": "site-a"}},
+            )
+            assert created["spec"] == {"sameNamespace": True}
+            grant = {"namespaces": ["Team A"], "targetNamespaces": ["tenants"]}
+            bad = {"apiVersion": "kamaji-broker.io/v1alpha1", "kind": "Site", "metadata": {"name": "site-b"},
+                   "spec": {"placements": [grant]}}  # fmt: skip
+            with pytest.raises(kerrors.Invalid, match=r"spec\.placements\[0\]\.namespaces"):
+                await kube.create(resources.SITE, bad)
+            status = {"connected": True, "lastHeartbeatTime": "2026-11-30T12:00:00Z", "backlog": 3,
+                      "controlPlanes": 2, "agentVersion": "0.1.0", "trustedKeyIds": ["k1"]}  # fmt: skip
+            await kube.patch(resources.SITE, "site-a", {"status": status}, subresource="status")
+        finally:
+            await api_client.close()
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubectl.kubeconfig")
+        proc = await asyncio.create_subprocess_exec(
+            str(KUBECTL), "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "cache"),
+            "get", "sites",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+        assert proc.returncode == 0, err.decode()
+        header, row = out.decode().splitlines()
+        assert header.split() == [
+            "NAME",
+            "CONNECTED",
+            "HEARTBEAT",
+            "BACKLOG",
+            "CONTROL",
+            "PLANES",
+            "AGENT",
+            "VERSION",
+            "AGE",
+        ]
+        assert row.split()[:2] == ["site-a", "true"] and row.split()[3:5] == ["3", "2"] and "0.1.0" in row

@@ -19,7 +19,7 @@ from hub import crdgen
 from protocol import messages, streams, subjects
 from sandbox import kubeapi, natsd
 from tests import helpers
-from tests.hub.conftest import RKCP, ROOT, cluster_obj, rkcp_obj
+from tests.hub.conftest import GRANT, RKCP, ROOT, SITE, cluster_obj, rkcp_obj, site_obj
 
 
 def hub_process(args: list[str], log: Path, identity: str) -> helpers.CliProcess:
@@ -33,10 +33,12 @@ async def mgmt(tmp_path: Path) -> AsyncIterator[tuple[kubeapi.Server, ckube.Kube
     for path in [
         ROOT / "sandbox" / "crds" / "cluster.yaml",
         ROOT / "deploy" / "crds" / crdgen.FILENAME,
+        ROOT / "deploy" / "crds" / crdgen.SITE_FILENAME,
     ]:
         await server.apply_crd(yaml.safe_load(path.read_text()))
     kubeconfig = server.write_kubeconfig(tmp_path / "mgmt.kubeconfig")
     api = await ckube.api_client_from_kubeconfig(kubeconfig)
+    await ckube.Kube(api).create(resources.SITE, site_obj(SITE, GRANT))
     yield server, ckube.Kube(api), kubeconfig
     await api.close()
     await server.stop()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from hub import api
 from hub.controllers import writing
 from hub.reconcile import rkcp
@@ -17,7 +19,7 @@ def test_capi_secrets() -> None:
     )
     payload = messages.SecretsPayload(kubeconfig="KC", ca_crt="CRT", ca_key="KEY")
     kc, ca = writing.new_secrets(
-        rkcp.WriteSecrets(payload=payload, checksum="c1"), r, cluster_name="cluster-1"
+        rkcp.WriteSecrets(payload=payload, checksum="c1", owner_uid="u-1"), r, cluster_name="cluster-1"
     )
     assert (kc["metadata"]["name"], ca["metadata"]["name"]) == ("cluster-1-kubeconfig", "cluster-1-ca")
     assert kc["stringData"] == {"value": "KC"} and ca["stringData"] == {"tls.crt": "CRT", "tls.key": "KEY"}
@@ -32,3 +34,19 @@ def test_capi_secrets() -> None:
             "u-1",
             True,
         )
+
+
+@pytest.mark.parametrize("owner_uid", ["u-victim", ""])
+def test_secrets_naming_another_owner_are_never_built(owner_uid: str) -> None:
+    r = api.RemoteKamajiControlPlane.parse(
+        {
+            "metadata": {"name": "grab", "namespace": "evil", "uid": "u-evil"},
+            "spec": {"site": "s", "version": "v1.31.0"},
+        }
+    )
+    payload = messages.SecretsPayload(kubeconfig="KC", ca_crt="CRT", ca_key="KEY")
+    with pytest.raises(writing.OwnerMismatch, match="evil/grab") as info:
+        writing.new_secrets(
+            rkcp.WriteSecrets(payload=payload, checksum="c1", owner_uid=owner_uid), r, cluster_name="grab"
+        )
+    assert "KEY" not in str(info.value) and "KC" not in str(info.value)

@@ -68,4 +68,16 @@ def test_every_fixture_is_covered() -> None:
         "status-minimal.json",
         "sealed-secrets.json",
         "heartbeat.json",
+        "heartbeat-trusted-keys.json",
     }
+
+
+def test_heartbeat_of_an_older_agent_trusts_no_reported_keys() -> None:
+    assert messages.decode_heartbeat(load("heartbeat.json")).trusted_key_ids == ()
+
+
+def test_heartbeat_with_the_trusted_hub_key_ids() -> None:
+    h = messages.decode_heartbeat(load("heartbeat-trusted-keys.json"))
+    assert h.trusted_key_ids == ("0011223344556677", "8899aabbccddeeff")
+    # What this version writes, an older reader (which ignores unknown fields) still reads.
+    assert messages.decode_heartbeat(messages.encode(h)) == h

@@ -209,18 +209,70 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
     ),
     (
         "secrets arrived: write them",
-        observed(report=rkcp.SiteReport(status=status(), secrets=PAYLOAD, secrets_checksum="abc")),
+        observed(
+            report=rkcp.SiteReport(
+                status=status(), secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid=UID
+            )
+        ),
         ["WriteSecrets", "SetEndpoint"],
         {"SecretsSynced": ("True", "Synced")},
     ),
     (
         "secrets already written: nothing",
         observed(
-            report=rkcp.SiteReport(status=status(), secrets=PAYLOAD, secrets_checksum="abc"),
+            report=rkcp.SiteReport(
+                status=status(), secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid=UID
+            ),
             secrets_checksums={"cluster-1-kubeconfig": "abc", "cluster-1-ca": "abc"},
         ),
         ["SetEndpoint"],
         {"SecretsSynced": ("True", "Synced")},
+    ),
+    (
+        "secrets naming another owner: never written (issue 10)",
+        observed(
+            report=rkcp.SiteReport(
+                status=status(), secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid="victim-uid"
+            )
+        ),
+        ["SetEndpoint"],
+        {"SecretsSynced": ("False", "OwnerMismatch")},
+    ),
+    (
+        "secrets naming no owner: never written",
+        observed(report=rkcp.SiteReport(status=status(), secrets=PAYLOAD, secrets_checksum="abc")),
+        ["SetEndpoint"],
+        {"SecretsSynced": ("False", "OwnerMismatch")},
+    ),
+    (
+        "a conflicting RKCP gets no secrets, even its own uid's",
+        observed(
+            conflict_with="default/older",
+            report=rkcp.SiteReport(secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid=UID),
+        ),
+        [],
+        {"SecretsSynced": ("False", "Conflict"), "Ready": ("False", "Conflict")},
+    ),
+    (
+        "not authorized: no intent, no secrets, Ready says why",
+        observed(
+            not_authorized="site site-a does not grant namespace default the target namespace tenants",
+            published=None,
+            report=rkcp.SiteReport(secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid=UID),
+        ),
+        [],
+        {"SecretsSynced": ("False", "NotAuthorized"), "Ready": ("False", "NotAuthorized")},
+    ),
+    (
+        "paused: secrets are not written",
+        observed(
+            cluster=api.Cluster.parse({"metadata": {"name": "c"}, "spec": {"paused": True}}),
+            report=rkcp.SiteReport(
+                status=status(), secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid=UID
+            ),
+        ),
+        [],
+        {"Paused": ("True", "Paused"), "SecretsSynced": ("False", "Paused")},
     ),
     (
         "secrets sealed to an unknown key",
@@ -243,6 +295,27 @@ def test_reconcile_normal(o: rkcp.Observed, actions: list[str], conds: dict[str,
     assert kinds(plan) == actions
     for type_, expected in conds.items():
         assert cond(plan, type_) == expected, type_
+
+
+OWN = rkcp.SiteReport(secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid=UID)
+OTHERS = rkcp.SiteReport(secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid="x")
+REFUSALS = [
+    ("owner mismatch", {"report": OTHERS}, "OwnerMismatch", []),
+    ("conflict", {"conflict_with": "default/older", "report": OWN}, "Conflict", []),
+    ("not authorized", {"not_authorized": "no", "report": OWN}, "NotAuthorized", []),
+    ("paused", {"cluster": api.Cluster.parse({"spec": {"paused": True}}), "report": OWN}, "Paused", []),
+    ("conflict, nothing sealed", {"conflict_with": "default/older", "report": rkcp.SiteReport()}, "", []),
+    ("own secrets: written, naming their owner", {"report": OWN}, "", [UID]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kw", "reason", "writes"), [x[1:] for x in REFUSALS], ids=[x[0] for x in REFUSALS])
+def test_refused_secrets_are_reported_for_counting(
+    kw: dict[str, Any], reason: str, writes: list[str]
+) -> None:
+    plan = rkcp.reconcile(observed(**kw))
+    assert plan.secrets_refused == reason
+    assert [a.owner_uid for a in plan.actions if isinstance(a, rkcp.WriteSecrets)] == writes
 
 
 def test_publish_is_fenced_on_the_sequence_it_saw() -> None:

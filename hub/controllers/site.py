@@ -1,0 +1,131 @@
+"""The Site status writer's shell: for each Site object, observe, compute (pure), patch on change.
+
+Talks to the management cluster only (``common.kube``: patch ``sites/status``). Reads the Site
+objects from the RKCP controller's cache (one informer per kind: the controller's watch feeds
+``objects``), the site's heartbeat and backlog from ``hub.sites``, and the number of RKCPs
+placed at the site from the controller's index. One worker; each site is looked at again every
+``resync`` seconds, since a heartbeat ages out with time alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pydantic
+
+from common import kube as ckube
+from common.kube import errors as kerrors
+from common.kube import resources
+from hub import site_api, sites
+from hub.controllers import cache, queue
+from hub.reconcile import site_status
+
+log = logging.getLogger(__name__)
+
+SITE = resources.SITE
+
+
+def key(site: str) -> cache.Key:
+    """The cache key of a Site: cluster-scoped, so no namespace."""
+    return ("", site)
+
+
+class SiteSync:
+    def __init__(
+        self,
+        *,
+        kube: ckube.Kube,
+        sites: sites.Sites,
+        objects: cache.ObjectCache,
+        control_planes: Callable[[str], int],
+        signing_key_id: str,
+        heartbeat_interval: float = sites.HEARTBEAT_INTERVAL,
+    ) -> None:
+        self.kube = kube
+        self.sites = sites
+        self.objects = objects
+        """The Site objects, by ``key(site)`` (filled by the controller's watch)."""
+        self.control_planes = control_planes
+        self.signing_key_id = signing_key_id
+        self.heartbeat_interval = heartbeat_interval
+        self.resync = max(1.0, heartbeat_interval)
+        """Seconds between looks at one site: connectedness changes as a heartbeat ages."""
+        self.queue: queue.WorkQueue[str] = queue.WorkQueue()
+        self._specs: dict[str, site_api.SiteSpec | None] = {}
+        """Each Site's parsed spec: every reconcile asks, and the control-plane count asks once
+        per RKCP, so parsing the cached JSON each time would cost more than the rest."""
+
+    def add(self, site: str) -> None:
+        self.queue.add(site)
+
+    def remember(self, obj: dict[str, Any]) -> str:
+        """Cache a Site object from the watch; its name."""
+        site = str((obj.get("metadata") or {}).get("name") or "")
+        self.objects.put(key(site), obj)
+        try:
+            self._specs[site] = site_api.Site.parse(obj).spec
+        except pydantic.ValidationError as exc:
+            log.error("Site %s is not valid, so it grants nothing: %s", site, exc)
+            self._specs[site] = None
+        return site
+
+    def forget(self, site: str) -> None:
+        self.objects.pop(key(site))
+        self._specs.pop(site, None)
+
+    def spec(self, site: str) -> site_api.SiteSpec | None:
+        """The Site's spec; None when there is no Site object (or an invalid one: grant nothing)."""
+        return self._specs.get(site)
+
+    async def run(self) -> None:
+        while True:
+            site = await self.queue.get()
+            try:
+                requeue = await self.sync(site)
+            except kerrors.KubeError as exc:
+                log.warning("writing the status of Site %s: %s; retrying", site, exc)
+                requeue = 5.0
+            except Exception:
+                log.exception("writing the status of Site %s failed", site)
+                requeue = 10.0
+            finally:
+                self.queue.done(site)
+            if requeue is not None:
+                self.queue.add(site, requeue)
+
+    async def sync(self, site: str) -> float | None:
+        obj = self.objects.get(key(site))
+        if obj is None:
+            return None  # deleted: nothing to write, nothing to look at again
+        try:
+            s = site_api.Site.parse(obj)
+        except pydantic.ValidationError:
+            return None
+        now = dt.datetime.now(dt.UTC)
+        snap = self.sites.snapshot(site, now, interval=self.heartbeat_interval)
+        beat = snap.heartbeat
+        facts = site_status.Facts(
+            generation=s.metadata.generation,
+            connected=snap.connected if snap.last_heartbeat_time is not None else None,
+            last_heartbeat_time=snap.last_heartbeat_time,
+            backlog=snap.backlog,
+            control_planes=self.control_planes(site),
+            agent_version=(beat.agent_version or None) if beat is not None else None,
+            trusted_key_ids=tuple(beat.trusted_key_ids) if beat is not None else (),
+            signing_key_id=self.signing_key_id,
+        )
+        status = site_status.new_status(s.status, facts, now=now)
+        if site_status.worth_writing(s.status, status):
+            try:
+                # Explicit nulls: a merge patch removes what is no longer known (a backlog).
+                body = status.model_dump(mode="json", by_alias=True)
+                await self.kube.patch(SITE, site, {"status": body}, subresource="status")
+            except kerrors.NotFound:
+                return None
+            # Keep our cache current: the watch brings the same object back, but a look before
+            # it arrives would otherwise write the same status again.
+            self.objects.put(key(site), {**obj, "status": status.to_dict()})
+        return self.resync

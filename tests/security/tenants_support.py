@@ -1,0 +1,324 @@
+"""Helpers of the tenant attack cases (tests/security/test_tenants.py).
+
+A tenant of the management cluster is someone who may create RKCPs and Clusters in a namespace
+of their own. These helpers build the victim's and the attacker's objects, read what the hub
+wrote, republish a site's last sealed secrets (the redelivery an agent restart or a rotation
+causes), and tell whether the hub and agent loops are still alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from common import bus
+from common import errors as bus_errors
+from common.kube import resources
+from protocol import messages, sealing, streams, subjects
+from tests import helpers
+from tests.hub.conftest import RKCP, SITE, World
+
+VICTIM_NS = "default"
+VICTIM = "site-a-1"
+TARGET_NS = "tenants"
+SECRET_SUFFIXES = ("kubeconfig", "ca")
+KUBECTL = Path("/usr/bin/kubectl")
+SHARED = {"namespaces": [VICTIM_NS, "evil"], "targetNamespaces": [TARGET_NS]}
+"""A Site grant that lets the victim's and the attacker's namespaces share ``tenants``."""
+
+
+def cluster_obj(name: str, *, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "kind": "Cluster",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterNetwork": {"apiServerPort": 6443}},
+    }
+
+
+def rkcp_obj(name: str, *, namespace: str, cluster: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    owner = {
+        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "kind": "Cluster",
+        "name": cluster["metadata"]["name"],
+        "uid": cluster["metadata"]["uid"],
+    }
+    return {
+        "apiVersion": RKCP.api_version,
+        "kind": RKCP.kind,
+        "metadata": {"name": name, "namespace": namespace, "ownerReferences": [owner]},
+        "spec": {"site": SITE, "version": "v1.31.0", "targetNamespace": TARGET_NS, **spec},
+    }
+
+
+async def create_pair(w: World, name: str, *, namespace: str, **spec: Any) -> dict[str, Any]:
+    """A Cluster and its RKCP ``namespace/name``, as a tenant would create them; the RKCP."""
+    if await w.mgmt.get_or_none(resources.NAMESPACE, namespace) is None:
+        await w.mgmt.create(resources.NAMESPACE, {"metadata": {"name": namespace}})
+    cl = await w.mgmt.create(resources.CLUSTER, cluster_obj(name, namespace=namespace), namespace=namespace)
+    return await w.mgmt.create(
+        RKCP, rkcp_obj(name, namespace=namespace, cluster=cl, **spec), namespace=namespace
+    )
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> tuple[str, str, str]:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond["type"] == type_:
+            return cond["status"], cond["reason"], cond.get("message", "")
+    return "", "", ""
+
+
+async def capi_secrets(w: World, namespace: str, cluster: str) -> dict[str, dict[str, Any] | None]:
+    """``<cluster>-kubeconfig`` and ``<cluster>-ca`` in ``namespace`` (None when absent)."""
+    return {
+        s: await w.mgmt.get_or_none(resources.SECRET, f"{cluster}-{s}", namespace=namespace)
+        for s in SECRET_SUFFIXES
+    }
+
+
+async def no_capi_secrets(w: World, namespace: str, cluster: str) -> bool:
+    """Neither ``<cluster>-kubeconfig`` nor ``<cluster>-ca`` exists in ``namespace``."""
+    return all(s is None for s in (await capi_secrets(w, namespace, cluster)).values())
+
+
+async def secrets_in(w: World, namespace: str) -> list[str]:
+    """Names of every Secret in ``namespace``."""
+    found = await w.mgmt.list(resources.SECRET, namespace=namespace)
+    return sorted(s["metadata"]["name"] for s in found.items)
+
+
+def data_of(secrets: dict[str, dict[str, Any] | None]) -> dict[str, Any]:
+    """What must not change of the victim's Secrets: their content and resourceVersion."""
+    return {
+        k: None if v is None else (v.get("data"), v["metadata"]["resourceVersion"])
+        for k, v in secrets.items()
+    }
+
+
+async def until_ready(w: World, name: str = VICTIM, namespace: str = VICTIM_NS) -> dict[str, Any]:
+    found: list[dict[str, Any]] = []
+
+    async def check() -> bool:
+        obj = await w.mgmt.get_or_none(RKCP, name, namespace=namespace)
+        found[:] = [obj] if obj else []
+        return (
+            obj is not None
+            and (obj.get("status") or {}).get("ready") is True
+            and condition(obj, "SecretsSynced")[0] == "True"
+        )
+
+    await helpers.eventually(check, within=30)
+    return found[0]
+
+
+async def until_condition(
+    w: World, name: str, *, namespace: str, type_: str, status: str, reason: str
+) -> dict[str, Any]:
+    found: list[dict[str, Any]] = []
+
+    async def check() -> bool:
+        obj = await w.mgmt.get_or_none(RKCP, name, namespace=namespace)
+        found[:] = [obj] if obj else []
+        return condition(obj, type_)[:2] == (status, reason)
+
+    await helpers.eventually(check, within=20)
+    return found[0]
+
+
+async def until_refused_or_leaked(w: World, name: str, *, namespace: str, refusals: float) -> dict[str, Any]:
+    """Wait until the hub either refused sealed secrets once more than ``refusals`` (a reconcile
+    judged the redelivered message) or wrote some Secret into ``namespace`` (the hole): the
+    caller asserts which. Returns the RKCP ``namespace/name`` as it is then."""
+    found: list[dict[str, Any]] = []
+
+    async def check() -> bool:
+        obj = await w.mgmt.get_or_none(RKCP, name, namespace=namespace)
+        found[:] = [obj] if obj else []
+        judged = (
+            refused(w, "OwnerMismatch") > refusals and condition(obj, "SecretsSynced")[1] == "OwnerMismatch"
+        )
+        return judged or bool(await secrets_in(w, namespace))
+
+    await helpers.eventually(check, within=20)
+    return found[0]
+
+
+async def last_seq(w: World, kind: subjects.Kind, name: str = VICTIM, *, namespace: str = TARGET_NS) -> int:
+    stored = await bus.last_message(
+        w.conn,
+        streams.stream_name(kind, prefix=w.prefix),
+        subjects.control_plane(kind, SITE, namespace, name, prefix=w.prefix),
+    )
+    return stored.seq if stored else 0
+
+
+async def has_consumer(w: World, site: str) -> bool:
+    consumer = streams.agent_consumer(site, prefix=w.prefix)
+    try:
+        await bus.consumer_info(w.conn, consumer.stream, consumer.durable_name)
+    except bus_errors.ConsumerNotFound:
+        return False
+    return True
+
+
+async def stream_last_seq(w: World, kind: subjects.Kind) -> int:
+    info = await w.conn.js.stream_info(streams.stream_name(kind, prefix=w.prefix))
+    return int(info.state.last_seq)
+
+
+async def redeliver_sealed(w: World, name: str = VICTIM) -> int:
+    """Publish the site's last sealed secrets of ``name`` again, byte for byte, as a new message
+    (what an agent restart, a certificate rotation or a re-seal puts on the stream); waits until
+    the hub holds it and returns its sequence."""
+    stream = streams.stream_name(subjects.Kind.SECRET, prefix=w.prefix)
+    subject = subjects.secret(SITE, TARGET_NS, name, prefix=w.prefix)
+    stored = await bus.last_message(w.conn, stream, subject)
+    assert stored is not None, f"no sealed secrets on {subject}"
+    ack = await bus.publish(w.conn, subject, stored.data, msg_id=f"redelivery:{stored.seq}")
+    await until_held(w, ack.seq, name)
+    return ack.seq
+
+
+async def publish_sealed(w: World, sealed: messages.SealedSecrets) -> int:
+    """Publish ``sealed`` on its own subject (a site may publish there); waits until the hub holds it."""
+    subject = subjects.secret(sealed.site, sealed.namespace, sealed.name, prefix=w.prefix)
+    ack = await bus.publish(w.conn, subject, messages.encode(sealed), msg_id=f"forged:{sealed.checksum}")
+    await until_held(w, ack.seq, sealed.name)
+    return ack.seq
+
+
+async def until_held(w: World, seq: int, name: str = VICTIM) -> None:
+    async def held() -> bool:
+        c = w.controller
+        return c is not None and c.observations.held_seq((SITE, TARGET_NS, name))[1] >= seq
+
+    await helpers.eventually(held, within=20)
+
+
+def seal_for_hub(
+    w: World, payload: messages.SecretsPayload, *, name: str, owner_uid: str
+) -> messages.SealedSecrets:
+    """A genuinely sealed box to the hub's key, naming ``owner_uid`` as its owner."""
+    plaintext = messages.encode(payload)
+    recipient = w.public.newest_sealing()
+    return messages.SealedSecrets(
+        site=SITE,
+        namespace=TARGET_NS,
+        name=name,
+        owner_uid=owner_uid,
+        recipient_key_id=recipient.key_id,
+        ciphertext=sealing.seal(plaintext, recipient),
+        checksum=sealing.checksum(plaintext),
+        observed_at=messages.utcnow(),
+    )
+
+
+def alive(w: World) -> bool:
+    """Every hub and agent loop still runs (none ended, with an error or otherwise)."""
+    tasks: list[asyncio.Task[None]] = [t for part in w.tasks.values() for t in part]
+    return bool(tasks) and not any(t.done() for t in tasks)
+
+
+def refused(w: World, reason: str) -> float:
+    value = w.hub_metrics.registry.get_sample_value("kb_hub_secrets_refused_total", {"reason": reason})
+    return value or 0.0
+
+
+# -- before / after --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """What an attack must leave as it was: the victim's CAPI Secrets, every TCP at the site
+    (with its resourceVersion), and the last sequence of the intent stream."""
+
+    victim_secrets: dict[str, Any]
+    tcps: dict[str, str]
+    intents_seq: int
+
+
+async def snapshot(w: World) -> Snapshot:
+    tcps = await w.site.list(resources.TENANT_CONTROL_PLANE)
+    return Snapshot(
+        victim_secrets=data_of(await capi_secrets(w, VICTIM_NS, VICTIM)),
+        tcps={
+            f"{o['metadata']['namespace']}/{o['metadata']['name']}": o["metadata"]["resourceVersion"]
+            for o in tcps.items
+        },
+        intents_seq=await stream_last_seq(w, subjects.Kind.INTENT),
+    )
+
+
+async def victim_ready(w: World) -> dict[str, Any]:
+    """Hub and agent running, the victim's control plane Ready with its Secrets written."""
+    w.start_hub()
+    w.start_agent()
+    await create_pair(w, VICTIM, namespace=VICTIM_NS)
+    return await until_ready(w)
+
+
+async def share_target_namespace(w: World) -> None:
+    """Let the attacker's namespace target ``tenants`` too (an operator sharing it on purpose)."""
+    await w.mgmt.patch(resources.SITE, SITE, {"spec": {"placements": [SHARED]}})
+
+
+ROTATED_CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nrotated\n-----END CERTIFICATE-----\n").decode()
+
+
+async def rotate_ca(w: World, *, wait: bool = True) -> None:
+    """Change the victim's CA at the site (a rotation); with ``wait``, until the victim's CAPI
+    Secret has it."""
+    await w.site.patch(
+        resources.SECRET, f"{VICTIM}-ca", {"data": {"ca.crt": ROTATED_CA}}, namespace=TARGET_NS
+    )
+    if not wait:
+        return
+
+    async def rotated() -> bool:
+        ca = (await capi_secrets(w, VICTIM_NS, VICTIM))["ca"]
+        return ca is not None and ca["data"]["tls.crt"] == ROTATED_CA
+
+    await helpers.eventually(rotated, within=20)
+
+
+# -- kubectl as a tenant ---------------------------------------------------------------------
+
+
+class Kubectl:
+    """kubectl against the emulated management cluster, as a tenant types it."""
+
+    def __init__(self, kubeconfig: Path, cache: Path) -> None:
+        self.base = [str(KUBECTL), "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache)]
+
+    async def run(self, *args: str, stdin: str | None = None) -> str:
+        proc = await asyncio.create_subprocess_exec(
+            *self.base, *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), timeout=60)
+        assert proc.returncode == 0, f"kubectl {' '.join(args)} failed: {err.decode()}"
+        return out.decode()
+
+    async def create_pair(self, name: str, *, namespace: str, **spec: Any) -> None:
+        """``kubectl create namespace``, ``kubectl apply`` the Cluster, then the RKCP owned by it."""
+        await self.run("create", "namespace", namespace)
+        await self.run("apply", "-f", "-", stdin=yaml.safe_dump(cluster_obj(name, namespace=namespace)))
+        uid = await self.run("get", "cluster", name, "-n", namespace, "-o", "jsonpath={.metadata.uid}")
+        cluster = {"metadata": {"name": name, "uid": uid}}
+        await self.run(
+            "apply",
+            "-f",
+            "-",
+            stdin=yaml.safe_dump(rkcp_obj(name, namespace=namespace, cluster=cluster, **spec)),
+        )
+
+    async def ready_condition(self, name: str, *, namespace: str) -> tuple[str, str, str]:
+        path = '{range .status.conditions[?(@.type=="Ready")]}{.status}|{.reason}|{.message}{end}'
+        out = await self.run("get", "rkcp", name, "-n", namespace, "-o", f"jsonpath={path}")
+        status, reason, message = [*out.split("|", 2), "", "", ""][:3]
+        return status, reason, message
