@@ -34,6 +34,7 @@ from hub import crdgen
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kubeapi, natsd
 from tests import helpers
+from tests.hub import conftest as hub_conftest
 
 ROOT = Path(__file__).resolve().parents[2]
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
@@ -272,6 +273,9 @@ def rkcp_obj(name: str, site: str, cluster: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+CRD_FILES = (crdgen.FILENAME, crdgen.SITE_FILENAME)
+
+
 @contextlib.asynccontextmanager
 async def stand(work: Path, *, hub_flags: tuple[str, ...] = ()) -> AsyncIterator[Stand]:
     """Start everything; stop every process by its handle at the end."""
@@ -288,11 +292,19 @@ async def stand(work: Path, *, hub_flags: tuple[str, ...] = ()) -> AsyncIterator
     hub: helpers.CliProcess | None = None
     api = None
     try:
-        for path in (ROOT / "sandbox" / "crds" / "cluster.yaml", ROOT / "deploy" / "crds" / crdgen.FILENAME):
+        crds = (
+            ROOT / "sandbox" / "crds" / "cluster.yaml",
+            *(ROOT / "deploy" / "crds" / f for f in CRD_FILES),
+        )
+        for path in crds:
             await mgmt.apply_crd(yaml.safe_load(path.read_text()))
         kubeconfig = mgmt.write_kubeconfig(work / "mgmt.kubeconfig")
         api = await ckube.api_client_from_kubeconfig(kubeconfig)
         kube = ckube.Kube(api)
+        for site in SITES:
+            # Each site's Site object: its default rule places the RKCPs of namespace NS into
+            # the site namespace of the same name.
+            await kube.create(resources.SITE, hub_conftest.site_obj(site))
         keys_dir = work / "keys"
         keyfiles.generate(keys_dir)
         await kube.create(resources.NAMESPACE, {"metadata": {"name": NS}})
