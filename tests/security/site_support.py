@@ -34,6 +34,7 @@ from hub.controllers import rkcp as rkcp_controller
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi, natsd
 from tests import helpers
+from tests.hub import conftest as hub_conftest
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = "site-a"
@@ -206,7 +207,8 @@ async def world(server: natsd.NatsServer, conf: Path, tmp_path: Path) -> AsyncIt
         for s in (mgmt_server, site_server):
             await s.start(port=0)
             stack.push_async_callback(s.stop)
-        for path in (ROOT / "sandbox" / "crds" / "cluster.yaml", ROOT / "deploy" / "crds" / crdgen.FILENAME):
+        crds = (ROOT / "deploy" / "crds" / f for f in (crdgen.FILENAME, crdgen.SITE_FILENAME))
+        for path in (ROOT / "sandbox" / "crds" / "cluster.yaml", *crds):
             await mgmt_server.apply_crd(yaml.safe_load(path.read_text()))
         await site_server.apply_crd(
             yaml.safe_load((ROOT / "sandbox" / "crds" / "tenantcontrolplane.yaml").read_text())
@@ -217,6 +219,8 @@ async def world(server: natsd.NatsServer, conf: Path, tmp_path: Path) -> AsyncIt
         stack.push_async_callback(site_api.close)
         mgmt, site = ckube.Kube(mgmt_api), ckube.Kube(site_api)
         await mgmt.create(resources.NAMESPACE, {"metadata": {"name": NAMESPACE}})
+        # The site's Site object: its default rule places RKCPs of NAMESPACE into NAMESPACE.
+        await mgmt.create(resources.SITE, hub_conftest.site_obj(SITE))
         await site.create(resources.NAMESPACE, {"metadata": {"name": NAMESPACE}})
         sim = kamaji.Simulator(site_api, ready_delay=0.2, delete_delay=0.3)
         await sim.start()

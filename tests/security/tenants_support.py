@@ -151,7 +151,7 @@ async def until_refused_or_leaked(w: World, name: str, *, namespace: str, refusa
 async def last_seq(w: World, kind: subjects.Kind, name: str = VICTIM, *, namespace: str = TARGET_NS) -> int:
     stored = await bus.last_message(
         w.conn,
-        streams.stream_name(kind, prefix=w.prefix),
+        streams.stream_name(kind, site=SITE, prefix=w.prefix),
         subjects.control_plane(kind, SITE, namespace, name, prefix=w.prefix),
     )
     return stored.seq if stored else 0
@@ -167,7 +167,7 @@ async def has_consumer(w: World, site: str) -> bool:
 
 
 async def stream_last_seq(w: World, kind: subjects.Kind) -> int:
-    info = await w.conn.js.stream_info(streams.stream_name(kind, prefix=w.prefix))
+    info = await w.conn.js.stream_info(streams.stream_name(kind, site=SITE, prefix=w.prefix))
     return int(info.state.last_seq)
 
 
@@ -175,7 +175,7 @@ async def redeliver_sealed(w: World, name: str = VICTIM) -> int:
     """Publish the site's last sealed secrets of ``name`` again, byte for byte, as a new message
     (what an agent restart, a certificate rotation or a re-seal puts on the stream); waits until
     the hub holds it and returns its sequence."""
-    stream = streams.stream_name(subjects.Kind.SECRET, prefix=w.prefix)
+    stream = streams.stream_name(subjects.Kind.SECRET, site=SITE, prefix=w.prefix)
     subject = subjects.secret(SITE, TARGET_NS, name, prefix=w.prefix)
     stored = await bus.last_message(w.conn, stream, subject)
     assert stored is not None, f"no sealed secrets on {subject}"
