@@ -41,7 +41,10 @@ class Service:
         assert self.conn is not None
         while True:
             connected = self.conn.connected
-            readiness.set(check, connected, "connected" if connected else "disconnected; reconnecting")
+            # While reconnecting, say why the last attempt failed (a rotated CA, a refused TLS
+            # handshake), not only that it did.
+            why = self.conn.last_failure or "disconnected; reconnecting"
+            readiness.set(check, connected, "connected" if connected else why)
             if on is not None:
                 on(connected)
             await asyncio.sleep(1.0)
