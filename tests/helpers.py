@@ -35,8 +35,20 @@ def nats_tls() -> tlsfiles.Paths:
     return tlsfiles.generate(directory)
 
 
+_TRUSTED: dict[str, Path] = {}
+
+
+def trust(url: str, ca_file: Path) -> None:
+    """Verify the server at ``url`` with ``ca_file`` from now on (a server with a CA of its own,
+    such as the sandbox topology's, made by ``nats-config --tls-generate``)."""
+    _TRUSTED[url] = ca_file
+
+
 def ca_for(url: str) -> Path | None:
-    """The CA a test client verifies ``url`` with: the test CA for ``tls://``, none otherwise."""
+    """The CA a test client verifies ``url`` with: the one ``trust`` registered, else the test CA
+    for ``tls://``, none otherwise."""
+    if url in _TRUSTED:
+        return _TRUSTED[url]
     return nats_tls().ca if url.startswith("tls://") else None
 
 
@@ -138,8 +150,8 @@ class CliProcess:
         full_env = {**os.environ, f"{prefix}LISTEN": "127.0.0.1:0"}
         # A process pointed at a test server (tls://) trusts the test CA unless told otherwise
         # (a --nats-ca-file flag wins over the variable).
-        if any(a.startswith("tls://") for a in args):
-            full_env[f"{prefix}NATS_CA_FILE"] = str(nats_tls().ca)
+        for url in (a for a in args if a.startswith("tls://")):
+            full_env[f"{prefix}NATS_CA_FILE"] = str(ca_for(url))
         full_env.update(env or {})
         with open(log, "wb") as out:
             self.p = subprocess.Popen(
