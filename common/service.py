@@ -79,9 +79,22 @@ async def run_until_signalled(service: Startable) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    # start() may wait a long time (NATS retried forever, say with a CA the server does not
+    # match): a signal meanwhile cancels it, instead of going unheard until SIGKILL.
+    starting = asyncio.ensure_future(service.start())
+    stopping = asyncio.ensure_future(stop.wait())
     try:
-        await service.start()
-        await stop.wait()
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
+            log.info("stopping while starting")
+            return
+        starting.result()  # a failed start raises here
+        await stopping
         log.info("stopping")
     finally:
+        for task in (starting, stopping):
+            task.cancel()
         await service.stop()

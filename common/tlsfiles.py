@@ -67,11 +67,13 @@ def _name(common_name: str) -> x509.Name:
     )
 
 
-def subject_alternative_names(hosts: Iterable[str]) -> list[x509.GeneralName]:
-    """``127.0.0.1``, ``localhost`` and ``hosts``, de-duplicated: IP addresses as IPAddress
-    entries (clients compare those for IP URLs), everything else as DNS names."""
+def subject_alternative_names(
+    hosts: Iterable[str], *, defaults: Iterable[str] = DEFAULT_HOSTS
+) -> list[x509.GeneralName]:
+    """``defaults`` (127.0.0.1, localhost) and ``hosts``, de-duplicated: IP addresses as
+    IPAddress entries (clients compare those for IP URLs), everything else as DNS names."""
     seen: list[x509.GeneralName] = []
-    for host in (*DEFAULT_HOSTS, *hosts):
+    for host in (*defaults, *hosts):
         host = host.strip()
         if not host:
             continue
@@ -120,10 +122,16 @@ def new_ca(*, now: dt.datetime, days: int = CA_DAYS) -> tuple[Key, x509.Certific
 
 
 def new_server_certificate(
-    ca_key: Key, ca_cert: x509.Certificate, *, hosts: Iterable[str], now: dt.datetime, days: int = SERVER_DAYS
+    ca_key: Key,
+    ca_cert: x509.Certificate,
+    *,
+    hosts: Iterable[str],
+    now: dt.datetime,
+    days: int = SERVER_DAYS,
+    defaults: Iterable[str] = DEFAULT_HOSTS,
 ) -> tuple[Key, x509.Certificate]:
     key = _key()
-    sans = subject_alternative_names(hosts)
+    sans = subject_alternative_names(hosts, defaults=defaults)
     cert = (
         x509.CertificateBuilder()
         .subject_name(_name("kamaji-broker NATS server"))
@@ -161,13 +169,13 @@ def new_server_certificate(
     return key, cert
 
 
-def _pem_key(key: Key) -> str:
+def pem_key(key: Key) -> str:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ).decode()
 
 
-def _pem_cert(cert: x509.Certificate) -> str:
+def pem_cert(cert: x509.Certificate) -> str:
     return cert.public_bytes(serialization.Encoding.PEM).decode()
 
 
@@ -252,10 +260,10 @@ def generate(directory: Path, *, hosts: Iterable[str] = (), now: dt.datetime | N
         ca_key = loaded
     else:
         ca_key, ca_cert = new_ca(now=now)
-        files.write_private(ca_key_file, _pem_key(ca_key))
-        files.write_public(ca_cert_file, _pem_cert(ca_cert))
+        files.write_private(ca_key_file, pem_key(ca_key))
+        files.write_public(ca_cert_file, pem_cert(ca_cert))
     if not _current(directory, ca_cert, wanted, now):
         key, cert = new_server_certificate(ca_key, ca_cert, hosts=hosts, now=now)
-        files.write_private(directory / SERVER_KEY, _pem_key(key))
-        files.write_public(directory / SERVER_CERT, _pem_cert(cert))
+        files.write_private(directory / SERVER_KEY, pem_key(key))
+        files.write_public(directory / SERVER_CERT, pem_cert(cert))
     return Paths(cert=directory / SERVER_CERT, key=directory / SERVER_KEY, ca=ca_cert_file)

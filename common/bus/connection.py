@@ -247,6 +247,10 @@ async def connect(
             ),
             deadline,
         )
+    except asyncio.CancelledError:  # a process stopped while it still waits for its server
+        with contextlib.suppress(Exception):
+            await nc.close()
+        raise
     except Exception as exc:  # TimeoutError at the deadline; nats-py raises many kinds otherwise
         with contextlib.suppress(Exception):
             await nc.close()
