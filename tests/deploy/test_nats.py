@@ -1,5 +1,7 @@
 """deploy/nats: the 3-node JetStream cluster configuration is valid for the real nats-server,
-beside the auth.conf the operator commands render, and the Kubernetes manifests fit it."""
+beside the auth.conf and the TLS files the operator commands render, and the Kubernetes
+manifests fit it: TLS for clients, routes and leaf nodes from the Secret `nats-tls`, and no
+Service publishes the monitoring port."""
 
 from __future__ import annotations
 
@@ -17,16 +19,30 @@ from sandbox import natsd
 from tests.deploy import manifests as m
 
 CONF = m.DEPLOY / "nats" / "nats-server.conf"
+TLS_MOUNT = "/etc/nats-tls"
+HEADLESS_SANS = ["nats.nats.svc", "*.nats-headless.nats.svc.cluster.local"]
+"""What deploy/README.md tells `nats-config --tls-host` to name (the Service, the routes)."""
 
 
 def _config_dir(tmp_path: Path) -> Path:
+    """The operator's files, and the cluster config pointing at the `nats-tls` Secret's keys as
+    made from `nats-config --tls-generate` (``kubectl create secret generic nats-tls ...``)."""
     kb = [sys.executable, "-m", "kamaji_broker.cli"]
     nats = tmp_path / "nats"
-    subprocess.run([*kb, "nats-config", "--dir", str(nats)], capture_output=True, check=True)
+    hosts = [a for h in HEADLESS_SANS for a in ("--tls-host", h)]
+    subprocess.run(
+        [*kb, "nats-config", "--dir", str(nats), "--tls-generate", str(nats / "tls"), *hosts],
+        capture_output=True,
+        check=True,
+    )
     subprocess.run(
         [*kb, "site", "add", "site-a", "--nats-config-dir", str(nats)], capture_output=True, check=True
     )
-    shutil.copy(CONF, nats / "cluster.conf")
+    secret = tmp_path / "nats-tls"  # the Secret's keys, as the volume projects them
+    secret.mkdir()
+    for key, made in (("tls.crt", "server.crt"), ("tls.key", "server.key"), ("ca.crt", "ca.crt")):
+        shutil.copy(nats / "tls" / made, secret / key)
+    (nats / "cluster.conf").write_text(CONF.read_text().replace(f"{TLS_MOUNT}/", f"{secret}/"))
     return nats
 
 
@@ -53,6 +69,37 @@ def test_cluster_config_needs_the_auth_include(tmp_path: Path) -> None:
     nats = _config_dir(tmp_path)
     (nats / "auth.conf").unlink()
     assert _check(nats / "cluster.conf", POD_NAME="nats-0").returncode != 0
+
+
+def test_cluster_config_needs_the_tls_files(tmp_path: Path) -> None:
+    nats = _config_dir(tmp_path)
+    (tmp_path / "nats-tls" / "tls.key").unlink()
+    done = _check(nats / "cluster.conf", POD_NAME="nats-0")
+    assert done.returncode != 0 and "tls.key" in done.stderr + done.stdout
+
+
+def _block(text: str, name: str) -> str:
+    """The body of the top-level block ``name { ... }`` (nested braces included)."""
+    start = text.index(f"\n{name} {{") + len(name) + 3
+    depth, i = 1, start
+    while depth:
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        i += 1
+    return text[start : i - 1]
+
+
+def test_tls_for_clients_routes_and_leaf_nodes() -> None:
+    text = CONF.read_text()
+    pair = f'cert_file: "{TLS_MOUNT}/tls.crt"\n'
+    key = f'key_file: "{TLS_MOUNT}/tls.key"\n'
+    client = _block(text, "tls")
+    assert pair in client and key in client and 'handshake_first: "auto"' in client
+    routes = _block(text, "cluster")
+    assert pair in routes and key in routes
+    assert f'ca_file: "{TLS_MOUNT}/ca.crt"' in routes and "verify: true" in routes, "mutual TLS"
+    leaf = _block(text, "leafnodes")
+    assert pair in leaf and key in leaf
+    assert "allow_non_tls" not in text and "no_tls" not in text
 
 
 @pytest.fixture(scope="module")
@@ -86,9 +133,20 @@ def test_manifests_validate_and_fit_the_config(docs: list[dict[str, Any]]) -> No
     assert generated["data"]["nats-server.conf"] == text
     services = {s["metadata"]["name"]: s for s in m.of_kind(docs, "Service")}
     assert services[headless]["spec"]["clusterIP"] == "None"
-    ports = {p["name"] for p in container["ports"]}
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     for service in services.values():
-        assert {p["targetPort"] for p in service["spec"]["ports"]} <= ports
+        assert {p["targetPort"] for p in service["spec"]["ports"]} <= set(ports)
+    # Monitoring is plain HTTP without auth: the kubelet probes it on the pod, no Service has it.
+    published = {(p["targetPort"], p["port"]) for s in services.values() for p in s["spec"]["ports"]}
+    assert not {t for t, port in published if t == "monitor" or port == ports["monitor"]}
+    assert {p["name"] for p in services["nats"]["spec"]["ports"]} == {"client", "leafnodes"}
+    # TLS: the Secret nats-tls, mounted where the config reads it, with exactly the keys it names.
+    (tls,) = [v for v in pod["volumes"] if v["name"] == "tls"]
+    assert tls["secret"]["secretName"] == "nats-tls"
+    assert {i["key"] for i in tls["secret"]["items"]} == {"tls.crt", "tls.key", "ca.crt"}
+    assert mounts["tls"] == TLS_MOUNT
+    named = set(re.findall(rf'"{TLS_MOUNT}/([^"]+)"', text))
+    assert named == {i["path"] for i in tls["secret"]["items"]}
 
 
 def test_hub_stream_replicas_match_the_cluster_size() -> None:
