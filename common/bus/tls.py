@@ -45,10 +45,10 @@ def _trust(ca_file: Path | None) -> str:
 def describe(exc: BaseException, *, ca_file: Path | None) -> str | None:
     """One line for a TLS failure, or None when ``exc`` is not about TLS."""
     if isinstance(exc, ssl.SSLCertVerificationError):
-        why = exc.verify_message or exc.reason or str(exc)
+        why = getattr(exc, "verify_message", None) or getattr(exc, "reason", None) or str(exc)
         return f"TLS: the NATS server's certificate failed verification against {_trust(ca_file)}: {why}"
     if isinstance(exc, ssl.SSLError):
-        why = exc.reason or str(exc)
+        why = getattr(exc, "reason", None) or str(exc)
         return (
             f"TLS handshake with the NATS server failed ({why}); the server must serve TLS first "
             f"(its tls {{}} block with handshake_first, as `kamaji-broker nats-config` writes it); "
