@@ -94,7 +94,7 @@ A Role in each target namespace, or one ClusterRole with allNamespaces.
 {{- fail "site is required: this site's name, as given to `kamaji-broker site add`" -}}
 {{- end -}}
 {{- if not .Values.nats.url -}}
-{{- fail "nats.url is required: the NATS URL(s) the agent dials, e.g. nats://nats.example:4222" -}}
+{{- fail "nats.url is required: the NATS URL(s) the agent dials, e.g. tls://nats.example:4222" -}}
 {{- end -}}
 {{- $tls := .Values.nats.tls -}}
 {{- if gt (len (compact (list $tls.existingConfigMap $tls.existingSecret $tls.ca))) 1 -}}
