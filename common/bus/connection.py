@@ -111,7 +111,23 @@ class Connection:
         # close(), not drain(): every publish and ack of ours already waited for the server's
         # answer, and drain() waits its full timeout on a subscription the server refused.
         if not self.nc.is_closed:
-            await self.nc.close()
+            await _close(self.nc, timeout=self.options.request_timeout)
+
+
+async def _close(nc: Client, *, timeout: float) -> None:
+    """Close within ``timeout`` seconds.
+
+    Bounded because nats-py's close waits for its transport to close, and a transport whose TLS
+    handshake failed during a reconnect (an impostor certificate, a rotated CA) never reports
+    closed: the wait would hold a stopping process until SIGKILL. The socket is closed by then;
+    only the wait is cut short.
+    """
+    try:
+        await asyncio.wait_for(nc.close(), timeout)
+    except TimeoutError:
+        log.debug("NATS close did not finish within %ss; leaving it", timeout)
+    except Exception as exc:  # closing must not fail the caller; the reason is only of interest here
+        log.debug("NATS close: %s", exc)
 
 
 @contextlib.contextmanager
@@ -248,12 +264,10 @@ async def connect(
             deadline,
         )
     except asyncio.CancelledError:  # a process stopped while it still waits for its server
-        with contextlib.suppress(Exception):
-            await nc.close()
+        await _close(nc, timeout=options.request_timeout)
         raise
     except Exception as exc:  # TimeoutError at the deadline; nats-py raises many kinds otherwise
-        with contextlib.suppress(Exception):
-            await nc.close()
+        await _close(nc, timeout=options.request_timeout)
         if isinstance(exc, TimeoutError):
             raise errors.Unavailable(failures.timed_out(deadline)) from None
         raise errors.Unavailable(describe_failure(exc, options=options)) from None

@@ -367,3 +367,31 @@ async def test_every_client_connection_is_tls(tmp_path: Path) -> None:
         finally:
             for c in conns:
                 await c.close()
+
+
+async def test_an_impostor_in_the_servers_place_is_refused_on_reconnect(tmp_path: Path) -> None:
+    """Connected, the server goes away and another one answers on its address with a certificate
+    of another CA: the client does not reconnect to it, and says why while it keeps trying."""
+    server = natsd.NatsServer(
+        store_dir=tmp_path / "real", log_file=tmp_path / "real.log", tls=helpers.nats_tls()
+    )
+    with ts.running(server):
+        conn = await bus.connect(helpers.options(server.url), deadline=10)
+    try:
+        impostor = natsd.NatsServer(
+            store_dir=tmp_path / "impostor",
+            port=server.port,
+            log_file=tmp_path / "impostor.log",
+            tls=ts.server_files(tmp_path / "impostor-tls"),
+            monitor=True,
+        )
+        with ts.running(impostor):
+
+            async def refused() -> bool:
+                return f"against CA file {str(helpers.nats_tls().ca)!r}: {NO_ISSUER}" in conn.last_failure
+
+            await helpers.eventually(refused)
+            assert conn.last_failure.startswith(f"cannot connect to NATS at {server.url}: TLS: ")
+            assert not conn.connected and ts.connz(impostor) == []
+    finally:
+        await conn.close()
