@@ -5,11 +5,16 @@ Service publishes the monitoring port."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import socket
+import ssl
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +158,79 @@ def test_hub_stream_replicas_match_the_cluster_size() -> None:
     hub = m.one(m.kustomize(m.DEPLOY / "hub"), "Deployment")
     args = hub["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--stream-replicas=3" in args
+
+
+def _node_config(nats: Path, tmp_path: Path, index: int, ports: list[dict[str, int]]) -> Path:
+    """The cluster config of node ``index``, moved onto 127.0.0.1 and free ports (routes too)."""
+    own = ports[index]
+    text = (nats / "cluster.conf").read_text()
+    routes = "\n".join(f'    "nats://127.0.0.1:{p["cluster"]}"' for p in ports)
+    text = re.sub(r"routes: \[\n(.*?)\n  \]", f"routes: [\n{routes}\n  ]", text, flags=re.S)
+    for old, new in (
+        ('"0.0.0.0:4222"', f'"127.0.0.1:{own["client"]}"'),
+        ('"0.0.0.0:8222"', f'"127.0.0.1:{own["monitor"]}"'),
+        ('"0.0.0.0:6222"', f'"127.0.0.1:{own["cluster"]}"'),
+        ('"0.0.0.0:7422"', f'"127.0.0.1:{own["leaf"]}"'),
+        ('"/var/run/nats/nats.pid"', f'"{tmp_path}/nats-{index}.pid"'),
+        ('"/data/jetstream"', f'"{tmp_path}/data-{index}"'),
+        ("max_file_store: 10GB", "max_file_store: 64MB"),
+    ):
+        assert old in text, old
+        text = text.replace(old, new)
+    path = nats / f"node-{index}.conf"
+    path.write_text(text)
+    return path
+
+
+def _tls_dial(port: int, secret: Path, *, client_cert: bool) -> bytes:
+    ctx = ssl.create_default_context(cafile=str(secret / "ca.crt"))
+    if client_cert:
+        ctx.load_cert_chain(secret / "tls.crt", secret / "tls.key")
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s,
+    ):
+        return s.recv(5)
+
+
+def test_nodes_route_to_each_other_over_mutual_tls(tmp_path: Path) -> None:
+    """Two nodes of the cluster config, with the certificate nats-config made: the routes come up
+    (mutual TLS: each presents the server certificate as a client) and clients need TLS."""
+    nats = _config_dir(tmp_path)
+    ports = [{k: natsd.free_port() for k in ("client", "monitor", "cluster", "leaf")} for _ in range(2)]
+    procs = []
+    try:
+        for i in range(2):
+            config = _node_config(nats, tmp_path, i, ports)
+            log = open(tmp_path / f"nats-{i}.log", "wb")  # noqa: SIM115 - closed with the process
+            env = {**os.environ, "POD_NAME": f"nats-{i}"}
+            argv = [natsd.find_binary(), "-c", str(config)]
+            procs.append((subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env), log))
+        deadline = time.monotonic() + 30
+        routes: list[dict[str, Any]] = []
+        while time.monotonic() < deadline and len(routes) < 1:
+            assert all(p.poll() is None for p, _ in procs), (tmp_path / "nats-0.log").read_text()[-2000:]
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{ports[0]['monitor']}/routez", timeout=2) as r:
+                    routes = json.load(r).get("routes") or []
+            except OSError:
+                pass
+            time.sleep(0.2)
+        assert routes, (tmp_path / "nats-0.log").read_text()[-2000:]
+        assert {r["remote_name"] for r in routes} == {"nats-1"}
+        logs = "".join((tmp_path / f"nats-{i}.log").read_text() for i in range(2))
+        assert "TLS required for client connections" in logs
+        # (A node may dial the other before it listens: "connection refused", retried.)
+        assert [
+            ln for ln in logs.splitlines() if "[ERR]" in ln and re.search("tls|certificate", ln, re.I)
+        ] == []
+        # Dialling the route port: TLS with the CA's client certificate, or nothing at all.
+        secret = tmp_path / "nats-tls"
+        assert b"INFO " in _tls_dial(ports[0]["cluster"], secret, client_cert=True)
+        with pytest.raises(ssl.SSLError):
+            _tls_dial(ports[0]["cluster"], secret, client_cert=False)
+    finally:
+        for proc, log in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
+            log.close()
