@@ -62,7 +62,7 @@ class Options:
             raise ValueError(f"NATS CA file {str(self.ca_file)!r} does not exist")
 
     @property
-    def tls(self) -> bool:
+    def uses_tls(self) -> bool:
         return tls.wanted(self.servers, self.ca_file)
 
 
@@ -204,7 +204,7 @@ def _client_options(options: Options) -> dict[str, Any]:
         kwargs["nkeys_seed"] = str(options.seed_file)
     if options.creds_file is not None:
         kwargs["user_credentials"] = str(options.creds_file)
-    if options.tls:
+    if options.uses_tls:
         # TLS before the server's first word: nothing crosses the network in the clear, and a
         # server (or a man in the middle) that does not offer TLS cannot downgrade us to
         # plaintext, which nats-py would otherwise accept from a server without tls_required.
