@@ -395,3 +395,52 @@ async def test_an_impostor_in_the_servers_place_is_refused_on_reconnect(tmp_path
             assert not conn.connected and ts.connz(impostor) == []
     finally:
         await conn.close()
+
+
+async def test_agent_facing_an_impostor_after_a_restart_says_why_and_stops_cleanly(
+    tmp_path: Path, process_files: dict[str, Path]
+) -> None:
+    """Connected and ready, the agent's server is replaced by one with a certificate of another
+    CA: /readyz names the CA file and the failure while the agent keeps trying, and SIGTERM still
+    stops it at once (nats-py's close would wait forever on the failed TLS transport)."""
+    port = natsd.free_port()
+    conf = tmp_path / "conf"
+    main, _ = natsfiles.nats_config(
+        conf, host="127.0.0.1", port=port, store_dir=tmp_path / "store", tls=helpers.nats_tls()
+    )
+    natsfiles.site_add(conf, "site-a")
+    real = natsd.NatsServer(store_dir=tmp_path / "store", port=port, config=main, tls=helpers.nats_tls())
+    impostor = natsd.NatsServer(
+        store_dir=tmp_path / "impostor",
+        port=port,
+        tls=ts.server_files(tmp_path / "impostor-tls"),
+        monitor=True,
+    )
+    with ts.running(real):
+        hub = await bus.connect(helpers.options(real.url, seed_file=conf / "hub.nk"), deadline=10)
+        await bus.ensure_topology(hub, sites=["site-a"])
+        await hub.close()
+        agent = _process(
+            "agent",
+            real.url,
+            conf / "sites" / "site-a.nk",
+            helpers.nats_tls().ca,
+            process_files,
+            tmp_path / "agent.log",
+        )
+        try:
+            await agent.readyz(lambda status, text: "[+] nats: connected" in text)
+        except BaseException:
+            agent.stop()
+            raise
+    try:
+        with ts.running(impostor):
+            expected = (
+                f"nats: cannot connect to NATS at {real.url}: TLS: the NATS server's certificate failed "
+                f"verification against CA file {str(helpers.nats_tls().ca)!r}: {NO_ISSUER}"
+            )
+            text = await agent.readyz(lambda status, text: status == 503 and expected in text)
+            assert "[-] nats: " in text
+            assert agent.p.poll() is None and ts.connz(impostor) == []
+    finally:
+        assert agent.stop() == 0
