@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,13 @@ def nats_tls() -> tlsfiles.Paths:
     directory = Path(tempfile.mkdtemp(prefix="kb-test-tls-"))
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
     return tlsfiles.generate(directory)
+
+
+def tls_context(url: str) -> ssl.SSLContext | None:
+    """For raw nats-py clients (attackers in tests/security): ``nats.connect(url, tls=...)``
+    trusting the CA ``ca_for(url)``; None for a plaintext URL."""
+    ca = ca_for(url)
+    return ssl.create_default_context(cafile=str(ca)) if ca is not None else None
 
 
 _TRUSTED: dict[str, Path] = {}

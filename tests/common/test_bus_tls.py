@@ -5,9 +5,11 @@ from __future__ import annotations
 import ssl
 from pathlib import Path
 
+import nats
 import pytest
 
 from common.bus import tls
+from sandbox import natsd
 from tests import helpers
 
 
@@ -72,3 +74,13 @@ def test_describe(exc: BaseException, ca: Path | None, expected: str | None) -> 
         assert described is None
     else:
         assert described is not None and described.startswith(expected)
+
+
+async def test_a_raw_nats_client_connects_with_the_helpers_context(nats_server: natsd.NatsServer) -> None:
+    """tests.helpers.tls_context: what attack tests give raw nats-py clients for a TLS server."""
+    nc = await nats.connect(nats_server.url, tls=helpers.tls_context(nats_server.url), connect_timeout=5)
+    try:
+        await nc.flush(timeout=5)
+        assert nc.is_connected
+    finally:
+        await nc.close()
