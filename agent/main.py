@@ -64,9 +64,11 @@ class Agent(service.Service):
                 servers=s.servers,
                 seed_file=s.nats_seed,
                 creds_file=s.nats_creds,
+                ca_file=s.nats_ca_file,
                 inbox_prefix=bus.site_inbox_prefix(s.site),
                 name=f"kamaji-broker-agent-{s.site}",
-            )
+            ),
+            report=lambda why: self.readiness.set(NATS_CHECK, False, why),
         )
         self.spawn("nats-monitor", lambda: self.watch_nats(self.readiness, NATS_CHECK, self._connected))
         publisher = publishing.Publisher(self.conn, site=s.site, prefix=s.prefix)

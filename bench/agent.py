@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from common import bus, keyfiles, natsfiles  # noqa: E402
+from common import bus, keyfiles, natsfiles, tlsfiles  # noqa: E402
 from common import kube as ckube  # noqa: E402
 from common.bus import topology  # noqa: E402
 from common.kube import resources  # noqa: E402
@@ -105,9 +105,15 @@ async def raw_pull_ack(conn: bus.Connection, count: int, batch: int) -> float:
 
 async def run(count: int, batch: int, work: Path) -> None:
     port = natsd.free_port()
-    main_conf, _ = natsfiles.nats_config(work / "nats", host="127.0.0.1", port=port, store_dir=work / "js")
+    # TLS as in production: the figures include its cost.
+    tls = tlsfiles.generate(work / "tls")
+    main_conf, _ = natsfiles.nats_config(
+        work / "nats", host="127.0.0.1", port=port, store_dir=work / "js", tls=tls
+    )
     natsfiles.site_add(work / "nats", SITE)
-    nats = natsd.NatsServer(store_dir=work / "js", port=port, config=main_conf, log_file=work / "nats.log")
+    nats = natsd.NatsServer(
+        store_dir=work / "js", port=port, config=main_conf, log_file=work / "nats.log", tls=tls
+    )
     nats.start()
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -143,12 +149,12 @@ async def run(count: int, batch: int, work: Path) -> None:
         keyfiles.generate(work / "keys")
         signer = keys.load_signing_key((work / "keys" / keyfiles.SIGNING_FILE).read_text())
         conn = await bus.connect(
-            bus.Options(servers=(nats.url,), seed_file=work / "nats" / "hub.nk"), deadline=10
+            bus.Options(servers=(nats.url,), seed_file=work / "nats" / "hub.nk", ca_file=tls.ca), deadline=10
         )
         await bus.ensure_topology(conn, sites=[SITE])
         agent = [
             "-m", "kamaji_broker.cli", "agent", "--site", SITE, "--nats-url", nats.url,
-            "--nats-seed", str(work / "nats" / "sites" / f"{SITE}.nk"),
+            "--nats-seed", str(work / "nats" / "sites" / f"{SITE}.nk"), "--nats-ca-file", str(tls.ca),
             "--hub-public-keys", str(work / "keys" / keyfiles.PUBLIC_FILE),
             "--kubeconfig", str(kubeconfig), "--namespaces", NAMESPACE, "--listen", "127.0.0.1:0",
             "--fetch-batch", str(batch),
@@ -204,10 +210,10 @@ async def run(count: int, batch: int, work: Path) -> None:
         await statuses.unsubscribe()
         # The raw figure on a server of its own without authorisation (the hub's NATS user may
         # not write arbitrary subjects), same binary, same machine, same fetch and ack calls.
-        plain = natsd.NatsServer(store_dir=work / "js-raw", log_file=work / "nats-raw.log")
+        plain = natsd.NatsServer(store_dir=work / "js-raw", log_file=work / "nats-raw.log", tls=tls)
         plain.start()
         try:
-            raw_conn = await bus.connect(bus.Options(servers=(plain.url,)), deadline=10)
+            raw_conn = await bus.connect(bus.Options(servers=(plain.url,), ca_file=tls.ca), deadline=10)
             raw = await raw_pull_ack(raw_conn, count, batch)
             await raw_conn.close()
         finally:

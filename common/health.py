@@ -76,6 +76,9 @@ class HealthServer:
         server = site._server
         sockets = getattr(server, "sockets", None) or []
         self.port = int(sockets[0].getsockname()[1]) if sockets else port
+        # Logged as soon as it serves: /readyz says why while start-up still waits (for NATS,
+        # say), and an operator (or a test) finds the port of ``--listen :0`` here.
+        log.info("serving /healthz, /readyz and /metrics; health on port %d", self.port)
 
     async def stop(self) -> None:
         if self._runner is not None:

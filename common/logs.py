@@ -28,6 +28,16 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc, default=str)
 
 
+class _DropSslEofNotice(logging.Filter):
+    """asyncio warns "returning true from eof_received() has no effect when using ssl" each time
+    a TLS peer closes a stream connection (asyncio's own StreamReaderProtocol returns True; the
+    SSL transport closes anyway). It is about asyncio's internals, not our connection: with NATS
+    over TLS it would be a warning at every shutdown and reconnect."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "eof_received() has no effect when using ssl" not in record.getMessage()
+
+
 def configure(*, level: str = "info", json_format: bool = True) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if json_format:
@@ -42,5 +52,8 @@ def configure(*, level: str = "info", json_format: bool = True) -> None:
     # nats-py and aiohttp are chatty at INFO about things we log ourselves.
     logging.getLogger("nats").setLevel(logging.WARNING)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    asyncio_log = logging.getLogger("asyncio")
+    if not any(isinstance(f, _DropSslEofNotice) for f in asyncio_log.filters):
+        asyncio_log.addFilter(_DropSslEofNotice())
     # kubernetes_asyncio logs whole response bodies (Secrets included) at DEBUG: never let it.
     logging.getLogger("kubernetes_asyncio").setLevel(logging.INFO)

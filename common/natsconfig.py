@@ -47,6 +47,31 @@ def auth(blocks: Iterable[str]) -> str:
     )
 
 
+TLS_TIMEOUT = 5.0
+"""Seconds nats-server allows for a client's TLS handshake (its default, 0.5 s, is short for a
+site on a slow link)."""
+
+
+def tls(*, cert_file: str, key_file: str, indent: str = "") -> str:
+    """A ``tls {}`` block for clients: the server's certificate and key.
+
+    ``handshake_first: auto``: the server waits briefly for a TLS ClientHello before it sends
+    anything. kamaji-broker's clients start TLS at once (``common.bus``), so not one byte, not
+    even the server's INFO, crosses the network in the clear, and a man in the middle cannot
+    downgrade them; other NATS tools that expect INFO first still get it after the wait. A
+    plaintext client is refused either way: nats-server requires TLS once this block is set.
+    """
+    lines = [
+        "tls {",
+        f"  cert_file: {json.dumps(cert_file)}",
+        f"  key_file: {json.dumps(key_file)}",
+        f"  timeout: {TLS_TIMEOUT:g}",
+        '  handshake_first: "auto"',
+        "}",
+    ]
+    return "".join(f"{indent}{line}\n" for line in lines)
+
+
 def main(
     *,
     host: str,
@@ -55,18 +80,25 @@ def main(
     server_name: str,
     max_payload: int = streams.MAX_PAYLOAD,
     monitor: str | None = None,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
 ) -> str:
-    """``monitor`` (``host:port``) serves nats-server's HTTP monitoring (/varz, /jsz, /healthz).
+    """``monitor`` (``host:port``) serves nats-server's HTTP monitoring (/varz, /jsz, /healthz);
+    ``tls_cert`` and ``tls_key`` (both or neither) make every client connection TLS.
 
     ``max_payload`` bounds every single message on the server (128 KiB, ``streams.MAX_PAYLOAD``),
     above the streams' own ``max_msg_size`` so that a stream's clear refusal is what a site meets
     first, and far below nats-server's 1 MiB default.
     """
+    if (tls_cert is None) != (tls_key is None):
+        raise ValueError("give both the TLS certificate and its key, or neither")
     monitoring = f"http: {json.dumps(monitor)}\n" if monitor else ""
+    transport = tls(cert_file=tls_cert, key_file=tls_key) if tls_cert and tls_key else ""
     return (
         "# nats-server configuration for kamaji-broker, written by `kamaji-broker nats-config`.\n"
         f"server_name: {json.dumps(server_name)}\n"
         f"listen: {json.dumps(f'{host}:{port}')}\n"
+        f"{transport}"
         f"{monitoring}"
         f"max_payload: {max_payload}\n"
         "jetstream {\n"

@@ -6,6 +6,7 @@
     DIR/sites/<site>.nk      a site's NKey seed (0600): hand it to that site's agent only
     DIR/sites/<site>.pub     its public key
     DIR/sites/<site>.conf    its user block with exactly the permissions of DESIGN §4
+    DIR/tls/                 with ``--tls-generate``: CA and server certificate (``common.tlsfiles``)
 
 Every command is idempotent: an existing seed is kept, blocks are re-rendered from the code's
 current permissions.
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import nkeys
 
-from common import files, natsconfig
+from common import files, natsconfig, tlsfiles
 from protocol import labels, permissions, subjects
 
 MAIN_FILE = "nats-server.conf"
@@ -72,8 +73,12 @@ def nats_config(
     server_name: str = "kamaji-broker",
     prefix: str = subjects.DEFAULT_PREFIX,
     monitor: str | None = None,
+    tls: tlsfiles.Paths | None = None,
 ) -> tuple[Path, Identity]:
+    """Write the main configuration (with ``tls``: clients must use TLS with that certificate)."""
     subjects.check_prefix(prefix)
+    if tls is not None:
+        tlsfiles.check(tls)
     config_dir.mkdir(parents=True, exist_ok=True)
     hub = _identity(config_dir / HUB_SEED, "hub")
     store = store_dir if store_dir is not None else config_dir / "jetstream"
@@ -81,7 +86,13 @@ def nats_config(
     files.write_public(
         main,
         natsconfig.main(
-            host=host, port=port, store_dir=str(store.absolute()), server_name=server_name, monitor=monitor
+            host=host,
+            port=port,
+            store_dir=str(store.absolute()),
+            server_name=server_name,
+            monitor=monitor,
+            tls_cert=str(tls.cert.absolute()) if tls else None,
+            tls_key=str(tls.key.absolute()) if tls else None,
         ),
     )
     render_auth(config_dir, prefix=prefix)

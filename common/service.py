@@ -41,7 +41,10 @@ class Service:
         assert self.conn is not None
         while True:
             connected = self.conn.connected
-            readiness.set(check, connected, "connected" if connected else "disconnected; reconnecting")
+            # While reconnecting, say why the last attempt failed (a rotated CA, a refused TLS
+            # handshake), not only that it did.
+            why = self.conn.last_failure or "disconnected; reconnecting"
+            readiness.set(check, connected, "connected" if connected else why)
             if on is not None:
                 on(connected)
             await asyncio.sleep(1.0)
@@ -76,9 +79,22 @@ async def run_until_signalled(service: Startable) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    # start() may wait a long time (NATS retried forever, say with a CA the server does not
+    # match): a signal meanwhile cancels it, instead of going unheard until SIGKILL.
+    starting = asyncio.ensure_future(service.start())
+    stopping = asyncio.ensure_future(stop.wait())
     try:
-        await service.start()
-        await stop.wait()
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
+            log.info("stopping while starting")
+            return
+        starting.result()  # a failed start raises here
+        await stopping
         log.info("stopping")
     finally:
+        for task in (starting, stopping):
+            task.cancel()
         await service.stop()

@@ -37,6 +37,10 @@ class ProcessSettings(BaseSettings):
     """An NKey seed file (from ``kamaji-broker nats-config`` or ``site add``)."""
     nats_creds: Path | None = None
     """A .creds file instead of a seed (servers in operator/JWT mode)."""
+    nats_ca_file: Path | None = None
+    """CA certificate (PEM) the NATS server's certificate must chain to (``nats-config
+    --tls-generate``: tls/ca.crt). With it the connection is TLS from the first byte, trusting
+    only this CA; without it, ``tls://`` URLs are verified against the system's CAs."""
     kubeconfig: Path | None = None
     """Kubeconfig of the cluster this process works in (or --in-cluster)."""
     in_cluster: bool = False
@@ -59,7 +63,7 @@ class ProcessSettings(BaseSettings):
         subjects.check_prefix(v)
         return v
 
-    @field_validator("nats_seed", "nats_creds", "kubeconfig")
+    @field_validator("nats_seed", "nats_creds", "nats_ca_file", "kubeconfig")
     @classmethod
     def _file_exists(cls, v: Path | None) -> Path | None:
         if v is not None and not v.is_file():

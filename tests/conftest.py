@@ -3,6 +3,8 @@
 ``nats_server`` runs for the whole session (JetStream, no auth) and is stopped by PID; tests
 isolate themselves with a fresh subject prefix (hence fresh stream names) instead of restarting
 it. ``restartable_nats`` is a server of the test's own that the test may restart on its store.
+Every server requires TLS with the session's test certificate (``helpers.nats_tls``): its
+``url`` is ``tls://...`` and ``helpers.options(url)`` trusts the test CA.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import yaml
 from common import bus, natsfiles
 from common import kube as ckube
 from sandbox import kubeapi, natsd
-from tests.helpers import options
+from tests.helpers import nats_tls, options
 
 CRD_DIR = Path(__file__).resolve().parents[1] / "sandbox" / "crds"
 
@@ -25,7 +27,7 @@ CRD_DIR = Path(__file__).resolve().parents[1] / "sandbox" / "crds"
 @pytest.fixture(scope="session")
 def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[natsd.NatsServer]:
     d = tmp_path_factory.mktemp("nats")
-    server = natsd.NatsServer(store_dir=d / "store", log_file=d / "nats.log")
+    server = natsd.NatsServer(store_dir=d / "store", log_file=d / "nats.log", tls=nats_tls())
     server.start()
     yield server
     server.stop()
@@ -33,7 +35,7 @@ def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[natsd.Nats
 
 @pytest.fixture
 def restartable_nats(tmp_path: Path) -> Iterator[natsd.NatsServer]:
-    server = natsd.NatsServer(store_dir=tmp_path / "store", log_file=tmp_path / "nats.log")
+    server = natsd.NatsServer(store_dir=tmp_path / "store", log_file=tmp_path / "nats.log", tls=nats_tls())
     server.start()
     yield server
     server.stop()
@@ -84,10 +86,14 @@ def secured_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[nat
     added by `site add`: (server, config dir holding hub.nk and sites/<site>.nk)."""
     d = tmp_path_factory.mktemp("secured")
     port = natsd.free_port()
-    main, _ = natsfiles.nats_config(d / "conf", host="127.0.0.1", port=port, store_dir=d / "store")
+    main, _ = natsfiles.nats_config(
+        d / "conf", host="127.0.0.1", port=port, store_dir=d / "store", tls=nats_tls()
+    )
     for site in ("site-a", "site-b"):
         natsfiles.site_add(d / "conf", site)
-    server = natsd.NatsServer(store_dir=d / "store", port=port, config=main, log_file=d / "nats.log")
+    server = natsd.NatsServer(
+        store_dir=d / "store", port=port, config=main, log_file=d / "nats.log", tls=nats_tls()
+    )
     server.start()
     yield server, d / "conf"
     server.stop()

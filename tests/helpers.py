@@ -3,31 +3,73 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import datetime as dt
+import functools
 import os
 import re
+import shutil
 import signal
+import ssl
 import subprocess
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from common import bus
+from common import bus, tlsfiles
 from protocol import messages, streams, subjects
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
 
 
-def options(url: str, *, seed_file: Path | None = None, inbox_prefix: str = "_INBOX") -> bus.Options:
+@functools.cache
+def nats_tls() -> tlsfiles.Paths:
+    """The test session's CA and server certificate (SANs 127.0.0.1, localhost), made once by
+    ``kamaji-broker nats-config``'s own code: every nats-server of the tests serves it, and
+    ``options`` trusts its CA for ``tls://`` URLs."""
+    directory = Path(tempfile.mkdtemp(prefix="kb-test-tls-"))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return tlsfiles.generate(directory)
+
+
+def tls_context(url: str) -> ssl.SSLContext | None:
+    """For raw nats-py clients (attackers in tests/security): ``nats.connect(url, tls=...)``
+    trusting the CA ``ca_for(url)``; None for a plaintext URL."""
+    ca = ca_for(url)
+    return ssl.create_default_context(cafile=str(ca)) if ca is not None else None
+
+
+_TRUSTED: dict[str, Path] = {}
+
+
+def trust(url: str, ca_file: Path) -> None:
+    """Verify the server at ``url`` with ``ca_file`` from now on (a server with a CA of its own,
+    such as the sandbox topology's, made by ``nats-config --tls-generate``)."""
+    _TRUSTED[url] = ca_file
+
+
+def ca_for(url: str) -> Path | None:
+    """The CA a test client verifies ``url`` with: the one ``trust`` registered, else the test CA
+    for ``tls://``, none otherwise."""
+    if url in _TRUSTED:
+        return _TRUSTED[url]
+    return nats_tls().ca if url.startswith("tls://") else None
+
+
+def options(
+    url: str, *, seed_file: Path | None = None, inbox_prefix: str = "_INBOX", ca_file: Path | None = None
+) -> bus.Options:
     return bus.Options(
         servers=(url,),
         seed_file=seed_file,
         inbox_prefix=inbox_prefix,
         request_timeout=2.0,
         reconnect_wait=0.2,
+        ca_file=ca_file if ca_file is not None else ca_for(url),
     )
 
 
@@ -114,7 +156,12 @@ class CliProcess:
         prefix = "KB_HUB_" if command == "hub" else "KB_AGENT_"
         # Port 0: the process picks a free port and logs it (a port chosen here could be taken
         # by another process before the child binds it).
-        full_env = {**os.environ, f"{prefix}LISTEN": "127.0.0.1:0", **(env or {})}
+        full_env = {**os.environ, f"{prefix}LISTEN": "127.0.0.1:0"}
+        # A process pointed at a test server (tls://) trusts the test CA unless told otherwise
+        # (a --nats-ca-file flag wins over the variable).
+        for url in (a for a in args if a.startswith("tls://")):
+            full_env[f"{prefix}NATS_CA_FILE"] = str(ca_for(url))
+        full_env.update(env or {})
         with open(log, "wb") as out:
             self.p = subprocess.Popen(
                 [sys.executable, "-m", "kamaji_broker.cli", command, *args],

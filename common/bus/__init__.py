@@ -1,6 +1,7 @@
 """The NATS bus: the one place that imports nats-py (import-linter enforces it).
 
-connection   connect (NKey seed or .creds, inbox prefix, reconnect forever), error translation
+connection   connect (NKey seed or .creds, TLS, inbox prefix, reconnect forever), error translation
+tls          the SSL context of a CA file, TLS failures in plain words
 permissions  server permission violations → PermissionDenied naming the subject
 topology     ensure_topology: streams and durable consumers, idempotently (hub only)
 publishing   publish with Nats-Msg-Id and optional expected-last-subject-sequence

@@ -1,4 +1,4 @@
-"""The NATS connection: credentials, inbox prefix, reconnect forever, error translation.
+"""The NATS connection: credentials, TLS, inbox prefix, reconnect forever, error translation.
 
 Owns the nats-py client and JetStream context for the rest of ``common.bus``. Every call that
 reaches the server goes through ``Connection.call``, the one place where nats-py exceptions
@@ -22,7 +22,7 @@ import nats.js.errors
 from nats.aio.client import Client
 
 from common import errors
-from common.bus import permissions
+from common.bus import permissions, tls
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,6 +48,9 @@ class Options:
     """Seconds to wait for a JetStream API answer before a call counts as a timeout."""
     reconnect_wait: float = 2.0
     """Seconds between (re)connect attempts; nats-py adds jitter so sites do not stampede."""
+    ca_file: Path | None = None
+    """The CA (PEM) the server's certificate must chain to. With it (or a ``tls://`` URL) the
+    connection is TLS from its first byte, and a server that does not speak TLS is refused."""
 
     def __post_init__(self) -> None:
         if self.seed_file is not None and self.creds_file is not None:
@@ -55,6 +58,12 @@ class Options:
         for f in (self.seed_file, self.creds_file):
             if f is not None and not f.is_file():
                 raise ValueError(f"NATS credentials file {str(f)!r} does not exist")
+        if self.ca_file is not None and not self.ca_file.is_file():
+            raise ValueError(f"NATS CA file {str(self.ca_file)!r} does not exist")
+
+    @property
+    def uses_tls(self) -> bool:
+        return tls.wanted(self.servers, self.ca_file)
 
 
 @dataclass(eq=False)
@@ -67,6 +76,12 @@ class Connection:
     watch: permissions.Watch
     on_reconnect: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
     reconnects: int = 0
+    failure: list[str] = field(default_factory=list)
+    """The last (re)connect failure in plain words, while it lasts (``[]`` once connected)."""
+
+    @property
+    def last_failure(self) -> str:
+        return self.failure[0] if self.failure else ""
 
     @property
     def connected(self) -> bool:
@@ -96,7 +111,23 @@ class Connection:
         # close(), not drain(): every publish and ack of ours already waited for the server's
         # answer, and drain() waits its full timeout on a subscription the server refused.
         if not self.nc.is_closed:
-            await self.nc.close()
+            await _close(self.nc, timeout=self.options.request_timeout)
+
+
+async def _close(nc: Client, *, timeout: float) -> None:
+    """Close within ``timeout`` seconds.
+
+    Bounded because nats-py's close waits for its transport to close, and a transport whose TLS
+    handshake failed during a reconnect (an impostor certificate, a rotated CA) never reports
+    closed: the wait would hold a stopping process until SIGKILL. The socket is closed by then;
+    only the wait is cut short.
+    """
+    try:
+        await asyncio.wait_for(nc.close(), timeout)
+    except TimeoutError:
+        log.debug("NATS close did not finish within %ss; leaving it", timeout)
+    except Exception as exc:  # closing must not fail the caller; the reason is only of interest here
+        log.debug("NATS close: %s", exc)
 
 
 @contextlib.contextmanager
@@ -126,24 +157,88 @@ def translate(what: str) -> Iterator[None]:
         raise errors.BusError(f"{what}: {exc}") from None
 
 
-async def connect(options: Options, *, deadline: float | None = None) -> Connection:
+def describe_failure(exc: BaseException, *, options: Options) -> str:
+    """A (re)connect failure as one line naming the servers (and the CA file for TLS failures)."""
+    why = tls.describe(exc, ca_file=options.ca_file)
+    if why is None:
+        why = str(exc) or type(exc).__name__
+    return f"cannot connect to NATS at {', '.join(options.servers)}: {why}"
+
+
+@dataclass
+class _Failures:
+    """Why the last (re)connect attempt failed, logged once per distinct reason (not at every
+    retry) and passed to ``report``; cleared once connected."""
+
+    options: Options
+    report: Callable[[str], None] | None
+    last: list[str] = field(default_factory=list)
+
+    def record(self, exc: BaseException) -> None:
+        line = describe_failure(exc, options=self.options)
+        if self.last[:1] != [line]:
+            is_tls = tls.describe(exc, ca_file=self.options.ca_file) is not None
+            (log.error if is_tls else log.warning)("%s", line)
+        self.last[:] = [line]
+        if self.report is not None:
+            self.report(line)
+
+    def timed_out(self, deadline: float | None) -> str:
+        last = f"; last attempt: {self.last[0].split(': ', 1)[1]}" if self.last else ""
+        servers = ", ".join(self.options.servers)
+        return f"cannot connect to NATS at {servers}: no connection within {deadline}s{last}"
+
+
+def _client_options(options: Options) -> dict[str, Any]:
+    """nats-py's connect arguments for ``options``, callbacks aside."""
+    kwargs: dict[str, Any] = {
+        "servers": list(options.servers),
+        "name": options.name,
+        "inbox_prefix": options.inbox_prefix,
+        "allow_reconnect": True,
+        "max_reconnect_attempts": -1,
+        "reconnect_time_wait": options.reconnect_wait,
+        "connect_timeout": options.request_timeout,
+    }
+    if options.seed_file is not None:
+        kwargs["nkeys_seed"] = str(options.seed_file)
+    if options.creds_file is not None:
+        kwargs["user_credentials"] = str(options.creds_file)
+    if options.uses_tls:
+        # TLS before the server's first word: nothing crosses the network in the clear, and a
+        # server (or a man in the middle) that does not offer TLS cannot downgrade us to
+        # plaintext, which nats-py would otherwise accept from a server without tls_required.
+        kwargs["tls"] = tls.context(options.ca_file)
+        kwargs["tls_handshake_first"] = True
+    return kwargs
+
+
+async def connect(
+    options: Options, *, deadline: float | None = None, report: Callable[[str], None] | None = None
+) -> Connection:
     """Connect, retrying until connected (forever unless ``deadline`` seconds pass).
 
     Once connected, nats-py reconnects forever on its own; we count reconnects and run the
-    ``on_reconnect`` callbacks.
+    ``on_reconnect`` callbacks. ``report`` hears every failed (re)connect attempt in plain words
+    (for ``/readyz``): a wrong CA file retries forever too, but says so instead of looking like
+    an unreachable server.
     """
     watch = permissions.Watch()
     holder: list[Connection] = []
+    failures = _Failures(options, report)
 
     async def error_cb(exc: Exception) -> None:
         violation = permissions.parse_violation(str(exc))
         if violation is not None:
             log.error("NATS permission violation: %s to %r", *violation)
             watch.record(*violation)
-        else:
+        elif holder and holder[0].nc.is_connected:
             log.warning("NATS error: %s", exc)
+        else:  # not connected: why a (re)connect attempt failed
+            failures.record(exc)
 
     async def reconnected_cb() -> None:
+        failures.last.clear()
         if not holder:
             return
         conn = holder[0]
@@ -156,36 +251,33 @@ async def connect(options: Options, *, deadline: float | None = None) -> Connect
         if holder and not (holder[0].nc.is_closed or holder[0].nc.is_draining):
             log.warning("NATS disconnected; reconnecting")
 
-    kwargs: dict[str, Any] = {
-        "servers": list(options.servers),
-        "name": options.name,
-        "inbox_prefix": options.inbox_prefix,
-        "allow_reconnect": True,
-        "max_reconnect_attempts": -1,
-        "reconnect_time_wait": options.reconnect_wait,
-        "connect_timeout": options.request_timeout,
-        "error_cb": error_cb,
-        "reconnected_cb": reconnected_cb,
-        "disconnected_cb": disconnected_cb,
-    }
-    if options.seed_file is not None:
-        kwargs["nkeys_seed"] = str(options.seed_file)
-    if options.creds_file is not None:
-        kwargs["user_credentials"] = str(options.creds_file)
-
+    kwargs = _client_options(options)
     # With max_reconnect_attempts=-1 nats-py retries the first connect forever too (every
     # reconnect_wait seconds, with jitter, each failure reported to error_cb); a deadline is for
     # callers that prefer to fail, such as the CLI and the tests.
     nc = Client()
     try:
-        await asyncio.wait_for(nc.connect(**kwargs), deadline)
+        await asyncio.wait_for(
+            nc.connect(
+                **kwargs, error_cb=error_cb, reconnected_cb=reconnected_cb, disconnected_cb=disconnected_cb
+            ),
+            deadline,
+        )
+    except asyncio.CancelledError:  # a process stopped while it still waits for its server
+        await _close(nc, timeout=options.request_timeout)
+        raise
     except Exception as exc:  # TimeoutError at the deadline; nats-py raises many kinds otherwise
-        with contextlib.suppress(Exception):
-            await nc.close()
-        detail = f"no connection within {deadline}s" if isinstance(exc, TimeoutError) else str(exc)
-        raise errors.Unavailable(
-            f"cannot connect to NATS at {', '.join(options.servers)}: {detail}"
-        ) from None
-    conn = Connection(nc=nc, js=nc.jetstream(timeout=options.request_timeout), options=options, watch=watch)
+        await _close(nc, timeout=options.request_timeout)
+        if isinstance(exc, TimeoutError):
+            raise errors.Unavailable(failures.timed_out(deadline)) from None
+        raise errors.Unavailable(describe_failure(exc, options=options)) from None
+    failures.last.clear()
+    conn = Connection(
+        nc=nc,
+        js=nc.jetstream(timeout=options.request_timeout),
+        options=options,
+        watch=watch,
+        failure=failures.last,
+    )
     holder.append(conn)
     return conn

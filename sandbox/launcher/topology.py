@@ -3,13 +3,14 @@
 Owns the sandbox directory and the order of things. ``start()``:
 
 1. credentials with the operator commands, run as ``kamaji-broker keys generate``,
-   ``kamaji-broker nats-config`` and ``kamaji-broker site add <site>`` subprocesses
-   (DIR/keys/, DIR/nats/; ``site add`` also writes each site's ``Site`` manifest, granting
-   ``rkcp_namespaces`` the target namespace), and the RKCP and Site CRDs rendered by
-   ``hub.crdgen`` (DIR/crds/);
-2. nats-server from the wheel with that configuration, and one emulated API server per cluster
-   (``mgmt`` with the RKCP, Site and CAPI Cluster CRDs, one per site with the compact TCP CRD;
-   their kubeconfigs DIR/<cluster>.kubeconfig), all on 127.0.0.1 and free ports;
+   ``kamaji-broker nats-config --tls-generate`` and ``kamaji-broker site add <site>``
+   subprocesses (DIR/keys/, DIR/nats/, the CA and server certificate in DIR/nats/tls/; ``site
+   add`` also writes each site's ``Site`` manifest, granting ``rkcp_namespaces`` the target
+   namespace), and the RKCP and Site CRDs rendered by ``hub.crdgen`` (DIR/crds/);
+2. nats-server from the wheel with that configuration (TLS required of every client, as in
+   production; hub and agents verify it with DIR/nats/tls/ca.crt), and one emulated API server
+   per cluster (``mgmt`` with the RKCP, Site and CAPI Cluster CRDs, one per site with the compact
+   TCP CRD; their kubeconfigs DIR/<cluster>.kubeconfig), all on 127.0.0.1 and free ports;
 3. the ``Site`` objects in ``mgmt`` (from the manifests ``site add`` wrote), the target
    namespace at each site, a Kamaji simulator per site (its own address pool);
 4. ``kamaji-broker hub`` and then one ``kamaji-broker agent`` per site, each waited for on ``/readyz``.
@@ -170,6 +171,16 @@ class Topology:
     def site_seed(self, site: str) -> Path:
         return self.nats_dir / "sites" / f"{site}.nk"
 
+    @property
+    def tls_dir(self) -> Path:
+        """The CA (ca.crt, ca.key) and the server certificate `nats-config --tls-generate` made."""
+        return self.nats_dir / "tls"
+
+    @property
+    def nats_ca_file(self) -> Path:
+        """What hub and agents (and any client of this topology) verify the server with."""
+        return self.tls_dir / "ca.crt"
+
     def kubeconfig(self, cluster: str) -> Path:
         """DIR/<cluster>.kubeconfig for ``mgmt`` or a site."""
         return self.directory / f"{cluster}.kubeconfig"
@@ -190,7 +201,7 @@ class Topology:
     def nats_url(self) -> str:
         if not self.nats_port:
             raise RuntimeError("the topology is not started")
-        return f"nats://127.0.0.1:{self.nats_port}"
+        return f"tls://127.0.0.1:{self.nats_port}"
 
     # -- clients -----------------------------------------------------------------------------
 
@@ -310,7 +321,7 @@ class Topology:
         await self._cli(
             "nats-config", "--dir", str(self.nats_dir), "--host", "127.0.0.1", "--port", str(self.nats_port),
             "--store-dir", str(self.directory / "jetstream"), "--server-name", "kamaji-broker-sandbox",
-            "--monitor", f"127.0.0.1:{self.nats_monitor_port}",
+            "--monitor", f"127.0.0.1:{self.nats_monitor_port}", "--tls-generate", str(self.tls_dir),
         )  # fmt: skip
         for site in self.sites:
             # One at a time: each run re-renders the shared auth.conf.
@@ -369,6 +380,7 @@ class Topology:
             "--kubeconfig", str(self.mgmt_kubeconfig),
             "--nats-url", self.nats_url,
             "--nats-seed", str(self.hub_seed),
+            "--nats-ca-file", str(self.nats_ca_file),
             "--signing-key", str(self.keys_dir / "signing.key"),
             "--sealing-keys", str(self.keys_dir / "sealing"),
             "--all-namespaces",
@@ -386,6 +398,7 @@ class Topology:
             "--site", site,
             "--nats-url", self.nats_url,
             "--nats-seed", str(self.site_seed(site)),
+            "--nats-ca-file", str(self.nats_ca_file),
             "--hub-public-keys", str(self.hub_public_keys),
             "--kubeconfig", str(self.kubeconfig(site)),
             "--namespaces", self.namespace,

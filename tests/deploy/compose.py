@@ -48,6 +48,12 @@ def option(args: list[str], name: str) -> str:
     raise AssertionError(f"{name} not in {args}")
 
 
+def options_all(args: list[str], name: str) -> list[str]:
+    """Every value of a repeated ``--name VALUE`` / ``--name=VALUE``."""
+    found = [args[i + 1] for i, a in enumerate(args[:-1]) if a == name]
+    return found + [a.split("=", 1)[1] for a in args if a.startswith(name + "=")]
+
+
 def options(args: list[str], name: str) -> list[str]:
     return [a.split("=", 1)[1] for a in args if a.startswith(name + "=")]
 

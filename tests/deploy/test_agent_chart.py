@@ -26,16 +26,22 @@ from tests.deploy import manifests as m
 
 REQUIRED = {
     "site": "site-a",
-    "nats": {"url": "nats://nats.example:4222"},
+    "nats": {"url": "tls://nats.example:4222", "tls": {"existingConfigMap": "kamaji-broker-nats-ca"}},
     "credentials": {"existingSecret": "kamaji-broker-agent-nats"},
     "hubPublicKeys": {"existingConfigMap": "kamaji-broker-hub-keys"},
     "namespaces": ["tenants", "tenants-eu"],
 }
-"""What the chart cannot default: the site, where NATS is, the site's seed, the hub's keys, targets."""
+"""What the chart cannot default: the site, where NATS is and the CA that vouches for it, the
+site's seed, the hub's keys, targets."""
 
 NON_DEFAULT = {
     "site": "site-b",
-    "nats": {"url": "tls://nats-0.example:4222,tls://nats-1.example:4222", "prefix": "kbx"},
+    "nats": {
+        "url": "tls://nats-0.example:4222,tls://nats-1.example:4222",
+        "prefix": "kbx",
+        # cert-manager's Certificate Secret, which carries ca.crt next to the server's pair.
+        "tls": {"existingSecret": "nats-server-tls"},
+    },
     "credentials": {"value": "SUAPLACEHOLDERSEED\n", "key": "agent.nk"},
     "hubPublicKeys": {"json": '{"signing": [], "sealing": []}'},
     "allNamespaces": True,
@@ -122,13 +128,18 @@ def test_rbac_is_exactly_what_the_agent_uses(
         ]
 
 
-def _site_files(tmp_path: Path, site: str) -> tuple[str, str]:
-    """The seed and the hub's public keys, made by the operator commands."""
+def _site_files(tmp_path: Path, site: str) -> tuple[str, str, str]:
+    """The seed, the hub's public keys and the NATS CA, made by the operator commands."""
     kb = [sys.executable, "-m", "kamaji_broker.cli"]
     subprocess.run(
         [*kb, "keys", "generate", "--out", str(tmp_path / "keys")], capture_output=True, check=True
     )
-    subprocess.run([*kb, "nats-config", "--dir", str(tmp_path / "nats")], capture_output=True, check=True)
+    nats = tmp_path / "nats"
+    subprocess.run(
+        [*kb, "nats-config", "--dir", str(nats), "--tls-generate", str(nats / "tls")],
+        capture_output=True,
+        check=True,
+    )
     subprocess.run(
         [*kb, "site", "add", site, "--nats-config-dir", str(tmp_path / "nats")],
         capture_output=True,
@@ -137,6 +148,7 @@ def _site_files(tmp_path: Path, site: str) -> tuple[str, str]:
     return (
         (tmp_path / "nats" / "sites" / f"{site}.nk").read_text(),
         (tmp_path / "keys" / "hub-public-keys.json").read_text(),
+        (nats / "tls" / "ca.crt").read_text(),
     )
 
 
@@ -144,12 +156,13 @@ def _site_files(tmp_path: Path, site: str) -> tuple[str, str]:
 def test_environment_loads_into_the_agent_settings(
     which: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seed, public = _site_files(tmp_path, "site-a")
+    seed, public, ca = _site_files(tmp_path, "site-a")
     if which == "existing":
         docs = m.documents(m.render_chart(REQUIRED))
         sources = {
             ("Secret", "kamaji-broker-agent-nats"): {"site.nk": seed},  # --from-file=site.nk=...
             ("ConfigMap", "kamaji-broker-hub-keys"): {"hub-public-keys.json": public},
+            ("ConfigMap", "kamaji-broker-nats-ca"): {"ca.crt": ca},  # --from-file=ca.crt=...
         }
     else:
         values = {**NON_DEFAULT, "site": "site-a", "credentials": {"value": seed, "key": "agent.nk"},
@@ -159,6 +172,7 @@ def test_environment_loads_into_the_agent_settings(
         sources = {
             ("Secret", secret["metadata"]["name"]): m.secret_data(secret),
             ("ConfigMap", config_map["metadata"]["name"]): dict(config_map["data"]),
+            ("Secret", "nats-server-tls"): {"ca.crt": ca, "tls.crt": "...", "tls.key": "..."},
         }
     pod = m.one(docs, "Deployment")["spec"]["template"]["spec"]
     (container,) = pod["containers"]
@@ -175,6 +189,7 @@ def test_environment_loads_into_the_agent_settings(
     assert settings.site == "site-a" and settings.in_cluster
     assert settings.nats_seed is not None and settings.nats_seed.read_text() == seed
     assert settings.hub_public_keys.read_text() == public
+    assert settings.nats_ca_file is not None and settings.nats_ca_file.read_text() == ca
     if which == "existing":
         assert settings.target_namespaces == ("tenants", "tenants-eu") and not settings.all_namespaces
         assert (settings.orphan_policy, settings.orphan_grace, settings.resync_interval) == (
@@ -225,6 +240,7 @@ def test_pod_is_hardened(default_docs: list[dict[str, Any]]) -> None:
         ({"fetchBatch": 0}, "fetchBatch"),
         ({"namespaces": ["Tenants"]}, "namespaces"),
         ({"nats": {"url": "http://nats:4222"}}, "url"),
+        ({"nats": {"url": "tls://n:4222", "tls": {"ca": "not a certificate"}}}, "ca"),
         ({"podDisruptionBudget": {"enabled": "yes"}}, "enabled"),
         ({"replicaCount": 2}, "replicaCount"),
     ],
@@ -243,6 +259,15 @@ def test_schema_rejects_bad_values(change: dict[str, Any], error: str) -> None:
         ({"hubPublicKeys": {}}, "hubPublicKeys: set"),
         ({"namespaces": []}, "set namespaces"),
         ({"allNamespaces": True}, "not both"),
+        ({"nats": {"url": "nats://nats.example:4222"}}, "nats.tls: nats://nats.example:4222 is not verified"),
+        (
+            {"nats": {"url": "tls://a:4222,nats://b:4222", "tls": {"existingConfigMap": ""}}},
+            "nats.tls: nats://b:4222 is not verified by any CA",
+        ),
+        (
+            {"nats": {"url": "tls://a:4222", "tls": {"existingConfigMap": "x", "existingSecret": "y"}}},
+            "not several",
+        ),
     ],
 )
 def test_missing_or_conflicting_values_fail_with_the_fix(change: dict[str, Any], message: str) -> None:
@@ -260,3 +285,23 @@ def test_values_file_is_valid_against_its_schema() -> None:
     chart = helm_python.Chart.load(m.CHART)
     schema = json.loads((m.CHART / "values.schema.json").read_text())
     assert set(chart.values) == set(schema["properties"]), "every value is described by the schema"
+
+
+def test_ca_given_inline_becomes_a_configmap_the_agent_trusts() -> None:
+    pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    values = {**REQUIRED, "nats": {"url": "tls://nats.example:4222", "tls": {"ca": pem}}}
+    docs = m.documents(m.render_chart(values))
+    (config_map,) = [c for c in m.of_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("-nats-ca")]
+    assert config_map["data"] == {"ca.crt": pem}
+    pod = m.one(docs, "Deployment")["spec"]["template"]["spec"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "nats-ca"]
+    assert volume["configMap"]["name"] == config_map["metadata"]["name"]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env["KB_AGENT_NATS_CA_FILE"] == "/etc/kamaji-broker/nats-ca/ca.crt"
+
+
+def test_publicly_trusted_tls_needs_no_ca() -> None:
+    values = {**REQUIRED, "nats": {"url": "tls://connect.example.com:4222", "tls": {"existingConfigMap": ""}}}
+    pod = m.one(m.documents(m.render_chart(values)), "Deployment")["spec"]["template"]["spec"]
+    assert "nats-ca" not in {v["name"] for v in pod["volumes"]}
+    assert "KB_AGENT_NATS_CA_FILE" not in {e["name"] for e in pod["containers"][0]["env"]}

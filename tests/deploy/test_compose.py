@@ -87,8 +87,12 @@ def test_wiring_is_consistent() -> None:
         v.split(":")[1] == store.rsplit("/", 1)[0] for v in nats["volumes"] if v.startswith("jetstream:")
     )
     port = int(c.option(_nats_config_args(), "--port")) if "--port" in _nats_config_args() else 4222
-    # Hub: the hub seed, the keys, mgmt's kubeconfig, every site.
-    assert hub["KB_HUB_NATS_URL"] == f"nats://nats:{port}"
+    # TLS: nats-config makes the CA and a certificate naming the host the clients dial.
+    tls_dir = c.option(_nats_config_args(), "--tls-generate")
+    assert "nats" in c.options_all(_nats_config_args(), "--tls-host")
+    # Hub: the hub seed, the CA, the keys, mgmt's kubeconfig, every site.
+    assert hub["KB_HUB_NATS_URL"] == f"tls://nats:{port}"
+    assert hub["KB_HUB_NATS_CA_FILE"] == f"{tls_dir}/ca.crt"
     assert hub["KB_HUB_NATS_SEED"] == f"{nats_dir}/hub.nk"
     assert hub["KB_HUB_SIGNING_KEY"] == f"{keys}/signing.key"
     assert hub["KB_HUB_SEALING_KEYS"] == f"{keys}/sealing"
@@ -102,6 +106,7 @@ def test_wiring_is_consistent() -> None:
         site = env["KB_AGENT_SITE"]
         assert name == f"agent-{site}"
         assert env["KB_AGENT_NATS_URL"] == hub["KB_HUB_NATS_URL"]
+        assert env["KB_AGENT_NATS_CA_FILE"] == hub["KB_HUB_NATS_CA_FILE"]
         assert env["KB_AGENT_NATS_SEED"] == f"{nats_dir}/sites/{site}.nk"
         assert env["KB_AGENT_HUB_PUBLIC_KEYS"] == f"{keys}/hub-public-keys.json"
         assert env["KB_AGENT_KUBECONFIG"] == f"{kube_dir}/{site}.kubeconfig"
@@ -217,7 +222,7 @@ class Local:
                 value = str(local) + value[len(container) :]
         if value.startswith(self.compose_dir):
             value = str(m.ROOT / "deploy" / "compose" / value[len(self.compose_dir) :].lstrip("/"))
-        value = value.replace("nats://nats:4222", f"nats://127.0.0.1:{self.nats_port}")
+        value = value.replace("tls://nats:4222", f"tls://127.0.0.1:{self.nats_port}")
         return re.sub(
             r"(?:127\.0\.0\.1)?:(\d+)\b",
             lambda g: (
@@ -248,6 +253,19 @@ def _wait(what: str, ready: Any, procs: dict[str, subprocess.Popen[bytes]], time
             return
         time.sleep(0.2)
     raise AssertionError(f"{what} not ready within {timeout}s")
+
+
+def _log_when(log: Path, text: str, procs: dict[str, subprocess.Popen[bytes]]) -> str:
+    _wait(f"{text!r} in {log.name}", lambda: text in log.read_text(errors="replace"), procs)
+    return log.read_text(errors="replace")
+
+
+def test_nats_publishes_no_monitoring_port() -> None:
+    """Clients only (TLS); the healthcheck reaches monitoring on the container's loopback."""
+    nats = SERVICES["nats"]
+    assert [p.rsplit(":", 1)[1] for p in nats["ports"]] == ["4222"]
+    assert c.option(_nats_config_args(), "--monitor").startswith("127.0.0.1:")
+    assert "--http_port" not in nats["command"] and "-m" not in nats["command"]
 
 
 def _readyz(url: str) -> bool:
@@ -293,6 +311,7 @@ def test_topology_runs_as_local_processes(
     monitor = _free_port()
     start("nats", [natsd.find_binary(), "--config", config, "-a", "127.0.0.1", "-p", str(local.nats_port),
                    "--http_port", str(monitor)])  # fmt: skip
+    assert "TLS required for client connections" in _log_when(logs / "nats.log", "Server is ready", processes)
     clusters = local.argv(c.argv(SERVICES["clusters"]))
     clusters[clusters.index("--port") + 1] = str(local.kube_port)
     start("clusters", clusters, local.env(SERVICES["clusters"]))

@@ -84,13 +84,18 @@ def _operator_files(tmp_path: Path) -> dict[tuple[str, str], dict[str, str]]:
          "--namespace", NAMESPACE],
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
-    subprocess.run([*kb, "nats-config", "--dir", str(nats)], capture_output=True, check=True, timeout=60)
+    subprocess.run(
+        [*kb, "nats-config", "--dir", str(nats), "--tls-generate", str(nats / "tls"),
+         "--tls-host", "nats.nats.svc"],
+        capture_output=True, check=True, timeout=60,
+    )  # fmt: skip
     hub_keys = yaml.safe_load(printed)
     sealing = {p.name: p.read_text() for p in (keys / "sealing").glob("*.key")}  # --from-file=keys/sealing/
     return {
         ("Secret", hub_keys["metadata"]["name"]): m.secret_data(hub_keys),
         ("Secret", "kamaji-broker-hub-sealing-keys"): sealing,
         ("Secret", "kamaji-broker-hub-nats"): {"hub.nk": (nats / "hub.nk").read_text()},
+        ("ConfigMap", "kamaji-broker-nats-ca"): {"ca.crt": (nats / "tls" / "ca.crt").read_text()},
     }
 
 
@@ -124,7 +129,10 @@ def test_deployment_flags_load_with_the_operator_secrets(
     assert settings.in_cluster and settings.all_namespaces
     assert settings.stream_replicas == 3, "deploy/nats is a 3-node JetStream cluster"
     assert len(list(settings.sealing_keys.glob("*.key"))) == 1
-    assert settings.servers == ("nats://nats.nats.svc:4222",)
+    assert settings.servers == ("tls://nats.nats.svc:4222",)
+    # TLS verified against the CA nats-config made (mounted from the ConfigMap).
+    assert settings.nats_ca_file is not None
+    assert settings.nats_ca_file.read_text().startswith("-----BEGIN CERTIFICATE-----")
 
 
 def _local_arg(arg: str, mounts: dict[str, Path]) -> str:

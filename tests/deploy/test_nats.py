@@ -1,13 +1,20 @@
 """deploy/nats: the 3-node JetStream cluster configuration is valid for the real nats-server,
-beside the auth.conf the operator commands render, and the Kubernetes manifests fit it."""
+beside the auth.conf and the TLS files the operator commands render, and the Kubernetes
+manifests fit it: TLS for clients, routes and leaf nodes from the Secret `nats-tls`, and no
+Service publishes the monitoring port."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import socket
+import ssl
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +24,30 @@ from sandbox import natsd
 from tests.deploy import manifests as m
 
 CONF = m.DEPLOY / "nats" / "nats-server.conf"
+TLS_MOUNT = "/etc/nats-tls"
+HEADLESS_SANS = ["nats.nats.svc", "*.nats-headless.nats.svc.cluster.local"]
+"""What deploy/README.md tells `nats-config --tls-host` to name (the Service, the routes)."""
 
 
 def _config_dir(tmp_path: Path) -> Path:
+    """The operator's files, and the cluster config pointing at the `nats-tls` Secret's keys as
+    made from `nats-config --tls-generate` (``kubectl create secret generic nats-tls ...``)."""
     kb = [sys.executable, "-m", "kamaji_broker.cli"]
     nats = tmp_path / "nats"
-    subprocess.run([*kb, "nats-config", "--dir", str(nats)], capture_output=True, check=True)
+    hosts = [a for h in HEADLESS_SANS for a in ("--tls-host", h)]
+    subprocess.run(
+        [*kb, "nats-config", "--dir", str(nats), "--tls-generate", str(nats / "tls"), *hosts],
+        capture_output=True,
+        check=True,
+    )
     subprocess.run(
         [*kb, "site", "add", "site-a", "--nats-config-dir", str(nats)], capture_output=True, check=True
     )
-    shutil.copy(CONF, nats / "cluster.conf")
+    secret = tmp_path / "nats-tls"  # the Secret's keys, as the volume projects them
+    secret.mkdir()
+    for key, made in (("tls.crt", "server.crt"), ("tls.key", "server.key"), ("ca.crt", "ca.crt")):
+        shutil.copy(nats / "tls" / made, secret / key)
+    (nats / "cluster.conf").write_text(CONF.read_text().replace(f"{TLS_MOUNT}/", f"{secret}/"))
     return nats
 
 
@@ -53,6 +74,37 @@ def test_cluster_config_needs_the_auth_include(tmp_path: Path) -> None:
     nats = _config_dir(tmp_path)
     (nats / "auth.conf").unlink()
     assert _check(nats / "cluster.conf", POD_NAME="nats-0").returncode != 0
+
+
+def test_cluster_config_needs_the_tls_files(tmp_path: Path) -> None:
+    nats = _config_dir(tmp_path)
+    (tmp_path / "nats-tls" / "tls.key").unlink()
+    done = _check(nats / "cluster.conf", POD_NAME="nats-0")
+    assert done.returncode != 0 and "tls.key" in done.stderr + done.stdout
+
+
+def _block(text: str, name: str) -> str:
+    """The body of the top-level block ``name { ... }`` (nested braces included)."""
+    start = text.index(f"\n{name} {{") + len(name) + 3
+    depth, i = 1, start
+    while depth:
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        i += 1
+    return text[start : i - 1]
+
+
+def test_tls_for_clients_routes_and_leaf_nodes() -> None:
+    text = CONF.read_text()
+    pair = f'cert_file: "{TLS_MOUNT}/tls.crt"\n'
+    key = f'key_file: "{TLS_MOUNT}/tls.key"\n'
+    client = _block(text, "tls")
+    assert pair in client and key in client and 'handshake_first: "auto"' in client
+    routes = _block(text, "cluster")
+    assert pair in routes and key in routes
+    assert f'ca_file: "{TLS_MOUNT}/ca.crt"' in routes and "verify: true" in routes, "mutual TLS"
+    leaf = _block(text, "leafnodes")
+    assert pair in leaf and key in leaf
+    assert "allow_non_tls" not in text and "no_tls" not in text
 
 
 @pytest.fixture(scope="module")
@@ -86,12 +138,99 @@ def test_manifests_validate_and_fit_the_config(docs: list[dict[str, Any]]) -> No
     assert generated["data"]["nats-server.conf"] == text
     services = {s["metadata"]["name"]: s for s in m.of_kind(docs, "Service")}
     assert services[headless]["spec"]["clusterIP"] == "None"
-    ports = {p["name"] for p in container["ports"]}
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     for service in services.values():
-        assert {p["targetPort"] for p in service["spec"]["ports"]} <= ports
+        assert {p["targetPort"] for p in service["spec"]["ports"]} <= set(ports)
+    # Monitoring is plain HTTP without auth: the kubelet probes it on the pod, no Service has it.
+    published = {(p["targetPort"], p["port"]) for s in services.values() for p in s["spec"]["ports"]}
+    assert not {t for t, port in published if t == "monitor" or port == ports["monitor"]}
+    assert {p["name"] for p in services["nats"]["spec"]["ports"]} == {"client", "leafnodes"}
+    # TLS: the Secret nats-tls, mounted where the config reads it, with exactly the keys it names.
+    (tls,) = [v for v in pod["volumes"] if v["name"] == "tls"]
+    assert tls["secret"]["secretName"] == "nats-tls"
+    assert {i["key"] for i in tls["secret"]["items"]} == {"tls.crt", "tls.key", "ca.crt"}
+    assert mounts["tls"] == TLS_MOUNT
+    named = set(re.findall(rf'"{TLS_MOUNT}/([^"]+)"', text))
+    assert named == {i["path"] for i in tls["secret"]["items"]}
 
 
 def test_hub_stream_replicas_match_the_cluster_size() -> None:
     hub = m.one(m.kustomize(m.DEPLOY / "hub"), "Deployment")
     args = hub["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--stream-replicas=3" in args
+
+
+def _node_config(nats: Path, tmp_path: Path, index: int, ports: list[dict[str, int]]) -> Path:
+    """The cluster config of node ``index``, moved onto 127.0.0.1 and free ports (routes too)."""
+    own = ports[index]
+    text = (nats / "cluster.conf").read_text()
+    routes = "\n".join(f'    "nats://127.0.0.1:{p["cluster"]}"' for p in ports)
+    text = re.sub(r"routes: \[\n(.*?)\n  \]", f"routes: [\n{routes}\n  ]", text, flags=re.S)
+    for old, new in (
+        ('"0.0.0.0:4222"', f'"127.0.0.1:{own["client"]}"'),
+        ('"0.0.0.0:8222"', f'"127.0.0.1:{own["monitor"]}"'),
+        ('"0.0.0.0:6222"', f'"127.0.0.1:{own["cluster"]}"'),
+        ('"0.0.0.0:7422"', f'"127.0.0.1:{own["leaf"]}"'),
+        ('"/var/run/nats/nats.pid"', f'"{tmp_path}/nats-{index}.pid"'),
+        ('"/data/jetstream"', f'"{tmp_path}/data-{index}"'),
+        ("max_file_store: 10GB", "max_file_store: 64MB"),
+    ):
+        assert old in text, old
+        text = text.replace(old, new)
+    path = nats / f"node-{index}.conf"
+    path.write_text(text)
+    return path
+
+
+def _tls_dial(port: int, secret: Path, *, client_cert: bool) -> bytes:
+    ctx = ssl.create_default_context(cafile=str(secret / "ca.crt"))
+    if client_cert:
+        ctx.load_cert_chain(secret / "tls.crt", secret / "tls.key")
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s,
+    ):
+        return s.recv(5)
+
+
+def test_nodes_route_to_each_other_over_mutual_tls(tmp_path: Path) -> None:
+    """Two nodes of the cluster config, with the certificate nats-config made: the routes come up
+    (mutual TLS: each presents the server certificate as a client) and clients need TLS."""
+    nats = _config_dir(tmp_path)
+    ports = [{k: natsd.free_port() for k in ("client", "monitor", "cluster", "leaf")} for _ in range(2)]
+    procs = []
+    try:
+        for i in range(2):
+            config = _node_config(nats, tmp_path, i, ports)
+            log = open(tmp_path / f"nats-{i}.log", "wb")  # noqa: SIM115 - closed with the process
+            env = {**os.environ, "POD_NAME": f"nats-{i}"}
+            argv = [natsd.find_binary(), "-c", str(config)]
+            procs.append((subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env), log))
+        deadline = time.monotonic() + 30
+        routes: list[dict[str, Any]] = []
+        while time.monotonic() < deadline and len(routes) < 1:
+            assert all(p.poll() is None for p, _ in procs), (tmp_path / "nats-0.log").read_text()[-2000:]
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{ports[0]['monitor']}/routez", timeout=2) as r:
+                    routes = json.load(r).get("routes") or []
+            except OSError:
+                pass
+            time.sleep(0.2)
+        assert routes, (tmp_path / "nats-0.log").read_text()[-2000:]
+        assert {r["remote_name"] for r in routes} == {"nats-1"}
+        logs = "".join((tmp_path / f"nats-{i}.log").read_text() for i in range(2))
+        assert "TLS required for client connections" in logs
+        # (A node may dial the other before it listens: "connection refused", retried.)
+        assert [
+            ln for ln in logs.splitlines() if "[ERR]" in ln and re.search("tls|certificate", ln, re.I)
+        ] == []
+        # Dialling the route port: TLS with the CA's client certificate, or nothing at all.
+        secret = tmp_path / "nats-tls"
+        assert b"INFO " in _tls_dial(ports[0]["cluster"], secret, client_cert=True)
+        with pytest.raises(ssl.SSLError):
+            _tls_dial(ports[0]["cluster"], secret, client_cert=False)
+    finally:
+        for proc, log in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
+            log.close()

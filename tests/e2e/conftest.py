@@ -48,6 +48,8 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topol
         tmp_path_factory.mktemp("e2e") / "sandbox", sites=SITES, kamaji_delay=0.3, heartbeat_interval=2.0
     )
     await topology.start()
+    # Clients of the tests verify this topology's server with the CA its nats-config made.
+    helpers.trust(topology.nats_url, topology.nats_ca_file)
     pids = [c.pid for c in topology.children if c.pid is not None]
     try:
         for name, site in BASE:

@@ -129,7 +129,11 @@ class Stand:
         """Publish by speaking the NATS protocol directly, as an attacker's own client would,
         without nats-py's client-side max_payload check; returns the server's first answer."""
         kp = nkeys.from_seed(bytearray((self.conf / "sites" / f"{site}.nk").read_bytes().strip()))
-        reader, writer = await asyncio.open_connection("127.0.0.1", self.nats.port)
+        # TLS first, as every client of this server (nats-config's handshake_first).
+        tls = helpers.tls_context(self.nats.url)
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", self.nats.port, ssl=tls, server_hostname="127.0.0.1" if tls else None
+        )
         try:
             info = json.loads((await reader.readline()).removeprefix(b"INFO ").decode())
             connect = {

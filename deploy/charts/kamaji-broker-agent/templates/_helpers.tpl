@@ -47,6 +47,16 @@ kamaji-broker.io/site: {{ .Values.site | quote }}
 {{- end -}}
 {{- end -}}
 
+{{/* Where the NATS CA comes from: "configMap <name>", "secret <name>", or "" (system CAs). */}}
+{{- define "kba.natsCA" -}}
+{{- with .Values.nats.tls -}}
+{{- if .existingConfigMap -}}configMap {{ .existingConfigMap }}
+{{- else if .existingSecret -}}secret {{ .existingSecret }}
+{{- else if .ca -}}configMap {{ printf "%s-nats-ca" (include "kba.fullname" $) }}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "kba.hubKeysConfigMap" -}}
 {{- if and .Values.hubPublicKeys.existingConfigMap .Values.hubPublicKeys.json -}}
 {{- fail "give hubPublicKeys.existingConfigMap or hubPublicKeys.json, not both" -}}
@@ -84,7 +94,18 @@ A Role in each target namespace, or one ClusterRole with allNamespaces.
 {{- fail "site is required: this site's name, as given to `kamaji-broker site add`" -}}
 {{- end -}}
 {{- if not .Values.nats.url -}}
-{{- fail "nats.url is required: the NATS URL(s) the agent dials, e.g. nats://nats.example:4222" -}}
+{{- fail "nats.url is required: the NATS URL(s) the agent dials, e.g. tls://nats.example:4222" -}}
+{{- end -}}
+{{- $tls := .Values.nats.tls -}}
+{{- if gt (len (compact (list $tls.existingConfigMap $tls.existingSecret $tls.ca))) 1 -}}
+{{- fail "nats.tls: give one of nats.tls.existingConfigMap, nats.tls.existingSecret or nats.tls.ca, not several" -}}
+{{- end -}}
+{{- if not (include "kba.natsCA" .) -}}
+{{- range (splitList "," .Values.nats.url) -}}
+{{- if not (hasPrefix "tls://" (trim .)) -}}
+{{- fail (printf "nats.tls: %s is not verified by any CA: set nats.tls.ca (--set-file nats.tls.ca=nats/tls/ca.crt), nats.tls.existingConfigMap or nats.tls.existingSecret, or use tls:// URLs of a publicly trusted server; NATS in plaintext is refused" (trim .)) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- if and .Values.allNamespaces .Values.namespaces -}}
 {{- fail "give namespaces or allNamespaces: true, not both" -}}
