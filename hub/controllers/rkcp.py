@@ -128,7 +128,7 @@ class Controller:
         self._published_checked: dict[hub_observations.Coordinates, float] = {}
         """Loop time each record was last read from, or written to, the stream."""
         self._refused: dict[Key, tuple[str, int]] = {}
-        """The (reason, KB_SECRETS sequence) of the last refusal counted per RKCP (once each)."""
+        """The (reason, sealed-secrets sequence) of the last refusal counted per RKCP (once each)."""
         self._last_error: dict[Key, str] = {}
         """Uids seen Ready once (first-ready metric and event exactly once per object)."""
         self._synced = asyncio.Event()

@@ -62,7 +62,7 @@ class SiteReport:
     secrets_owner_uid: str = ""
     """The owner uid the sealed secrets name (the TCP's owner at the site); "" when none."""
     secrets_seq: int = 0
-    """KB_SECRETS sequence of the sealed secrets (a refusal is counted once per message)."""
+    """Sequence of the sealed secrets in the site's stream (a refusal is counted once per message)."""
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,9 @@ async def test_topology_is_idempotent(conn: bus.Connection, prefix: str) -> None
         assert info.config.storage == "file"
         assert info.config.max_msg_size == streams.MAX_MSG_SIZE
     state = await bus.consumer_info(conn, helpers.stream(K.INTENT, prefix), "agent-site-b")
-    assert state.filter_subject == f"{prefix}.intent.site-b.>"
+    assert state.filter_subject == f"{prefix}.intent.site-b.*.*"
     hub = await conn.js.consumer_info(helpers.stream(K.STATUS, prefix, site="site-b"), streams.HUB_CONSUMER)
-    assert hub.config.filter_subjects == [f"{prefix}.status.site-b.>", f"{prefix}.secret.site-b.>"]
+    assert hub.config.filter_subjects == [f"{prefix}.status.site-b.*.*", f"{prefix}.secret.site-b.*.*"]
 
 
 async def test_a_site_stream_carries_its_quota(conn: bus.Connection, prefix: str) -> None:

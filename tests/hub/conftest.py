@@ -64,8 +64,10 @@ def cluster_obj(name: str = "c1", **spec: Any) -> dict[str, Any]:
     }
 
 
-def rkcp_obj(name: str = "cp1", *, cluster: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": "default"}
+def rkcp_obj(
+    name: str = "cp1", *, cluster: dict[str, Any] | None = None, namespace: str = "default", **spec: Any
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if cluster is not None:
         meta["ownerReferences"] = [
             {

@@ -8,9 +8,13 @@ breaks one of its cases is a regression.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+
+from sandbox import natsd
+from tests.security import nats_support as ns
 
 _HERE = Path(__file__).resolve().parent
 
@@ -19,3 +23,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.security)
+
+
+# Raw nats-py clients of tests/security/test_grants.py and test_nats_attacks.py: the hub with
+# the topology of nats_support.SITES and their messages, and site-a as an attacker.
+
+
+@pytest.fixture
+async def hub(secured_nats: tuple[natsd.NatsServer, Path]) -> AsyncIterator[ns.Raw]:
+    raw = await ns.prepare(*secured_nats)
+    yield raw
+    await raw.close()
+
+
+@pytest.fixture
+async def site_a(secured_nats: tuple[natsd.NatsServer, Path], hub: ns.Raw) -> AsyncIterator[ns.Raw]:
+    raw = await ns.connect_site(*secured_nats, "site-a")
+    yield raw
+    await raw.close()

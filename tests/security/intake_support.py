@@ -263,18 +263,7 @@ def cluster_obj(name: str) -> dict[str, Any]:
 
 
 def rkcp_obj(name: str, site: str, cluster: dict[str, Any]) -> dict[str, Any]:
-    owner = {
-        "apiVersion": "cluster.x-k8s.io/v1beta1",
-        "kind": "Cluster",
-        "name": cluster["metadata"]["name"],
-        "uid": cluster["metadata"]["uid"],
-    }
-    return {
-        "apiVersion": f"{RKCP.group}/{RKCP.version}",
-        "kind": RKCP.kind,
-        "metadata": {"name": name, "namespace": NS, "ownerReferences": [owner]},
-        "spec": {"site": site, "version": "v1.31.0"},
-    }
+    return hub_conftest.rkcp_obj(name, cluster=cluster, namespace=NS, site=site, targetNamespace=NS)
 
 
 CRD_FILES = (crdgen.FILENAME, crdgen.SITE_FILENAME)

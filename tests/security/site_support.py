@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import nacl.signing
+import nats
 import yaml
+from nats.aio.client import Client
 
 from agent import metrics as agent_metrics
 from agent import publishing
@@ -184,18 +186,9 @@ def cluster_obj(name: str) -> dict[str, Any]:
 
 
 def rkcp_obj(name: str, cluster: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    owner = {
-        "apiVersion": "cluster.x-k8s.io/v1beta1",
-        "kind": "Cluster",
-        "name": cluster["metadata"]["name"],
-        "uid": cluster["metadata"]["uid"],
-    }
-    return {
-        "apiVersion": f"{RKCP.group}/{RKCP.version}",
-        "kind": RKCP.kind,
-        "metadata": {"name": name, "namespace": NAMESPACE, "ownerReferences": [owner]},
-        "spec": {"site": SITE, "version": "v1.31.0", **spec},
-    }
+    return hub_conftest.rkcp_obj(
+        name, cluster=cluster, namespace=NAMESPACE, **{"targetNamespace": NAMESPACE, **spec}
+    )
 
 
 @contextlib.asynccontextmanager
@@ -245,3 +238,18 @@ async def world(server: natsd.NatsServer, conf: Path, tmp_path: Path) -> AsyncIt
         finally:
             for part in list(w.tasks):
                 await w.stop(part)
+
+
+@contextlib.asynccontextmanager
+async def stolen_hub_identity(server: natsd.NatsServer, conf: Path) -> AsyncIterator[Client]:
+    """A raw nats-py client with the hub's NATS identity (an attacker who stole its seed)."""
+    nc = await nats.connect(
+        servers=[server.url],
+        tls=helpers.tls_context(server.url),
+        nkeys_seed=str(conf / "hub.nk"),
+        allow_reconnect=False,
+    )
+    try:
+        yield nc
+    finally:
+        await nc.close()

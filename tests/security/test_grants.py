@@ -15,7 +15,6 @@ and the victim consumer must not move.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -158,20 +157,6 @@ VICTIMS = {
         streams.agent_consumer("site-b"),
     )
 }
-
-
-@pytest.fixture
-async def hub(secured_nats: tuple[natsd.NatsServer, Path]) -> AsyncIterator[ns.Raw]:
-    raw = await ns.prepare(*secured_nats)
-    yield raw
-    await raw.close()
-
-
-@pytest.fixture
-async def site_a(secured_nats: tuple[natsd.NatsServer, Path], hub: ns.Raw) -> AsyncIterator[ns.Raw]:
-    raw = await ns.connect_site(*secured_nats, "site-a")
-    yield raw
-    await raw.close()
 
 
 @pytest.mark.parametrize("victim", sorted(VICTIMS))

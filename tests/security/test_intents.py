@@ -59,15 +59,8 @@ async def world(
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def attacker(secured_nats: tuple[natsd.NatsServer, Path]) -> AsyncIterator[Client]:
-    server, conf = secured_nats
-    nc = await nats.connect(
-        servers=[server.url],
-        tls=helpers.tls_context(server.url),
-        nkeys_seed=str(conf / "hub.nk"),
-        allow_reconnect=False,
-    )
-    yield nc
-    await nc.close()
+    async with s.stolen_hub_identity(*secured_nats) as nc:
+        yield nc
 
 
 def genuine(w: s.World, name: str, **kw: Any) -> messages.Intent:

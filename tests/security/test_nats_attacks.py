@@ -13,7 +13,6 @@ are not simply empty).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -198,20 +197,6 @@ SUBSCRIBE = [
     "kb.secret.site-b.*.*",
     "kb.site.*",
 ]
-
-
-@pytest.fixture
-async def hub(secured_nats: tuple[natsd.NatsServer, Path]) -> AsyncIterator[ns.Raw]:
-    raw = await ns.prepare(*secured_nats)
-    yield raw
-    await raw.close()
-
-
-@pytest.fixture
-async def site_a(secured_nats: tuple[natsd.NatsServer, Path], hub: ns.Raw) -> AsyncIterator[ns.Raw]:
-    raw = await ns.connect_site(*secured_nats, "site-a")
-    yield raw
-    await raw.close()
 
 
 @pytest.mark.parametrize(("subject", "payload"), [pytest.param(s, p, id=i) for i, s, p in PUBLISH])

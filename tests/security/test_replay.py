@@ -38,15 +38,8 @@ async def world(secured_nats: tuple[natsd.NatsServer, Path], tmp_path: Path) -> 
 @pytest.fixture
 async def attacker(secured_nats: tuple[natsd.NatsServer, Path]) -> AsyncIterator[Client]:
     """A raw nats-py client with the hub's stolen NATS identity."""
-    server, conf = secured_nats
-    nc = await nats.connect(
-        servers=[server.url],
-        tls=helpers.tls_context(server.url),
-        nkeys_seed=str(conf / "hub.nk"),
-        allow_reconnect=False,
-    )
-    yield nc
-    await nc.close()
+    async with s.stolen_hub_identity(*secured_nats) as nc:
+        yield nc
 
 
 def condition(obj: dict[str, Any] | None, type_: str) -> tuple[str, str]:
