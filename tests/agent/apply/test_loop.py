@@ -289,15 +289,20 @@ async def test_an_older_generation_at_a_newer_sequence_is_refused_and_reported(
     assert before is not None and after["metadata"]["generation"] == before["metadata"]["generation"]
     assert after["spec"]["controlPlane"]["deployment"]["replicas"] == 5
     assert after["metadata"]["annotations"][tcps.INTENT_SEQ] == str(applied)
-    assert agent.count("provision", "stale_generation") == 1
+
+    async def settled() -> bool:
+        # The status goes out before the message is settled and counted: wait for those too.
+        state = await bus.consumer_info(
+            hub.conn, streams.stream_name(subjects.Kind.INTENT, prefix=hub.prefix), f"agent-{SITE}"
+        )
+        return state.num_ack_pending == 0 and state.ack_floor_stream_seq >= replayed
+
+    await helpers.eventually(settled, within=10)
+    await helpers.eventually(lambda: _async(agent.count("provision", "stale_generation") == 1), within=10)
     rejected = agent.metrics.registry.get_sample_value(
         "kb_agent_intents_rejected_total", {"reason": "stale_generation"}
     )
     assert rejected == 1
-    state = await bus.consumer_info(
-        hub.conn, streams.stream_name(subjects.Kind.INTENT, prefix=hub.prefix), f"agent-{SITE}"
-    )
-    assert state.num_ack_pending == 0 and state.ack_floor_stream_seq >= replayed
 
 
 async def test_missing_consumer_is_not_ready_until_the_hub_creates_it(
