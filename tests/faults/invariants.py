@@ -23,6 +23,7 @@ import yaml
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
+from agent import tcps
 from common.kube import resources
 from hub import mapping
 from sandbox.launcher import Topology
@@ -30,7 +31,7 @@ from sandbox.launcher import Topology
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE
 SECRET = resources.SECRET
-OWNER_UID = "kamaji-broker.io/owner-uid"
+OWNER_UID = tcps.OWNER_UID
 
 Deleted = tuple[str, str, str]
 """(namespace, name, site) of an RKCP the scenario deleted."""

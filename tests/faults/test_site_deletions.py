@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from agent import tcps
 from common.kube import resources
 from sandbox.launcher import Topology, workload
 from tests import helpers
@@ -28,6 +29,11 @@ UNSERVED = "elsewhere"
 async def _tcp_uid(world: Topology, name: str, site: str) -> str | None:
     tcp = await world.site_kube(site).get_or_none(TCP, name, namespace=world.namespace)
     return None if tcp is None else str(tcp["metadata"]["uid"])
+
+
+async def _intent_seq(world: Topology, name: str, site: str) -> str:
+    tcp = await world.site_kube(site).get(TCP, name, namespace=world.namespace)
+    return str(tcp["metadata"]["annotations"][tcps.INTENT_SEQ])
 
 
 async def _kubectl_delete(world: Topology, site: str, name: str) -> None:
@@ -54,6 +60,7 @@ async def test_tcp_deleted_at_the_site_is_recreated(world: Topology, how: str) -
     await helpers.eventually(ready, within=60, every=0.2)
     before = await _tcp_uid(world, name, site)
     assert before is not None
+    seq = await _intent_seq(world, name, site)
 
     if how == "kubectl":
         await _kubectl_delete(world, site, name)
@@ -68,6 +75,9 @@ async def test_tcp_deleted_at_the_site_is_recreated(world: Topology, how: str) -
     assert await invariants.violations(world) == []
     obj = await world.mgmt.get(RKCP, name, namespace=NS)
     assert invariants.conditions(obj)["TenantControlPlaneReady"] == "True"
+    # The agent recreated it from the intent it had applied, from its watch: the hub had no
+    # Deleted to answer, so it published nothing new.
+    assert await _intent_seq(world, name, site) == seq
 
     await world.delete_control_plane(name)
     deleted = [(NS, name, site)]
