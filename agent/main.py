@@ -117,6 +117,8 @@ class Agent(service.Service):
             prefix=s.prefix,
             republish=status.republish_all,
         )
+        # A TCP deleted by hand while its intent still says provision is created again at once.
+        status.restore = self.cleanup.restore
         # Anti-entropy on every reconnect: whatever changed while we were away is reconciled.
         conn.on_reconnect.append(self.cleanup.on_reconnect)
         self.supervise("cleanup loop", self.cleanup.run)

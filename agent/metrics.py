@@ -36,7 +36,9 @@ class Metrics:
         self.orphans = Counter("kb_agent_orphans", "Orphaned TCPs handled, by action", ["action"], registry=r)
         self.nats_connected = Gauge("kb_agent_nats_connected", "1 when connected to NATS", registry=r)
         self.drift_reverted = Counter(
-            "kb_agent_drift_reverted", "TCP specs re-applied after drift", registry=r
+            "kb_agent_drift_reverted",
+            "TCP specs re-applied after drift (an edit, or a deletion at the site)",
+            registry=r,
         )
         self.hub_keys = Gauge(
             "kb_agent_hub_key",

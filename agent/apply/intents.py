@@ -186,6 +186,11 @@ def decide(
     if intent.site != ctx.site:
         return Decision("wrong_site", settle="term")
     if ctx.namespaces and intent.namespace not in ctx.namespaces:
+        if intent.op == "delete":
+            # Nothing to delete means deleted (issue 11 §4): this agent never creates a TCP in a
+            # namespace it does not serve, so the owner's TCP does not exist here. Refusing it
+            # too would leave the RKCP the site refused waiting for a Deleted forever.
+            return Decision("deleted", report=_gone(intent))
         return Decision(
             "rejected",
             report=Report(
@@ -228,8 +233,12 @@ def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, 
     return Decision("applied", action=Patch(tcps.patch_for(intent, seq=seq)))
 
 
+def _gone(intent: messages.Intent) -> Report:
+    return Report("Deleted", "Deleted", f"TenantControlPlane {intent.namespace}/{intent.name} is gone")
+
+
 def _decide_delete(intent: messages.Intent, seq: int, observed: Mapping[str, Any] | None) -> Decision:
-    gone = Report("Deleted", "Deleted", f"TenantControlPlane {intent.namespace}/{intent.name} is gone")
+    gone = _gone(intent)
     if observed is None:
         return Decision("deleted", report=gone)
     ours = tcps.applied(observed, site=intent.site)

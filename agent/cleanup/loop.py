@@ -116,6 +116,36 @@ class CleanupLoop:
         """For ``bus.Connection.on_reconnect``, which takes coroutine functions."""
         self.trigger()
 
+    async def restore(self, namespace: str, name: str, vanished: tcps.Applied | None) -> bool:
+        """Recreate a TCP that vanished from the site while its latest intent still says provision.
+
+        Called by the status loop from its watch (so within a second, not at the next pass) for
+        a TCP that no delete intent removed. True when the TCP was created again.
+        Raises BusError (Direct Get) or KubeError (create) when it could not tell or could not act.
+        """
+        latest = await self._latest_at(namespace, name)
+        body = orphans.recreate(latest, vanished)
+        if body is None:
+            return False
+        assert isinstance(latest, orphans.Latest)
+        try:
+            await self.kube.create(tcps.TCP, body, namespace=namespace)
+        except kerrors.Conflict as exc:
+            if exc.reason != "AlreadyExists":
+                raise
+            # Another object of that name (someone's, or one that merely lost our labels): the
+            # owner's TCP is not there as we made it; the Deleted is reported and the hub decides.
+            return False
+        self.metrics.drift_reverted.inc()
+        log.warning(
+            "TenantControlPlane %s/%s was deleted at the site while intent seq %d still says provision: "
+            "recreated",
+            namespace,
+            name,
+            latest.seq,
+        )
+        return True
+
     async def run(self) -> None:
         """A pass at start, then every ``interval`` seconds and on every ``trigger()``, forever."""
         while True:
@@ -204,6 +234,9 @@ class CleanupLoop:
 
     async def _latest(self, tcp: Mapping[str, Any]) -> orphans.Found:
         namespace, name, _ = orphans.key_of(tcp)
+        return await self._latest_at(namespace, name)
+
+    async def _latest_at(self, namespace: str, name: str) -> orphans.Found:
         try:
             subject = subjects.intent(self.site, namespace, name, prefix=self.prefix)
         except protocol_errors.SubjectError as exc:

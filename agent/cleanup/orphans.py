@@ -11,6 +11,9 @@ intent stream keeps one message per subject, so that is the hub's current desire
   grace period **and** the consumer is caught up. A TCP can look orphaned while its fresh
   intent is still in flight (or the hub purged and re-published), so pending intents veto it.
 
+- ``recreate`` when a managed TCP vanished that no delete intent removed (a site admin deleted
+  it): the TCP body to create again while the latest intent still says provision for its owner.
+
 The orphan clock (first time a TCP was seen without an intent) and the set of orphans already
 reported are state the shell keeps between passes; ``decide`` takes them and returns the next
 ones, so a pass is a function of its inputs and tested by tables.
@@ -158,6 +161,25 @@ def decide(
         clocks=Clocks(since=since, reported=frozenset(reported)),
         waiting=waiting,
     )
+
+
+def recreate(latest: Found, vanished: tcps.Applied | None) -> dict[str, Any] | None:
+    """The TCP to create again for one that vanished (annotations ``vanished``), or None.
+
+    Only the latest intent's word counts: a provision for the vanished TCP's owner, as new as
+    the one it ran or newer, is still the hub's wish, so the site converges back to it (issue
+    11 §1). Anything else (no message, one that does not verify, a delete, another owner's
+    intent, an older one) leaves the TCP gone: the apply loop handles new intents, and the
+    Deleted report is then the truth.
+    """
+    if not isinstance(latest, Latest) or vanished is None:
+        return None
+    intent = latest.intent
+    if intent.op != "provision" or intent.owner.uid != vanished.owner_uid:
+        return None
+    if latest.seq < vanished.intent_seq or intent.generation < vanished.generation:
+        return None
+    return tcps.desired(intent, seq=latest.seq)
 
 
 def _reapply(tcp: Mapping[str, Any], latest: Latest, ours: tcps.Applied) -> Reapply | None:

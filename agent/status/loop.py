@@ -12,6 +12,10 @@ that fails stays scheduled and is retried with backoff; the loop never ends on a
 
 Talks to: the Kubernetes API (list/watch TCPs and Secrets, nothing else), NATS through the
 Publisher. Logs name coordinates and subjects only, never Secret content.
+
+A managed TCP that vanishes without a delete intent (a site admin deleted it) is not reported
+Deleted while the latest intent still says provision: ``restore`` (the cleanup loop's) creates
+it again, right from the watch event.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from agent import publishing, tcps
 from agent.status import report
 from common import errors
 from common.kube import Kube, WatchEvent, resources, watching
+from common.kube import errors as kerrors
 from protocol import errors as protocol_errors
 from protocol import keys, messages
 
@@ -123,6 +128,11 @@ class StatusLoop:
         """Statuses published since start (a sync counts its own from it, under the lock)."""
         self._unsynced = {(kind, ns) for kind in ("tcp", "secret") for ns in self._scopes()}
         self._synced = asyncio.Event()
+        self.restore: Callable[[str, str, tcps.Applied | None], Awaitable[bool]] | None = None
+        """Asked (namespace, name, its last annotations) when a managed TCP vanished that no
+        delete intent removed: it recreates the TCP from the latest intent if that still says
+        provision for its owner (the cleanup loop's ``restore``), and answers whether it did.
+        None: every vanished TCP is reported Deleted."""
         # Counted when scraped, not on every watch event (that was O(TCPs) per event).
         metrics.managed_tcps.set_function(self._count_managed)
 
@@ -358,6 +368,12 @@ class StatusLoop:
         namespace, name = key
         now = messages.utcnow()
         if entry.tcp is None:
+            if entry.gone and key not in self._delete_seq and await self._restored(key):
+                # Recreated from the intent that still says provision (issue 11 §1): no Deleted
+                # for the hub, the new TCP's own events report it from Pending on.
+                if entry.tcp is None:
+                    del self._entries[key]
+                return
             if entry.gone:
                 applied = entry.applied
                 status = report.deleted_status(
@@ -378,6 +394,18 @@ class StatusLoop:
         status = report.new_status(tcp, site=self.site, now=now, secrets_checksum=checksum)
         if entry.force or report.significant(status) != entry.sent:
             await self._publish_status(key, entry, status, about=_version(tcp))
+
+    async def _restored(self, key: Key) -> bool:
+        """Whether ``restore`` brought the vanished TCP back (or it is back already)."""
+        if self.restore is None:
+            return False
+        try:
+            entry = self._entries.get(key)
+            return await self.restore(*key, entry.applied if entry is not None else None)
+        except (errors.BusError, kerrors.KubeError) as exc:
+            # The Deleted goes out instead: the hub, still wanting the TCP, publishes its intent again.
+            log.warning("tcp %s/%s vanished and could not be recreated: %s", *key, exc)
+            return False
 
     async def _sync_secrets(self, key: Key, entry: _Entry, tcp: dict[str, Any], *, now: dt.datetime) -> str:
         """Publish the sealed Secrets if their plaintext changed; the plaintext's checksum ("" if none)."""

@@ -289,6 +289,34 @@ def _displaced(o: Observed, status: messages.Status | None) -> str:
     return ""
 
 
+def _still_wanted(o: Observed, status: messages.Status | None) -> bool:
+    """The site reports this owner's TCP Deleted although the latest intent is its provision.
+
+    Someone deleted it at the site; the hub does not accept that (issue 11 §1): the agent
+    recreates it from the intent, and the RKCP says Recreating rather than Deleted meanwhile.
+    """
+    p = o.published
+    return (
+        status is not None
+        and status.phase == "Deleted"
+        and status.owner_uid == o.rkcp.metadata.uid
+        and p is not None
+        and p.op == "provision"
+        and p.owner_uid == o.rkcp.metadata.uid
+    )
+
+
+def _vanished(o: Observed, status: messages.Status | None) -> bool:
+    """The Deleted answers the latest intent itself: nothing at the site will bring the TCP back
+    (the agent could not recreate it), so the intent is published again and applied anew."""
+    return (
+        _still_wanted(o, status)
+        and status is not None
+        and o.published is not None
+        and (status.intent_seq >= o.published.seq)
+    )
+
+
 def _wants_intent(o: Observed, status: messages.Status | None) -> bool:
     # The generation alone does not count: the hub's own write of spec.controlPlaneEndpoint bumps
     # it, as do fields that never reach the site (deletionPolicy). What the site must run does.
@@ -301,6 +329,7 @@ def _wants_intent(o: Observed, status: messages.Status | None) -> bool:
         or p.kubeconfig_key != r.spec.kubeconfig_secret_key
         or _signed_by_another_key(o)
         or bool(_displaced(o, status))
+        or _vanished(o, status)
     )
 
 
@@ -323,6 +352,7 @@ def reconcile_normal(o: Observed) -> Plan:
         conflict_with=o.conflict_with,
         not_authorized=o.not_authorized,
         waiting_for_cluster=o.cluster_problem,
+        recreating=_still_wanted(o, status_msg),
     )
     # Not authorized: nothing reaches the site, whatever else holds (issue 10).
     blocked = bool(
@@ -333,6 +363,15 @@ def reconcile_normal(o: Observed) -> Plan:
         if displaced := _displaced(o, status_msg):
             actions.append(
                 Event("Warning", "IntentDisplaced", f"{displaced}: publishing the current intent again")
+            )
+        elif _vanished(o, status_msg):
+            actions.append(
+                Event(
+                    "Warning",
+                    "TenantControlPlaneVanished",
+                    f"site {r.spec.site} reports the TenantControlPlane deleted while it is still wanted: "
+                    "publishing the provision intent again",
+                )
             )
         actions.append(
             Publish(

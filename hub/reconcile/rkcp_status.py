@@ -44,6 +44,9 @@ class Facts:
     not_authorized: str = ""
     """Why the Site does not grant the placement ("" when it does)."""
     waiting_for_cluster: str = ""
+    recreating: bool = False
+    """The site reported the TCP gone while the hub still wants it (its latest intent is a
+    provision for this owner): it is being created again, not deleted."""
 
 
 def _set(status: api.Status, cond: c.Condition, now: dt.datetime) -> None:
@@ -145,6 +148,15 @@ def set_tenant_control_plane_ready_condition(status: api.Status, f: Facts, *, no
     if s is None:
         cond = c.new_condition(
             api.TENANT_CONTROL_PLANE_READY, c.UNKNOWN, "NoStatus", "", observed_generation=g, now=now
+        )
+    elif s.phase == "Deleted" and f.recreating:
+        cond = c.new_condition(
+            api.TENANT_CONTROL_PLANE_READY,
+            c.FALSE,
+            "Recreating",
+            "the TenantControlPlane was deleted at the site; the provision intent recreates it",
+            observed_generation=g,
+            now=now,
         )
     elif s.phase in SERVING_PHASES:
         cond = c.new_condition(

@@ -247,10 +247,32 @@ def test_delete_is_fenced_by_uid_precondition() -> None:
     assert d.action == intents.Delete(uid="tcp-uid-1")
 
 
-def test_namespace_outside_the_targets_is_rejected() -> None:
+OUTSIDE = [
+    # id, intent, observed, result, (phase, reason)
+    ("provision: refused", helpers.intent(), None, "rejected", ("Rejected", "NamespaceNotAllowed")),
+    (
+        "provision of an existing TCP: refused",
+        helpers.intent(),
+        observed(),
+        "rejected",
+        ("Rejected", "NamespaceNotAllowed"),
+    ),
+    # Nothing to delete means deleted (issue 11 §4): the agent never created a TCP there.
+    ("delete: nothing there, deleted", delete_intent(), None, "deleted", ("Deleted", "Deleted")),
+    ("delete: never touches what is there", delete_intent(), observed(), "deleted", ("Deleted", "Deleted")),
+]
+
+
+@pytest.mark.parametrize(
+    ("intent", "found", "result", "reported"), [c[1:] for c in OUTSIDE], ids=[c[0] for c in OUTSIDE]
+)
+def test_namespace_outside_the_targets(
+    intent: messages.Intent, found: dict[str, Any] | None, result: str, reported: tuple[str, str]
+) -> None:
     ctx = intents.Context(site="site-a", namespaces=("other",), namespace_retry=60.0)
-    d = intents.decide(helpers.intent(), SEQ, None, ctx=ctx)
-    assert d.report is not None and (d.report.phase, d.report.reason) == ("Rejected", "NamespaceNotAllowed")
+    d = intents.decide(intent, SEQ, found, ctx=ctx)
+    assert d.result == result
+    assert d.report is not None and (d.report.phase, d.report.reason) == reported
     assert d.action is None and d.settle == "ack"
 
 

@@ -311,3 +311,43 @@ async def tcp_where_ns(kube: ckube.Kube, name: str, namespace: str, seq: int) ->
 
 async def _value(value: bool) -> bool:
     return value
+
+
+async def gone(site: ckube.Kube, name: str) -> None:
+    async def absent() -> bool:
+        return await site.get_or_none(TCP, name, namespace=NAMESPACE) is None
+
+    await helpers.eventually(absent, within=15)
+
+
+async def test_restore_recreates_a_tcp_deleted_by_hand_while_its_intent_says_provision(
+    conn: bus.Connection, site: ckube.Kube, hub: Hub, agent: Agent
+) -> None:
+    seq = await hub.send(intent())
+    before = await applied(site, "cp1", seq)
+    await site.delete(TCP, "cp1", namespace=NAMESPACE)
+    await gone(site, "cp1")
+    cleanup = Cleanup(conn, site, hub, agent=agent)
+
+    assert await cleanup.loop.restore(NAMESPACE, "cp1", tcps.applied(before, site=SITE)) is True
+    after = await site.get(TCP, "cp1", namespace=NAMESPACE)
+    assert after["metadata"]["uid"] != before["metadata"]["uid"]
+    assert tcps.applied(after, site=SITE) == tcps.applied(before, site=SITE)
+    assert tcps.drift(intent().spec, after["spec"]) == []
+    # Already there (our own, or anyone's): nothing created, the caller reports what it sees.
+    assert await cleanup.loop.restore(NAMESPACE, "cp1", tcps.applied(before, site=SITE)) is False
+
+
+async def test_restore_leaves_a_tcp_gone_once_the_intent_says_delete(
+    conn: bus.Connection, site: ckube.Kube, hub: Hub, agent: Agent
+) -> None:
+    seq = await hub.send(intent())
+    before = await applied(site, "cp1", seq)
+    await hub.send(intent(op="delete", spec={}))
+    await gone(site, "cp1")
+    cleanup = Cleanup(conn, site, hub, agent=agent)
+
+    assert await cleanup.loop.restore(NAMESPACE, "cp1", tcps.applied(before, site=SITE)) is False
+    assert await site.get_or_none(TCP, "cp1", namespace=NAMESPACE) is None
+    # A subject that never had a message: nothing to restore either.
+    assert await cleanup.loop.restore(NAMESPACE, "never", tcps.applied(before, site=SITE)) is False

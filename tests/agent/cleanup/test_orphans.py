@@ -313,3 +313,31 @@ def test_grace_zero_still_needs_a_second_pass() -> None:
         policy="delete",
     )
     assert [type(a) for a in second.actions] == [orphans.DeleteOrphan]
+
+
+def vanished(*, seq: int = SEQ, owner: str = "8d1c-uid", generation: int = 1) -> tcps.Applied:
+    return tcps.Applied(owner_uid=owner, intent_seq=seq, generation=generation, kubeconfig_key="admin.conf")
+
+
+RECREATE: list[tuple[str, orphans.Found, tcps.Applied | None, int | None]] = [
+    # id, latest on the subject, the vanished TCP's annotations, seq of the TCP to create (None: none)
+    ("provision it ran: created again", latest(), vanished(), SEQ),
+    ("newer provision of its owner: created at that seq", latest(seq=SEQ + 3), vanished(), SEQ + 3),
+    ("delete intent: stays gone", latest(op="delete"), vanished(), None),
+    ("another owner's intent: the apply loop's", latest(uid="new-owner"), vanished(), None),
+    ("older seq than it ran: stays gone", latest(seq=SEQ - 1), vanished(), None),
+    ("older generation than it ran: stays gone", latest(), vanished(generation=2), None),
+    ("empty subject: stays gone", None, vanished(), None),
+    ("unverifiable message: stays gone", orphans.Unverifiable("bad signature"), vanished(), None),
+    ("annotations never seen: stays gone", latest(), None, None),
+]
+
+
+@pytest.mark.parametrize(("found", "gone", "seq"), [c[1:] for c in RECREATE], ids=[c[0] for c in RECREATE])
+def test_recreate(found: orphans.Found, gone: tcps.Applied | None, seq: int | None) -> None:
+    body = orphans.recreate(found, gone)
+    if seq is None:
+        assert body is None
+        return
+    assert isinstance(found, orphans.Latest)
+    assert body == tcps.desired(found.intent, seq=seq)

@@ -284,6 +284,55 @@ async def test_deleted_tcp_is_reported_deleted(
     assert metrics.registry.get_sample_value("kb_agent_managed_tcps") == 0
 
 
+async def test_a_tcp_the_restorer_brings_back_is_never_reported_deleted(
+    kube: ckube.Kube, simulator: kamaji.Simulator, hub: Hub, start: Start
+) -> None:
+    loop, _ = await start()
+    asked: list[tuple[str, str, tcps.Applied | None]] = []
+
+    async def restore(namespace: str, name: str, vanished: tcps.Applied | None) -> bool:
+        # What the cleanup loop's restore does once the subject still says provision.
+        asked.append((namespace, name, vanished))
+        await create_tcp(kube, name, seq=5)
+        return True
+
+    loop.restore = restore
+    first = await create_tcp(kube, "cp1", seq=5)
+    await hub.until("cp1", lambda s: s.phase == "Ready")
+
+    await kube.delete(tcps.TCP, "cp1", namespace=NS)
+
+    async def back() -> bool:
+        found = await kube.get_or_none(tcps.TCP, "cp1", namespace=NS)
+        return found is not None and found["metadata"]["uid"] != first["metadata"]["uid"]
+
+    await helpers.eventually(back)
+    # The new TCP's own reports follow (from Pending) and it gets Ready again; never a Deleted.
+    again = await hub.until("cp1", lambda s: s.phase == "Ready" and hub.phases("cp1").count("Ready") >= 2)
+    assert (again.owner_uid, again.intent_seq) == (OWNER_UID, 5)
+    assert "Deleted" not in hub.phases("cp1")
+    assert asked == [(NS, "cp1", tcps.applied(first, site=SITE))]
+
+
+async def test_a_tcp_deleted_for_a_delete_intent_is_not_restored(
+    kube: ckube.Kube, simulator: kamaji.Simulator, hub: Hub, start: Start
+) -> None:
+    loop, _ = await start()
+    asked: list[str] = []
+
+    async def restore(namespace: str, name: str, vanished: tcps.Applied | None) -> bool:
+        asked.append(name)
+        return False
+
+    loop.restore = restore
+    await create_tcp(kube, "cp1", seq=5)
+    await hub.until("cp1", lambda s: s.phase == "Ready")
+    loop.deleting(NS, "cp1", 9)  # the apply loop, before it deletes for the delete intent seq 9
+    await kube.delete(tcps.TCP, "cp1", namespace=NS)
+    deleted = await hub.until("cp1", lambda s: s.phase == "Deleted")
+    assert deleted.intent_seq == 9 and asked == []
+
+
 async def test_unmanaged_tcps_are_ignored_and_one_that_leaves_management_is_deleted(
     kube: ckube.Kube, hub: Hub, start: Start
 ) -> None:

@@ -598,3 +598,69 @@ def test_recheck_published(
     held: rkcp.Published | None, site: messages.Status | None, age: float, again: bool
 ) -> None:
     assert rkcp.recheck_published(held, site, age=age, max_age=30.0) is again
+
+
+# Issue 11 §1: the site reports the TCP Deleted while the hub still wants it.
+VANISHED: list[tuple[str, rkcp.Observed, list[str], str | None, tuple[str, str]]] = [
+    # id, observed, actions (events aside), Warning event reason, TenantControlPlaneReady
+    (
+        "Deleted answers the latest provision: publish it again, Recreating",
+        observed(report=rkcp.SiteReport(status=status("Deleted", seq=5, reason="NotFound", endpoint=False))),
+        ["Publish"],
+        "TenantControlPlaneVanished",
+        ("False", "Recreating"),
+    ),
+    (
+        "Deleted of an older intent: the newer one recreates it, Recreating",
+        observed(report=rkcp.SiteReport(status=status("Deleted", seq=4, reason="NotFound", endpoint=False))),
+        [],
+        None,
+        ("False", "Recreating"),
+    ),
+    (
+        "Deleted of a previous owner: not ours, nothing",
+        observed(report=rkcp.SiteReport(status=status("Deleted", seq=5, owner="old-uid", endpoint=False))),
+        [],
+        None,
+        ("Unknown", "NoStatus"),
+    ),
+    (
+        "Deleted while the subject holds another owner's intent: ours is published, not Recreating",
+        observed(
+            published=published(owner="old-uid"),
+            report=rkcp.SiteReport(status=status("Deleted", seq=5, endpoint=False)),
+        ),
+        ["Publish"],
+        None,
+        ("False", "Deleted"),
+    ),
+    (
+        "paused Cluster: Recreating shown, nothing published",
+        observed(
+            cluster=api.Cluster.parse(
+                {"metadata": {"name": "c", "annotations": {"cluster.x-k8s.io/paused": ""}}}
+            ),
+            report=rkcp.SiteReport(status=status("Deleted", seq=5, endpoint=False)),
+        ),
+        [],
+        None,
+        ("False", "Recreating"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("o", "actions", "warning", "tcp_ready"), [x[1:] for x in VANISHED], ids=[x[0] for x in VANISHED]
+)
+def test_a_tcp_deleted_at_the_site_is_not_accepted_while_wanted(
+    o: rkcp.Observed, actions: list[str], warning: str | None, tcp_ready: tuple[str, str]
+) -> None:
+    plan = rkcp.reconcile(o)
+    assert kinds(plan) == actions
+    warnings = [a.reason for a in plan.actions if isinstance(a, rkcp.Event) and a.type == "Warning"]
+    assert warnings == ([warning] if warning else [])
+    assert cond(plan, "TenantControlPlaneReady") == tcp_ready
+    assert cond(plan, "Ready")[0] == "False"
+    for a in plan.actions:
+        if isinstance(a, rkcp.Publish):
+            assert a.op == "provision" and a.expected_last_seq == (o.published.seq if o.published else 0)
