@@ -28,3 +28,19 @@ async def supervise(name: str, run: Callable[[], Awaitable[None]], *, max_backof
             log.exception("%s crashed (%d in a row); restarting it", name, failures)
         delay = min(max_backoff, 0.5 * 2 ** min(failures, 10)) * random.uniform(0.5, 1.0)
         await asyncio.sleep(delay)
+
+
+async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:
+    """Wait until ``event`` is set or ``timeout`` seconds pass (None: forever); True if set.
+
+    Not ``asyncio.wait_for(event.wait(), timeout)``: on Python 3.11 it swallows a cancellation
+    that arrives just as the event is set (CPython gh-86296, fixed in 3.12), so a cancelled loop
+    runs on and whatever stops it by cancel-and-wait hangs. ``asyncio.timeout`` tells the two
+    apart.
+    """
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True

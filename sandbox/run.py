@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from common import aiotasks
 from common.kube import errors as kerrors
 from sandbox import natsd, progress
 from sandbox.launcher import processes, topology, workload
@@ -157,8 +158,7 @@ async def _watch(t: topology.Topology, options: Options, screen: Screen, stop: a
             if options.exit_when_ready:
                 return 1
             warned = True
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), POLL)
+        await aiotasks.wait_event(stop, POLL)
     return 130 if options.exit_when_ready and not ready else 0
 
 

@@ -17,7 +17,6 @@ of the site's own intent subjects, consumer info). Logs name TCPs and field path
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 import random
@@ -30,7 +29,7 @@ import nacl.signing
 from agent import metrics as agent_metrics
 from agent import tcps
 from agent.cleanup import orphans
-from common import bus
+from common import aiotasks, bus
 from common import errors as bus_errors
 from common.kube import Kube, events, resources
 from common.kube import errors as kerrors
@@ -351,8 +350,7 @@ class CleanupLoop:
 
     async def _sleep(self) -> None:
         delay = self.interval * random.uniform(0.9, 1.1)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout=delay)
+        await aiotasks.wait_event(self._wake, delay)
 
 
 def _event_about(

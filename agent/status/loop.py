@@ -33,7 +33,7 @@ from typing import Any, Final
 from agent import metrics as agent_metrics
 from agent import publishing, tcps
 from agent.status import report
-from common import errors
+from common import aiotasks, errors
 from common.kube import Kube, WatchEvent, resources, watching
 from common.kube import errors as kerrors
 from protocol import errors as protocol_errors
@@ -322,8 +322,7 @@ class StatusLoop:
             if self._paused_until > now:
                 wake_at = max(wake_at, self._paused_until)
             timeout = None if wake_at == math.inf else max(0.0, wake_at - now)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+            await aiotasks.wait_event(self._wake, timeout)
 
     async def _sync(self, key: Key) -> int | None:
         """Publish what changed for one TCP: the number of Statuses published, None when the bus

@@ -7,10 +7,11 @@ back and queued again when ``done`` is called. ``add(key, delay)`` keeps the ear
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 from collections.abc import Hashable
 from typing import Generic, TypeVar
+
+from common import aiotasks
 
 K = TypeVar("K", bound=Hashable)
 
@@ -53,8 +54,7 @@ class WorkQueue(Generic[K]):
                 return key
             self._wake.clear()
             timeout = self._heap[0][0] - loop.time() if self._heap else None
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+            await aiotasks.wait_event(self._wake, timeout)
 
     def done(self, key: K) -> None:
         self._active.discard(key)

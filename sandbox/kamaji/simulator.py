@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from common import kube
+from common import aiotasks, kube
 from common.kube import errors, resources, retrying, watching
 from sandbox.kamaji import addresses, pki, reconcile
 
@@ -238,8 +238,7 @@ class Simulator:
             if delay is None:
                 await worker.wake.wait()
             elif delay > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(worker.wake.wait(), delay)
+                await aiotasks.wait_event(worker.wake, delay)
             worker.wake.clear()
             delay = await self._visit_guarded(worker)
 
