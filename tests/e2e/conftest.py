@@ -9,7 +9,6 @@ create their own, so every test may rely on the base ones being Ready.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest_asyncio
 
 from common import bus
 from sandbox.launcher import Topology, workload
-from tests import helpers
+from tests import helpers, topologies
 
 SITES = ("site-a", "site-b")
 PER_SITE = 2
@@ -30,40 +29,15 @@ KAMAJI_CRD = (
 )
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 async def until(check: Callable[[], Awaitable[bool]], *, within: float = 60.0) -> None:
     await helpers.eventually(check, within=within, every=0.2)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
-    topology = Topology(
-        tmp_path_factory.mktemp("e2e") / "sandbox", sites=SITES, kamaji_delay=0.3, heartbeat_interval=2.0
-    )
-    await topology.start()
-    # Clients of the tests verify this topology's server with the CA its nats-config made.
-    helpers.trust(topology.nats_url, topology.nats_ca_file)
-    pids = [c.pid for c in topology.children if c.pid is not None]
-    try:
-        for name, site in BASE:
-            await topology.create_control_plane(name, site=site)
-
-        async def all_ready() -> bool:
-            return (await topology.progress()).done
-
-        await until(all_ready)
+    directory = tmp_path_factory.mktemp("e2e") / "sandbox"
+    async with topologies.running(directory, sites=SITES, base=BASE) as topology:
         yield topology
-    finally:
-        await topology.stop()
-    # stop() is part of what is tested: by PID, nothing it started may outlive it.
-    assert [pid for pid in pids if alive(pid)] == []
 
 
 @pytest_asyncio.fixture(loop_scope="module")

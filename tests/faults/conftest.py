@@ -9,7 +9,6 @@ every scenario leaves Ready; each scenario creates the control planes it damages
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 import pytest_asyncio
 
 from sandbox.launcher import Topology, workload
-from tests import helpers
+from tests import topologies
 
 _HERE = Path(__file__).resolve().parent
 
@@ -32,31 +31,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.faults)
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
-    topology = Topology(
-        tmp_path_factory.mktemp("faults") / "sandbox", sites=SITES, kamaji_delay=0.3, heartbeat_interval=2.0
-    )
-    await topology.start()
-    helpers.trust(topology.nats_url, topology.nats_ca_file)
-    pids = [c.pid for c in topology.children if c.pid is not None]
-    try:
-        for name, site in BASE:
-            await topology.create_control_plane(name, site=site)
-
-        async def all_ready() -> bool:
-            return (await topology.progress()).done
-
-        await helpers.eventually(all_ready, within=60, every=0.2)
+    directory = tmp_path_factory.mktemp("faults") / "sandbox"
+    async with topologies.running(directory, sites=SITES, base=BASE) as topology:
         yield topology
-    finally:
-        await topology.stop()
-    assert [pid for pid in pids if alive(pid)] == []

@@ -47,11 +47,11 @@ def site_obj(name: str = SITE, *placements: dict[str, Any]) -> dict[str, Any]:
             "spec": {"placements": list(placements)}}  # fmt: skip
 
 
-def cluster_obj(name: str = "c1", **spec: Any) -> dict[str, Any]:
+def cluster_obj(name: str = "c1", *, namespace: str = "default", **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "cluster.x-k8s.io/v1beta1",
         "kind": "Cluster",
-        "metadata": {"name": name, "namespace": "default"},
+        "metadata": {"name": name, "namespace": namespace},
         "spec": {
             "clusterNetwork": {
                 "apiServerPort": 6443,

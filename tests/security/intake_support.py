@@ -254,12 +254,7 @@ async def _answer(reader: asyncio.StreamReader) -> bytes:
 
 
 def cluster_obj(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "cluster.x-k8s.io/v1beta1",
-        "kind": "Cluster",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"clusterNetwork": {"apiServerPort": 6443}},
-    }
+    return hub_conftest.cluster_obj(name, namespace=NS, clusterNetwork={"apiServerPort": 6443})
 
 
 def rkcp_obj(name: str, site: str, cluster: dict[str, Any]) -> dict[str, Any]:

@@ -170,19 +170,7 @@ class World:
 
 
 def cluster_obj(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "cluster.x-k8s.io/v1beta1",
-        "kind": "Cluster",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "clusterNetwork": {
-                "apiServerPort": 6443,
-                "services": {"cidrBlocks": ["10.96.0.0/16"]},
-                "pods": {"cidrBlocks": ["10.244.0.0/16"]},
-                "serviceDomain": "cluster.local",
-            }
-        },
-    }
+    return hub_conftest.cluster_obj(name, namespace=NAMESPACE)
 
 
 def rkcp_obj(name: str, cluster: dict[str, Any], **spec: Any) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from common import errors as bus_errors
 from common.kube import resources
 from protocol import messages, sealing, streams, subjects
 from tests import helpers
+from tests.hub import conftest as hub_conftest
 from tests.hub.conftest import RKCP, SITE, World
 
 VICTIM_NS = "default"
@@ -33,27 +34,13 @@ SHARED = {"namespaces": [VICTIM_NS, "evil"], "targetNamespaces": [TARGET_NS]}
 
 
 def cluster_obj(name: str, *, namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "cluster.x-k8s.io/v1beta1",
-        "kind": "Cluster",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"clusterNetwork": {"apiServerPort": 6443}},
-    }
+    return hub_conftest.cluster_obj(name, namespace=namespace, clusterNetwork={"apiServerPort": 6443})
 
 
 def rkcp_obj(name: str, *, namespace: str, cluster: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    owner = {
-        "apiVersion": "cluster.x-k8s.io/v1beta1",
-        "kind": "Cluster",
-        "name": cluster["metadata"]["name"],
-        "uid": cluster["metadata"]["uid"],
-    }
-    return {
-        "apiVersion": RKCP.api_version,
-        "kind": RKCP.kind,
-        "metadata": {"name": name, "namespace": namespace, "ownerReferences": [owner]},
-        "spec": {"site": SITE, "version": "v1.31.0", "targetNamespace": TARGET_NS, **spec},
-    }
+    return hub_conftest.rkcp_obj(
+        name, cluster=cluster, namespace=namespace, **{"site": SITE, "targetNamespace": TARGET_NS, **spec}
+    )
 
 
 async def create_pair(w: World, name: str, *, namespace: str, **spec: Any) -> dict[str, Any]:

@@ -1,0 +1,50 @@
+"""The whole topology as processes with its base control planes Ready: the one fixture body that
+tests/e2e and tests/faults share.
+
+``running`` starts ``sandbox.launcher.Topology`` (nats-server, emulated clusters, Kamaji
+simulators, hub, one agent per site), trusts its CA, provisions the base control planes and
+waits until they are Ready; on the way out it stops everything and asserts that no process it
+started outlives ``stop()`` (part of what the suites test).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+from sandbox.launcher import Topology
+from tests import helpers
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@contextlib.asynccontextmanager
+async def running(
+    directory: Path, *, sites: Sequence[str], base: Sequence[tuple[str, str]]
+) -> AsyncIterator[Topology]:
+    topology = Topology(directory, sites=sites, kamaji_delay=0.3, heartbeat_interval=2.0)
+    await topology.start()
+    # Clients of the tests verify this topology's server with the CA its nats-config made.
+    helpers.trust(topology.nats_url, topology.nats_ca_file)
+    pids = [c.pid for c in topology.children if c.pid is not None]
+    try:
+        for name, site in base:
+            await topology.create_control_plane(name, site=site)
+
+        async def all_ready() -> bool:
+            return (await topology.progress()).done
+
+        await helpers.eventually(all_ready, within=60, every=0.2)
+        yield topology
+    finally:
+        await topology.stop()
+    # stop() is part of what is tested: by PID, nothing it started may outlive it.
+    assert [pid for pid in pids if alive(pid)] == []
