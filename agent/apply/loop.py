@@ -88,7 +88,9 @@ class ApplyLoop:
         try:
             while True:
                 consumer = await self._bind()
-                self.keeper.ack_wait = consumer.ack_wait
+                # The server's ack wait, or ours if shorter: a hub upgraded while we stay bound
+                # shortens it without telling us, and touching early costs nothing.
+                self.keeper.ack_wait = min(consumer.ack_wait, self.definition.ack_wait)
                 try:
                     await self._consume(consumer)
                 except bus_errors.PermissionDenied as exc:

@@ -10,9 +10,11 @@ import pytest
 
 from agent.apply import keeper
 from common import bus
+from common import kube as ckube
 from common.bus import topology
 from protocol import streams
 from tests import helpers
+from tests.agent.apply.test_loop import Agent
 from tests.agent.conftest import SITE, Hub, intent
 
 
@@ -92,3 +94,24 @@ async def test_held_intents_are_not_redelivered_and_a_released_one_is(conn: bus.
 
 async def _async(value: bool) -> bool:
     return value
+
+
+@pytest.mark.parametrize(
+    ("server_ack_wait", "kept_within"),
+    [
+        (2.0, 2.0),  # the hub's is shorter (the tests' fixture): the server's counts
+        (30.0, streams.AGENT_ACK_WAIT_SECONDS),  # an older hub's 30 s: ours, until it updates it
+    ],
+)
+async def test_the_apply_loop_keeps_within_the_shorter_ack_wait(
+    conn: bus.Connection, site: ckube.Kube, hub: Hub, server_ack_wait: float, kept_within: float
+) -> None:
+    definition = streams.agent_consumer(SITE, prefix=hub.prefix)
+    await topology.ensure_consumer(conn, msgspec.structs.replace(definition, ack_wait=server_ack_wait))
+    a = Agent(conn, site, hub)
+    a.start()
+    try:
+        await helpers.eventually(lambda: _async(a.readiness.ready), within=10)
+        assert a.loop.keeper.ack_wait == kept_within
+    finally:
+        await a.stop()
