@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +113,11 @@ class Connection:
         # answer, and drain() waits its full timeout on a subscription the server refused.
         if not self.nc.is_closed:
             await _close(self.nc, timeout=self.options.request_timeout)
+
+
+_ABANDON_TIMEOUT = 0.5
+"""Seconds to let a client that never connected close: its socket is closed at once, only
+nats-py's wait for the transport (which may never end) is cut short."""
 
 
 async def _close(nc: Client, *, timeout: float) -> None:
@@ -251,26 +257,8 @@ async def connect(
         if holder and not (holder[0].nc.is_closed or holder[0].nc.is_draining):
             log.warning("NATS disconnected; reconnecting")
 
-    kwargs = _client_options(options)
-    # With max_reconnect_attempts=-1 nats-py retries the first connect forever too (every
-    # reconnect_wait seconds, with jitter, each failure reported to error_cb); a deadline is for
-    # callers that prefer to fail, such as the CLI and the tests.
-    nc = Client()
-    try:
-        await asyncio.wait_for(
-            nc.connect(
-                **kwargs, error_cb=error_cb, reconnected_cb=reconnected_cb, disconnected_cb=disconnected_cb
-            ),
-            deadline,
-        )
-    except asyncio.CancelledError:  # a process stopped while it still waits for its server
-        await _close(nc, timeout=options.request_timeout)
-        raise
-    except Exception as exc:  # TimeoutError at the deadline; nats-py raises many kinds otherwise
-        await _close(nc, timeout=options.request_timeout)
-        if isinstance(exc, TimeoutError):
-            raise errors.Unavailable(failures.timed_out(deadline)) from None
-        raise errors.Unavailable(describe_failure(exc, options=options)) from None
+    callbacks = {"error_cb": error_cb, "reconnected_cb": reconnected_cb, "disconnected_cb": disconnected_cb}
+    nc = await _first_connect(options, failures, deadline=deadline, callbacks=callbacks)
     failures.last.clear()
     conn = Connection(
         nc=nc,
@@ -281,3 +269,46 @@ async def connect(
     )
     holder.append(conn)
     return conn
+
+
+async def _first_connect(
+    options: Options, failures: _Failures, *, deadline: float | None, callbacks: dict[str, Any]
+) -> Client:
+    """A connected client, after as many attempts as it takes (until ``deadline`` seconds, if any).
+
+    One attempt per client, and our own retry loop around it: nats-py's first connect, retrying
+    on its own, closes a transport whose TLS handshake failed and then waits forever for it to
+    report closed (nats-io/nats.py#718, #382). A handshake fails that way whenever the
+    ClientHello is late (on a loaded machine nats-server's ``handshake_first: "auto"`` then sends
+    INFO in the clear), and the process never connected again.
+    """
+    kwargs = {**_client_options(options), **callbacks, "allow_reconnect": False}
+    loop = asyncio.get_running_loop()
+    give_up = None if deadline is None else loop.time() + deadline
+    while True:
+        nc = Client()
+        remaining = None if give_up is None else max(0.0, give_up - loop.time())
+        try:
+            await asyncio.wait_for(nc.connect(**kwargs), remaining)
+        except asyncio.CancelledError:  # a process stopped while it still waits for its server
+            await _close(nc, timeout=_ABANDON_TIMEOUT)
+            raise
+        except (OSError, nats.errors.Error, TimeoutError) as exc:
+            # A failed attempt (nats-py's own connect timeout is a TimeoutError too, and so is
+            # our deadline): try again, as nats-py would, unless the deadline has passed.
+            await _close(nc, timeout=_ABANDON_TIMEOUT)
+            passed = give_up is not None and loop.time() >= give_up
+            if not (passed and isinstance(exc, TimeoutError)):  # the last attempt's reason stays
+                failures.record(exc)
+            if passed:
+                raise errors.Unavailable(failures.timed_out(deadline)) from None
+            pause = options.reconnect_wait * random.uniform(0.5, 1.5)  # sites must not stampede
+            await asyncio.sleep(pause if give_up is None else min(pause, max(0.0, give_up - loop.time())))
+            continue
+        except Exception as exc:  # a configuration nats-py refuses (a bad seed file): no retry helps
+            await _close(nc, timeout=_ABANDON_TIMEOUT)
+            raise errors.Unavailable(describe_failure(exc, options=options)) from None
+        # Connected: from now on nats-py reconnects forever on its own (a failed TLS handshake
+        # during a reconnect does not hang: it leaves that transport and tries again).
+        nc.options["allow_reconnect"] = True
+        return nc
