@@ -279,8 +279,9 @@ async def _first_connect(
     One attempt per client, and our own retry loop around it: nats-py's first connect, retrying
     on its own, closes a transport whose TLS handshake failed and then waits forever for it to
     report closed (nats-io/nats.py#718, #382). A handshake fails that way whenever the
-    ClientHello is late (on a loaded machine nats-server's ``handshake_first: "auto"`` then sends
-    INFO in the clear), and the process never connected again.
+    ClientHello is later than nats-server's ``handshake_first`` fallback delay (it then sends
+    INFO in the clear; 50 ms with "auto", so a loaded machine did), and the process never
+    connected again.
     """
     kwargs = {**_client_options(options), **callbacks, "allow_reconnect": False}
     loop = asyncio.get_running_loop()
