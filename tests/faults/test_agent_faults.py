@@ -32,6 +32,8 @@ TCP = resources.TENANT_CONTROL_PLANE
 NS = "default"
 BURST = 12
 """Control planes created in one burst at one site (the brief's 10-20)."""
+RESTART_BOUND = 20.0
+"""Seconds from an agent started again to convergence after a SIGKILL mid-burst (see its use)."""
 
 
 @contextlib.asynccontextmanager
@@ -134,7 +136,10 @@ async def test_agent_killed_mid_burst_converges_after_restart(world: Topology, f
         )
         await world.start_again(agent)
         await fault.lifted(world)
-        await fault.converges(world)
+        # A bound on convergence, not on speed (issue 11 §7): the intents the dead agent held
+        # come back once the consumer's ack wait (5 s) has passed since their delivery; with the
+        # former 30 s they came back about 25 s after the restart, past this bound.
+        await fault.converges(world, within=RESTART_BOUND)
         after = await _consumer(nc, site)
     assert after.num_ack_pending == 0 and after.delivered_stream_seq > before.delivered_stream_seq
     for name in names:
