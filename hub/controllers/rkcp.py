@@ -508,6 +508,7 @@ class Controller:
             kubeconfig_key=i.kubeconfig_key,
             key_id=i.key_id,
             signed=signed,
+            replaces=tuple(i.replaces),
         )
 
     async def _report(self, coords: hub_observations.Coordinates) -> rkcp.SiteReport:
@@ -592,6 +593,7 @@ class Controller:
             issued_at=o.now,
             spec=action.spec,
             kubeconfig_key=r.spec.kubeconfig_secret_key,
+            replaces=action.replaces,
         )
         body = messages.encode(signing.sign(intent, self.signer))
         digest = rkcp.spec_digest(action.spec)
@@ -635,6 +637,7 @@ class Controller:
             spec_digest=digest,
             kubeconfig_key=r.spec.kubeconfig_secret_key,
             key_id=self.signing_key_id,
+            replaces=action.replaces,
         )
         self.metrics.intents_published.labels(site=site, op=action.op).inc()
         log.info(
