@@ -117,6 +117,14 @@ class Purge:
 
 
 @dataclass(frozen=True)
+class Release:
+    """The site-unavailable timeout released this owner's deletion: its delete intent (``seq``)
+    stays for the site, and its subjects are purged once the site confirms (issue 11 §6)."""
+
+    seq: int
+
+
+@dataclass(frozen=True)
 class WriteSecrets:
     payload: messages.SecretsPayload
     checksum: str
@@ -137,7 +145,7 @@ class Event:
     message: str
 
 
-Action = AddFinalizer | RemoveFinalizer | Publish | Purge | WriteSecrets | SetEndpoint | Event
+Action = AddFinalizer | RemoveFinalizer | Publish | Purge | Release | WriteSecrets | SetEndpoint | Event
 
 
 @dataclass
@@ -544,6 +552,7 @@ def reconcile_delete(o: Observed) -> Plan:
                     f"site {r.spec.site} silent for longer than {limit}: finalizer removed; "
                     "the delete intent stays for the site to apply when it returns",
                 ),
+                Release(seq=p.seq),
                 RemoveFinalizer(),
             ],
             status=None,
