@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from common import aiotasks, bus
 from common import errors as bus_errors
+from hub import metrics as hub_metrics
 from hub import observations
 from hub.reconcile import released
 from protocol import errors as protocol_errors
@@ -31,6 +32,9 @@ log = logging.getLogger(__name__)
 Coordinates = observations.Coordinates
 CHECK_INTERVAL = 5.0
 """Seconds between checks of each released deletion (a message for it checks it at once)."""
+REMEMBERED = 4096
+"""Confirmed deletions remembered, so an intent that still names one (until its owner's next
+publish) does not make the hub read the subjects again every time it reads the intent."""
 
 
 class ReleasedDeletions:
@@ -40,6 +44,7 @@ class ReleasedDeletions:
         conn: bus.Connection,
         prefix: str,
         on_purged: Callable[[Coordinates], None],
+        metrics: hub_metrics.Metrics,
         interval: float = CHECK_INTERVAL,
     ) -> None:
         self.conn = conn
@@ -47,20 +52,40 @@ class ReleasedDeletions:
         self.on_purged = on_purged
         """Told the coordinates whose subjects lost messages (the caller drops what it holds)."""
         self.interval = interval
+        self.metrics = metrics
         self._pending: dict[tuple[Coordinates, str], int] = {}
         """(coordinates, released owner uid) → sequence of the intent that released it."""
+        self._at: dict[Coordinates, int] = {}
+        """How many released owners each coordinates have pending (``poke`` is asked per message)."""
+        self._done: dict[tuple[Coordinates, str], None] = {}
+        """The last ``REMEMBERED`` confirmed ones, oldest first."""
         self._wake = asyncio.Event()
 
     def __contains__(self, coords: Coordinates) -> bool:
-        return any(c == coords for c, _ in self._pending)
+        return coords in self._at
 
     def __len__(self) -> int:
         return len(self._pending)
 
     def track(self, coords: Coordinates, uid: str, seq: int) -> None:
-        if uid and (coords, uid) not in self._pending:
-            self._pending[(coords, uid)] = seq
+        key = (coords, uid)
+        if uid and key not in self._pending and key not in self._done:
+            self._pending[key] = seq
+            self._at[coords] = self._at.get(coords, 0) + 1
+            self.metrics.released_pending.set(len(self._pending))
             self._wake.set()
+
+    def _drop(self, key: tuple[Coordinates, str]) -> None:
+        if self._pending.pop(key, None) is None:
+            return
+        coords = key[0]
+        self._at[coords] -= 1
+        if not self._at[coords]:
+            del self._at[coords]
+        self._done[key] = None
+        while len(self._done) > REMEMBERED:
+            del self._done[next(iter(self._done))]
+        self.metrics.released_pending.set(len(self._pending))
 
     def poke(self, coords: Coordinates) -> None:
         """A message for ``coords`` arrived: check its released deletions now."""
@@ -112,7 +137,7 @@ class ReleasedDeletions:
                 log.warning("checking the released deletion of %s (uid %s): %s", "/".join(coords), uid, exc)
                 continue
             if done:
-                self._pending.pop((coords, uid), None)
+                self._drop((coords, uid))
 
     async def check(self, coords: Coordinates, uid: str, seq: int) -> bool:
         """Purge what is left of owner ``uid`` at ``coords`` once the site confirmed; True when done."""
@@ -145,6 +170,7 @@ class ReleasedDeletions:
                 uid,
                 ", ".join(p.kind.value for p in decision.purge),
             )
+            self.metrics.released_purged.inc()
             self.on_purged(coords)
         return decision.done
 

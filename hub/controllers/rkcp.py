@@ -137,7 +137,7 @@ class Controller:
         """Watch scopes whose RKCPs were listed: the released deletions are scanned after all."""
         self._rkcps_synced = asyncio.Event()
         self.released = released_deletions.ReleasedDeletions(
-            conn=conn, prefix=prefix, on_purged=self._released_purged
+            conn=conn, prefix=prefix, on_purged=self._released_purged, metrics=metrics
         )
         """Deletions the site-unavailable timeout released, purged once the site confirms."""
 

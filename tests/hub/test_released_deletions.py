@@ -72,6 +72,9 @@ async def test_a_released_deletion_is_purged_once_the_site_confirms(world: World
         return tcp is None and all(m is None for m in left.values())
 
     await helpers.eventually(purged, within=30)
+    sample = world.hub_metrics.registry.get_sample_value
+    assert sample("kb_hub_released_deletions_purged_total") == 1.0
+    assert sample("kb_hub_released_deletions_pending") == 0.0
 
 
 async def test_recreated_under_the_same_name_replaces_the_released_owners_tcp(world: World) -> None:
