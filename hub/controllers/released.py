@@ -104,7 +104,11 @@ class ReleasedDeletions:
                 await asyncio.sleep(self.interval)
         while True:
             self._wake.clear()
-            await self.check_all()
+            try:
+                await self.check_all()
+            except Exception:
+                # The controller's other tasks must outlive a bug in handling one odd message.
+                log.exception("checking released deletions failed; next check in %.0fs", self.interval)
             await aiotasks.wait_event(self._wake, self.interval)
 
     async def scan(self, maps: Callable[[Coordinates], bool]) -> None:
