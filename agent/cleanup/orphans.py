@@ -188,10 +188,11 @@ def _reapply(tcp: Mapping[str, Any], latest: Latest, ours: tcps.Applied) -> Reap
         # A newer intent (or a delete) is the apply loop's to handle; an older one cannot be
         # the subject's latest unless the stream was recreated, and then it is not ours to judge.
         return None
-    fields = tcps.drift(intent.spec, tcp.get("spec") or {})
-    if not fields:
+    fields = tcps.drift(intent.spec, tcp)
+    if not fields and not tcps.drifted(tcp):
+        # ``drifted`` too: the record of what we applied was edited (then it is written again).
         return None
-    patch = tcps.patch_for(intent, seq=latest.seq)
+    patch = tcps.patch_for(intent, seq=latest.seq, observed=tcp)
     version = str(tcps.meta(tcp).get("resourceVersion") or "")
     if version:
         # Optimistic concurrency: if the apply loop patched a newer intent in meanwhile, this
