@@ -9,7 +9,9 @@ a Warning Event then a uid-preconditioned delete for an orphan (policy ``delete`
 line, a metric and an Event (policy ``report``). Then it asks the status loop to republish.
 
 Passes run at start, every ``interval`` seconds (with jitter) and on ``trigger()`` (the agent
-calls it on every NATS reconnect). A failed pass is logged and the loop goes on.
+calls it on every NATS reconnect). A failed pass is logged and the loop goes on. Between
+passes, the status loop's watch calls ``restore`` (a TCP deleted by hand) and ``revert`` (a TCP
+edited by hand) for one TCP at once.
 
 Talks to: the site's API server (list/patch/delete TCPs, create Events) and NATS (Direct Get
 of the site's own intent subjects, consumer info). Logs name TCPs and field paths, never values.
@@ -320,6 +322,9 @@ class CleanupLoop:
             if again is None:
                 return
             action = again
+        if not action.fields:
+            log.info("%s: wrote the record of the fields it owns (intent seq %d)", where, action.seq)
+            return
         self.metrics.drift_reverted.inc()
         log.warning("reverted drift of %s to intent seq %d: %s", where, action.seq, ", ".join(action.fields))
 
