@@ -144,6 +144,8 @@ def leaves(spec: Mapping[str, Any]) -> list[Path]:
     def walk(node: Mapping[str, Any], path: Path) -> None:
         for key, value in node.items():
             here = (*path, str(key))
+            if value is None:
+                continue  # null is no value: a merge patch removes it, an API server prunes it
             if isinstance(value, Mapping) and value:
                 walk(value, here)
             else:
@@ -157,14 +159,18 @@ _ABSENT: Final = {"$absent": True}
 
 
 def _at(spec: Any, path: Path) -> Any:
-    """The value at ``path`` as ownership sees it: ``_ABSENT`` when missing, ``{}`` for any map
-    (we own an empty map's presence, not what others put inside it)."""
+    """The value at ``path`` as ownership sees it: ``_ABSENT`` when missing or null, ``{}`` for
+    any map (we own an empty map's presence, not what others put inside it)."""
     node = spec
     for key in path:
-        if not isinstance(node, Mapping) or key not in node:
+        if not isinstance(node, Mapping) or node.get(key) is None:
             return _ABSENT
         node = node[key]
-    return {} if isinstance(node, Mapping) else node
+    if isinstance(node, Mapping):
+        return {}
+    if isinstance(node, float) and node.is_integer():
+        return int(node)  # JSON has one number type: 2.0 from one writer is 2 from another
+    return node
 
 
 def fingerprint(spec: Mapping[str, Any], paths: Iterable[Path]) -> str:

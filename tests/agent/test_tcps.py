@@ -157,6 +157,16 @@ def test_drift(want: dict[str, Any], tcp: dict[str, Any], paths: list[str], drif
     assert tcps.drifted(tcp) is drifted
 
 
+def test_numbers_compare_as_json_numbers_and_null_is_no_value() -> None:
+    want = {"a": {"n": 2, "gone": None}, "b": 1}
+    assert tcps.leaves(want) == [("a", "n"), ("b",)]
+    tcp = site_tcp(want)
+    tcp["spec"]["a"]["n"] = 2.0  # what another JSON writer may send back
+    assert tcps.drift(want, tcp) == [] and tcps.drifted(tcp) is False
+    tcp["spec"]["a"]["n"] = 2.5
+    assert tcps.drift(want, tcp) == ["a.n"] and tcps.drifted(tcp) is True
+
+
 def test_drift_without_the_record_compares_the_desired_fields_only() -> None:
     # A TCP an older agent applied (no applied-fields): what we want is still compared;
     # what we may have set before cannot be known, and drifted() cannot tell.
