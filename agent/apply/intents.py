@@ -234,9 +234,9 @@ def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, 
     if tcps.deleting(observed):
         # Being deleted (Kamaji's finalizers): wait until it is gone, then create it anew.
         return Decision("retry", settle="nak", delay=2.0)
-    if ours.intent_seq == seq and not tcps.drift(intent.spec, observed.get("spec") or {}):
+    if ours.intent_seq == seq and not tcps.drift(intent.spec, observed):
         return Decision("unchanged")
-    return Decision("applied", action=Patch(tcps.patch_for(intent, seq=seq)))
+    return Decision("applied", action=Patch(tcps.patch_for(intent, seq=seq, observed=observed)))
 
 
 def _replace(

@@ -178,7 +178,9 @@ def set_tenant_control_plane_ready_condition(status: api.Status, f: Facts, *, no
             api.TENANT_CONTROL_PLANE_READY, c.TRUE, s.phase, s.message, observed_generation=g, now=now
         )
     else:
-        reason = s.reason if s.phase in ("Rejected", "Failed") and s.reason else s.phase
+        # Drifted: the site changed fields we own and the agent is reverting them (issue 11 §5).
+        specific = s.phase in ("Rejected", "Failed") or s.reason == "Drifted"
+        reason = s.reason if specific and s.reason else s.phase
         cond = c.new_condition(
             api.TENANT_CONTROL_PLANE_READY, c.FALSE, reason, s.message, observed_generation=g, now=now
         )

@@ -229,6 +229,8 @@ def test_create_carries_labels_annotations_and_spec() -> None:
         tcps.GENERATION: "4",
         tcps.INTENT_SEQ: "42",
         tcps.KUBECONFIG_KEY: "super.conf",
+        tcps.APPLIED_FIELDS: '[["controlPlane","deployment","replicas"],["kubernetes","version"]]',
+        tcps.APPLIED_HASH: tcps.fingerprint(intent.spec, tcps.leaves(intent.spec)),
     }
     assert d.action.body["spec"] == intent.spec
     assert (meta["name"], meta["namespace"]) == ("cp1", "tenants")
@@ -362,19 +364,6 @@ def test_after_error(
 @pytest.mark.parametrize(("delivered", "delay"), [(1, 0.5), (2, 1.0), (5, 8.0), (50, 60.0)])
 def test_backoff(delivered: int, delay: float) -> None:
     assert intents.backoff(delivered) == delay
-
-
-@pytest.mark.parametrize(
-    ("spec", "have", "paths"),
-    [
-        ({"a": 1}, {"a": 1, "b": 2}, []),
-        ({"a": {"b": 1}}, {"a": {"b": 2}}, ["a.b"]),
-        ({"a": {"b": 1}}, {}, ["a"]),
-        ({"l": [1, 2]}, {"l": [2, 1]}, ["l"]),
-    ],
-)
-def test_drift(spec: dict[str, Any], have: dict[str, Any], paths: list[str]) -> None:
-    assert tcps.drift(spec, have) == paths
 
 
 SIGNER = keys.new_signing_key()
