@@ -23,9 +23,7 @@ from sandbox.launcher import Topology, invariants
 from tests import helpers
 from tests.faults.measure import Measure
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(600)]
-"""A scenario creates and deletes a dozen control planes, and the first one starts the topology:
-under load (two busy cores) that is more than the suite's 120 s default."""
+pytestmark = [pytest.mark.asyncio(loop_scope="module")]
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE
