@@ -13,8 +13,10 @@ A site may publish:
 
 - its own data subjects, with the exact shape of ``protocol.subjects``:
   ``<prefix>.status.<site>.*.*``, ``<prefix>.secret.<site>.*.*``, ``<prefix>.site.<site>``;
-- the JetStream API of its own consumer: ``$JS.API.CONSUMER.MSG.NEXT|INFO.<intents>.agent-<site>``
-  (no create, update or delete: the hub makes consumers);
+- the JetStream API of its own consumer: ``$JS.API.CONSUMER.MSG.NEXT|INFO|RESET.<intents>.
+  agent-<site>`` (no create, update or delete: the hub makes consumers). RESET (nats-server
+  2.14+) moves only this consumer's own position: the agent replays its current intents when it
+  starts, its relist (issue 11: a TCP deleted while the agent was down);
 - the ack subjects of its own consumer, in the one form nats-server sends
   (``$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<timestamp>.<pending>``,
   nine tokens; checked against nats-server 2.15, which sends it with or without a JetStream
@@ -74,6 +76,7 @@ def for_site(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions
             subjects.site_filter(subjects.Kind.SITE, site, prefix=prefix),
             f"$JS.API.CONSUMER.MSG.NEXT.{own}",
             f"$JS.API.CONSUMER.INFO.{own}",
+            f"$JS.API.CONSUMER.RESET.{own}",
             f"$JS.API.DIRECT.GET.{consumer.stream}.{own_intents}",
             ack_subjects(consumer),
         ),

@@ -86,8 +86,11 @@ class ApplyLoop:
         """Forever: bind (the hub creates the consumer; we never do), then consume."""
         keeping = asyncio.get_running_loop().create_task(self.keeper.run())
         try:
+            replayed = False
             while True:
                 consumer = await self._bind()
+                if not replayed:
+                    replayed = await self._replay()
                 # The server's ack wait, or ours if shorter: a hub upgraded while we stay bound
                 # shortens it without telling us, and touching early costs nothing.
                 self.keeper.ack_wait = min(consumer.ack_wait, self.definition.ack_wait)
@@ -126,6 +129,27 @@ class ApplyLoop:
                 self.readiness.set(READY_CHECK, True, f"bound to {d.stream}/{d.durable_name}")
                 return consumer
             await asyncio.sleep(self.bind_retry)
+
+    async def _replay(self) -> bool:
+        """Once per process, at the first bind: every current intent delivered again.
+
+        Our relist: what changed at the site while no agent ran (a TCP deleted or edited by
+        hand) sent no event to anyone, and the intents it concerns were acknowledged long ago.
+        Applying an intent whose TCP is as it says changes nothing. True when done or not
+        possible here (a server before 2.14: redelivery and the periodic resync remain).
+        """
+        d = self.definition
+        where = f"{d.stream}/{d.durable_name}"
+        try:
+            seq = await bus.replay(self.conn, d)
+        except (bus_errors.Unavailable, bus_errors.BusTimeout) as exc:
+            log.warning("replay of %s at start failed (%s); trying again", where, exc)
+            return False
+        except bus_errors.BusError as exc:  # PermissionDenied or an older server's refusal
+            log.warning("cannot replay %s at start (%s); relying on the resync", where, exc)
+            return True
+        log.info("replaying the current intents of %s from stream seq %d", where, seq)
+        return True
 
     async def _consume(self, consumer: bus.Consumer) -> None:
         while True:

@@ -5,7 +5,8 @@ tls          the SSL context of a CA file, TLS failures in plain words
 permissions  server permission violations → PermissionDenied naming the subject
 topology     ensure_topology: streams and durable consumers, idempotently (hub only)
 publishing   publish with Nats-Msg-Id and optional expected-last-subject-sequence
-consuming    bind / fetch / ack / nak / term / in-progress, last message per subject, purge, subjects
+consuming    bind / fetch / ack / nak / term / in-progress / replay, last message per subject, purge,
+             subjects
 """
 
 from common.bus.connection import Connection, Options, connect, site_inbox_prefix
@@ -19,6 +20,7 @@ from common.bus.consuming import (
     in_progress,
     last_message,
     purge_subject,
+    replay,
     subjects_of,
     subscribe_check,
 )
@@ -41,6 +43,7 @@ __all__ = [
     "last_message",
     "publish",
     "purge_subject",
+    "replay",
     "site_inbox_prefix",
     "subjects_of",
     "subscribe_check",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -189,6 +190,29 @@ async def bind(conn: Connection, definition: streams.ConsumerDef) -> Consumer:
         what=f"bind {definition.stream}/{definition.durable_name}",
     )
     return Consumer(conn, definition, sub, ack_wait=state.ack_wait)
+
+
+def reset_subject(stream: str, consumer: str) -> str:
+    return f"$JS.API.CONSUMER.RESET.{stream}.{consumer}"
+
+
+async def replay(conn: Connection, definition: streams.ConsumerDef) -> int:
+    """Deliver again, from the start of the stream, every message the consumer's filter holds
+    (nats-server 2.14+ consumer reset, ADR-60); returns the sequence it was reset to.
+
+    An agent that starts cannot know what changed at its site while it was down (a TCP deleted
+    by hand sends no event to a process that does not run), and it reads intents only through
+    its own consumer: replaying the consumer's current intents (the stream keeps the latest per
+    subject) is its relist. nats-py has no call for it, so the request goes through the
+    JetStream API helper nats-py uses for its own calls (its error mapping included).
+    """
+    subject = reset_subject(definition.stream, definition.durable_name)
+    response = await conn.call(
+        conn.js._api_request(subject, json.dumps({"seq": 1}).encode()),
+        subjects=[subject],
+        what=f"replay {definition.stream}/{definition.durable_name}",
+    )
+    return int(response.get("reset_seq") or 0)
 
 
 async def in_progress(conn: Connection, deliveries: Sequence[Delivery]) -> None:

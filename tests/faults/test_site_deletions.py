@@ -134,3 +134,24 @@ async def test_rkcp_the_site_refused_is_deleted(world: Topology, fault: Measure)
 
     await helpers.eventually(gone, within=60, every=0.3)
     await fault.converges(world, deleted=deleted)
+
+
+async def test_tcp_deleted_while_the_agent_is_down_is_recreated(world: Topology, fault: Measure) -> None:
+    """No watch event reaches an agent that is not running: it must find out when it starts."""
+    name, site = "gone-while-down", "site-b"
+    await world.create_control_plane(name, site=site)
+
+    async def ready() -> bool:
+        obj = await world.mgmt.get_or_none(RKCP, name, namespace=NS)
+        return obj is not None and invariants.conditions(obj).get("Ready") == "True"
+
+    await helpers.eventually(ready, within=60, every=0.2)
+    before = await _tcp_uid(world, name, site)
+    what = f"agent-{site} SIGKILL, its TCP deleted, agent started"
+    fault.inject(world, fault=what, workload="1 Ready RKCP")
+    await world.kill(f"agent-{site}")
+    await world.site_kube(site).delete(TCP, name, namespace=world.namespace)
+    await world.start_again(f"agent-{site}")
+    await fault.lifted(world)
+    await fault.converges(world)
+    assert await _tcp_uid(world, name, site) not in (None, before)

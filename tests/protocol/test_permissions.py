@@ -16,6 +16,7 @@ def test_site_permissions_are_exactly_its_own_subjects() -> None:
         "kb.site.site-a",
         "$JS.API.CONSUMER.MSG.NEXT.KB_INTENTS.agent-site-a",
         "$JS.API.CONSUMER.INFO.KB_INTENTS.agent-site-a",
+        "$JS.API.CONSUMER.RESET.KB_INTENTS.agent-site-a",
         "$JS.API.DIRECT.GET.KB_INTENTS.kb.intent.site-a.*.*",
         "$JS.ACK.KB_INTENTS.agent-site-a.*.*.*.*.*",
     )
@@ -30,6 +31,7 @@ def test_site_permissions_follow_a_dotted_prefix() -> None:
         "acme.kb.site.s",
         "$JS.API.CONSUMER.MSG.NEXT.ACME_KB_INTENTS.agent-s",
         "$JS.API.CONSUMER.INFO.ACME_KB_INTENTS.agent-s",
+        "$JS.API.CONSUMER.RESET.ACME_KB_INTENTS.agent-s",
         "$JS.API.DIRECT.GET.ACME_KB_INTENTS.acme.kb.intent.s.*.*",
         "$JS.ACK.ACME_KB_INTENTS.agent-s.*.*.*.*.*",
     )

@@ -139,6 +139,7 @@ def test_a_site_keeps_every_subject_its_agent_needs(prefix: str, site: str) -> N
         subjects.heartbeat(site, prefix=prefix),
         f"$JS.API.CONSUMER.MSG.NEXT.{own.stream}.{own.durable_name}",
         f"$JS.API.CONSUMER.INFO.{own.stream}.{own.durable_name}",
+        f"$JS.API.CONSUMER.RESET.{own.stream}.{own.durable_name}",
         f"$JS.API.DIRECT.GET.{own.stream}.{subjects.intent(site, 'tenants', 'cp1', prefix=prefix)}",
         # as nats-server 2.15 sends it
         f"$JS.ACK.{own.stream}.{own.durable_name}.1.12.7.1796108060508329806.0",

@@ -71,6 +71,8 @@ PUBLISH = [
     ("info-hub-status", f"$JS.API.CONSUMER.INFO.{STATUS}.{HUB_STATUS}", b""),
     ("info-hub-secrets", f"$JS.API.CONSUMER.INFO.{SECRETS}.{HUB_SECRETS}", b""),
     ("delete-agent-site-b", f"$JS.API.CONSUMER.DELETE.{INTENTS}.{B}", b""),
+    ("reset-agent-site-b", f"$JS.API.CONSUMER.RESET.{INTENTS}.{B}", b'{"seq":1}'),
+    ("reset-hub-status", f"$JS.API.CONSUMER.RESET.{STATUS}.{HUB_STATUS}", b'{"seq":1}'),
     ("delete-hub-status", f"$JS.API.CONSUMER.DELETE.{STATUS}.{HUB_STATUS}", b""),
     ("delete-own-consumer", f"$JS.API.CONSUMER.DELETE.{INTENTS}.{OWN}", b""),
     (
@@ -279,6 +281,10 @@ async def test_site_a_can_do_every_operation_of_its_own(
     following = await site_a.ask(got.reply, b"+NXT " + batch)
     assert following.subject.startswith("kb.intent.site-a.")
     assert (await site_a.ask(following.reply, b"+ACK")).data == b""
+
+    # Reset its own consumer (the agent's replay at start): its own position only.
+    reset = json.loads((await site_a.ask(f"$JS.API.CONSUMER.RESET.{INTENTS}.{OWN}", b'{"seq":1}')).data)
+    assert reset["name"] == OWN and reset["reset_seq"] == 1, reset
 
     direct = await site_a.ask(f"$JS.API.DIRECT.GET.{INTENTS}.{A_INTENT}")
     assert (direct.headers or {}).get("Nats-Subject") == A_INTENT
