@@ -8,7 +8,10 @@ Owns the sandbox directory and the order of things. ``start()``:
    add`` also writes each site's ``Site`` manifest, granting ``rkcp_namespaces`` the target
    namespace), and the RKCP and Site CRDs rendered by ``hub.crdgen`` (DIR/crds/);
 2. nats-server from the wheel with that configuration (TLS required of every client, as in
-   production; hub and agents verify it with DIR/nats/tls/ca.crt), and one emulated API server
+   production; hub and agents verify it with DIR/nats/tls/ca.crt) — or, with ``nats_nodes=3``,
+   a JetStream cluster of three (children ``nats-0``..``nats-2``, mutual TLS on their routes,
+   waited for until a meta leader is elected; the hub then makes its streams R3 and every process
+   gets every node's URL) — and one emulated API server
    per cluster (``mgmt`` with the RKCP, Site and CAPI Cluster CRDs, one per site with the compact
    TCP CRD; their kubeconfigs DIR/<cluster>.kubeconfig), all on 127.0.0.1 and free ports;
 3. the ``Site`` objects in ``mgmt`` (from the manifests ``site add`` wrote), the target
@@ -41,7 +44,8 @@ from common import kube, natsfiles
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import crdgen
-from sandbox import crds, natsd, progress
+from protocol import streams
+from sandbox import crds, natsd, natsmonitor, progress
 from sandbox.launcher import processes, workload
 
 __all__ = ["MARKER", "Topology", "prepare_directory"]
@@ -54,6 +58,10 @@ MGMT = "mgmt"
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE
 CLI = ("-m", "kamaji_broker.cli")
+NATS_SINGLE = "nats-server"
+"""The child name of the one nats-server (``nats_nodes=1``); a cluster's are ``nats-<i>``."""
+NATS_CLUSTER = "kamaji-broker-sandbox"
+"""The server name of the single node, and the cluster's name with ``nats_nodes`` > 1."""
 
 
 def _alive(pid: int) -> bool:
@@ -106,7 +114,9 @@ class Topology:
     """Hub, agents, NATS, emulated clusters and Kamaji simulators under ``directory``.
 
     ``env`` is added to the hub's and the agents' environment (e.g. ``KB_LOG_LEVEL``); use it
-    for settings the flags here do not cover. After ``start()``: ``nats_url``,
+    for settings the flags here do not cover. ``nats_nodes`` > 1 runs a JetStream cluster of that
+    many nodes (children ``nats-0``.., server names alike) with streams at ``min(3, nats_nodes)``
+    replicas. After ``start()``: ``nats_url`` (the first node), ``nats_urls`` (every node),
     ``hub_health_url``, ``agent_health_urls``, ``mgmt`` and ``site_kube(site)`` (clients of
     ``common.kube``), and every path as a property.
     """
@@ -123,9 +133,12 @@ class Topology:
         env: Mapping[str, str] | None = None,
         start_timeout: float = 60.0,
         stop_timeout: float = 10.0,
+        nats_nodes: int = 1,
     ) -> None:
         if not sites:
             raise ValueError("a topology needs at least one site")
+        if nats_nodes < 1:
+            raise ValueError(f"nats_nodes must be at least 1, got {nats_nodes}")
         if MGMT in sites:
             raise ValueError(f"{MGMT!r} names the management cluster; choose another site name")
         self.directory = directory
@@ -138,6 +151,13 @@ class Topology:
         self.env = dict(env or {})
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
+        self.nats_nodes = nats_nodes
+        self.nats_names: tuple[str, ...] = (
+            (NATS_SINGLE,) if nats_nodes == 1 else tuple(f"nats-{i}" for i in range(nats_nodes))
+        )
+        """Child names of the nats-servers (``nats-server``, or ``nats-0``.. in a cluster)."""
+        self.nats_ports: dict[str, int] = {}
+        self.nats_monitor_ports: dict[str, int] = {}
         self.nats_port = 0
         self.nats_monitor_port = 0
         self.hub_health_url = ""
@@ -199,9 +219,71 @@ class Topology:
 
     @property
     def nats_url(self) -> str:
+        """The first node's URL (nats-py learns the others from it; see ``nats_urls``)."""
         if not self.nats_port:
             raise RuntimeError("the topology is not started")
         return f"tls://127.0.0.1:{self.nats_port}"
+
+    @property
+    def nats_urls(self) -> tuple[str, ...]:
+        """Every node's URL: what hub and agents are given, so any one of them is enough."""
+        if not self.nats_ports:
+            raise RuntimeError("the topology is not started")
+        return tuple(f"tls://127.0.0.1:{port}" for port in self.nats_ports.values())
+
+    @property
+    def nats_monitor_urls(self) -> dict[str, str]:
+        """Each nats-server's HTTP monitoring by child name."""
+        return {name: f"http://127.0.0.1:{port}" for name, port in self.nats_monitor_ports.items()}
+
+    @property
+    def stream_replicas(self) -> int:
+        return min(3, self.nats_nodes)
+
+    def _server_name(self, child: str) -> str:
+        return NATS_CLUSTER if self.nats_nodes == 1 else child
+
+    async def meta_leader(self) -> str:
+        """The child that leads the JetStream meta group, as every running node agrees; empty
+        during an election (or without quorum)."""
+        leader = await natsmonitor.meta_leader_of(
+            list(self.nats_monitor_urls.values()), nodes=self.nats_nodes
+        )
+        if self.nats_nodes == 1:  # a single server leads itself (under its id: see natsmonitor.meta)
+            return NATS_SINGLE if leader else ""
+        return self._child_of(leader)
+
+    async def stream_leader(self, stream: str) -> str:
+        """The child whose nats-server leads ``stream`` (e.g. ``KB_INTENTS``), as every running
+        node with a replica agrees; empty while it is being elected."""
+        return self._child_of(
+            await natsmonitor.stream_leader_of(list(self.nats_monitor_urls.values()), stream)
+        )
+
+    def _child_of(self, server_name: str) -> str:
+        names = {self._server_name(child): child for child in self.nats_names}
+        return names.get(server_name, "")
+
+    async def wait_jetstream(self, *, streams_: tuple[str, ...] = (), timeout: float | None = None) -> None:
+        """Wait until JetStream serves: the meta leader elected and, for each of ``streams_``, a
+        stream leader. Raises ``LaunchError`` after ``timeout`` (default ``start_timeout``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self.start_timeout if timeout is None else timeout)
+        pending = "the meta leader"
+        while loop.time() < deadline:
+            if not await self.meta_leader():
+                pending = "the meta leader"
+            else:
+                leaders = {name: await self.stream_leader(name) for name in streams_}
+                missing = [name for name, leader in leaders.items() if not leader]
+                if not missing:
+                    return
+                pending = f"a leader of {', '.join(missing)}"
+            await asyncio.sleep(0.2)
+        raise processes.LaunchError(
+            f"JetStream of {', '.join(self.nats_names)} has no {pending} after "
+            f"{self.start_timeout if timeout is None else timeout:g}s; see {self.log(self.nats_names[0])}"
+        )
 
     # -- clients -----------------------------------------------------------------------------
 
@@ -245,15 +327,21 @@ class Topology:
         prepare_directory(self.directory)
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         await self._credentials()
-        nats = self._spawn(
-            "nats-server",
-            [natsd.find_binary(), "-a", "127.0.0.1", "-c", str(self.nats_dir / "nats-server.conf")],
-            ready_text="Server is ready",
-        )
+        nats = [
+            self._spawn(
+                name,
+                [natsd.find_binary(), "-a", "127.0.0.1", "-c", str(self._nats_config(name))],
+                ready_text="Server is ready",
+            )
+            for name in self.nats_names
+        ]
         crd_files = [*self._render_crds(), crds.CLUSTER]
         emulators = [self._emulator(MGMT, crd_files)]
         emulators += [self._emulator(site, [crds.TENANT_CONTROL_PLANE]) for site in self.sites]
-        await self._ready([nats, *emulators])
+        await self._ready([*nats, *emulators])
+        if self.nats_nodes > 1:
+            # "Server is ready" comes before the routes: the hub's first stream would be refused.
+            await self.wait_jetstream()
         for cluster in (MGMT, *self.sites):
             api_client = await kube.api_client_from_kubeconfig(self.kubeconfig(cluster))
             self._api_clients[cluster] = api_client
@@ -268,6 +356,10 @@ class Topology:
         simulators = [self._simulator(i, site) for i, site in enumerate(self.sites)]
         hub = self._hub()
         await self._ready([*simulators, hub])
+        if self.nats_nodes > 1:
+            # Replicated streams elect their leaders after they are created: agents bind then.
+            names = (streams.intents_stream_name(), *(streams.site_stream_name(s) for s in self.sites))
+            await self.wait_jetstream(streams_=names)
         # After the hub: it creates the streams and every agent's durable consumer.
         await self._ready([self._agent(site) for site in self.sites])
 
@@ -314,15 +406,43 @@ class Topology:
         """Run one ``kamaji-broker`` operator command as a subprocess, as an operator would."""
         await asyncio.to_thread(_run_cli, list(args), log=self.log("setup"))
 
+    def _nats_config(self, name: str) -> Path:
+        return self.nats_dir / (natsfiles.MAIN_FILE if self.nats_nodes == 1 else f"{name}.conf")
+
     async def _credentials(self) -> None:
         await self._cli("keys", "generate", "--out", str(self.keys_dir))
-        self.nats_port = natsd.free_port()
-        self.nats_monitor_port = natsd.free_port()
-        await self._cli(
-            "nats-config", "--dir", str(self.nats_dir), "--host", "127.0.0.1", "--port", str(self.nats_port),
-            "--store-dir", str(self.directory / "jetstream"), "--server-name", "kamaji-broker-sandbox",
-            "--monitor", f"127.0.0.1:{self.nats_monitor_port}", "--tls-generate", str(self.tls_dir),
-        )  # fmt: skip
+        for name in self.nats_names:
+            self.nats_ports[name] = natsd.free_port()
+            self.nats_monitor_ports[name] = natsd.free_port()
+        self.nats_port = self.nats_ports[self.nats_names[0]]
+        self.nats_monitor_port = self.nats_monitor_ports[self.nats_names[0]]
+        route_ports = {name: natsd.free_port() for name in self.nats_names}
+        routes = ",".join(f"nats://127.0.0.1:{port}" for port in route_ports.values())
+        for name in self.nats_names:
+            # One node at a time, all in one directory: they share auth.conf and the TLS files
+            # (the certificate names 127.0.0.1, so it serves the routes too).
+            store = self.directory / ("jetstream" if self.nats_nodes == 1 else f"jetstream-{name}")
+            cluster = (
+                []
+                if self.nats_nodes == 1
+                else [
+                    "--config-file",
+                    self._nats_config(name).name,
+                    "--cluster-name",
+                    NATS_CLUSTER,
+                    "--cluster-listen",
+                    f"127.0.0.1:{route_ports[name]}",
+                    "--routes",
+                    routes,
+                ]
+            )
+            await self._cli(
+                "nats-config", "--dir", str(self.nats_dir),
+                "--host", "127.0.0.1", "--port", str(self.nats_ports[name]),
+                "--store-dir", str(store), "--server-name", self._server_name(name),
+                "--monitor", f"127.0.0.1:{self.nats_monitor_ports[name]}",
+                "--tls-generate", str(self.tls_dir), *cluster,
+            )  # fmt: skip
         for site in self.sites:
             # One at a time: each run re-renders the shared auth.conf.
             await self._cli(
@@ -378,7 +498,7 @@ class Topology:
         args = [
             sys.executable, *CLI, "hub",
             "--kubeconfig", str(self.mgmt_kubeconfig),
-            "--nats-url", self.nats_url,
+            "--nats-url", ",".join(self.nats_urls),
             "--nats-seed", str(self.hub_seed),
             "--nats-ca-file", str(self.nats_ca_file),
             "--signing-key", str(self.keys_dir / "signing.key"),
@@ -386,6 +506,7 @@ class Topology:
             "--all-namespaces",
             "--sites", ",".join(self.sites),
             "--heartbeat-interval", str(self.heartbeat_interval),
+            "--stream-replicas", str(self.stream_replicas),
             "--listen", f"127.0.0.1:{port}",
         ]  # fmt: skip
         return self._spawn("hub", args, health_url=self.hub_health_url)
@@ -396,7 +517,7 @@ class Topology:
         args = [
             sys.executable, *CLI, "agent",
             "--site", site,
-            "--nats-url", self.nats_url,
+            "--nats-url", ",".join(self.nats_urls),
             "--nats-seed", str(self.site_seed(site)),
             "--nats-ca-file", str(self.nats_ca_file),
             "--hub-public-keys", str(self.hub_public_keys),
