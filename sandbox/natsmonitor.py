@@ -17,7 +17,17 @@ from typing import Any
 
 import aiohttp
 
-__all__ = ["Meta", "agreed", "jsz", "meta", "meta_leader_of", "stream_leader", "stream_leader_of"]
+__all__ = [
+    "Meta",
+    "agreed",
+    "jsz",
+    "meta",
+    "meta_leader_of",
+    "settled",
+    "settled_of",
+    "stream_leader",
+    "stream_leader_of",
+]
 
 Doc = Mapping[str, Any]
 
@@ -52,6 +62,44 @@ def stream_leader(doc: Doc, stream: str) -> str:
             if detail.get("name") == stream:
                 return str((detail.get("cluster") or {}).get("leader") or "")
     return ""
+
+
+def _stream_detail(doc: Doc, stream: str) -> Mapping[str, Any]:
+    for account in doc.get("account_details") or ():
+        for detail in account.get("stream_detail") or ():
+            if detail.get("name") == stream:
+                return dict(detail)
+    return {}
+
+
+def _is_leader(group: Mapping[str, Any]) -> bool:
+    """Whether the node reporting this raft group leads it: a leader lists only the others
+    among its ``replicas``, every other node lists the leader."""
+    leader = group.get("leader")
+    return bool(leader) and not any(peer.get("name") == leader for peer in group.get("replicas") or ())
+
+
+def settled(docs: Sequence[Doc], *, nodes: int, streams: Sequence[str] = ()) -> bool:
+    """Whether a cluster of ``nodes`` is whole (``docs``: ``/jsz?accounts=true&streams=true`` of
+    the nodes that answered): every node answers, all agree on the meta leader and on each of
+    ``streams``' leaders, and every leader sees all its peers current (a node started again has
+    caught up). Asked before a fault is injected, so that the fault hits a whole cluster."""
+    if len(docs) != nodes:
+        return False
+    metas = [meta(doc) for doc in docs]
+    if not agreed([m.leader for m in metas]) or any(m.cluster_size != nodes for m in metas):
+        return False
+    groups = [doc.get("meta_cluster") or {} for doc in docs]
+    for stream in streams:
+        details = [d for d in (_stream_detail(doc, stream) for doc in docs) if d]
+        if not agreed([str((d.get("cluster") or {}).get("leader") or "") for d in details]):
+            return False
+        groups += [d.get("cluster") or {} for d in details]
+    return all(
+        all(bool(peer.get("current")) for peer in group.get("replicas") or ())
+        for group in groups
+        if _is_leader(group)
+    )
 
 
 def agreed(answers: Sequence[str]) -> str:
@@ -93,3 +141,8 @@ async def stream_leader_of(monitor_urls: Sequence[str], stream: str) -> str:
     while there is none or they disagree."""
     docs = await _answers(monitor_urls, streams=True)
     return agreed([leader for leader in (stream_leader(doc, stream) for doc in docs) if leader] or [""])
+
+
+async def settled_of(monitor_urls: Sequence[str], *, nodes: int, streams: Sequence[str] = ()) -> bool:
+    """``settled`` for the nodes at ``monitor_urls``."""
+    return settled(await _answers(monitor_urls, streams=True), nodes=nodes, streams=streams)

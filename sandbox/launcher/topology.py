@@ -275,26 +275,27 @@ class Topology:
         names = {self._server_name(child): child for child in self.nats_names}
         return names.get(server_name, "")
 
-    async def wait_jetstream(self, *, streams_: tuple[str, ...] = (), timeout: float | None = None) -> None:
-        """Wait until JetStream serves: the meta leader elected and, for each of ``streams_``, a
-        stream leader. Raises ``LaunchError`` after ``timeout`` (default ``start_timeout``)."""
+    async def jetstream_settled(self, streams_: Sequence[str] = ()) -> bool:
+        """Whether every nats-server answers, all agree on the meta leader and on the leader of
+        each of ``streams_``, and every peer is current (``natsmonitor.settled``): a node started
+        again has caught up."""
+        urls = list(self.nats_monitor_urls.values())
+        return await natsmonitor.settled_of(urls, nodes=self.nats_nodes, streams=streams_)
+
+    async def wait_jetstream(self, *, streams_: Sequence[str] = (), timeout: float | None = None) -> None:
+        """Wait until ``jetstream_settled(streams_)``; ``LaunchError`` after ``timeout`` seconds
+        (default ``start_timeout``)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + (self.start_timeout if timeout is None else timeout)
-        pending = "the meta leader"
-        while loop.time() < deadline:
-            if not await self.meta_leader():
-                pending = "the meta leader"
-            else:
-                leaders = {name: await self.stream_leader(name) for name in streams_}
-                missing = [name for name, leader in leaders.items() if not leader]
-                if not missing:
-                    return
-                pending = f"a leader of {', '.join(missing)}"
+        limit = self.start_timeout if timeout is None else timeout
+        deadline = loop.time() + limit
+        while not await self.jetstream_settled(streams_):
+            if loop.time() > deadline:
+                waiting = f"a meta leader{' and leaders of ' + ', '.join(streams_) if streams_ else ''}"
+                raise processes.LaunchError(
+                    f"JetStream of {', '.join(self.nats_names)} has no {waiting} known to every node "
+                    f"after {limit:g}s; see {self.log(self.nats_names[0])}"
+                )
             await asyncio.sleep(0.2)
-        raise processes.LaunchError(
-            f"JetStream of {', '.join(self.nats_names)} has no {pending} after "
-            f"{self.start_timeout if timeout is None else timeout:g}s; see {self.log(self.nats_names[0])}"
-        )
 
     # -- clients -----------------------------------------------------------------------------
 

@@ -16,10 +16,15 @@ from common.kube import resources
 from sandbox.launcher import Topology
 from tests import helpers
 
-SERVER_ERRORS = re.compile(r"^nats-(server|\d+): .*\[ERR\] ")
-"""nats-server's own [ERR] lines while a peer (or, restarted, its routes) is away: "Error trying
-to connect to route", a route's or a client's connection reset. Hub and agent lines are not
-explained by it: they must only warn while NATS is away."""
+SERVER_ERRORS = re.compile(
+    r"^nats-(server|\d+): .*\[ERR\] .*("
+    r"Error trying to connect to route|connection refused|connection reset by peer|broken pipe|EOF)"
+)
+"""nats-server's own [ERR] lines about a peer that is away (the killed node, or the routes of the
+one started again): "Error trying to connect to route ... connection refused", a route's writes
+failing with "connection reset by peer" / "broken pipe". Nothing else is explained by killing a
+server: not a JetStream error of nats-server, not an error line of the hub or an agent (they must
+only warn while NATS is away)."""
 
 
 @dataclass

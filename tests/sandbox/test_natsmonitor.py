@@ -84,3 +84,69 @@ def test_stream_leader(case: str, doc: dict[str, Any], stream: str, expected: st
 )
 def test_agreed(case: str, answers: list[str], expected: str) -> None:
     assert natsmonitor.agreed(answers) == expected, case
+
+
+def _node(
+    name: str, leader: str, *, current: bool = True, streams: dict[str, tuple[str, bool]] | None = None
+) -> dict[str, Any]:
+    """One node's /jsz of a 3-node cluster: the meta group and each stream (leader, peers current)
+    as that node reports it (a leader lists the others, the others list the leader too)."""
+    others = [n for n in ("nats-0", "nats-1", "nats-2") if n != name]
+    peers = [{"name": n, "current": current if name == leader else True} for n in others]
+    doc: dict[str, Any] = {
+        "server_id": name,
+        "meta_cluster": {"name": "kb", "leader": leader, "cluster_size": 3, "replicas": peers},
+    }
+    details = []
+    for stream, (stream_leader, caught_up) in (streams or {}).items():
+        stream_peers = [{"name": n, "current": caught_up if name == stream_leader else True} for n in others]
+        details.append({"name": stream, "cluster": {"leader": stream_leader, "replicas": stream_peers}})
+    doc["account_details"] = [{"name": "$G", "stream_detail": details}]
+    return doc
+
+
+WHOLE = {"KB_INTENTS": ("nats-1", True)}
+
+
+@pytest.mark.parametrize(
+    ("case", "docs", "expected"),
+    [
+        ("whole", [_node(n, "nats-2", streams=WHOLE) for n in ("nats-0", "nats-1", "nats-2")], True),
+        ("a node does not answer", [_node(n, "nats-2", streams=WHOLE) for n in ("nats-0", "nats-1")], False),
+        (
+            "a node still believes in another meta leader",
+            [
+                _node("nats-0", "nats-1", streams=WHOLE),
+                *(_node(n, "nats-2", streams=WHOLE) for n in ("nats-1", "nats-2")),
+            ],
+            False,
+        ),
+        (
+            "the meta leader sees a peer behind",
+            [_node(n, "nats-2", current=False, streams=WHOLE) for n in ("nats-0", "nats-1", "nats-2")],
+            False,
+        ),
+        (
+            "the stream leader sees a replica behind (a node started again, catching up)",
+            [
+                _node(n, "nats-2", streams={"KB_INTENTS": ("nats-1", False)})
+                for n in ("nats-0", "nats-1", "nats-2")
+            ],
+            False,
+        ),
+        (
+            "the stream has no leader yet",
+            [_node(n, "nats-2", streams={"KB_INTENTS": ("", True)}) for n in ("nats-0", "nats-1", "nats-2")],
+            False,
+        ),
+        ("the stream does not exist", [_node(n, "nats-2") for n in ("nats-0", "nats-1", "nats-2")], False),
+    ],
+)
+def test_settled(case: str, docs: list[dict[str, Any]], expected: bool) -> None:
+    assert natsmonitor.settled(docs, nodes=3, streams=["KB_INTENTS"]) is expected, case
+
+
+def test_settled_single_server() -> None:
+    doc = _jsz(streams={"KB_INTENTS": "solo"})
+    assert natsmonitor.settled([doc], nodes=1, streams=["KB_INTENTS"])
+    assert not natsmonitor.settled([], nodes=1)
