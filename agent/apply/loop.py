@@ -12,6 +12,7 @@ import asyncio
 import collections
 import dataclasses
 import logging
+import random
 import time
 from collections.abc import Callable, Collection, Mapping
 
@@ -29,6 +30,12 @@ from protocol import messages, streams, subjects
 log = logging.getLogger(__name__)
 
 READY_CHECK = "consumer"
+
+
+def retry_delay(failures: int, *, cap: float) -> float:
+    """Seconds before the next bind after ``failures`` failures in a row (jitter aside): a tenth
+    of ``cap``, doubling, at most ``cap``."""
+    return float(min(cap, cap / 10 * 2 ** max(0, failures - 1)))
 
 
 class ApplyLoop:
@@ -72,6 +79,8 @@ class ApplyLoop:
         """True when the last fetch came back empty and no intent is in flight (caught up)."""
         self._queues: dict[str, collections.deque[bus.Delivery]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
+        self._failures = 0
+        """Binds and fetches that failed in a row (``_retry_delay``)."""
         readiness.declare(READY_CHECK)
 
     @property
@@ -90,7 +99,7 @@ class ApplyLoop:
                     await asyncio.sleep(self.bind_retry * 6)  # not a tight loop: a human must act
                 except bus_errors.BusError as exc:
                     self._not_ready(f"fetching intents failed: {exc}")
-                    await asyncio.sleep(self.bind_retry)
+                    await asyncio.sleep(self._retry_delay())
                 finally:
                     await consumer.unsubscribe()
         finally:
@@ -117,7 +126,16 @@ class ApplyLoop:
             else:
                 self.readiness.set(READY_CHECK, True, f"bound to {d.stream}/{d.durable_name}")
                 return consumer
-            await asyncio.sleep(self.bind_retry)
+            await asyncio.sleep(self._retry_delay())
+
+    def _retry_delay(self) -> float:
+        """Seconds to wait before binding again, after one more failure in a row: from a tenth of
+        ``bind_retry`` doubling up to it, with jitter. Why not a fixed pause: a lost NATS node
+        makes the consumer and its stream elect a leader, over in seconds, and a fixed
+        ``bind_retry`` would add up to its whole length after every failed try; the jitter keeps
+        the agents of many sites from coming back in step."""
+        self._failures += 1
+        return retry_delay(self._failures, cap=self.bind_retry) * random.uniform(0.5, 1.0)
 
     async def _consume(self, consumer: bus.Consumer) -> None:
         while True:
@@ -125,6 +143,7 @@ class ApplyLoop:
                 await asyncio.wait(list(self._workers.values()), return_when=asyncio.FIRST_COMPLETED)
                 continue
             deliveries = await consumer.fetch(self.batch, timeout=2.0)
+            self._failures = 0
             self.idle = not deliveries and not self._workers
             for delivery in deliveries:
                 self._enqueue(delivery)
