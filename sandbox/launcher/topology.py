@@ -406,8 +406,9 @@ class Topology:
     # -- faults ------------------------------------------------------------------------------
 
     def child(self, name: str) -> processes.Child:
-        """The child process called ``name``: ``nats-server``, ``hub`` (``hub-1``... for more
-        replicas), ``agent-<site>``, ``kamaji-<site>``, ``kubeapi-<cluster>``."""
+        """The child process called ``name``: ``nats-server`` (``nats-0``... with ``nats_nodes``
+        > 1), ``hub`` (``hub-1``... for more replicas), ``agent-<site>``, ``kamaji-<site>``,
+        ``kubeapi-<cluster>``."""
         for child in self.children:
             if child.name == name:
                 return child
@@ -467,6 +468,15 @@ class Topology:
     def _nats_config(self, name: str) -> Path:
         return self.nats_dir / (natsfiles.MAIN_FILE if self.nats_nodes == 1 else f"{name}.conf")
 
+    def _cluster_flags(self, name: str, route_ports: Mapping[str, int]) -> list[str]:
+        """``nats-config``'s flags that make node ``name`` one of the cluster: its own file in
+        the shared directory, its route port, every node's route."""
+        routes = ",".join(f"nats://127.0.0.1:{port}" for port in route_ports.values())
+        return [
+            "--config-file", self._nats_config(name).name, "--cluster-name", NATS_CLUSTER,
+            "--cluster-listen", f"127.0.0.1:{route_ports[name]}", "--routes", routes,
+        ]  # fmt: skip
+
     async def _credentials(self) -> None:
         await self._cli("keys", "generate", "--out", str(self.keys_dir))
         for name in self.nats_names:
@@ -475,25 +485,11 @@ class Topology:
         self.nats_port = self.nats_ports[self.nats_names[0]]
         self.nats_monitor_port = self.nats_monitor_ports[self.nats_names[0]]
         route_ports = {name: natsd.free_port() for name in self.nats_names}
-        routes = ",".join(f"nats://127.0.0.1:{port}" for port in route_ports.values())
         for name in self.nats_names:
             # One node at a time, all in one directory: they share auth.conf and the TLS files
             # (the certificate names 127.0.0.1, so it serves the routes too).
             store = self.directory / ("jetstream" if self.nats_nodes == 1 else f"jetstream-{name}")
-            cluster = (
-                []
-                if self.nats_nodes == 1
-                else [
-                    "--config-file",
-                    self._nats_config(name).name,
-                    "--cluster-name",
-                    NATS_CLUSTER,
-                    "--cluster-listen",
-                    f"127.0.0.1:{route_ports[name]}",
-                    "--routes",
-                    routes,
-                ]
-            )
+            cluster = self._cluster_flags(name, route_ports) if self.nats_nodes > 1 else []
             await self._cli(
                 "nats-config", "--dir", str(self.nats_dir),
                 "--host", "127.0.0.1", "--port", str(self.nats_ports[name]),
