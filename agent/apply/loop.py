@@ -213,10 +213,7 @@ class ApplyLoop:
                 decision = await self._execute(decision, intent, delivery)
         if decision.report is not None:
             try:
-                await self.publisher.status(
-                    self._status(intent, delivery.stream_seq, decision.report),
-                    about=f"intent-{delivery.stream_seq}",
-                )
+                await self._report(intent, delivery, decision.report)
             except bus_errors.BusError as exc:
                 log.warning(
                     "reporting %s for %s failed (%s); retrying the intent",
@@ -228,6 +225,14 @@ class ApplyLoop:
                     "retry", settle="nak", delay=intents.backoff(delivery.num_delivered)
                 )
         return decision
+
+    async def _report(
+        self, intent: messages.Intent, delivery: bus.Delivery, report: intents.Report | None
+    ) -> None:
+        if report is not None:
+            await self.publisher.status(
+                self._status(intent, delivery.stream_seq, report), about=f"intent-{delivery.stream_seq}"
+            )
 
     async def _verified(self, delivery: bus.Delivery) -> messages.Intent | None:
         found = intents.intake(
@@ -261,6 +266,31 @@ class ApplyLoop:
                 await self.kube.create(tcps.TCP, action.body, namespace=intent.namespace)
             elif isinstance(action, intents.Patch):
                 await self.kube.patch(tcps.TCP, intent.name, action.patch, namespace=intent.namespace)
+            elif isinstance(action, intents.Delete) and action.replacing:
+                # The report (Provisioning/ReplacingPreviousOwner, for the new owner) goes out
+                # first: Kamaji's finalizers may hold the old TCP for a while.
+                try:
+                    await self._report(intent, delivery, decision.report)
+                except bus_errors.BusError as exc:
+                    log.warning(
+                        "reporting the replacement of %s failed (%s); retrying", delivery.subject, exc
+                    )
+                    return intents.Decision(
+                        "retry", settle="nak", delay=intents.backoff(delivery.num_delivered)
+                    )
+                await self.kube.delete(
+                    tcps.TCP, intent.name, namespace=intent.namespace, uid=action.uid or None
+                )
+                if not await self._wait_gone(intent, uid=action.uid, delivery=delivery):
+                    return intents.Decision("superseded")
+                log.warning(
+                    "TenantControlPlane %s/%s of a previous owner deleted for intent seq %d (owner uid %s)",
+                    intent.namespace,
+                    intent.name,
+                    delivery.stream_seq,
+                    intent.owner.uid,
+                )
+                return dataclasses.replace(decision, report=None)
             elif isinstance(action, intents.Delete):
                 if self.on_delete is not None:
                     self.on_delete(intent.namespace, intent.name, delivery.stream_seq)

@@ -200,13 +200,27 @@ async def last_message(
     )
 
 
-async def purge_subject(conn: Connection, stream: str, subject: str) -> None:
-    """Remove every message on ``subject`` (a deleted control plane's intent, status, secrets)."""
+async def purge_subject(conn: Connection, stream: str, subject: str, *, up_to: int | None = None) -> None:
+    """Remove every message on ``subject`` (a deleted control plane's intent, status, secrets).
+
+    ``up_to``: only the messages with a sequence up to and including it, so a message published
+    on the subject after the caller read it (a new owner's) stays.
+    """
     await conn.call(
-        conn.js.purge_stream(stream, subject=subject),
+        conn.js.purge_stream(stream, subject=subject, seq=None if up_to is None else up_to + 1),
         subjects=[f"$JS.API.STREAM.PURGE.{stream}"],
         what=f"purge {subject} from {stream}",
     )
+
+
+async def subjects_of(conn: Connection, stream: str, pattern: str) -> dict[str, int]:
+    """The subjects of ``stream`` matching ``pattern`` that hold messages, with their counts."""
+    info = await conn.call(
+        conn.js.stream_info(stream, subjects_filter=pattern),
+        subjects=[f"$JS.API.STREAM.INFO.{stream}"],
+        what=f"subjects of {stream}",
+    )
+    return dict(info.state.subjects or {})
 
 
 async def subscribe_check(conn: Connection, subject: str) -> None:

@@ -242,6 +242,53 @@ def test_stale_generation_names_both_generations_and_reports_the_applied_one() -
     assert "tenants/cp1" in d.report.message
 
 
+def replacing(op: str = "provision", *replaced: str) -> messages.Intent:
+    """An intent of a new owner that names earlier owners whose deletion the hub released."""
+    spec = {} if op == "delete" else helpers.intent().spec
+    intent = helpers.intent(op=op, spec=spec)
+    owner = messages.Owner(uid="new-uid", namespace="default", name="cp1")
+    return msgspec.structs.replace(intent, owner=owner, replaces=replaced)
+
+
+REPLACE = [
+    # id, intent, observed, result, action, settle
+    ("provision naming the TCP's owner: delete it first", replacing("provision", "8d1c-uid"), observed(),
+     "replacing", intents.Delete(uid="tcp-uid-1", replacing=True), "nak"),
+    ("names it among others", replacing("provision", "zzz", "8d1c-uid"), observed(),
+     "replacing", intents.Delete(uid="tcp-uid-1", replacing=True), "nak"),
+    ("already being deleted: delete again, wait", replacing("provision", "8d1c-uid"), observed(deleting=True),
+     "replacing", intents.Delete(uid="tcp-uid-1", replacing=True), "nak"),
+    ("provision naming nobody: conflict", replacing("provision"), observed(), "conflict", None, "ack"),
+    ("provision naming someone else: conflict", replacing("provision", "zzz"), observed(),
+     "conflict", None, "ack"),
+    ("names the TCP's owner, TCP unmanaged: conflict", replacing("provision", "8d1c-uid"),
+     observed(managed=False), "conflict", None, "ack"),
+    ("old owner's TCP gone: create", replacing("provision", "8d1c-uid"), None, "applied", None, "ack"),
+    ("new owner's own TCP: the list changes nothing", replacing("provision", "8d1c-uid"),
+     observed(uid="new-uid"), "applied", None, "ack"),
+    ("delete naming the TCP's owner: it goes", replacing("delete", "8d1c-uid"), observed(),
+     "deleted", intents.Delete(uid="tcp-uid-1"), "ack"),
+    ("delete naming someone else: left alone", replacing("delete", "zzz"), observed(), "stale", None, "ack"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("intent", "obs", "result", "action", "settle"), [c[1:] for c in REPLACE],
+                         ids=[c[0] for c in REPLACE])  # fmt: skip
+def test_replacing_a_released_owner(
+    intent: messages.Intent, obs: dict[str, Any] | None, result: str, action: Any, settle: str
+) -> None:
+    """Issue 11 §3: only an owner the signed intent names in ``replaces`` loses its TCP."""
+    d = intents.decide(intent, SEQ + 1, obs, ctx=CTX)
+    assert d.result == result and d.settle == settle
+    if action is None:
+        assert not isinstance(d.action, intents.Delete)
+    else:
+        assert d.action == action
+    if result == "replacing":
+        assert d.report is not None and d.report.reason == "ReplacingPreviousOwner"
+        assert d.report.phase == "Provisioning" and "8d1c-uid" in d.report.message
+
+
 def test_delete_is_fenced_by_uid_precondition() -> None:
     d = intents.decide(delete_intent(), SEQ + 1, observed(), ctx=CTX)
     assert d.action == intents.Delete(uid="tcp-uid-1")

@@ -389,7 +389,7 @@ DELETES: list[tuple[str, rkcp.Observed, list[str]]] = [
             published=published(op="delete", seq=6),
             site=SiteView(connected=False, last_heartbeat_time=NOW - dt.timedelta(minutes=11)),
         ),
-        ["RemoveFinalizer"],
+        ["Release", "RemoveFinalizer"],
     ),
     (
         "site silent within the timeout: wait",
