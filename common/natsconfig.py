@@ -1,5 +1,8 @@
 """nats-server configuration text: the main file, the hub user and one user block per site.
 
+The main file is a single server or one node of a JetStream cluster (``Cluster``: a
+``cluster {}`` block with routes to every node, mutual TLS between the nodes when clients use TLS).
+
 Pure rendering from ``protocol.permissions``; the CLI owns the files. The main file includes
 ``auth.conf``, which is re-rendered from the hub block and every ``sites/<site>.conf`` whenever a
 site is added or removed (nats-server cannot ``include`` inside an array, so the users array is
@@ -9,7 +12,10 @@ assembled here rather than by the server).
 from __future__ import annotations
 
 import json
+import re
+import urllib.parse
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from protocol import permissions, streams
 
@@ -80,6 +86,82 @@ def tls(*, cert_file: str, key_file: str, indent: str = "") -> str:
     return "".join(f"{indent}{line}\n" for line in lines)
 
 
+_CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_ROUTE_SCHEMES = ("nats", "nats-route")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One node's part of a JetStream cluster: the cluster's name, where this node listens for
+    the other nodes' routes, and every node's route URL (its own included: nats-server
+    recognises a route to itself and ignores it, so every node can get the same list)."""
+
+    name: str
+    listen: str
+    routes: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not _CLUSTER_NAME.match(self.name):
+            raise ValueError(
+                f"--cluster-name {self.name!r}: letters, digits, '-' and '_' only (at most 64), "
+                "the same on every node"
+            )
+        check_host_port(self.listen, flag="--cluster-listen")
+        if not self.routes:
+            raise ValueError("--routes: a cluster needs the route URL of every node (nats://HOST:PORT,...)")
+        for url in self.routes:
+            check_route(url)
+
+
+def check_host_port(value: str, *, flag: str) -> None:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{flag} {value!r} is not HOST:PORT (a port between 1 and 65535)")
+
+
+def check_route(url: str) -> None:
+    parsed = urllib.parse.urlsplit(url)
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    if parsed.scheme not in _ROUTE_SCHEMES or not parsed.hostname or port is None or parsed.path:
+        raise ValueError(
+            f"--routes {url!r} is not a route URL: nats://HOST:PORT (the --cluster-listen of a node)"
+        )
+
+
+def cluster(
+    c: Cluster,
+    *,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    tls_ca: str | None = None,
+) -> str:
+    """The ``cluster {}`` block. With TLS the routes are mutual TLS: every node presents the
+    server certificate (issued for server and client auth, its SANs must name the route hosts)
+    and accepts only a peer whose certificate chains to ``tls_ca``, so a stranger cannot join the
+    cluster and read the streams' replicas."""
+    lines = ["cluster {", f"  name: {json.dumps(c.name)}", f"  listen: {json.dumps(c.listen)}"]
+    if tls_cert and tls_key:
+        if not tls_ca:
+            raise ValueError(
+                "route TLS needs the CA that signed the server certificate (--tls-ca, or "
+                "--tls-generate): the nodes verify each other with it"
+            )
+        lines += [
+            "  tls {",
+            f"    cert_file: {json.dumps(tls_cert)}",
+            f"    key_file: {json.dumps(tls_key)}",
+            f"    ca_file: {json.dumps(tls_ca)}",
+            "    verify: true",
+            f"    timeout: {TLS_TIMEOUT:g}",
+            "  }",
+        ]
+    lines += ["  routes: [", *(f"    {json.dumps(url)}" for url in c.routes), "  ]", "}"]
+    return "".join(f"{line}\n" for line in lines)
+
+
 def main(
     *,
     host: str,
@@ -90,9 +172,13 @@ def main(
     monitor: str | None = None,
     tls_cert: str | None = None,
     tls_key: str | None = None,
+    tls_ca: str | None = None,
+    cluster_of: Cluster | None = None,
 ) -> str:
     """``monitor`` (``host:port``) serves nats-server's HTTP monitoring (/varz, /jsz, /healthz);
     ``tls_cert`` and ``tls_key`` (both or neither) make every client connection TLS.
+    ``cluster_of`` makes this server one node of a JetStream cluster (``cluster``; with TLS the
+    routes need ``tls_ca``); JetStream then needs ``server_name`` to differ on every node.
 
     ``max_payload`` bounds every single message on the server (128 KiB, ``streams.MAX_PAYLOAD``),
     above the streams' own ``max_msg_size`` so that a stream's clear refusal is what a site meets
@@ -102,6 +188,7 @@ def main(
         raise ValueError("give both the TLS certificate and its key, or neither")
     monitoring = f"http: {json.dumps(monitor)}\n" if monitor else ""
     transport = tls(cert_file=tls_cert, key_file=tls_key) if tls_cert and tls_key else ""
+    routes = cluster(cluster_of, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca) if cluster_of else ""
     return (
         "# nats-server configuration for kamaji-broker, written by `kamaji-broker nats-config`.\n"
         f"server_name: {json.dumps(server_name)}\n"
@@ -112,5 +199,6 @@ def main(
         "jetstream {\n"
         f"  store_dir: {json.dumps(store_dir)}\n"
         "}\n"
+        f"{routes}"
         f"include {json.dumps(AUTH_FILE)}\n"
     )

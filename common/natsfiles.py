@@ -1,6 +1,8 @@
 """``kamaji-broker nats-config`` and ``kamaji-broker site``: the NATS server's files on disk.
 
-    DIR/nats-server.conf     main configuration: listen, JetStream store, include auth.conf
+    DIR/nats-server.conf     main configuration: listen, JetStream store, include auth.conf; with
+                             a cluster also its routes (``--config-file`` names it otherwise, so
+                             the nodes of a cluster on one host share DIR and its auth.conf)
     DIR/auth.conf            users: the hub and every site (re-rendered on each change)
     DIR/hub.nk, hub.pub      the hub's NKey seed (0600) and public key
     DIR/sites/<site>.nk      a site's NKey seed (0600): hand it to that site's agent only
@@ -74,15 +76,20 @@ def nats_config(
     prefix: str = subjects.DEFAULT_PREFIX,
     monitor: str | None = None,
     tls: tlsfiles.Paths | None = None,
+    cluster: natsconfig.Cluster | None = None,
+    config_file: str = MAIN_FILE,
 ) -> tuple[Path, Identity]:
-    """Write the main configuration (with ``tls``: clients must use TLS with that certificate)."""
+    """Write the main configuration (with ``tls``: clients must use TLS with that certificate;
+    with ``cluster``: this server is one node of that cluster, the routes TLS too with ``tls``)."""
     subjects.check_prefix(prefix)
+    if Path(config_file).name != config_file or config_file == natsconfig.AUTH_FILE:
+        raise ValueError(f"--config-file {config_file!r}: a file name in DIR (not {natsconfig.AUTH_FILE})")
     if tls is not None:
         tlsfiles.check(tls)
     config_dir.mkdir(parents=True, exist_ok=True)
     hub = _identity(config_dir / HUB_SEED, "hub")
     store = store_dir if store_dir is not None else config_dir / "jetstream"
-    main = config_dir / MAIN_FILE
+    main = config_dir / config_file
     files.write_public(
         main,
         natsconfig.main(
@@ -93,6 +100,8 @@ def nats_config(
             monitor=monitor,
             tls_cert=str(tls.cert.absolute()) if tls else None,
             tls_key=str(tls.key.absolute()) if tls else None,
+            tls_ca=str(tls.ca.absolute()) if tls and tls.ca else None,
+            cluster_of=cluster,
         ),
     )
     render_auth(config_dir, prefix=prefix)

@@ -56,6 +56,8 @@ class _Site:
     """The sequence (in the site's stream) last looked at, usable or not (a bad one is counted once)."""
     backlog: int | None = None
     reported: tuple[bool, bool | None] | None = None
+    reported_heartbeat: dt.datetime | None = None
+    """``received_at`` when ``changed`` last looked: a later one past the limit bridged a gap."""
 
 
 def arrival(
@@ -127,11 +129,23 @@ class Sites:
         poll during a burst would rewrite all their statuses every few seconds. The size reaches
         the statuses at their next reconcile (a resync at the latest). Connectedness changes with
         time alone (a heartbeat ages out), so this is asked on every poll.
+
+        A heartbeat that arrived more than the limit after the previous one is a change too, even
+        when both polls saw the site connected: in between, the site was disconnected for anyone
+        who asked ``snapshot`` (an RKCP reconciled then shows ``SiteConnected=False``), and
+        nothing else would reconcile it again before the resync. A NATS restart does that: the
+        agent's heartbeats pause while it reconnects, between two polls.
         """
         entry = self._sites.setdefault(site, _Site())
         backlog = None if entry.backlog is None else entry.backlog > 0
         current = (self.connected(site, now, interval), backlog)
-        if current == entry.reported:
+        previous, entry.reported_heartbeat = entry.reported_heartbeat, entry.received_at
+        bridged = (
+            previous is not None
+            and entry.received_at is not None
+            and (entry.received_at - previous).total_seconds() > MISSED_HEARTBEATS * interval
+        )
+        if current == entry.reported and not bridged:
             return False
         entry.reported = current
         return True

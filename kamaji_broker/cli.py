@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent.settings import AgentSettings
-from common import keyfiles, logs, natsfiles, tlsfiles
+from common import keyfiles, logs, natsconfig, natsfiles, tlsfiles
 from common.kube import errors as kube_errors
 from hub.settings import HubSettings
 from kamaji_broker import __version__, flags, sitefiles
@@ -141,11 +141,34 @@ def _parser() -> argparse.ArgumentParser:
     nc.add_argument("--host", default="0.0.0.0")
     nc.add_argument("--port", type=int, default=4222)
     nc.add_argument("--store-dir", type=Path, help="JetStream store (default: DIR/jetstream)")
-    nc.add_argument("--server-name", default="kamaji-broker")
+    nc.add_argument(
+        "--server-name",
+        help="the server's name (default: kamaji-broker); every node of a cluster needs its own",
+    )
+    nc.add_argument(
+        "--config-file",
+        default=natsfiles.MAIN_FILE,
+        metavar="NAME",
+        help=f"the configuration's file name in DIR (default: {natsfiles.MAIN_FILE}); nodes of a "
+        "cluster on one host each get their own, beside the one auth.conf they share",
+    )
     nc.add_argument(
         "--monitor", metavar="HOST:PORT", help="serve nats-server's HTTP monitoring here (/varz, /healthz)"
     )
     nc.add_argument("--prefix", default=subjects.DEFAULT_PREFIX, help="subject prefix (default: kb)")
+    cl = nc.add_argument_group(
+        "cluster",
+        "make this server one node of a JetStream cluster (run nats-config once per node, each with "
+        "its own --server-name, --store-dir and ports); with TLS the routes are mutual TLS with the "
+        "server certificate, which must name the route hosts (--tls-host)",
+    )
+    cl.add_argument("--cluster-name", metavar="NAME", help="the cluster's name, the same on every node")
+    cl.add_argument("--cluster-listen", metavar="HOST:PORT", help="where this node accepts routes")
+    cl.add_argument(
+        "--routes",
+        metavar="URL[,URL...]",
+        help="every node's route URL, nats://HOST:PORT of its --cluster-listen (this node's own is ignored)",
+    )
     tls = nc.add_argument_group(
         "TLS", "clients (hub, agents) must use TLS and verify the server with the CA file (--nats-ca-file)"
     )
@@ -249,21 +272,52 @@ def _site(args: argparse.Namespace) -> int:
     return 0
 
 
+def _nats_cluster(args: argparse.Namespace) -> natsconfig.Cluster | None:
+    """The cluster flags: all three or none; a node of a cluster must be named."""
+    given = {
+        "--cluster-name": args.cluster_name,
+        "--cluster-listen": args.cluster_listen,
+        "--routes": args.routes,
+    }
+    if not any(given.values()):
+        return None
+    missing = [flag for flag, value in given.items() if not value]
+    if missing:
+        raise ValueError(
+            f"a cluster node needs --cluster-name, --cluster-listen and --routes: {', '.join(missing)}"
+        )
+    if args.server_name is None:
+        raise ValueError(
+            "every node of a cluster needs its own --server-name (JetStream tells the nodes apart by it)"
+        )
+    routes = tuple(u.strip() for u in args.routes.split(",") if u.strip())
+    return natsconfig.Cluster(name=args.cluster_name, listen=args.cluster_listen, routes=routes)
+
+
 def _nats_config(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise ValueError(f"--port must be between 1 and 65535, got {args.port}")
+    cluster = _nats_cluster(args)
     tls = _nats_tls(args)
     main, hub = natsfiles.nats_config(
         args.dir,
         host=args.host,
         port=args.port,
         store_dir=args.store_dir,
-        server_name=args.server_name,
+        server_name=args.server_name or "kamaji-broker",
         prefix=args.prefix,
         monitor=args.monitor,
         tls=tls,
+        cluster=cluster,
+        config_file=args.config_file,
     )
     print(f"wrote {main}; hub NKey {hub.public_key}, seed {hub.seed_file}", file=sys.stderr)
+    if cluster is not None:
+        print(
+            f"cluster {cluster.name}: routes on {cluster.listen}, to {', '.join(cluster.routes)}"
+            + ("; mutual TLS between the nodes" if tls is not None else "; routes in plaintext"),
+            file=sys.stderr,
+        )
     if tls is None:
         print(
             "warning: no TLS (--tls-generate or --tls-cert/--tls-key): traffic is plaintext", file=sys.stderr

@@ -14,6 +14,7 @@ import asyncio
 import collections
 import dataclasses
 import logging
+import random
 import time
 from collections.abc import Callable, Collection, Mapping
 
@@ -31,6 +32,14 @@ from protocol import messages, streams, subjects
 log = logging.getLogger(__name__)
 
 READY_CHECK = "consumer"
+REPLAY_ATTEMPTS = 3
+"""Tries of the replay at start while the server is unavailable (then the resync remains)."""
+
+
+def retry_delay(failures: int, *, cap: float) -> float:
+    """Seconds before the next bind after ``failures`` failures in a row (jitter aside): a tenth
+    of ``cap``, doubling, at most ``cap``."""
+    return float(min(cap, cap / 10 * 2 ** max(0, failures - 1)))
 
 
 class ApplyLoop:
@@ -76,6 +85,8 @@ class ApplyLoop:
         self._workers: dict[str, asyncio.Task[None]] = {}
         self.keeper = keeper.Keeper(conn)
         """The deliveries held (fetched, not yet settled), kept from redelivery while held."""
+        self._failures = 0
+        """Binds and fetches that failed in a row (``_retry_delay``)."""
         readiness.declare(READY_CHECK)
 
     @property
@@ -90,7 +101,8 @@ class ApplyLoop:
             while True:
                 consumer = await self._bind()
                 if not replayed:
-                    replayed = await self._replay()
+                    await self._replay()
+                    replayed = True
                 # The server's ack wait, or ours if shorter: a hub upgraded while we stay bound
                 # shortens it without telling us, and touching early costs nothing.
                 self.keeper.ack_wait = min(consumer.ack_wait, self.definition.ack_wait)
@@ -101,7 +113,7 @@ class ApplyLoop:
                     await asyncio.sleep(self.bind_retry * 6)  # not a tight loop: a human must act
                 except bus_errors.BusError as exc:
                     self._not_ready(f"fetching intents failed: {exc}")
-                    await asyncio.sleep(self.bind_retry)
+                    await asyncio.sleep(self._retry_delay())
                 finally:
                     await consumer.unsubscribe()
         finally:
@@ -128,28 +140,40 @@ class ApplyLoop:
             else:
                 self.readiness.set(READY_CHECK, True, f"bound to {d.stream}/{d.durable_name}")
                 return consumer
-            await asyncio.sleep(self.bind_retry)
+            await asyncio.sleep(self._retry_delay())
 
-    async def _replay(self) -> bool:
+    def _retry_delay(self) -> float:
+        """Seconds to wait before binding again, after one more failure in a row: from a tenth of
+        ``bind_retry`` doubling up to it, with jitter. Why not a fixed pause: a lost NATS node
+        makes the consumer and its stream elect a leader, over in seconds, and a fixed
+        ``bind_retry`` would add up to its whole length after every failed try; the jitter keeps
+        the agents of many sites from coming back in step."""
+        self._failures += 1
+        return retry_delay(self._failures, cap=self.bind_retry) * random.uniform(0.5, 1.0)
+
+    async def _replay(self) -> None:
         """Once per process, at the first bind: every current intent delivered again.
 
         Our relist: what changed at the site while no agent ran (a TCP deleted or edited by
         hand) sent no event to anyone, and the intents it concerns were acknowledged long ago.
-        Applying an intent whose TCP is as it says changes nothing. True when done or not
-        possible here (a server before 2.14: redelivery and the periodic resync remain).
+        Applying an intent whose TCP is as it says changes nothing. When the server cannot (a
+        server before 2.14, or unavailable REPLAY_ATTEMPTS times), the periodic resync remains.
         """
         d = self.definition
         where = f"{d.stream}/{d.durable_name}"
-        try:
-            seq = await bus.replay(self.conn, d)
-        except (bus_errors.Unavailable, bus_errors.BusTimeout) as exc:
-            log.warning("replay of %s at start failed (%s); trying again", where, exc)
-            return False
-        except bus_errors.BusError as exc:  # PermissionDenied or an older server's refusal
-            log.warning("cannot replay %s at start (%s); relying on the resync", where, exc)
-            return True
-        log.info("replaying the current intents of %s from stream seq %d", where, seq)
-        return True
+        for attempt in range(1, REPLAY_ATTEMPTS + 1):
+            try:
+                seq = await bus.replay(self.conn, d)
+            except (bus_errors.Unavailable, bus_errors.BusTimeout) as exc:
+                log.warning("replay of %s at start failed (attempt %d): %s", where, attempt, exc)
+                await asyncio.sleep(self._retry_delay())
+                continue
+            except bus_errors.BusError as exc:  # PermissionDenied or an older server's refusal
+                log.warning("cannot replay %s at start (%s); relying on the resync", where, exc)
+                return
+            log.info("replaying the current intents of %s from stream seq %d", where, seq)
+            return
+        log.warning("gave up replaying %s at start; relying on the resync", where)
 
     async def _consume(self, consumer: bus.Consumer) -> None:
         while True:
@@ -157,6 +181,7 @@ class ApplyLoop:
                 await asyncio.wait(list(self._workers.values()), return_when=asyncio.FIRST_COMPLETED)
                 continue
             deliveries = await consumer.fetch(self.batch, timeout=2.0)
+            self._failures = 0
             self.idle = not deliveries and not self._workers
             for delivery in deliveries:
                 self._enqueue(delivery)

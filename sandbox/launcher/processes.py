@@ -84,6 +84,7 @@ class Child:
     health_url: str | None = None
     ready_text: str | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    _log_start: int = field(default=0, init=False, repr=False)
     injected: bool = field(default=False, init=False)
     """True while the process is down (or stopped) because a fault was injected on purpose:
     ``Topology.failures`` does not count that exit as a crash."""
@@ -99,6 +100,9 @@ class Child:
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        # A start again appends to the log: readiness is read from here on, not from the
+        # earlier run's "ready" line.
+        self._log_start = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(
                 list(self.args),
@@ -140,7 +144,8 @@ class Child:
             except (aiohttp.ClientError, TimeoutError) as exc:
                 return False, f"{self.health_url}/readyz: {type(exc).__name__}"
         if self.ready_text is not None:
-            found = self.ready_text in self.log.read_text(errors="replace")
+            text = self.log.read_bytes()[self._log_start :].decode(errors="replace")
+            found = self.ready_text in text
             return found, f"waiting for {self.ready_text!r} in its log"
         return True, ""
 

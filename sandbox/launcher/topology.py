@@ -8,7 +8,10 @@ Owns the sandbox directory and the order of things. ``start()``:
    add`` also writes each site's ``Site`` manifest, granting ``rkcp_namespaces`` the target
    namespace), and the RKCP and Site CRDs rendered by ``hub.crdgen`` (DIR/crds/);
 2. nats-server from the wheel with that configuration (TLS required of every client, as in
-   production; hub and agents verify it with DIR/nats/tls/ca.crt), and one emulated API server
+   production; hub and agents verify it with DIR/nats/tls/ca.crt) — or, with ``nats_nodes=3``,
+   a JetStream cluster of three (children ``nats-0``..``nats-2``, mutual TLS on their routes,
+   waited for until a meta leader is elected; the hub then makes its streams R3 and every process
+   gets every node's URL) — and one emulated API server
    per cluster (``mgmt`` with the RKCP, Site and CAPI Cluster CRDs, one per site with the compact
    TCP CRD; their kubeconfigs DIR/<cluster>.kubeconfig), all on 127.0.0.1 and free ports;
 3. the ``Site`` objects in ``mgmt`` (from the manifests ``site add`` wrote), the target
@@ -41,7 +44,8 @@ from common import kube, natsfiles
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import crdgen
-from sandbox import crds, natsd, progress
+from protocol import streams
+from sandbox import crds, natsd, natsmonitor, progress
 from sandbox.launcher import processes, workload
 
 __all__ = ["MARKER", "Topology", "prepare_directory"]
@@ -54,6 +58,10 @@ MGMT = "mgmt"
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE
 CLI = ("-m", "kamaji_broker.cli")
+NATS_SINGLE = "nats-server"
+"""The child name of the one nats-server (``nats_nodes=1``); a cluster's are ``nats-<i>``."""
+NATS_CLUSTER = "kamaji-broker-sandbox"
+"""The server name of the single node, and the cluster's name with ``nats_nodes`` > 1."""
 HUB_LEASE = "kamaji-broker-hub"
 
 
@@ -107,7 +115,9 @@ class Topology:
     """Hub, agents, NATS, emulated clusters and Kamaji simulators under ``directory``.
 
     ``env`` is added to the hub's and the agents' environment (e.g. ``KB_LOG_LEVEL``); use it
-    for settings the flags here do not cover. After ``start()``: ``nats_url``,
+    for settings the flags here do not cover. ``nats_nodes`` > 1 runs a JetStream cluster of that
+    many nodes (children ``nats-0``.., server names alike) with streams at ``min(3, nats_nodes)``
+    replicas. After ``start()``: ``nats_url`` (the first node), ``nats_urls`` (every node),
     ``hub_health_url``, ``agent_health_urls``, ``mgmt`` and ``site_kube(site)`` (clients of
     ``common.kube``), and every path as a property.
     """
@@ -124,11 +134,14 @@ class Topology:
         env: Mapping[str, str] | None = None,
         start_timeout: float = 60.0,
         stop_timeout: float = 10.0,
+        nats_nodes: int = 1,
         hub_replicas: int = 1,
         lease_duration: float = 4.0,
     ) -> None:
         if not sites:
             raise ValueError("a topology needs at least one site")
+        if nats_nodes < 1:
+            raise ValueError(f"nats_nodes must be at least 1, got {nats_nodes}")
         if hub_replicas < 1:
             raise ValueError(f"hub_replicas must be at least 1, got {hub_replicas}")
         if MGMT in sites:
@@ -143,6 +156,13 @@ class Topology:
         self.env = dict(env or {})
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
+        self.nats_nodes = nats_nodes
+        self.nats_names: tuple[str, ...] = (
+            (NATS_SINGLE,) if nats_nodes == 1 else tuple(f"nats-{i}" for i in range(nats_nodes))
+        )
+        """Child names of the nats-servers (``nats-server``, or ``nats-0``.. in a cluster)."""
+        self.nats_ports: dict[str, int] = {}
+        self.nats_monitor_ports: dict[str, int] = {}
         self.hub_replicas = hub_replicas
         """More than one: the replicas elect a leader through a Lease in ``default`` of ``mgmt``
         (children ``hub``, ``hub-1``, ...)."""
@@ -210,9 +230,72 @@ class Topology:
 
     @property
     def nats_url(self) -> str:
+        """The first node's URL (nats-py learns the others from it; see ``nats_urls``)."""
         if not self.nats_port:
             raise RuntimeError("the topology is not started")
         return f"tls://127.0.0.1:{self.nats_port}"
+
+    @property
+    def nats_urls(self) -> tuple[str, ...]:
+        """Every node's URL: what hub and agents are given, so any one of them is enough."""
+        if not self.nats_ports:
+            raise RuntimeError("the topology is not started")
+        return tuple(f"tls://127.0.0.1:{port}" for port in self.nats_ports.values())
+
+    @property
+    def nats_monitor_urls(self) -> dict[str, str]:
+        """Each nats-server's HTTP monitoring by child name."""
+        return {name: f"http://127.0.0.1:{port}" for name, port in self.nats_monitor_ports.items()}
+
+    @property
+    def stream_replicas(self) -> int:
+        return min(3, self.nats_nodes)
+
+    def _server_name(self, child: str) -> str:
+        return NATS_CLUSTER if self.nats_nodes == 1 else child
+
+    async def meta_leader(self) -> str:
+        """The child that leads the JetStream meta group, as every running node agrees; empty
+        during an election (or without quorum)."""
+        leader = await natsmonitor.meta_leader_of(
+            list(self.nats_monitor_urls.values()), nodes=self.nats_nodes
+        )
+        if self.nats_nodes == 1:  # a single server leads itself (under its id: see natsmonitor.meta)
+            return NATS_SINGLE if leader else ""
+        return self._child_of(leader)
+
+    async def stream_leader(self, stream: str) -> str:
+        """The child whose nats-server leads ``stream`` (e.g. ``KB_INTENTS``), as every running
+        node with a replica agrees; empty while it is being elected."""
+        return self._child_of(
+            await natsmonitor.stream_leader_of(list(self.nats_monitor_urls.values()), stream)
+        )
+
+    def _child_of(self, server_name: str) -> str:
+        names = {self._server_name(child): child for child in self.nats_names}
+        return names.get(server_name, "")
+
+    async def jetstream_settled(self, streams_: Sequence[str] = ()) -> bool:
+        """Whether every nats-server answers, all agree on the meta leader and on the leader of
+        each of ``streams_``, and every peer is current (``natsmonitor.settled``): a node started
+        again has caught up."""
+        urls = list(self.nats_monitor_urls.values())
+        return await natsmonitor.settled_of(urls, nodes=self.nats_nodes, streams=streams_)
+
+    async def wait_jetstream(self, *, streams_: Sequence[str] = (), timeout: float | None = None) -> None:
+        """Wait until ``jetstream_settled(streams_)``; ``LaunchError`` after ``timeout`` seconds
+        (default ``start_timeout``)."""
+        loop = asyncio.get_running_loop()
+        limit = self.start_timeout if timeout is None else timeout
+        deadline = loop.time() + limit
+        while not await self.jetstream_settled(streams_):
+            if loop.time() > deadline:
+                waiting = f"a meta leader{' and leaders of ' + ', '.join(streams_) if streams_ else ''}"
+                raise processes.LaunchError(
+                    f"JetStream of {', '.join(self.nats_names)} has no {waiting} known to every node "
+                    f"after {limit:g}s; see {self.log(self.nats_names[0])}"
+                )
+            await asyncio.sleep(0.2)
 
     # -- clients -----------------------------------------------------------------------------
 
@@ -256,15 +339,21 @@ class Topology:
         prepare_directory(self.directory)
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         await self._credentials()
-        nats = self._spawn(
-            "nats-server",
-            [natsd.find_binary(), "-a", "127.0.0.1", "-c", str(self.nats_dir / "nats-server.conf")],
-            ready_text="Server is ready",
-        )
+        nats = [
+            self._spawn(
+                name,
+                [natsd.find_binary(), "-a", "127.0.0.1", "-c", str(self._nats_config(name))],
+                ready_text="Server is ready",
+            )
+            for name in self.nats_names
+        ]
         crd_files = [*self._render_crds(), crds.CLUSTER]
         emulators = [self._emulator(MGMT, crd_files)]
         emulators += [self._emulator(site, [crds.TENANT_CONTROL_PLANE]) for site in self.sites]
-        await self._ready([nats, *emulators])
+        await self._ready([*nats, *emulators])
+        if self.nats_nodes > 1:
+            # "Server is ready" comes before the routes: the hub's first stream would be refused.
+            await self.wait_jetstream()
         for cluster in (MGMT, *self.sites):
             api_client = await kube.api_client_from_kubeconfig(self.kubeconfig(cluster))
             self._api_clients[cluster] = api_client
@@ -279,6 +368,10 @@ class Topology:
         simulators = [self._simulator(i, site) for i, site in enumerate(self.sites)]
         hubs = [self._hub(i) for i in range(self.hub_replicas)]
         await self._ready([*simulators, *hubs])
+        if self.nats_nodes > 1:
+            # Replicated streams elect their leaders after they are created: agents bind then.
+            names = (streams.intents_stream_name(), *(streams.site_stream_name(s) for s in self.sites))
+            await self.wait_jetstream(streams_=names)
         # After the hub: it creates the streams and every agent's durable consumer.
         await self._ready([self._agent(site) for site in self.sites])
 
@@ -313,8 +406,9 @@ class Topology:
     # -- faults ------------------------------------------------------------------------------
 
     def child(self, name: str) -> processes.Child:
-        """The child process called ``name``: ``nats-server``, ``hub`` (``hub-1``... for more
-        replicas), ``agent-<site>``, ``kamaji-<site>``, ``kubeapi-<cluster>``."""
+        """The child process called ``name``: ``nats-server`` (``nats-0``... with ``nats_nodes``
+        > 1), ``hub`` (``hub-1``... for more replicas), ``agent-<site>``, ``kamaji-<site>``,
+        ``kubeapi-<cluster>``."""
         for child in self.children:
             if child.name == name:
                 return child
@@ -371,15 +465,38 @@ class Topology:
         """Run one ``kamaji-broker`` operator command as a subprocess, as an operator would."""
         await asyncio.to_thread(_run_cli, list(args), log=self.log("setup"))
 
+    def _nats_config(self, name: str) -> Path:
+        return self.nats_dir / (natsfiles.MAIN_FILE if self.nats_nodes == 1 else f"{name}.conf")
+
+    def _cluster_flags(self, name: str, route_ports: Mapping[str, int]) -> list[str]:
+        """``nats-config``'s flags that make node ``name`` one of the cluster: its own file in
+        the shared directory, its route port, every node's route."""
+        routes = ",".join(f"nats://127.0.0.1:{port}" for port in route_ports.values())
+        return [
+            "--config-file", self._nats_config(name).name, "--cluster-name", NATS_CLUSTER,
+            "--cluster-listen", f"127.0.0.1:{route_ports[name]}", "--routes", routes,
+        ]  # fmt: skip
+
     async def _credentials(self) -> None:
         await self._cli("keys", "generate", "--out", str(self.keys_dir))
-        self.nats_port = natsd.free_port()
-        self.nats_monitor_port = natsd.free_port()
-        await self._cli(
-            "nats-config", "--dir", str(self.nats_dir), "--host", "127.0.0.1", "--port", str(self.nats_port),
-            "--store-dir", str(self.directory / "jetstream"), "--server-name", "kamaji-broker-sandbox",
-            "--monitor", f"127.0.0.1:{self.nats_monitor_port}", "--tls-generate", str(self.tls_dir),
-        )  # fmt: skip
+        for name in self.nats_names:
+            self.nats_ports[name] = natsd.free_port()
+            self.nats_monitor_ports[name] = natsd.free_port()
+        self.nats_port = self.nats_ports[self.nats_names[0]]
+        self.nats_monitor_port = self.nats_monitor_ports[self.nats_names[0]]
+        route_ports = {name: natsd.free_port() for name in self.nats_names}
+        for name in self.nats_names:
+            # One node at a time, all in one directory: they share auth.conf and the TLS files
+            # (the certificate names 127.0.0.1, so it serves the routes too).
+            store = self.directory / ("jetstream" if self.nats_nodes == 1 else f"jetstream-{name}")
+            cluster = self._cluster_flags(name, route_ports) if self.nats_nodes > 1 else []
+            await self._cli(
+                "nats-config", "--dir", str(self.nats_dir),
+                "--host", "127.0.0.1", "--port", str(self.nats_ports[name]),
+                "--store-dir", str(store), "--server-name", self._server_name(name),
+                "--monitor", f"127.0.0.1:{self.nats_monitor_ports[name]}",
+                "--tls-generate", str(self.tls_dir), *cluster,
+            )  # fmt: skip
         for site in self.sites:
             # One at a time: each run re-renders the shared auth.conf.
             await self._cli(
@@ -437,7 +554,7 @@ class Topology:
         args = [
             sys.executable, *CLI, "hub",
             "--kubeconfig", str(self.mgmt_kubeconfig),
-            "--nats-url", self.nats_url,
+            "--nats-url", ",".join(self.nats_urls),
             "--nats-seed", str(self.hub_seed),
             "--nats-ca-file", str(self.nats_ca_file),
             "--signing-key", str(self.keys_dir / "signing.key"),
@@ -445,6 +562,7 @@ class Topology:
             "--all-namespaces",
             "--sites", ",".join(self.sites),
             "--heartbeat-interval", str(self.heartbeat_interval),
+            "--stream-replicas", str(self.stream_replicas),
             "--listen", f"127.0.0.1:{port}",
         ]  # fmt: skip
         if self.hub_replicas > 1:
@@ -460,7 +578,7 @@ class Topology:
         args = [
             sys.executable, *CLI, "agent",
             "--site", site,
-            "--nats-url", self.nats_url,
+            "--nats-url", ",".join(self.nats_urls),
             "--nats-seed", str(self.site_seed(site)),
             "--nats-ca-file", str(self.nats_ca_file),
             "--hub-public-keys", str(self.hub_public_keys),

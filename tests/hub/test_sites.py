@@ -90,6 +90,27 @@ def test_changed_reports_connected_and_backlog_transitions() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("case", "second", "polled_at", "expected"),
+    [
+        # Polls every 5 s, heartbeats every 10 s (limit 30 s): the usual steps are no change.
+        ("next heartbeat one poll later", 5, 5, False),
+        ("next heartbeat at the limit", 30, 30, False),
+        # The agent could not publish for a while (NATS restarted) and the polls fell on either
+        # side of the gap: both saw the site connected, but in between it was not.
+        ("next heartbeat past the limit", 31, 31, True),
+        ("gap seen by no poll, reported once", 40, 40, True),
+    ],
+)
+def test_changed_reports_a_gap_no_poll_saw(case: str, second: int, polled_at: int, expected: bool) -> None:
+    s = sites.Sites()
+    s.record_heartbeat("site-a", beat(), seq=1, received_at=T0)
+    assert s.changed("site-a", T0, interval=10.0)  # first look
+    s.record_heartbeat("site-a", beat(), seq=2, received_at=T0 + second * S)
+    assert s.changed("site-a", T0 + polled_at * S, interval=10.0) is expected, case
+    assert not s.changed("site-a", T0 + polled_at * S, interval=10.0), f"{case}: reported once"
+
+
 def test_unknown_site_snapshot() -> None:
     assert sites.Sites().snapshot("site-x", T0) == sites.SiteSnapshot(
         site="site-x", connected=False, last_heartbeat_time=None, backlog=None

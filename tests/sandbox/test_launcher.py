@@ -152,6 +152,27 @@ async def test_a_child_is_killed_paused_resumed_and_started_again(tmp_path: Path
         await child.wait_stopped(timeout=10)
 
 
+@pytest.mark.asyncio
+async def test_started_again_is_ready_only_on_its_own_ready_line(tmp_path: Path) -> None:
+    """The log is appended to: the first run's ready line must not make the second look ready."""
+    flag = tmp_path / "say-ready"
+    flag.touch()
+    script = f"import os, time\nif os.path.exists({str(flag)!r}): print('up', flush=True)\ntime.sleep(60)"
+    child = processes.Child(
+        name="x", args=[sys.executable, "-c", script], log=tmp_path / "x.log", ready_text="up"
+    )
+    child.start()
+    try:
+        await child.wait_ready(timeout=30)
+        await child.kill()
+        flag.unlink()
+        with pytest.raises(LaunchError, match="not ready within"):
+            await child.start_again(timeout=1)
+    finally:
+        child.terminate()
+        await child.wait_stopped(timeout=10)
+
+
 def test_failures_do_not_count_an_injected_exit(tmp_path: Path) -> None:
     topology = Topology(tmp_path, sites=("site-a",))
     crashed = processes.Child(

@@ -390,3 +390,12 @@ async def test_nats_restart_mid_run_loses_nothing(
         await a.stop()
     finally:
         await conn.close()
+
+
+@pytest.mark.parametrize(
+    ("failures", "expected"),
+    [(1, 0.5), (2, 1.0), (3, 2.0), (4, 4.0), (5, 5.0), (60, 5.0)],
+)
+def test_retry_delay_grows_to_bind_retry(failures: int, expected: float) -> None:
+    """A lost NATS node costs a leader election of seconds: the first retries come soon."""
+    assert loop.retry_delay(failures, cap=5.0) == expected

@@ -1,0 +1,148 @@
+"""`kamaji-broker nats-config` for a JetStream cluster: three real nats-servers from the configs it
+writes form a cluster over mutual-TLS routes, elect a meta leader and hold the hub's streams at 3
+replicas; and the flags are refused with a clear error when they cannot make a cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from common import bus, tlsfiles
+from kamaji_broker import cli
+from protocol import streams
+from sandbox import natsd, natsmonitor
+from tests import helpers
+
+NODES = ("nats-0", "nats-1", "nats-2")
+
+
+def _configure(directory: Path) -> list[natsd.NatsServer]:
+    """One `nats-config` run per node, all in one directory (they share auth.conf and TLS)."""
+    ports = {name: natsd.free_port() for name in NODES}
+    route_ports = {name: natsd.free_port() for name in NODES}
+    routes = ",".join(f"nats://127.0.0.1:{port}" for port in route_ports.values())
+    servers = []
+    for name in NODES:
+        monitor = natsd.free_port()
+        argv = [
+            "nats-config", "--dir", str(directory), "--host", "127.0.0.1", "--port", str(ports[name]),
+            "--config-file", f"{name}.conf", "--server-name", name,
+            "--store-dir", str(directory / f"js-{name}"), "--monitor", f"127.0.0.1:{monitor}",
+            "--tls-generate", str(directory / "tls"),
+            "--cluster-name", "kb", "--cluster-listen", f"127.0.0.1:{route_ports[name]}", "--routes", routes,
+        ]  # fmt: skip
+        assert cli.main(argv) == 0
+        servers.append(
+            natsd.NatsServer(
+                store_dir=directory / f"js-{name}",
+                port=ports[name],
+                config=directory / f"{name}.conf",
+                log_file=directory / f"{name}.log",
+                tls=tlsfiles.Paths(
+                    cert=directory / "tls" / "server.crt",
+                    key=directory / "tls" / "server.key",
+                    ca=directory / "tls" / "ca.crt",
+                ),
+                monitor_port=monitor,
+            )
+        )
+    return servers
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[list[natsd.NatsServer]]:
+    servers = _configure(tmp_path / "nats")
+    try:
+        for server in servers:
+            server.start()
+        yield servers
+    finally:
+        for server in servers:
+            server.stop()
+
+
+async def test_three_nodes_form_a_cluster_and_hold_r3_streams(cluster: list[natsd.NatsServer]) -> None:
+    monitors = [s.monitor_url for s in cluster]
+    leader: list[str] = []
+
+    async def meta_leader() -> bool:
+        leader[:] = [await natsmonitor.meta_leader_of(monitors, nodes=3)]
+        return bool(leader[0])
+
+    await helpers.eventually(meta_leader, within=30, every=0.2)
+    # Every node requires mutual TLS on its routes (tests/common/test_natsconfig.py): the cluster
+    # formed over them.
+    assert leader[0] in NODES
+
+    # The hub's user (from the shared auth.conf) creates the streams at 3 replicas, each with a leader.
+    directory = cluster[0].store_dir.parent
+    options = bus.Options(
+        servers=tuple(s.url for s in cluster),
+        seed_file=directory / "hub.nk",
+        ca_file=directory / "tls" / "ca.crt",
+        request_timeout=5.0,
+        reconnect_wait=0.2,
+    )
+    conn = await bus.connect(options, deadline=10)
+    try:
+        await bus.ensure_topology(conn, sites=["site-a"], replicas=3)
+    finally:
+        await conn.close()
+    for stream in (streams.intents_stream_name(), streams.site_stream_name("site-a")):
+
+        async def stream_led(stream: str = stream) -> bool:
+            return await natsmonitor.stream_leader_of(monitors, stream) in NODES
+
+        await helpers.eventually(stream_led, within=30, every=0.2)
+
+
+@pytest.mark.parametrize(
+    ("case", "extra", "message"),
+    [
+        ("cluster name alone", ["--cluster-name", "kb", "--server-name", "n0"], "--cluster-listen, --routes"),
+        (
+            "no server name",
+            [
+                "--cluster-name",
+                "kb",
+                "--cluster-listen",
+                "127.0.0.1:6222",
+                "--routes",
+                "nats://127.0.0.1:6222",
+            ],
+            "its own --server-name",
+        ),
+        (
+            "a route that is no URL",
+            [
+                *("--server-name", "n0", "--cluster-name", "kb", "--cluster-listen", "127.0.0.1:6222"),
+                *("--routes", "127.0.0.1:6223"),
+            ],
+            "is not a route URL",
+        ),
+        ("config file with a path", ["--config-file", "../x.conf"], "--config-file"),
+        ("config file over auth.conf", ["--config-file", "auth.conf"], "--config-file"),
+    ],
+)
+def test_cluster_flags_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, extra: list[str], message: str
+) -> None:
+    assert cli.main(["nats-config", "--dir", str(tmp_path / "nats"), *extra]) == 2, case
+    assert message in capsys.readouterr().err, case
+
+
+def test_route_tls_needs_the_ca_of_an_own_certificate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    made = tlsfiles.generate(tmp_path / "tls")
+    argv = [
+        "nats-config", "--dir", str(tmp_path / "nats"), "--server-name", "n0",
+        "--tls-cert", str(made.cert), "--tls-key", str(made.key),
+        "--cluster-name", "kb", "--cluster-listen", "127.0.0.1:6222", "--routes", "nats://127.0.0.1:6222",
+    ]  # fmt: skip
+    assert cli.main(argv) == 2
+    assert "route TLS needs the CA" in capsys.readouterr().err
+    assert cli.main([*argv, "--tls-ca", str(made.ca)]) == 0
+    assert 'ca_file: "' in (tmp_path / "nats" / "nats-server.conf").read_text()
