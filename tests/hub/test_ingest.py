@@ -125,11 +125,14 @@ async def test_status_and_secrets_reach_the_observations(conn: bus.Connection, h
     assert held is not None
     assert held.status == helpers.status(phase="Ready")
     assert (held.status_seq, held.sealed_seq) == (status_seq, sealed_seq)
-    assert held.secrets == PAYLOAD
-    assert held.secrets_error is None
+    assert held.secrets_error is None  # it opens; the payload is not kept
     assert hub.changes == [CP1, CP1]
     assert hub.metrics.registry.get_sample_value("kb_hub_status_received_total") == 1.0
     await settled(conn, prefix)
+    # Fetch and open: the one way to the plaintext, from the stream.
+    opened = await hub.ingest.open_latest(CP1)
+    assert opened is not None and opened[1] == PAYLOAD
+    assert held.sealed == observations.SealedRef.of(opened[0])
 
 
 async def test_messages_for_coordinates_no_rkcp_maps_to_are_counted_never_kept(
@@ -149,8 +152,8 @@ async def test_messages_for_coordinates_no_rkcp_maps_to_are_counted_never_kept(
     # An RKCP appears: the stream kept both, and load reads them (the box opens only now).
     hub.mapped.add(nobody)
     loaded = await hub.ingest.load(nobody)
-    assert loaded is not None and loaded.status is not None
-    assert (loaded.status.name, loaded.secrets) == ("nobody", PAYLOAD)
+    assert loaded is not None and loaded.status is not None and loaded.sealed is not None
+    assert (loaded.status.name, loaded.secrets_error) == ("nobody", None)
 
 
 async def test_what_no_rkcp_maps_to_any_more_is_dropped(conn: bus.Connection, hub: Hub) -> None:
@@ -206,7 +209,6 @@ async def test_secrets_sealed_to_an_unknown_key_are_a_decrypt_error(conn: bus.Co
     await helpers.eventually(recorded)
     held = hub.obs.get(CP1)
     assert held is not None
-    assert held.secrets is None
     assert held.secrets_error is not None
     assert held.secrets_error.reason == "DecryptFailed"
     assert public(STRANGER).key_id in held.secrets_error.message
@@ -224,7 +226,9 @@ async def test_secrets_sealed_to_an_unknown_key_are_a_decrypt_error(conn: bus.Co
     await helpers.eventually(healed)
     held = hub.obs.get(CP1)
     assert held is not None
-    assert (held.secrets, held.secrets_error) == (PAYLOAD, None)
+    assert held.secrets_error is None
+    opened = await hub.ingest.open_latest(CP1)
+    assert opened is not None and opened[1] == PAYLOAD
 
 
 async def test_an_older_status_does_not_replace_a_newer_one(conn: bus.Connection, topology: str) -> None:
@@ -282,7 +286,7 @@ async def test_a_restarted_hub_loads_the_latest_from_the_streams(conn: bus.Conne
             status_seq,
             sealed_seq,
         )
-        assert (loaded.secrets, loaded.secrets_error) == (PAYLOAD, None)
+        assert loaded.secrets_error is None
         assert second.obs.loaded(CP1)
         assert await second.ingest.load(CP2) is None
         assert second.obs.loaded(CP2)
