@@ -24,7 +24,7 @@ from pathlib import Path
 
 import aiohttp
 
-__all__ = ["Child", "LaunchError", "child_env", "last_error", "tail"]
+__all__ = ["Child", "LaunchError", "child_env", "errors", "last_error", "tail"]
 
 # What an error looks like in each child's log: the hub's and agents' JSON lines, Python logging
 # (emulators, simulators), a traceback's final line, nats-server's [ERR].
@@ -43,6 +43,17 @@ def tail(path: Path, *, lines: int = 15) -> str:
     except FileNotFoundError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
+
+
+def errors(path: Path, offset: int = 0) -> list[str]:
+    """Every line of a log after byte ``offset`` that reports an error, cut to 300 characters."""
+    try:
+        with open(path, "rb") as log:
+            log.seek(offset)
+            text = log.read().decode(errors="replace")
+    except FileNotFoundError:
+        return []
+    return [line.strip()[:300] for line in text.splitlines() if _ERROR.search(line)]
 
 
 def last_error(path: Path) -> str:
@@ -73,6 +84,9 @@ class Child:
     health_url: str | None = None
     ready_text: str | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    injected: bool = field(default=False, init=False)
+    """True while the process is down (or stopped) because a fault was injected on purpose:
+    ``Topology.failures`` does not count that exit as a crash."""
 
     @property
     def pid(self) -> int | None:
@@ -130,11 +144,44 @@ class Child:
             return found, f"waiting for {self.ready_text!r} in its log"
         return True, ""
 
+    async def kill(self) -> int | None:
+        """SIGKILL (no cleanup, as a crash or an OOM kill would leave things) and reap it."""
+        if self.process is None:
+            return None
+        self.injected = True
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        await asyncio.to_thread(self.process.wait)
+        return self.process.returncode
+
+    def pause(self) -> None:
+        """SIGSTOP: the process holds its connections and sockets but answers nothing."""
+        if self.process is not None and self.process.poll() is None:
+            self.injected = True
+            self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after ``pause``."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.injected = False
+
+    async def start_again(self, *, timeout: float) -> None:
+        """Start the same command again (same flags, ports, store, log appended) after it
+        exited, and wait until it is ready."""
+        if self.process is not None and self.process.poll() is None:
+            raise LaunchError(f"{self.name} (pid {self.pid}) still runs; kill it first")
+        self.start()
+        self.injected = False
+        await self.wait_ready(timeout=timeout)
+
     def terminate(self) -> None:
-        """Send SIGTERM (every child stops cleanly on it) if it still runs."""
+        """Send SIGTERM (every child stops cleanly on it) if it still runs; a paused child is
+        continued first, or it would only die at the SIGKILL."""
         if self.process is not None and self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 self.process.send_signal(signal.SIGTERM)
+                self.process.send_signal(signal.SIGCONT)
 
     async def wait_stopped(self, *, timeout: float) -> int | None:
         """Wait up to ``timeout`` seconds after ``terminate``, then SIGKILL; the exit code."""

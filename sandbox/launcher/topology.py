@@ -54,6 +54,7 @@ MGMT = "mgmt"
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE
 CLI = ("-m", "kamaji_broker.cli")
+HUB_LEASE = "kamaji-broker-hub"
 
 
 def _alive(pid: int) -> bool:
@@ -123,9 +124,13 @@ class Topology:
         env: Mapping[str, str] | None = None,
         start_timeout: float = 60.0,
         stop_timeout: float = 10.0,
+        hub_replicas: int = 1,
+        lease_duration: float = 4.0,
     ) -> None:
         if not sites:
             raise ValueError("a topology needs at least one site")
+        if hub_replicas < 1:
+            raise ValueError(f"hub_replicas must be at least 1, got {hub_replicas}")
         if MGMT in sites:
             raise ValueError(f"{MGMT!r} names the management cluster; choose another site name")
         self.directory = directory
@@ -138,9 +143,15 @@ class Topology:
         self.env = dict(env or {})
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
+        self.hub_replicas = hub_replicas
+        """More than one: the replicas elect a leader through a Lease in ``default`` of ``mgmt``
+        (children ``hub``, ``hub-1``, ...)."""
+        self.lease_duration = lease_duration
         self.nats_port = 0
         self.nats_monitor_port = 0
         self.hub_health_url = ""
+        """The first hub replica's; ``hub_health_urls`` has every replica's by child name."""
+        self.hub_health_urls: dict[str, str] = {}
         self.agent_health_urls: dict[str, str] = {}
         self.children: list[processes.Child] = []
         self._api_clients: dict[str, Any] = {}
@@ -266,8 +277,8 @@ class Topology:
             with contextlib.suppress(kerrors.Conflict):
                 await self._kubes[site].create(resources.NAMESPACE, {"metadata": {"name": self.namespace}})
         simulators = [self._simulator(i, site) for i, site in enumerate(self.sites)]
-        hub = self._hub()
-        await self._ready([*simulators, hub])
+        hubs = [self._hub(i) for i in range(self.hub_replicas)]
+        await self._ready([*simulators, *hubs])
         # After the hub: it creates the streams and every agent's durable consumer.
         await self._ready([self._agent(site) for site in self.sites])
 
@@ -291,12 +302,58 @@ class Topology:
         self.children.clear()
 
     def failures(self) -> list[str]:
-        """Children that exited although the topology runs: a line each, with its log."""
+        """Children that exited although the topology runs (not by an injected fault): a line
+        each, with its log."""
         return [
             f"{c.name} (pid {c.pid}) exited with code {c.returncode}; see {c.log}"
             for c in self.children
-            if c.returncode is not None
+            if c.returncode is not None and not c.injected
         ]
+
+    # -- faults ------------------------------------------------------------------------------
+
+    def child(self, name: str) -> processes.Child:
+        """The child process called ``name``: ``nats-server``, ``hub`` (``hub-1``... for more
+        replicas), ``agent-<site>``, ``kamaji-<site>``, ``kubeapi-<cluster>``."""
+        for child in self.children:
+            if child.name == name:
+                return child
+        raise KeyError(f"no child {name!r}; the topology has {', '.join(c.name for c in self.children)}")
+
+    async def kill(self, name: str) -> None:
+        """SIGKILL child ``name`` and reap it: a crash, no cleanup, its Lease and consumers left
+        as they were."""
+        await self.child(name).kill()
+
+    def pause(self, name: str) -> None:
+        """SIGSTOP child ``name``: connections stay open, nothing is answered."""
+        self.child(name).pause()
+
+    def resume(self, name: str) -> None:
+        self.child(name).resume()
+
+    async def start_again(self, name: str) -> None:
+        """Start child ``name`` again after ``kill`` with the same flags, ports and store (a
+        restarted pod), and wait until it is ready."""
+        await self.child(name).start_again(timeout=self.start_timeout)
+
+    async def leader(self) -> str:
+        """The name of the hub replica that holds the Lease (with ``hub_replicas`` > 1)."""
+        lease = await self.mgmt.get(resources.LEASE, HUB_LEASE, namespace="default")
+        return str(lease["spec"]["holderIdentity"])
+
+    def log_marks(self) -> dict[str, int]:
+        """Where every child's log ends now; ``errors_since`` reads what came after."""
+        return {c.name: c.log.stat().st_size if c.log.exists() else 0 for c in self.children}
+
+    def errors_since(self, marks: Mapping[str, int]) -> list[str]:
+        """Every line logged at error level after ``marks``, as ``<child>: <line>``."""
+        found: list[str] = []
+        for child in self.children:
+            found += [
+                f"{child.name}: {line}" for line in processes.errors(child.log, marks.get(child.name, 0))
+            ]
+        return found
 
     def recent_errors(self) -> list[str]:
         """The last error line of each child's log that has one, named by the child: the first
@@ -372,9 +429,11 @@ class Topology:
         args += ["--ready-delay", str(self.kamaji_delay), "--address-pool", _address_pool(index)]
         return self._spawn(f"kamaji-{site}", args, ready_text="kamaji simulator running")
 
-    def _hub(self) -> processes.Child:
+    def _hub(self, index: int = 0) -> processes.Child:
+        name = "hub" if index == 0 else f"hub-{index}"
         port = natsd.free_port()
-        self.hub_health_url = f"http://127.0.0.1:{port}"
+        self.hub_health_urls[name] = f"http://127.0.0.1:{port}"
+        self.hub_health_url = self.hub_health_urls["hub"]
         args = [
             sys.executable, *CLI, "hub",
             "--kubeconfig", str(self.mgmt_kubeconfig),
@@ -388,7 +447,12 @@ class Topology:
             "--heartbeat-interval", str(self.heartbeat_interval),
             "--listen", f"127.0.0.1:{port}",
         ]  # fmt: skip
-        return self._spawn("hub", args, health_url=self.hub_health_url)
+        if self.hub_replicas > 1:
+            args += [
+                "--leader-elect", "--lease-namespace", "default", "--lease-name", HUB_LEASE,
+                "--lease-duration", str(self.lease_duration), "--identity", name,
+            ]  # fmt: skip
+        return self._spawn(name, args, health_url=self.hub_health_urls[name])
 
     def _agent(self, site: str) -> processes.Child:
         port = natsd.free_port()

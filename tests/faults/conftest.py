@@ -4,7 +4,9 @@ Everything under tests/faults carries the ``faults`` marker, so the suite runs a
 ``pytest -m faults``; it also runs in ``make test``. ``world`` is the whole topology as OS
 processes (``sandbox.launcher.Topology``: nats-server, emulated clusters, Kamaji simulators,
 hub, one agent per site), started once per module with one base control plane per site that
-every scenario leaves Ready; each scenario creates the control planes it damages.
+every scenario leaves Ready; each scenario creates the control planes it damages. ``fault``
+(``tests.faults.measure.Measure``) times each scenario from lifting its fault to convergence and
+asserts the invariants of ``sandbox.launcher.invariants``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest_asyncio
 
 from sandbox.launcher import Topology, workload
 from tests import topologies
+from tests.faults.measure import Measure
 
 _HERE = Path(__file__).resolve().parent
 
@@ -36,3 +39,9 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topol
     directory = tmp_path_factory.mktemp("faults") / "sandbox"
     async with topologies.running(directory, sites=SITES, base=BASE) as topology:
         yield topology
+
+
+@pytest.fixture
+def fault(request: pytest.FixtureRequest) -> Measure:
+    """This scenario's clock and verdict (``tests.faults.measure``), named by its test."""
+    return Measure(scenario=request.node.name)

@@ -13,9 +13,9 @@ import pytest
 
 from agent import tcps
 from common.kube import resources
-from sandbox.launcher import Topology, workload
+from sandbox.launcher import Topology, invariants, workload
 from tests import helpers
-from tests.faults import invariants
+from tests.faults.measure import Measure
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module")]
 
@@ -49,7 +49,7 @@ async def _kubectl_delete(world: Topology, site: str, name: str) -> None:
 
 
 @pytest.mark.parametrize("how", ["kubectl", "api"])
-async def test_tcp_deleted_at_the_site_is_recreated(world: Topology, how: str) -> None:
+async def test_tcp_deleted_at_the_site_is_recreated(world: Topology, fault: Measure, how: str) -> None:
     name, site = f"gone-{how}", "site-a"
     await world.create_control_plane(name, site=site)
 
@@ -62,17 +62,19 @@ async def test_tcp_deleted_at_the_site_is_recreated(world: Topology, how: str) -
     assert before is not None
     seq = await _intent_seq(world, name, site)
 
+    fault.inject(world, fault=f"TCP deleted at {site} ({how})", workload="1 Ready RKCP, 2 base RKCPs")
     if how == "kubectl":
         await _kubectl_delete(world, site, name)
     else:
         await world.site_kube(site).delete(TCP, name, namespace=world.namespace)
+    await fault.lifted(world)
 
     async def recreated() -> bool:
         uid = await _tcp_uid(world, name, site)
         return uid is not None and uid != before and await invariants.converged(world)
 
     await helpers.eventually(recreated, within=60, every=0.3)
-    assert await invariants.violations(world) == []
+    await fault.converges(world)
     obj = await world.mgmt.get(RKCP, name, namespace=NS)
     assert invariants.conditions(obj)["TenantControlPlaneReady"] == "True"
     # The agent recreated it from the intent it had applied, from its watch: the hub had no
@@ -96,7 +98,7 @@ async def _grant_unserved(world: Topology, site: str) -> None:
     await world.mgmt.patch(resources.SITE, site, {"spec": {"placements": placements}})
 
 
-async def test_rkcp_the_site_refused_is_deleted(world: Topology) -> None:
+async def test_rkcp_the_site_refused_is_deleted(world: Topology, fault: Measure) -> None:
     name, site = "refused", "site-b"
     await _grant_unserved(world, site)
     cluster = await world.mgmt.create(resources.CLUSTER, workload.cluster(name, namespace=NS), namespace=NS)
@@ -122,12 +124,13 @@ async def test_rkcp_the_site_refused_is_deleted(world: Topology) -> None:
 
     await helpers.eventually(refused, within=60, every=0.2)
 
+    fault.inject(world, fault="refused RKCP deleted", workload="1 RKCP refused by site-b")
     await world.delete_control_plane(name)
+    await fault.lifted(world)
     deleted = [(NS, name, site)]
 
     async def gone() -> bool:
         return await world.mgmt.get_or_none(RKCP, name, namespace=NS) is None
 
     await helpers.eventually(gone, within=60, every=0.3)
-    await helpers.eventually(lambda: invariants.converged(world, deleted=deleted), within=60, every=0.3)
-    assert await invariants.violations(world, deleted=deleted) == []
+    await fault.converges(world, deleted=deleted)

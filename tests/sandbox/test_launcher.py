@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from pathlib import Path
 
 import pytest
 
 from sandbox.launcher import LaunchError, Topology, prepare_directory, processes, workload
 from sandbox.launcher import topology as topology_module
+from tests import helpers
 
 
 def test_site_names_are_dns_labels_in_order() -> None:
@@ -93,3 +96,76 @@ def test_last_error_of_a_log(tmp_path: Path, lines: list[str], expected: str) ->
     log.write_text("\n".join(lines) + "\n")
     assert processes.last_error(log) == expected
     assert processes.last_error(tmp_path / "absent.log") == ""
+
+
+def test_errors_reads_the_error_lines_after_a_mark(tmp_path: Path) -> None:
+    log = tmp_path / "x.log"
+    log.write_text('{"level": "error", "msg": "before"}\n')
+    mark = log.stat().st_size
+    with log.open("a") as out:
+        out.write('{"level": "info", "msg": "fine"}\n[ERR] after\n')
+    assert processes.errors(log) == ['{"level": "error", "msg": "before"}', "[ERR] after"]
+    assert processes.errors(log, mark) == ["[ERR] after"]
+    assert processes.errors(tmp_path / "missing.log") == []
+
+
+async def _now(value: bool) -> bool:
+    return value
+
+
+def _state(pid: int) -> str:
+    """The process state letter from /proc (T: stopped by a signal)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.asyncio
+async def test_a_child_is_killed_paused_resumed_and_started_again(tmp_path: Path) -> None:
+    """The fault seam of tests/faults, on a real child: an emulated API server."""
+    kubeconfig = tmp_path / "k.kubeconfig"
+    child = processes.Child(
+        name="kubeapi-x",
+        args=[sys.executable, "-m", "sandbox.kubeapi", "--port", "0", "--kubeconfig", str(kubeconfig)],
+        log=tmp_path / "kubeapi-x.log",
+        env=processes.child_env(),
+        ready_text="(kubeconfig:",
+    )
+    child.start()
+    try:
+        await child.wait_ready(timeout=30)
+        first = child.pid
+        assert first is not None
+        child.pause()
+        assert child.injected
+        # The signal is delivered asynchronously: wait for the state to show it.
+        await helpers.eventually(lambda: _now(_state(first) == "T"))
+        child.resume()
+        assert not child.injected
+        await helpers.eventually(lambda: _now(_state(first) != "T"))
+        with pytest.raises(LaunchError, match="still runs; kill it first"):
+            await child.start_again(timeout=30)
+        assert await child.kill() == -signal.SIGKILL
+        assert child.injected and child.returncode == -signal.SIGKILL
+        await child.start_again(timeout=30)
+        assert child.pid not in (None, first) and child.returncode is None and not child.injected
+    finally:
+        child.terminate()
+        await child.wait_stopped(timeout=10)
+
+
+def test_failures_do_not_count_an_injected_exit(tmp_path: Path) -> None:
+    topology = Topology(tmp_path, sites=("site-a",))
+    crashed = processes.Child(
+        name="agent-site-a", args=[sys.executable, "-c", "pass"], log=tmp_path / "a.log"
+    )
+    killed = processes.Child(name="hub", args=[sys.executable, "-c", "pass"], log=tmp_path / "h.log")
+    for child in (crashed, killed):
+        child.start()
+        assert child.process is not None
+        child.process.wait()
+    killed.injected = True
+    topology.children = [crashed, killed]
+    [failure] = topology.failures()
+    assert failure.startswith("agent-site-a (pid")
+    assert topology.child("hub") is killed
+    with pytest.raises(KeyError, match="no child 'nope'; the topology has agent-site-a, hub"):
+        topology.child("nope")

@@ -1,0 +1,206 @@
+"""The invariants a running topology ends with after any fault (issue 11), read from it.
+
+``findings`` lists what does not hold now, each with its kind; a converged topology has none:
+
+- ``stuck``: a live RKCP that is not Ready, or one still being deleted;
+- ``lost``: a live RKCP with no TCP at its site, or without its CAPI Secrets;
+- ``mismatch``: a TCP of another owner, or one that does not run the RKCP's spec, or a
+  ``<cluster>-kubeconfig`` whose client certificate does not verify against ``<cluster>-ca`` or
+  is not the site's current admin kubeconfig;
+- ``orphaned``: a TCP at a site without a live owner, or the TCP of an RKCP the scenario deleted
+  (which must itself be gone);
+- ``duplicated``: more than one TCP for one owner;
+- ``crashed``: a process of the topology exited without an injected fault;
+- ``errors``: a line logged at error level since a mark, not explained by an injected cause.
+
+Used by tests/faults (which wait for ``converged``, a condition, never a fixed sleep, then assert
+``violations`` is empty so that a failure names what is wrong) and bench/faults.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import yaml
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+
+from agent import tcps
+from common.kube import resources
+from hub import mapping
+from sandbox.launcher.topology import Topology
+
+RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
+TCP = resources.TENANT_CONTROL_PLANE
+SECRET = resources.SECRET
+OWNER_UID = tcps.OWNER_UID
+
+Deleted = tuple[str, str, str]
+"""(namespace, name, site) of an RKCP the scenario deleted."""
+
+Kind = Literal["stuck", "lost", "mismatch", "orphaned", "duplicated", "crashed", "errors"]
+KINDS: tuple[Kind, ...] = ("lost", "orphaned", "duplicated", "stuck", "mismatch", "crashed", "errors")
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: Kind
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.text}"
+
+
+def counts(found: Iterable[Finding]) -> dict[str, int]:
+    """How many findings of each kind (every kind present, 0 when none)."""
+    by_kind = collections.Counter(f.kind for f in found)
+    return {kind: by_kind[kind] for kind in KINDS}
+
+
+MISSING_SECRETS = "CAPI Secrets missing"
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, str]:
+    return {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or ()}
+
+
+def _b64(secret: dict[str, Any], key: str) -> bytes:
+    return base64.b64decode((secret.get("data") or {}).get(key) or "")
+
+
+def _spec_differs(rkcp: dict[str, Any], tcp: dict[str, Any]) -> str:
+    spec, tcp_spec = rkcp["spec"], tcp.get("spec") or {}
+    version = (tcp_spec.get("kubernetes") or {}).get("version")
+    replicas = ((tcp_spec.get("controlPlane") or {}).get("deployment") or {}).get("replicas")
+    want = (mapping.kubernetes_version(spec["version"]), spec.get("replicas", 2))
+    return "" if (version, replicas) == want else f"runs {(version, replicas)}, wants {want}"
+
+
+async def _secrets(world: Topology, rkcp: dict[str, Any], site: str, target: str) -> str:
+    namespace, name = rkcp["metadata"]["namespace"], rkcp["metadata"]["name"]
+    kubeconfig = await world.mgmt.get_or_none(SECRET, f"{name}-kubeconfig", namespace=namespace)
+    ca = await world.mgmt.get_or_none(SECRET, f"{name}-ca", namespace=namespace)
+    if kubeconfig is None or ca is None:
+        return MISSING_SECRETS
+    at_site = await world.site_kube(site).get_or_none(SECRET, f"{name}-admin-kubeconfig", namespace=target)
+    if at_site is None or _b64(kubeconfig, "value") != _b64(at_site, "admin.conf"):
+        return "<cluster>-kubeconfig is not the site's current admin kubeconfig"
+    config = yaml.safe_load(_b64(kubeconfig, "value"))
+    [user] = config["users"]
+    cert = x509.load_pem_x509_certificate(base64.b64decode(user["user"]["client-certificate-data"]))
+    try:
+        cert.verify_directly_issued_by(x509.load_pem_x509_certificate(_b64(ca, "tls.crt")))
+    except (InvalidSignature, ValueError, TypeError) as exc:
+        return f"client certificate does not verify against <cluster>-ca: {type(exc).__name__}"
+    return ""
+
+
+async def _live(world: Topology, rkcp: dict[str, Any]) -> list[Finding]:
+    """What is wrong with one live RKCP: not Ready, no TCP, another owner's, other spec, secrets."""
+    meta = rkcp["metadata"]
+    where = f"RKCP {meta['namespace']}/{meta['name']}"
+    site, target = rkcp["spec"]["site"], rkcp["spec"].get("targetNamespace") or world.namespace
+    found: list[Finding] = []
+    if conditions(rkcp).get("Ready") != "True":
+        ready = [c for c in rkcp.get("status", {}).get("conditions", ()) if c["status"] != "True"]
+        found.append(Finding("stuck", f"{where} not Ready: {[(c['type'], c.get('reason')) for c in ready]}"))
+    tcp = await world.site_kube(site).get_or_none(TCP, meta["name"], namespace=target)
+    if tcp is None:
+        return [*found, Finding("lost", f"{where} has no TCP at {site}")]
+    if tcp["metadata"].get("annotations", {}).get(OWNER_UID) != meta["uid"]:
+        found.append(Finding("mismatch", f"{where}: the TCP at {site} belongs to another owner"))
+    if differs := _spec_differs(rkcp, tcp):
+        found.append(Finding("mismatch", f"{where}: the TCP at {site} {differs}"))
+    if problem := await _secrets(world, rkcp, site, target):
+        kind: Kind = "lost" if problem == MISSING_SECRETS else "mismatch"
+        found.append(Finding(kind, f"{where}: {problem}"))
+    return found
+
+
+async def _tcps(world: Topology, owners: set[str]) -> list[Finding]:
+    """Every TCP at every site has one live owner, and no owner has two."""
+    found: list[Finding] = []
+    seen: dict[str, str] = {}
+    for site in world.sites:
+        for tcp in (await world.site_kube(site).list(TCP)).items:
+            meta = tcp["metadata"]
+            where = f"TCP {meta['namespace']}/{meta['name']} at {site}"
+            owner = (meta.get("annotations") or {}).get(OWNER_UID)
+            if owner not in owners:
+                found.append(Finding("orphaned", f"{where} has no live owner ({owner})"))
+            elif owner in seen:
+                found.append(Finding("duplicated", f"{where} has the owner of {seen[owner]} ({owner})"))
+            else:
+                seen[owner] = where
+    return found
+
+
+def unexplained(lines: Iterable[str], allowed: Sequence[str | re.Pattern[str]]) -> list[str]:
+    """The error lines that no pattern in ``allowed`` (the causes a scenario injected) explains."""
+    patterns = [re.compile(a) if isinstance(a, str) else a for a in allowed]
+    return [line for line in lines if not any(p.search(line) for p in patterns)]
+
+
+async def findings(
+    world: Topology,
+    *,
+    deleted: Iterable[Deleted] = (),
+    since: Mapping[str, int] | None = None,
+    allowed_errors: Sequence[str | re.Pattern[str]] = (),
+) -> list[Finding]:
+    """Everything that does not hold now. ``deleted``: RKCPs the scenario deleted (gone, with
+    their TCPs); ``since``: ``world.log_marks()`` from before the fault, to check the logs from
+    there (error lines matching ``allowed_errors`` are the injected causes)."""
+    found: list[Finding] = []
+    owners: set[str] = set()
+    for rkcp in (await world.mgmt.list(RKCP)).items:
+        meta = rkcp["metadata"]
+        if meta.get("deletionTimestamp"):
+            deleting = conditions(rkcp).get("Deleting")
+            found.append(
+                Finding(
+                    "stuck", f"RKCP {meta['namespace']}/{meta['name']} is still being deleted ({deleting})"
+                )
+            )
+            continue
+        owners.add(meta["uid"])
+        found.extend(await _live(world, rkcp))
+    for namespace, name, site in deleted:
+        if await world.mgmt.get_or_none(RKCP, name, namespace=namespace) is not None:
+            found.append(Finding("stuck", f"deleted RKCP {namespace}/{name} still exists"))
+        if await world.site_kube(site).get_or_none(TCP, name, namespace=world.namespace) is not None:
+            found.append(Finding("orphaned", f"deleted RKCP {namespace}/{name}: its TCP is still at {site}"))
+    found.extend(await _tcps(world, owners))
+    found.extend(Finding("crashed", line) for line in world.failures())
+    if since is not None:
+        found.extend(
+            Finding("errors", line) for line in unexplained(world.errors_since(since), allowed_errors)
+        )
+    return found
+
+
+async def violations(
+    world: Topology,
+    *,
+    deleted: Iterable[Deleted] = (),
+    since: Mapping[str, int] | None = None,
+    allowed_errors: Sequence[str | re.Pattern[str]] = (),
+) -> list[str]:
+    """``findings`` as lines (``<kind>: <what>``), for assertions that name what is wrong."""
+    found = await findings(world, deleted=deleted, since=since, allowed_errors=allowed_errors)
+    return [str(f) for f in found]
+
+
+async def converged(
+    world: Topology,
+    *,
+    deleted: Iterable[Deleted] = (),
+    since: Mapping[str, int] | None = None,
+    allowed_errors: Sequence[str | re.Pattern[str]] = (),
+) -> bool:
+    return not await findings(world, deleted=deleted, since=since, allowed_errors=allowed_errors)
