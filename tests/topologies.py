@@ -13,6 +13,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from sandbox.launcher import Topology
 from tests import helpers
@@ -28,9 +29,11 @@ def alive(pid: int) -> bool:
 
 @contextlib.asynccontextmanager
 async def running(
-    directory: Path, *, sites: Sequence[str], base: Sequence[tuple[str, str]]
+    directory: Path, *, sites: Sequence[str], base: Sequence[tuple[str, str]], **options: Any
 ) -> AsyncIterator[Topology]:
-    topology = Topology(directory, sites=sites, kamaji_delay=0.3, heartbeat_interval=2.0)
+    """``options`` go to ``Topology`` (e.g. ``hub_replicas=2``, ``kamaji_delay=1.0``)."""
+    settings: dict[str, Any] = {"kamaji_delay": 0.3, "heartbeat_interval": 2.0, **options}
+    topology = Topology(directory, sites=sites, **settings)
     await topology.start()
     # Clients of the tests verify this topology's server with the CA its nats-config made.
     helpers.trust(topology.nats_url, topology.nats_ca_file)
