@@ -13,7 +13,7 @@ CAPI Secrets gone stale because the site renewed its secrets while no hub ran.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -63,8 +63,8 @@ async def conditions_of(world: Topology, names: Names) -> dict[str, dict[str, st
 
 
 async def mid_burst(world: Topology, names: Names) -> bool:
-    """Some of the burst has its CAPI Secrets written (the hub is acknowledging and writing
-    boxes), and not all of it is Ready yet; or the burst is done (a fast machine)."""
+    """Some of the burst has its CAPI Secrets written: the hub is acknowledging and writing
+    boxes while, with a Kamaji delay of 1 s, most of the burst is still being provisioned."""
     states = (await conditions_of(world, names)).values()
     return any(c.get("SecretsSynced") == "True" for c in states)
 
@@ -78,12 +78,13 @@ async def remove(world: Topology, names: Names) -> None:
     await helpers.eventually(lambda: invariants.converged(world, deleted=deleted), within=120, every=0.5)
 
 
-async def kill_hubs(world: Topology, which: Iterable[str] = HUBS) -> None:
-    await asyncio.gather(*(world.kill(name) for name in which))
+async def kill_hubs(world: Topology) -> None:
+    """SIGKILL every hub replica at once: no standby left, the hub is down."""
+    await asyncio.gather(*(world.kill(name) for name in HUBS))
 
 
-async def start_hubs(world: Topology, which: Iterable[str] = HUBS) -> None:
-    await asyncio.gather(*(world.start_again(name) for name in which))
+async def start_hubs(world: Topology) -> None:
+    await asyncio.gather(*(world.start_again(name) for name in HUBS))
 
 
 async def ready_conditions(world: Topology) -> dict[str, list[dict[str, Any]]]:
@@ -141,7 +142,8 @@ async def test_hub_leader_killed_mid_burst_the_standby_takes_over(world: Topolog
     marks = world.log_marks()
     await world.start_again(leader)
     # The leader renews every third of the Lease duration: two renewals after the restart mean
-    # the returned replica has watched a live Lease for a while (its elector polls it).
+    # the returned replica has watched a live Lease for a while (its elector polls it). The
+    # renewTime is fixed-width RFC 3339 with microseconds (common.leader): strings compare.
     for _ in range(2):
         await _renewed_after(world, str((await lease(world)).get("renewTime")))
     after = await lease(world)
