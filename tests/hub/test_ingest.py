@@ -8,6 +8,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+import msgspec
 import pytest
 
 from common import bus
@@ -355,3 +356,52 @@ async def test_a_site_that_appears_is_consumed(conn: bus.Connection, topology: s
             return hub.obs.get(b1) is not None
 
         await helpers.eventually(b_recorded)
+
+
+async def test_open_latest_fetches_records_and_opens_the_box_on_the_subject(
+    conn: bus.Connection, topology: str
+) -> None:
+    """Fetch, open, write (issue 11 §2): the box is read from the stream whenever it is written,
+    including one an earlier process acknowledged; what it finds there is recorded."""
+    first = new_hub(conn, topology)
+    async with running(first):
+        seq = await publish_sealed(conn, topology, sealed_to(HUB))
+
+        async def caught_up() -> bool:
+            held = first.obs.get(CP1)
+            return held is not None and held.sealed_seq == seq
+
+        await helpers.eventually(caught_up)
+        await settled(conn, topology)  # acknowledged by this process
+
+    # Another process, whose consumer redelivers nothing: the box is still on its subject.
+    hub = new_hub(conn, topology)
+    opened = await hub.ingest.open_latest(CP1)
+    assert opened is not None and opened[1] == PAYLOAD
+    held = hub.obs.get(CP1)
+    assert held is not None and (held.sealed_seq, held.sealed) == (seq, observations.SealedRef.of(opened[0]))
+
+    # A newer box than the one held: recorded, and it is the one opened.
+    newer = sealed_to(HUB, plaintext=messages.encode(msgspec.structs.replace(PAYLOAD, kubeconfig="renewed")))
+    newer_seq = await publish_sealed(conn, topology, newer)
+    opened = await hub.ingest.open_latest(CP1)
+    assert opened is not None and opened[1].kubeconfig == "renewed"
+    held = hub.obs.get(CP1)
+    assert held is not None
+    assert (held.sealed_seq, held.sealed) == (newer_seq, observations.SealedRef.of(newer))
+
+    # One that does not open: recorded with why, nothing returned.
+    stranger_seq = await publish_sealed(conn, topology, sealed_to(STRANGER))
+    assert await hub.ingest.open_latest(CP1) is None
+    held = hub.obs.get(CP1)
+    assert held is not None and held.sealed_seq == stranger_seq and held.secrets_error is not None
+    assert hub.rejected(subjects.Kind.SECRET, "DecryptFailed") == 1.0
+
+    # Purged behind the hub's back: nothing to write until the site sends a box again.
+    await bus.purge_subject(
+        conn, streams.site_stream_name("site-a", prefix=topology), subjects.secret(*CP1, prefix=topology)
+    )
+    assert await hub.ingest.open_latest(CP1) is None
+    held = hub.obs.get(CP1)
+    assert held is not None
+    assert (held.sealed, held.secrets_error, held.sealed_seq) == (None, None, stranger_seq)
