@@ -171,6 +171,18 @@ async def _tcp(world: Topology, name: str, site: str) -> dict[str, Any] | None:
     return await world.site_kube(site).get_or_none(TCP, name, namespace=world.namespace)
 
 
+async def _site_kubeconfig(world: Topology, name: str, site: str) -> str:
+    secret = await world.site_kube(site).get_or_none(
+        resources.SECRET, f"{name}-admin-kubeconfig", namespace=world.namespace
+    )
+    return str(((secret or {}).get("data") or {}).get("admin.conf") or "")
+
+
+async def _capi_kubeconfig(world: Topology, name: str) -> str:
+    secret = await world.mgmt.get_or_none(resources.SECRET, f"{name}-kubeconfig", namespace=NS)
+    return str(((secret or {}).get("data") or {}).get("value") or "")
+
+
 def _reason(obj: dict[str, Any] | None, type_: str) -> str:
     for c in ((obj or {}).get("status") or {}).get("conditions") or ():
         if c["type"] == type_:
@@ -222,6 +234,9 @@ async def test_hub_offline_while_the_sites_report(world: Topology, fault: Measur
         return True
 
     await helpers.eventually(sites_reported, within=60, every=0.2)
+    for name, site in renewed:
+        # What the hub must heal: the site's kubeconfig is new, the CAPI Secret is stale.
+        assert await _site_kubeconfig(world, name, site) != await _capi_kubeconfig(world, name)
     await start_hubs(world)
     await fault.lifted(world)
     await fault.converges(world)
