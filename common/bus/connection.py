@@ -157,6 +157,11 @@ def translate(what: str) -> Iterator[None]:
         raise errors.BusError(f"{what}: {exc}") from None
 
 
+ATTEMPT_WINDOW = 3
+"""Retry periods (connect timeout plus reconnect wait) one nats-py client gets to connect
+before ``connect`` closes it and tries with a fresh one."""
+
+
 def describe_failure(exc: BaseException, *, options: Options) -> str:
     """A (re)connect failure as one line naming the servers (and the CA file for TLS failures)."""
     why = tls.describe(exc, ca_file=options.ca_file)
@@ -213,6 +218,42 @@ def _client_options(options: Options) -> dict[str, Any]:
     return kwargs
 
 
+async def _first_connect(
+    options: Options, kwargs: dict[str, Any], deadline: float | None, failures: _Failures
+) -> Client:
+    """A connected nats-py client, or ``errors.Unavailable`` once ``deadline`` seconds pass.
+
+    With max_reconnect_attempts=-1 nats-py retries the first connect forever too (every
+    reconnect_wait seconds, with jitter, each failure reported to error_cb); a deadline is for
+    callers that prefer to fail, such as the CLI and the tests. But after a failed TLS
+    handshake nats-py waits forever for the old transport to close (see ``_close``) and never
+    tries again: a hub started while its server answered the first handshake late (the server
+    sends INFO in the clear when a ClientHello is slow, `handshake_first: auto`) never
+    connected (issue 11, a hub SIGKILLed and started again on a loaded machine). So each
+    client gets ``ATTEMPT_WINDOW`` retry periods; one that has not connected by then is closed
+    (bounded) and a fresh one tries.
+    """
+    loop = asyncio.get_running_loop()
+    stop_at = None if deadline is None else loop.time() + deadline
+    window = ATTEMPT_WINDOW * (options.request_timeout + options.reconnect_wait)
+    while True:
+        nc = Client()
+        left = window if stop_at is None else min(window, max(0.0, stop_at - loop.time()))
+        try:
+            await asyncio.wait_for(nc.connect(**kwargs), left)
+            return nc
+        except asyncio.CancelledError:  # a process stopped while it still waits for its server
+            await _close(nc, timeout=options.request_timeout)
+            raise
+        except Exception as exc:  # TimeoutError at the deadline; nats-py raises many kinds otherwise
+            await _close(nc, timeout=options.request_timeout)
+            if not isinstance(exc, TimeoutError):
+                raise errors.Unavailable(describe_failure(exc, options=options)) from None
+            if stop_at is not None and loop.time() >= stop_at:
+                raise errors.Unavailable(failures.timed_out(deadline)) from None
+            log.debug("no NATS connection within %.1fs; trying with a fresh client", window)
+
+
 async def connect(
     options: Options, *, deadline: float | None = None, report: Callable[[str], None] | None = None
 ) -> Connection:
@@ -251,26 +292,8 @@ async def connect(
         if holder and not (holder[0].nc.is_closed or holder[0].nc.is_draining):
             log.warning("NATS disconnected; reconnecting")
 
-    kwargs = _client_options(options)
-    # With max_reconnect_attempts=-1 nats-py retries the first connect forever too (every
-    # reconnect_wait seconds, with jitter, each failure reported to error_cb); a deadline is for
-    # callers that prefer to fail, such as the CLI and the tests.
-    nc = Client()
-    try:
-        await asyncio.wait_for(
-            nc.connect(
-                **kwargs, error_cb=error_cb, reconnected_cb=reconnected_cb, disconnected_cb=disconnected_cb
-            ),
-            deadline,
-        )
-    except asyncio.CancelledError:  # a process stopped while it still waits for its server
-        await _close(nc, timeout=options.request_timeout)
-        raise
-    except Exception as exc:  # TimeoutError at the deadline; nats-py raises many kinds otherwise
-        await _close(nc, timeout=options.request_timeout)
-        if isinstance(exc, TimeoutError):
-            raise errors.Unavailable(failures.timed_out(deadline)) from None
-        raise errors.Unavailable(describe_failure(exc, options=options)) from None
+    callbacks = {"error_cb": error_cb, "reconnected_cb": reconnected_cb, "disconnected_cb": disconnected_cb}
+    nc = await _first_connect(options, {**_client_options(options), **callbacks}, deadline, failures)
     failures.last.clear()
     conn = Connection(
         nc=nc,
