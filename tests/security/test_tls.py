@@ -291,7 +291,7 @@ def test_generated_config_requires_tls_and_is_valid(generated: Path) -> None:
     text = (generated / "nats-server.conf").read_text()
     assert f'cert_file: "{generated / "tls" / "server.crt"}"' in text
     assert f'key_file: "{generated / "tls" / "server.key"}"' in text
-    assert 'handshake_first: "auto"' in text
+    assert 'handshake_first: "1s"' in text
     done = subprocess.run(
         [natsd.find_binary(), "-t", "-c", str(generated / "nats-server.conf")], capture_output=True, text=True
     )
