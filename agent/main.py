@@ -119,6 +119,8 @@ class Agent(service.Service):
         )
         # A TCP deleted by hand while its intent still says provision is created again at once.
         status.restore = self.cleanup.restore
+        # Likewise a TCP edited by hand is reverted from the watch event, not at the next pass.
+        status.revert = self.cleanup.revert
         # Anti-entropy on every reconnect: whatever changed while we were away is reconciled.
         conn.on_reconnect.append(self.cleanup.on_reconnect)
         self.supervise("cleanup loop", self.cleanup.run)

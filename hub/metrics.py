@@ -58,6 +58,16 @@ class Metrics:
         self.reconcile_errors = Counter(
             "kb_hub_reconcile_errors", "Reconciliations that ended in an error", registry=r
         )
+        self.released_pending = Gauge(
+            "kb_hub_released_deletions_pending",
+            "Deletions released by siteUnavailableDeletionTimeout that the site has not confirmed yet",
+            registry=r,
+        )
+        self.released_purged = Counter(
+            "kb_hub_released_deletions_purged",
+            "Released deletions the site confirmed, whose messages the hub then purged",
+            registry=r,
+        )
         self.bus_rejected = Counter(
             "kb_hub_bus_rejected",
             "Messages from the bus the hub could not use, by stream and reason",

@@ -43,6 +43,12 @@ Phase = Literal[
     "Failed",
 ]
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+MAX_REPLACED: Final = 16
+"""Earlier owners an intent may name: each is a released deletion at the same coordinates that
+the site has not applied yet, so more than a handful means something else is wrong."""
+Replaced = Annotated[
+    tuple[Annotated[str, msgspec.Meta(max_length=128)], ...], msgspec.Meta(max_length=MAX_REPLACED)
+]
 
 
 def utcnow() -> dt.datetime:
@@ -80,6 +86,11 @@ class Intent(_Message, kw_only=True, frozen=True):
     spec: dict[str, Any] = msgspec.field(default_factory=dict)
     kubeconfig_key: str = "admin.conf"
     """Key of the TCP's ``<tcp>-admin-kubeconfig`` Secret to seal back (RKCP kubeconfigSecretKey)."""
+    replaces: Replaced = ()
+    """Uids of earlier owners of these coordinates whose deletion the hub released before the site
+    applied it (added in 0.3; absent from older intents, which decode as empty). The agent may
+    delete a TCP owned by one of them to apply this intent, and only by one of them: the hub
+    signs the list, so nobody else can authorize deleting another owner's TCP."""
     key_id: str = ""
     signature: str = ""
 

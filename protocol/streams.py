@@ -36,8 +36,16 @@ MAX_CONSUMERS: Final = 100_000
 and KB_INTENTS holds one durable consumer per site."""
 
 ACK_WAIT_SECONDS: Final = 30.0
-"""How long an agent may work on an intent before it is redelivered (it sends in-progress
-acks for longer applies)."""
+"""How long the hub may work on a status or sealed secrets before they are redelivered."""
+
+AGENT_ACK_WAIT_SECONDS: Final = 5.0
+"""How long an intent fetched by an agent stays its own without an ack or an in-progress.
+
+Short, because it is how long intents fetched by an agent that died (SIGKILL, OOM, node lost)
+wait before its successor gets them: with 30 s a restarted agent sat idle for up to half a
+minute (issue 11 §7). A live agent keeps every intent it holds (queued or being applied) with
+in-progress acks every third of this (``agent.apply.keeper``), so a slow apply is not
+redelivered; if one is anyway (a stalled event loop), applying is idempotent."""
 
 MAX_ACK_PENDING: Final = 1_000
 
@@ -198,6 +206,7 @@ def agent_consumer(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Consu
         stream=intents_stream_name(prefix=prefix),
         durable_name=agent_consumer_name(site),
         filter_subjects=(subjects.site_filter(subjects.Kind.INTENT, site, prefix=prefix),),
+        ack_wait=AGENT_ACK_WAIT_SECONDS,
     )
 
 

@@ -141,6 +141,10 @@ class Patch:
 class Delete:
     uid: str
     """Precondition: delete only this object, never a newer one of the same name."""
+    replacing: bool = False
+    """The TCP of an earlier owner the intent names in ``replaces``, deleted to make room for
+    the intent's owner: no Deleted is owed for it (the apply loop settles with a nak, and the
+    redelivery creates the new owner's TCP)."""
 
 
 Action = Create | Patch | Delete
@@ -216,6 +220,8 @@ def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, 
                 "Rejected", "Conflict", f"{where} exists and is not managed by kamaji-broker for this site"
             ),
         )
+    if ours.owner_uid != intent.owner.uid and ours.owner_uid in intent.replaces:
+        return _replace(intent, observed, ours, where=where)
     if ours.owner_uid != intent.owner.uid:
         return Decision(
             "conflict",
@@ -228,9 +234,32 @@ def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, 
     if tcps.deleting(observed):
         # Being deleted (Kamaji's finalizers): wait until it is gone, then create it anew.
         return Decision("retry", settle="nak", delay=2.0)
-    if ours.intent_seq == seq and not tcps.drift(intent.spec, observed.get("spec") or {}):
+    if ours.intent_seq == seq and not tcps.drift(intent.spec, observed):
         return Decision("unchanged")
-    return Decision("applied", action=Patch(tcps.patch_for(intent, seq=seq)))
+    return Decision("applied", action=Patch(tcps.patch_for(intent, seq=seq, observed=observed)))
+
+
+def _replace(
+    intent: messages.Intent, observed: Mapping[str, Any], ours: tcps.Applied, *, where: str
+) -> Decision:
+    """Delete the TCP of an earlier owner the hub released (issue 11 §3), then apply the intent.
+
+    Only an owner the signed intent names in ``replaces``: the hub lists the owners whose
+    deletion it released and the site never applied, nobody else. Settled with an immediate
+    ``nak``: once the old TCP is gone (Kamaji's finalizers), the redelivery creates the new one.
+    """
+    uid = str(tcps.meta(observed).get("uid") or "")
+    return Decision(
+        "replacing",
+        action=Delete(uid=uid, replacing=True),
+        report=Report(
+            "Provisioning",
+            "ReplacingPreviousOwner",
+            f"deleting {where} of the previous owner (uid {ours.owner_uid}), released by the hub, "
+            "before creating it for this owner",
+        ),
+        settle="nak",
+    )
 
 
 def _gone(intent: messages.Intent) -> Report:
@@ -242,6 +271,11 @@ def _decide_delete(intent: messages.Intent, seq: int, observed: Mapping[str, Any
     if observed is None:
         return Decision("deleted", report=gone)
     ours = tcps.applied(observed, site=intent.site)
+    if ours is not None and ours.owner_uid != intent.owner.uid and ours.owner_uid in intent.replaces:
+        # An earlier owner's TCP the hub released and names: it goes too (the status loop's
+        # Deleted for it answers this intent, which the hub accepts for the owner it replaced).
+        uid = str(tcps.meta(observed).get("uid") or "")
+        return Decision("deleted", action=Delete(uid=uid), report=gone)
     if ours is None or ours.owner_uid != intent.owner.uid:
         # Not the intent owner's TCP (never ours, or a newer owner's): leave it alone. The
         # owner's TCP does not exist here, which is what the hub waits to hear.

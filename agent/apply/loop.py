@@ -4,6 +4,8 @@ Talks to NATS (the ``agent-<site>`` durable consumer, through ``common.bus``) an
 API server (``common.kube``). Messages for different TCPs are handled concurrently; messages for
 one TCP strictly in order, by one worker per subject. Deciding is ``intents.decide``'s job; this
 module only performs what it decides and never acks before the API has persisted the change.
+Every delivery it holds, queued or being applied, is kept its own by ``keeper.Keeper``'s
+in-progress acks (the consumer's ack wait is short, so a dead agent's intents come back fast).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import nacl.signing
 
 from agent import metrics as agent_metrics
 from agent import publishing, tcps
-from agent.apply import intents
+from agent.apply import intents, keeper
 from common import bus, health
 from common import errors as bus_errors
 from common.kube import Kube
@@ -72,6 +74,8 @@ class ApplyLoop:
         """True when the last fetch came back empty and no intent is in flight (caught up)."""
         self._queues: dict[str, collections.deque[bus.Delivery]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
+        self.keeper = keeper.Keeper(conn)
+        """The deliveries held (fetched, not yet settled), kept from redelivery while held."""
         readiness.declare(READY_CHECK)
 
     @property
@@ -80,9 +84,13 @@ class ApplyLoop:
 
     async def run(self) -> None:
         """Forever: bind (the hub creates the consumer; we never do), then consume."""
+        keeping = asyncio.get_running_loop().create_task(self.keeper.run())
         try:
             while True:
                 consumer = await self._bind()
+                # The server's ack wait, or ours if shorter: a hub upgraded while we stay bound
+                # shortens it without telling us, and touching early costs nothing.
+                self.keeper.ack_wait = min(consumer.ack_wait, self.definition.ack_wait)
                 try:
                     await self._consume(consumer)
                 except bus_errors.PermissionDenied as exc:
@@ -94,9 +102,9 @@ class ApplyLoop:
                 finally:
                     await consumer.unsubscribe()
         finally:
-            for task in self._workers.values():
+            for task in (*self._workers.values(), keeping):
                 task.cancel()
-            await asyncio.gather(*self._workers.values(), return_exceptions=True)
+            await asyncio.gather(*self._workers.values(), keeping, return_exceptions=True)
 
     def _not_ready(self, reason: str, *, error: bool = False) -> None:
         self.readiness.set(READY_CHECK, False, reason)
@@ -134,6 +142,7 @@ class ApplyLoop:
                 self.metrics.consumer_pending.set(0)
 
     def _enqueue(self, delivery: bus.Delivery) -> None:
+        self.keeper.hold(delivery)
         queue = self._queues.setdefault(delivery.subject, collections.deque())
         queue.append(delivery)
         if delivery.subject not in self._workers:
@@ -150,6 +159,8 @@ class ApplyLoop:
                 except bus_errors.BusError as exc:
                     # Settling failed (connection lost): the server redelivers; applying is idempotent.
                     log.warning("intent on %s: %s; it will be redelivered", subject, exc)
+                finally:
+                    self.keeper.release(delivery)
         finally:
             self._workers.pop(subject, None)
             if not queue:
@@ -194,10 +205,7 @@ class ApplyLoop:
                 decision = await self._execute(decision, intent, delivery)
         if decision.report is not None:
             try:
-                await self.publisher.status(
-                    self._status(intent, delivery.stream_seq, decision.report),
-                    about=f"intent-{delivery.stream_seq}",
-                )
+                await self._report(intent, delivery, decision.report)
             except bus_errors.BusError as exc:
                 log.warning(
                     "reporting %s for %s failed (%s); retrying the intent",
@@ -209,6 +217,14 @@ class ApplyLoop:
                     "retry", settle="nak", delay=intents.backoff(delivery.num_delivered)
                 )
         return decision
+
+    async def _report(
+        self, intent: messages.Intent, delivery: bus.Delivery, report: intents.Report | None
+    ) -> None:
+        if report is not None:
+            await self.publisher.status(
+                self._status(intent, delivery.stream_seq, report), about=f"intent-{delivery.stream_seq}"
+            )
 
     async def _verified(self, delivery: bus.Delivery) -> messages.Intent | None:
         found = intents.intake(
@@ -242,6 +258,31 @@ class ApplyLoop:
                 await self.kube.create(tcps.TCP, action.body, namespace=intent.namespace)
             elif isinstance(action, intents.Patch):
                 await self.kube.patch(tcps.TCP, intent.name, action.patch, namespace=intent.namespace)
+            elif isinstance(action, intents.Delete) and action.replacing:
+                # The report (Provisioning/ReplacingPreviousOwner, for the new owner) goes out
+                # first: Kamaji's finalizers may hold the old TCP for a while.
+                try:
+                    await self._report(intent, delivery, decision.report)
+                except bus_errors.BusError as exc:
+                    log.warning(
+                        "reporting the replacement of %s failed (%s); retrying", delivery.subject, exc
+                    )
+                    return intents.Decision(
+                        "retry", settle="nak", delay=intents.backoff(delivery.num_delivered)
+                    )
+                await self.kube.delete(
+                    tcps.TCP, intent.name, namespace=intent.namespace, uid=action.uid or None
+                )
+                if not await self._wait_gone(intent, uid=action.uid, delivery=delivery):
+                    return intents.Decision("superseded")
+                log.warning(
+                    "TenantControlPlane %s/%s of a previous owner deleted for intent seq %d (owner uid %s)",
+                    intent.namespace,
+                    intent.name,
+                    delivery.stream_seq,
+                    intent.owner.uid,
+                )
+                return dataclasses.replace(decision, report=None)
             elif isinstance(action, intents.Delete):
                 if self.on_delete is not None:
                     self.on_delete(intent.namespace, intent.name, delivery.stream_seq)
@@ -257,9 +298,9 @@ class ApplyLoop:
         return decision
 
     async def _wait_gone(self, intent: messages.Intent, *, uid: str, delivery: bus.Delivery) -> bool:
-        """Wait until Kamaji's finalizers let the TCP go; False when a newer intent superseded this one."""
-        loop = asyncio.get_running_loop()
-        last_progress = loop.time()
+        """Wait until Kamaji's finalizers let the TCP go; False when a newer intent superseded this one.
+
+        The delivery stays held meanwhile: the keeper's in-progress acks keep it ours."""
         interval = 0.2
         while True:
             found = await self.kube.get_or_none(tcps.TCP, intent.name, namespace=intent.namespace)
@@ -267,9 +308,6 @@ class ApplyLoop:
                 return True
             if self.superseded(delivery.subject):
                 return False
-            if loop.time() - last_progress > streams.ACK_WAIT_SECONDS / 3:
-                await delivery.in_progress()  # still deleting: keep the message ours
-                last_progress = loop.time()
             await asyncio.sleep(interval)
             interval = min(2.0, interval * 1.5)
 

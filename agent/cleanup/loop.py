@@ -3,12 +3,15 @@
 A pass lists this site's managed TCPs (label selector, per target namespace or cluster-wide),
 reads the latest intent on each TCP's subject with Direct Get (the only stream read a site is
 granted besides its consumer), verifies it, asks whether the consumer is caught up, lets the
-pure ``orphans.decide`` choose, and performs what it chose: a merge patch that reverts drift,
+pure ``orphans.decide`` choose, and performs what it chose: a merge patch that reverts drift
+(``tcps.patch_for``: sets what we own, removes what we owned and no longer want),
 a Warning Event then a uid-preconditioned delete for an orphan (policy ``delete``), or a log
 line, a metric and an Event (policy ``report``). Then it asks the status loop to republish.
 
 Passes run at start, every ``interval`` seconds (with jitter) and on ``trigger()`` (the agent
-calls it on every NATS reconnect). A failed pass is logged and the loop goes on.
+calls it on every NATS reconnect). A failed pass is logged and the loop goes on. Between
+passes, the status loop's watch calls ``restore`` (a TCP deleted by hand) and ``revert`` (a TCP
+edited by hand) for one TCP at once.
 
 Talks to: the site's API server (list/patch/delete TCPs, create Events) and NATS (Direct Get
 of the site's own intent subjects, consumer info). Logs name TCPs and field paths, never values.
@@ -143,6 +146,26 @@ class CleanupLoop:
             name,
             latest.seq,
         )
+        return True
+
+    async def revert(self, namespace: str, name: str) -> bool:
+        """Apply the latest intent again to a TCP whose fields we own were changed at the site.
+
+        Called by the status loop from its watch (issue 11 §5: within a second of the edit, not
+        at the next pass). Only the intent the TCP already runs is applied again; a newer one is
+        the apply loop's. True when a patch reverted something.
+        Raises BusError (Direct Get) or KubeError (the patch kept conflicting, or failed).
+        """
+        tcp = await self.kube.get_or_none(tcps.TCP, name, namespace=namespace)
+        if tcp is None:
+            return False
+        latest = await self._latest_at(namespace, name)
+        if not isinstance(latest, orphans.Latest):
+            return False
+        action = self._redecide(tcp, latest)
+        if action is None:
+            return False
+        await self._reapply(action, f"TenantControlPlane {namespace}/{name}", latest=latest)
         return True
 
     async def run(self) -> None:
@@ -299,6 +322,9 @@ class CleanupLoop:
             if again is None:
                 return
             action = again
+        if not action.fields:
+            log.info("%s: wrote the record of the fields it owns (intent seq %d)", where, action.seq)
+            return
         self.metrics.drift_reverted.inc()
         log.warning("reverted drift of %s to intent seq %d: %s", where, action.seq, ", ".join(action.fields))
 

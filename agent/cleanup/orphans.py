@@ -5,7 +5,8 @@ intent stream keeps one message per subject, so that is the hub's current desire
 ``decide`` answers with actions:
 
 - ``Reapply`` when the latest intent is the provision already applied (same stream sequence as
-  the TCP's annotation) and a field we set differs at the site: a site admin edited it.
+  the TCP's annotation) and a field we set differs at the site (a site admin edited it), or
+  the record of the fields we own (``tcps.APPLIED_FIELDS``) is missing or was edited.
 - Nothing when the latest intent is newer (the apply loop owns it) or a delete (likewise).
 - ``DeleteOrphan`` / ``ReportOrphan`` when the subject has had no message for longer than the
   grace period **and** the consumer is caught up. A TCP can look orphaned while its fresh
@@ -188,10 +189,12 @@ def _reapply(tcp: Mapping[str, Any], latest: Latest, ours: tcps.Applied) -> Reap
         # A newer intent (or a delete) is the apply loop's to handle; an older one cannot be
         # the subject's latest unless the stream was recreated, and then it is not ours to judge.
         return None
-    fields = tcps.drift(intent.spec, tcp.get("spec") or {})
-    if not fields:
+    fields = tcps.drift(intent.spec, tcp)
+    if not fields and not tcps.drifted(tcp) and tcps.owned_fields(tcp) is not None:
+        # Also patched: a record of what we applied that was edited, or that an older agent
+        # never wrote (without it, a field removed from the RKCP later could not be removed).
         return None
-    patch = tcps.patch_for(intent, seq=latest.seq)
+    patch = tcps.patch_for(intent, seq=latest.seq, observed=tcp)
     version = str(tcps.meta(tcp).get("resourceVersion") or "")
     if version:
         # Optimistic concurrency: if the apply loop patched a newer intent in meanwhile, this

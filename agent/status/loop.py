@@ -15,7 +15,9 @@ Publisher. Logs name coordinates and subjects only, never Secret content.
 
 A managed TCP that vanishes without a delete intent (a site admin deleted it) is not reported
 Deleted while the latest intent still says provision: ``restore`` (the cleanup loop's) creates
-it again, right from the watch event.
+it again, right from the watch event. Likewise a TCP whose owned fields were edited at the site
+(``tcps.drifted``) is reported NotReady/Drifted and ``revert`` (the cleanup loop's) applies the
+latest intent again, right from the watch event.
 """
 
 from __future__ import annotations
@@ -133,6 +135,11 @@ class StatusLoop:
         delete intent removed: it recreates the TCP from the latest intent if that still says
         provision for its owner (the cleanup loop's ``restore``), and answers whether it did.
         None: every vanished TCP is reported Deleted."""
+        self.revert: Callable[[str, str], Awaitable[bool]] | None = None
+        """Asked (namespace, name) when a managed TCP's owned fields no longer hold what we
+        applied (``tcps.drifted``, checked on every watch event): it reverts them to the latest
+        intent (the cleanup loop's ``revert``), so an edit at the site is undone within a second,
+        not at the next anti-entropy pass. None: drift waits for that pass."""
         # Counted when scraped, not on every watch event (that was O(TCPs) per event).
         metrics.managed_tcps.set_function(self._count_managed)
 
@@ -393,6 +400,21 @@ class StatusLoop:
         status = report.new_status(tcp, site=self.site, now=now, secrets_checksum=checksum)
         if entry.force or report.significant(status) != entry.sent:
             await self._publish_status(key, entry, status, about=_version(tcp))
+        if status.reason == report.DRIFTED:
+            # Reported first: the hub shows Drifted, not Ready, until the revert's own watch
+            # event reports the TCP as it is again.
+            await self._revert(key, entry)
+
+    async def _revert(self, key: Key, entry: _Entry) -> None:
+        if self.revert is None:
+            return
+        try:
+            await self.revert(*key)
+        except (errors.BusError, kerrors.KubeError) as exc:
+            entry.failures += 1
+            delay = _backoff(entry.failures)
+            self._due[key] = asyncio.get_running_loop().time() + delay
+            log.warning("drift of tcp %s/%s not reverted: %s; retrying in %.1fs", *key, exc, delay)
 
     async def _restored(self, key: Key) -> bool:
         """Whether ``restore`` brought the vanished TCP back (or it is back already)."""

@@ -4,7 +4,9 @@ Pure: no I/O, no clock reads (``now`` is passed in). The status loop (``agent.st
 keeps the cache of TCPs and Secrets and calls these to decide what to publish:
 
 - ``phase_of`` maps Kamaji's ``status.kubernetesResources.version.status`` onto the wire Phase;
-- ``new_status`` builds the Status; ``significant`` is the part whose change is worth a publish;
+- ``new_status`` builds the Status (NotReady, reason ``Drifted``, while a field we own was
+  changed at the site and is being reverted); ``significant`` is the part whose change is worth
+  a publish;
 - ``payload`` reads the two generated Secrets into the plaintext the hub gets, ``checksum``
   fingerprints it, ``new_sealed`` seals it to the hub (the only step here that draws randomness).
 """
@@ -26,6 +28,8 @@ KUBECONFIG_SUFFIX: Final = "-admin-kubeconfig"
 CA_SUFFIX: Final = "-ca"
 CA_CRT: Final = "ca.crt"
 CA_KEY: Final = "ca.key"
+DRIFTED: Final = "Drifted"
+"""The reason of a NotReady Status while fields we own differ from what we applied."""
 
 # Kamaji's version.status values (its CRD enum) onto the wire phases. The transient states that
 # are not an upgrade (CA rotation, datastore migration) read as Provisioning to the hub: the
@@ -109,6 +113,12 @@ def new_status(
     meta = tcps.meta(tcp)
     applied = tcps.applied(tcp, site=site)
     phase, reason = phase_of(tcp)
+    message = ""
+    if phase != "Deleting" and applied is not None and tcps.drifted(tcp):
+        # Whatever Kamaji says, this is not the control plane the hub asked for (issue 11 §5):
+        # never Ready with the wanted version while a site admin's edit is being reverted.
+        phase, reason = "NotReady", DRIFTED
+        message = "fields kamaji-broker applied were changed at the site: reverting them to the latest intent"
     deployment = objects.dig(tcp, "status", "kubernetesResources", "deployment") or {}
     if not isinstance(deployment, Mapping):
         deployment = {}
@@ -132,6 +142,7 @@ def new_status(
         updated_replicas=_count(deployment.get("updatedReplicas")),
         unavailable_replicas=_count(deployment.get("unavailableReplicas")),
         secrets_checksum=secrets_checksum,
+        message=message,
         observed_at=now,
     )
 

@@ -5,7 +5,7 @@ tls          the SSL context of a CA file, TLS failures in plain words
 permissions  server permission violations → PermissionDenied naming the subject
 topology     ensure_topology: streams and durable consumers, idempotently (hub only)
 publishing   publish with Nats-Msg-Id and optional expected-last-subject-sequence
-consuming    bind / fetch / ack / nak / term / in-progress, last message per subject, purge
+consuming    bind / fetch / ack / nak / term / in-progress, last message per subject, purge, subjects
 """
 
 from common.bus.connection import Connection, Options, connect, site_inbox_prefix
@@ -16,8 +16,10 @@ from common.bus.consuming import (
     StoredMessage,
     bind,
     consumer_info,
+    in_progress,
     last_message,
     purge_subject,
+    subjects_of,
     subscribe_check,
 )
 from common.bus.publishing import Ack, publish
@@ -35,9 +37,11 @@ __all__ = [
     "connect",
     "consumer_info",
     "ensure_topology",
+    "in_progress",
     "last_message",
     "publish",
     "purge_subject",
     "site_inbox_prefix",
+    "subjects_of",
     "subscribe_check",
 ]

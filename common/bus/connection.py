@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +115,11 @@ class Connection:
             await _close(self.nc, timeout=self.options.request_timeout)
 
 
+_ABANDON_TIMEOUT = 0.5
+"""Seconds to let a client that never connected close: its socket is closed at once, only
+nats-py's wait for the transport (which may never end) is cut short."""
+
+
 async def _close(nc: Client, *, timeout: float) -> None:
     """Close within ``timeout`` seconds.
 
@@ -155,11 +161,6 @@ def translate(what: str) -> Iterator[None]:
         raise errors.Unavailable(f"{what}: {exc}") from None
     except nats.errors.Error as exc:
         raise errors.BusError(f"{what}: {exc}") from None
-
-
-ATTEMPT_WINDOW = 3
-"""Retry periods (connect timeout plus reconnect wait) one nats-py client gets to connect
-before ``connect`` closes it and tries with a fresh one."""
 
 
 def describe_failure(exc: BaseException, *, options: Options) -> str:
@@ -218,42 +219,6 @@ def _client_options(options: Options) -> dict[str, Any]:
     return kwargs
 
 
-async def _first_connect(
-    options: Options, kwargs: dict[str, Any], deadline: float | None, failures: _Failures
-) -> Client:
-    """A connected nats-py client, or ``errors.Unavailable`` once ``deadline`` seconds pass.
-
-    With max_reconnect_attempts=-1 nats-py retries the first connect forever too (every
-    reconnect_wait seconds, with jitter, each failure reported to error_cb); a deadline is for
-    callers that prefer to fail, such as the CLI and the tests. But after a failed TLS
-    handshake nats-py waits forever for the old transport to close (see ``_close``) and never
-    tries again: a hub started while its server answered the first handshake late (the server
-    sends INFO in the clear when a ClientHello is slow, `handshake_first: auto`) never
-    connected (issue 11, a hub SIGKILLed and started again on a loaded machine). So each
-    client gets ``ATTEMPT_WINDOW`` retry periods; one that has not connected by then is closed
-    (bounded) and a fresh one tries.
-    """
-    loop = asyncio.get_running_loop()
-    stop_at = None if deadline is None else loop.time() + deadline
-    window = ATTEMPT_WINDOW * (options.request_timeout + options.reconnect_wait)
-    while True:
-        nc = Client()
-        left = window if stop_at is None else min(window, max(0.0, stop_at - loop.time()))
-        try:
-            await asyncio.wait_for(nc.connect(**kwargs), left)
-            return nc
-        except asyncio.CancelledError:  # a process stopped while it still waits for its server
-            await _close(nc, timeout=options.request_timeout)
-            raise
-        except Exception as exc:  # TimeoutError at the deadline; nats-py raises many kinds otherwise
-            await _close(nc, timeout=options.request_timeout)
-            if not isinstance(exc, TimeoutError):
-                raise errors.Unavailable(describe_failure(exc, options=options)) from None
-            if stop_at is not None and loop.time() >= stop_at:
-                raise errors.Unavailable(failures.timed_out(deadline)) from None
-            log.debug("no NATS connection within %.1fs; trying with a fresh client", window)
-
-
 async def connect(
     options: Options, *, deadline: float | None = None, report: Callable[[str], None] | None = None
 ) -> Connection:
@@ -293,7 +258,7 @@ async def connect(
             log.warning("NATS disconnected; reconnecting")
 
     callbacks = {"error_cb": error_cb, "reconnected_cb": reconnected_cb, "disconnected_cb": disconnected_cb}
-    nc = await _first_connect(options, {**_client_options(options), **callbacks}, deadline, failures)
+    nc = await _first_connect(options, failures, deadline=deadline, callbacks=callbacks)
     failures.last.clear()
     conn = Connection(
         nc=nc,
@@ -304,3 +269,47 @@ async def connect(
     )
     holder.append(conn)
     return conn
+
+
+async def _first_connect(
+    options: Options, failures: _Failures, *, deadline: float | None, callbacks: dict[str, Any]
+) -> Client:
+    """A connected client, after as many attempts as it takes (until ``deadline`` seconds, if any).
+
+    One attempt per client, and our own retry loop around it: nats-py's first connect, retrying
+    on its own, closes a transport whose TLS handshake failed and then waits forever for it to
+    report closed (nats-io/nats.py#718, #382). A handshake fails that way whenever the
+    ClientHello is later than nats-server's ``handshake_first`` fallback delay (it then sends
+    INFO in the clear; 50 ms with "auto", so a loaded machine did), and the process never
+    connected again.
+    """
+    kwargs = {**_client_options(options), **callbacks, "allow_reconnect": False}
+    loop = asyncio.get_running_loop()
+    give_up = None if deadline is None else loop.time() + deadline
+    while True:
+        nc = Client()
+        remaining = None if give_up is None else max(0.0, give_up - loop.time())
+        try:
+            await asyncio.wait_for(nc.connect(**kwargs), remaining)
+        except asyncio.CancelledError:  # a process stopped while it still waits for its server
+            await _close(nc, timeout=_ABANDON_TIMEOUT)
+            raise
+        except (OSError, nats.errors.Error, TimeoutError) as exc:
+            # A failed attempt (nats-py's own connect timeout is a TimeoutError too, and so is
+            # our deadline): try again, as nats-py would, unless the deadline has passed.
+            await _close(nc, timeout=_ABANDON_TIMEOUT)
+            passed = give_up is not None and loop.time() >= give_up
+            if not (passed and isinstance(exc, TimeoutError)):  # the last attempt's reason stays
+                failures.record(exc)
+            if passed:
+                raise errors.Unavailable(failures.timed_out(deadline)) from None
+            pause = options.reconnect_wait * random.uniform(0.5, 1.5)  # sites must not stampede
+            await asyncio.sleep(pause if give_up is None else min(pause, max(0.0, give_up - loop.time())))
+            continue
+        except Exception as exc:  # a configuration nats-py refuses (a bad seed file): no retry helps
+            await _close(nc, timeout=_ABANDON_TIMEOUT)
+            raise errors.Unavailable(describe_failure(exc, options=options)) from None
+        # Connected: from now on nats-py reconnects forever on its own (a failed TLS handshake
+        # during a reconnect does not hang: it leaves that transport and tries again).
+        nc.options["allow_reconnect"] = True
+        return nc

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,8 @@ class ConsumerState:
     """Delivered, not yet acknowledged."""
     delivered_stream_seq: int
     ack_floor_stream_seq: int
+    ack_wait: float = streams.ACK_WAIT_SECONDS
+    """Seconds the server waits for an ack (or an in-progress) before it redelivers."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ async def consumer_info(conn: Connection, stream: str, consumer: str) -> Consume
         num_ack_pending=info.num_ack_pending or 0,
         delivered_stream_seq=(info.delivered.stream_seq or 0) if info.delivered else 0,
         ack_floor_stream_seq=(info.ack_floor.stream_seq or 0) if info.ack_floor else 0,
+        ack_wait=float(config.ack_wait) if config.ack_wait else streams.ACK_WAIT_SECONDS,
     )
 
 
@@ -92,6 +96,11 @@ class Delivery:
     def __repr__(self) -> str:
         return f"Delivery({self.subject!r}, stream_seq={self.stream_seq}, delivered={self.num_delivered})"
 
+    @property
+    def reply(self) -> str:
+        """The ack subject of this delivery (where ack, nak, term and in-progress go)."""
+        return self._msg.reply
+
     def _ack_subjects(self) -> list[str]:
         return [self._msg.reply]
 
@@ -113,6 +122,11 @@ class Delivery:
         """Still working: reset the ack-wait timer."""
         await self._settle(self._msg.in_progress(), what=f"in-progress {self.subject}")
 
+    async def queue_in_progress(self) -> None:
+        """Hand an in-progress to the client's buffer without waiting for the server: for
+        ``in_progress`` (the batch), which flushes once and translates errors for them all."""
+        await self._msg.in_progress()
+
     async def _settle(self, call: Any, *, what: str) -> None:
         # A plain publish gets no answer; the flush round-trip makes a denial arrive before we return.
         async def settle_and_flush() -> None:
@@ -126,11 +140,19 @@ class Consumer:
     """A bound durable pull consumer."""
 
     def __init__(
-        self, conn: Connection, definition: streams.ConsumerDef, sub: JetStreamContext.PullSubscription
+        self,
+        conn: Connection,
+        definition: streams.ConsumerDef,
+        sub: JetStreamContext.PullSubscription,
+        *,
+        ack_wait: float = streams.ACK_WAIT_SECONDS,
     ):
         self._conn = conn
         self.definition = definition
         self._sub = sub
+        self.ack_wait = ack_wait
+        """The ack wait the server has for this consumer (read at bind): what in-progress
+        acks must beat, whatever the definition says (the hub owns the consumer)."""
 
     async def fetch(self, batch: int = 10, *, timeout: float = 5.0) -> list[Delivery]:
         """Up to ``batch`` messages, waiting at most ``timeout`` seconds; [] when none came."""
@@ -156,7 +178,7 @@ class Consumer:
 
 async def bind(conn: Connection, definition: streams.ConsumerDef) -> Consumer:
     """Bind to an existing durable consumer; ConsumerNotFound when the hub has not created it."""
-    await consumer_info(conn, definition.stream, definition.durable_name)
+    state = await consumer_info(conn, definition.stream, definition.durable_name)
     sub = await conn.call(
         conn.js.pull_subscribe_bind(
             durable=definition.durable_name,
@@ -166,7 +188,28 @@ async def bind(conn: Connection, definition: streams.ConsumerDef) -> Consumer:
         subjects=[],
         what=f"bind {definition.stream}/{definition.durable_name}",
     )
-    return Consumer(conn, definition, sub)
+    return Consumer(conn, definition, sub, ack_wait=state.ack_wait)
+
+
+async def in_progress(conn: Connection, deliveries: Sequence[Delivery]) -> None:
+    """Reset the ack-wait timer of every delivery, with one round trip for them all.
+
+    What a consumer with a short ack wait needs for the messages it holds: each in-progress is
+    a plain publish, so hundreds cost one flush, not hundreds.
+    """
+    if not deliveries:
+        return
+
+    async def send_and_flush() -> None:
+        for d in deliveries:
+            await d.queue_in_progress()
+        await conn.sync()
+
+    await conn.call(
+        send_and_flush(),
+        subjects=sorted({d.reply for d in deliveries}),
+        what=f"in-progress of {len(deliveries)} message(s)",
+    )
 
 
 async def last_message(
@@ -200,13 +243,27 @@ async def last_message(
     )
 
 
-async def purge_subject(conn: Connection, stream: str, subject: str) -> None:
-    """Remove every message on ``subject`` (a deleted control plane's intent, status, secrets)."""
+async def purge_subject(conn: Connection, stream: str, subject: str, *, up_to: int | None = None) -> None:
+    """Remove every message on ``subject`` (a deleted control plane's intent, status, secrets).
+
+    ``up_to``: only the messages with a sequence up to and including it, so a message published
+    on the subject after the caller read it (a new owner's) stays.
+    """
     await conn.call(
-        conn.js.purge_stream(stream, subject=subject),
+        conn.js.purge_stream(stream, subject=subject, seq=None if up_to is None else up_to + 1),
         subjects=[f"$JS.API.STREAM.PURGE.{stream}"],
         what=f"purge {subject} from {stream}",
     )
+
+
+async def subjects_of(conn: Connection, stream: str, pattern: str) -> dict[str, int]:
+    """The subjects of ``stream`` matching ``pattern`` that hold messages, with their counts."""
+    info = await conn.call(
+        conn.js.stream_info(stream, subjects_filter=pattern),
+        subjects=[f"$JS.API.STREAM.INFO.{stream}"],
+        what=f"subjects of {stream}",
+    )
+    return dict(info.state.subjects or {})
 
 
 async def subscribe_check(conn: Connection, subject: str) -> None:

@@ -30,6 +30,7 @@ from hub import api, ingest, mapping, placements, sites
 from hub import metrics as hub_metrics
 from hub import observations as hub_observations
 from hub.controllers import cache, queue, writing
+from hub.controllers import released as released_deletions
 from hub.controllers import site as site_controller
 from hub.reconcile import rkcp, rkcp_status
 from protocol import errors as protocol_errors
@@ -132,6 +133,13 @@ class Controller:
         self._last_error: dict[Key, str] = {}
         """Uids seen Ready once (first-ready metric and event exactly once per object)."""
         self._synced = asyncio.Event()
+        self._rkcps_listed: set[str | None] = set()
+        """Watch scopes whose RKCPs were listed: the released deletions are scanned after all."""
+        self._rkcps_synced = asyncio.Event()
+        self.released = released_deletions.ReleasedDeletions(
+            conn=conn, prefix=prefix, on_purged=self._released_purged, metrics=metrics
+        )
+        """Deletions the site-unavailable timeout released, purged once the site confirms."""
 
     # -- wiring ----------------------------------------------------------------------------
 
@@ -152,10 +160,25 @@ class Controller:
         )
 
     def maps(self, coords: hub_observations.Coordinates) -> bool:
-        """Whether an RKCP maps to ``coords``: the ingest opens and keeps nothing else."""
-        return bool(self._by_coords.get(coords))
+        """Whether an RKCP maps to ``coords``: the ingest opens and keeps nothing else.
+
+        Asked for every message the ingest reads: one for the coordinates of a released deletion
+        (no RKCP maps to them any more) may be the site's confirmation, so it is checked now.
+        """
+        mapped = bool(self._by_coords.get(coords))
+        if not mapped:
+            self.released.poke(coords)
+        return mapped
 
     def on_observation(self, coords: hub_observations.Coordinates) -> None:
+        self.released.poke(coords)
+        for key in self._by_coords.get(coords, ()):
+            self.queue.add(key)
+
+    def _released_purged(self, coords: hub_observations.Coordinates) -> None:
+        """A released owner's messages were purged at ``coords``: what is held is read again."""
+        self.observations.unload(coords)
+        self._published_cache.pop(coords, None)
         for key in self._by_coords.get(coords, ()):
             self.queue.add(key)
 
@@ -175,6 +198,7 @@ class Controller:
         tasks.append(asyncio.create_task(self.site_sync.run()))
         tasks += [asyncio.create_task(self._watch_secrets(ns)) for ns in scopes]
         tasks += [asyncio.create_task(self._worker()) for _ in range(self.workers)]
+        tasks.append(asyncio.create_task(self.released.run(ready=self._rkcps_synced, maps=self.maps)))
         try:
             await asyncio.gather(*tasks)
         finally:
@@ -204,6 +228,10 @@ class Controller:
                     self._remember(r, o)
                 if r is SITE:
                     self._sites_synced.set()
+                if r is RKCP:
+                    self._rkcps_listed.add(namespace)
+                    if len(self._rkcps_listed) >= max(1, len(self.namespaces)):
+                        self._rkcps_synced.set()
             elif item.type == "DELETED":
                 self._forget(r, _key(item.object))
             else:
@@ -484,6 +512,8 @@ class Controller:
         except protocol_errors.DecodeError as exc:
             log.error("undecodable intent on %s: %s", stored.subject, exc)
             return rkcp.Published(seq=stored.seq, op="invalid", generation=-1, owner_uid="", spec_digest="")
+        for uid in i.replaces:
+            self.released.track(coords, uid, stored.seq)
         try:
             signing.verify(stored.data, self._own_key)
             signed = True
@@ -499,6 +529,7 @@ class Controller:
             kubeconfig_key=i.kubeconfig_key,
             key_id=i.key_id,
             signed=signed,
+            replaces=tuple(i.replaces),
         )
 
     async def _report(self, coords: hub_observations.Coordinates) -> rkcp.SiteReport:
@@ -546,6 +577,9 @@ class Controller:
             self.observations.forget(coords)
             self._published_cache[coords] = None
             self._published_checked[coords] = asyncio.get_running_loop().time()
+        elif isinstance(action, rkcp.Release):
+            coords = hub_observations.Coordinates(*mapping.coordinates(r))
+            self.released.track(coords, r.metadata.uid, action.seq)
         elif isinstance(action, rkcp.WriteSecrets):
             return await self._write_secrets(action, r, o)
         elif isinstance(action, rkcp.SetEndpoint):
@@ -593,6 +627,7 @@ class Controller:
             issued_at=o.now,
             spec=action.spec,
             kubeconfig_key=r.spec.kubeconfig_secret_key,
+            replaces=action.replaces,
         )
         body = messages.encode(signing.sign(intent, self.signer))
         digest = rkcp.spec_digest(action.spec)
@@ -636,7 +671,10 @@ class Controller:
             spec_digest=digest,
             kubeconfig_key=r.spec.kubeconfig_secret_key,
             key_id=self.signing_key_id,
+            replaces=action.replaces,
         )
+        for uid in action.replaces:
+            self.released.track(hub_observations.Coordinates(site, ns, name), uid, ack.seq)
         self.metrics.intents_published.labels(site=site, op=action.op).inc()
         log.info(
             "published %s intent for %s/%s (generation %d) as seq %d",

@@ -44,6 +44,8 @@ class Published:
     signed: bool = True
     """Signed by the hub's current key. Anyone with the hub's NATS credentials can publish on
     the subject; what the hub did not sign is replaced (and, after a key rotation, re-signed)."""
+    replaces: tuple[str, ...] = ()
+    """The intent's ``replaces``: earlier owners whose released deletion it carries on."""
 
 
 def spec_digest(spec: dict[str, Any] | None) -> str:
@@ -105,11 +107,21 @@ class Publish:
     spec: dict[str, Any]
     expected_last_seq: int
     """Fencing: the subject's sequence we based the decision on (0: no message yet)."""
+    replaces: tuple[str, ...] = ()
+    """Earlier owners whose TCP the site may delete to apply this intent (``replaced_owners``)."""
 
 
 @dataclass(frozen=True)
 class Purge:
     """Remove the control plane's intent, status and secrets subjects."""
+
+
+@dataclass(frozen=True)
+class Release:
+    """The site-unavailable timeout released this owner's deletion: its delete intent (``seq``)
+    stays for the site, and its subjects are purged once the site confirms (issue 11 §6)."""
+
+    seq: int
 
 
 @dataclass(frozen=True)
@@ -135,7 +147,7 @@ class Event:
     message: str
 
 
-Action = AddFinalizer | RemoveFinalizer | Publish | Purge | WriteSecrets | SetEndpoint | Event
+Action = AddFinalizer | RemoveFinalizer | Publish | Purge | Release | WriteSecrets | SetEndpoint | Event
 
 
 @dataclass
@@ -173,6 +185,36 @@ def _report_for_owner(o: Observed) -> messages.Status | None:
     return s
 
 
+def _confirmed(status: messages.Status | None) -> bool:
+    """The site answered for this owner's own TCP: no earlier owner's TCP stands there any more."""
+    return (
+        status is not None
+        and status.phase != "Rejected"
+        and status.reason != rkcp_status.REPLACING_PREVIOUS_OWNER
+    )
+
+
+def replaced_owners(o: Observed, status: messages.Status | None) -> tuple[str, ...]:
+    """Earlier owners of these coordinates whose TCP the site may still run (issue 11 §3).
+
+    The subject holds one intent: a new owner's provision overwrites a released owner's delete
+    (the site was away past ``siteUnavailableDeletionTimeout``), so the new intent carries the
+    released owners on, signed, and the agent deletes a TCP of theirs before creating the new one.
+    Derived from the stream alone (the latest intent and what it carried), so a restarted hub
+    knows them too: a delete of another owner adds that owner; our own intent keeps its list until
+    the site answers for our TCP. The newest ``messages.MAX_REPLACED`` are kept.
+    """
+    p, uid = o.published, o.rkcp.metadata.uid
+    if p is None or not p.signed:
+        return ()
+    if p.owner_uid == uid:
+        carried = () if _confirmed(status) else p.replaces
+    else:
+        carried = (*p.replaces, p.owner_uid) if p.op == "delete" and p.owner_uid else ()
+    out = tuple(dict.fromkeys(u for u in carried if u and u != uid))
+    return out[-messages.MAX_REPLACED :]
+
+
 @dataclass(frozen=True)
 class SecretsDecision:
     state: str
@@ -196,6 +238,10 @@ def decide_secrets(o: Observed) -> SecretsDecision:
     if report.secrets_error:
         return SecretsDecision("DecryptFailed", report.secrets_error)
     sealed = bool(report.secrets_checksum)
+    if sealed and report.secrets_owner_uid in replaced_owners(o, None):
+        # The released owner's secrets, still on the subject while its TCP is replaced: not ours,
+        # and not a refusal either (nobody is trying to take them).
+        return SecretsDecision("Waiting", "waiting for the TenantControlPlane of this owner")
     if sealed and report.secrets_owner_uid != r.metadata.uid:
         return SecretsDecision(
             OWNER_MISMATCH,
@@ -351,6 +397,7 @@ def reconcile_normal(o: Observed) -> Plan:
         not_authorized=o.not_authorized,
         waiting_for_cluster=o.cluster_problem,
         recreating=_still_wanted(o, status_msg),
+        replacing=replaced_owners(o, status_msg),
     )
     # Not authorized: nothing reaches the site, whatever else holds (issue 10).
     blocked = bool(
@@ -371,9 +418,22 @@ def reconcile_normal(o: Observed) -> Plan:
                     "publishing the provision intent again",
                 )
             )
+        replaces = replaced_owners(o, status_msg)
+        if replaces and (o.published is None or o.published.owner_uid != r.metadata.uid):
+            actions.append(
+                Event(
+                    "Normal",
+                    rkcp_status.REPLACING_PREVIOUS_OWNER,
+                    f"the deletion of the previous owner (uid {', '.join(replaces)}) was released while "
+                    f"site {r.spec.site} was unavailable: its TenantControlPlane is replaced by this one",
+                )
+            )
         actions.append(
             Publish(
-                op="provision", spec=o.desired_spec, expected_last_seq=o.published.seq if o.published else 0
+                op="provision",
+                spec=o.desired_spec,
+                expected_last_seq=o.published.seq if o.published else 0,
+                replaces=replaces,
             )
         )
         actions.append(
@@ -405,6 +465,18 @@ def reconcile_normal(o: Observed) -> Plan:
         requeue_after=RESYNC_SECONDS,
         first_ready=first_ready,
         secrets_refused=secrets.refused,
+    )
+
+
+def _deleted_answer(o: Observed, p: Published) -> bool:
+    """The site answered the delete intent ``p`` with Deleted: for this owner's TCP, or for the
+    TCP of an earlier owner the intent names (what stood there was that one's, and it is gone)."""
+    s = o.report.status
+    return (
+        s is not None
+        and s.phase == "Deleted"
+        and s.intent_seq >= p.seq
+        and (s.owner_uid in ("", o.rkcp.metadata.uid) or s.owner_uid in p.replaces)
     )
 
 
@@ -445,7 +517,9 @@ def reconcile_delete(o: Observed) -> Plan:
     if p.op != "delete" or _signed_by_another_key(o) or not p.signed:
         return Plan(
             actions=[
-                Publish(op="delete", spec={}, expected_last_seq=p.seq),
+                Publish(
+                    op="delete", spec={}, expected_last_seq=p.seq, replaces=replaced_owners(o, status_msg)
+                ),
                 Event("Normal", "DeleteIntentPublished", f"delete intent sent to site {r.spec.site}"),
             ],
             status=deleting(
@@ -455,7 +529,7 @@ def reconcile_delete(o: Observed) -> Plan:
         )
     # Only a Deleted that answers the delete intent: one that predates it (the TCP vanished
     # earlier) is followed by the agent's answer, which would refill the subjects after a purge.
-    if status_msg is not None and status_msg.phase == "Deleted" and status_msg.intent_seq >= p.seq:
+    if _deleted_answer(o, p):
         return Plan(
             actions=[
                 Purge(),
@@ -476,6 +550,7 @@ def reconcile_delete(o: Observed) -> Plan:
                     f"site {r.spec.site} silent for longer than {limit}: finalizer removed; "
                     "the delete intent stays for the site to apply when it returns",
                 ),
+                Release(seq=p.seq),
                 RemoveFinalizer(),
             ],
             status=None,

@@ -15,6 +15,8 @@ from hub import api
 from protocol import messages
 
 SERVING_PHASES = ("Ready", "Upgrading")
+REPLACING_PREVIOUS_OWNER = "ReplacingPreviousOwner"
+"""The reason (condition, event, the agent's status) while an earlier owner's TCP is replaced."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,9 @@ class Facts:
     recreating: bool = False
     """The site reported the TCP gone while the hub still wants it (its latest intent is a
     provision for this owner): it is being created again, not deleted."""
+    replacing: tuple[str, ...] = ()
+    """Uids of earlier owners whose released deletion the site has not confirmed yet: their TCP
+    may still stand at these coordinates, and the provision intent replaces it (issue 11 §3)."""
 
 
 def _set(status: api.Status, cond: c.Condition, now: dt.datetime) -> None:
@@ -145,7 +150,17 @@ def set_status_fresh_condition(status: api.Status, f: Facts, *, now: dt.datetime
 def set_tenant_control_plane_ready_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
     g = f.generation
     s = f.status
-    if s is None:
+    if f.replacing and not f.deleting:
+        cond = c.new_condition(
+            api.TENANT_CONTROL_PLANE_READY,
+            c.FALSE,
+            REPLACING_PREVIOUS_OWNER,
+            f"the TenantControlPlane of the previous owner (uid {', '.join(f.replacing)}), whose deletion "
+            "was released while the site was unavailable, is deleted at the site before this one is created",
+            observed_generation=g,
+            now=now,
+        )
+    elif s is None:
         cond = c.new_condition(
             api.TENANT_CONTROL_PLANE_READY, c.UNKNOWN, "NoStatus", "", observed_generation=g, now=now
         )
@@ -163,7 +178,9 @@ def set_tenant_control_plane_ready_condition(status: api.Status, f: Facts, *, no
             api.TENANT_CONTROL_PLANE_READY, c.TRUE, s.phase, s.message, observed_generation=g, now=now
         )
     else:
-        reason = s.reason if s.phase in ("Rejected", "Failed") and s.reason else s.phase
+        # Drifted: the site changed fields we own and the agent is reverting them (issue 11 §5).
+        specific = s.phase in ("Rejected", "Failed") or s.reason == "Drifted"
+        reason = s.reason if specific and s.reason else s.phase
         cond = c.new_condition(
             api.TENANT_CONTROL_PLANE_READY, c.FALSE, reason, s.message, observed_generation=g, now=now
         )

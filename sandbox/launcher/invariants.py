@@ -4,7 +4,8 @@
 
 - ``stuck``: a live RKCP that is not Ready, or one still being deleted;
 - ``lost``: a live RKCP with no TCP at its site, or without its CAPI Secrets;
-- ``mismatch``: a TCP of another owner, or one that does not run the RKCP's spec, or a
+- ``mismatch``: a TCP of another owner, or one that does not run the RKCP's spec (every field
+  the hub's mapping gives for it, and none we applied and no longer want), or a
   ``<cluster>-kubeconfig`` whose client certificate does not verify against ``<cluster>-ca`` or
   is not the site's current admin kubeconfig;
 - ``orphaned``: a TCP at a site without a live owner, or the TCP of an RKCP the scenario deleted
@@ -32,12 +33,13 @@ from cryptography.exceptions import InvalidSignature
 
 from agent import tcps
 from common.kube import resources
-from hub import mapping
+from hub import api, mapping
 from sandbox.launcher.topology import Topology
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE
 SECRET = resources.SECRET
+CLUSTER = resources.CLUSTER
 OWNER_UID = tcps.OWNER_UID
 
 Deleted = tuple[str, str, str]
@@ -73,12 +75,22 @@ def _b64(secret: dict[str, Any], key: str) -> bytes:
     return base64.b64decode((secret.get("data") or {}).get(key) or "")
 
 
-def _spec_differs(rkcp: dict[str, Any], tcp: dict[str, Any]) -> str:
-    spec, tcp_spec = rkcp["spec"], tcp.get("spec") or {}
-    version = (tcp_spec.get("kubernetes") or {}).get("version")
-    replicas = ((tcp_spec.get("controlPlane") or {}).get("deployment") or {}).get("replicas")
-    want = (mapping.kubernetes_version(spec["version"]), spec.get("replicas", 2))
-    return "" if (version, replicas) == want else f"runs {(version, replicas)}, wants {want}"
+async def _wanted_spec(world: Topology, rkcp: dict[str, Any]) -> dict[str, Any]:
+    """The TCP spec the hub's mapping gives for ``rkcp`` and its owner Cluster (what it publishes)."""
+    model = api.RemoteKamajiControlPlane.parse(rkcp)
+    cluster = None
+    for ref in model.metadata.owner_references:
+        if ref.kind == "Cluster" and ref.api_version.startswith("cluster.x-k8s.io/"):
+            found = await world.mgmt.get_or_none(CLUSTER, ref.name, namespace=model.metadata.namespace)
+            cluster = api.Cluster.parse(found) if found is not None else None
+    return mapping.tcp_spec(model, cluster)
+
+
+def _spec_differs(want: dict[str, Any], tcp: dict[str, Any]) -> str:
+    """The fields we own where the TCP does not run ``want`` (a value differs or is missing, or a
+    field we applied before and no longer want is still there); Kamaji's own fields are not ours."""
+    paths = tcps.drift(want, tcp)
+    return f"differs from the RKCP's spec at {', '.join(paths)}" if paths else ""
 
 
 async def _secrets(world: Topology, rkcp: dict[str, Any], site: str, target: str) -> str:
@@ -114,7 +126,7 @@ async def _live(world: Topology, rkcp: dict[str, Any]) -> list[Finding]:
         return [*found, Finding("lost", f"{where} has no TCP at {site}")]
     if tcp["metadata"].get("annotations", {}).get(OWNER_UID) != meta["uid"]:
         found.append(Finding("mismatch", f"{where}: the TCP at {site} belongs to another owner"))
-    if differs := _spec_differs(rkcp, tcp):
+    if differs := _spec_differs(await _wanted_spec(world, rkcp), tcp):
         found.append(Finding("mismatch", f"{where}: the TCP at {site} {differs}"))
     if problem := await _secrets(world, rkcp, site, target):
         kind: Kind = "lost" if problem == MISSING_SECRETS else "mismatch"

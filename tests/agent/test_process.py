@@ -100,6 +100,47 @@ async def test_agent_process_applies_intents_and_stops_cleanly(
     assert signing_key not in log and seed not in log
 
 
+async def test_an_edit_at_the_site_is_reverted_from_the_watch_not_at_the_resync(
+    world: tuple[natsd.NatsServer, Path, Path, Path, bus.Connection], tmp_path: Path
+) -> None:
+    """Issue 11 §5: with an hour between anti-entropy passes, a site admin's edit of the version
+    and the replicas is undone from the TCP watch event, and the hub hears Ready again."""
+    server, conf, keys_dir, kubeconfig, hub = world
+    args = agent_args(server, conf / "sites" / "site-a.nk", keys_dir, kubeconfig)
+    proc = agent_process([*args, "--resync-interval", "1h"], tmp_path / "agent.log")
+    api = await ckube.api_client_from_kubeconfig(kubeconfig)
+    site = ckube.Kube(api)
+    try:
+        # Not waiting for /readyz: the intent waits in the durable consumer until the agent binds
+        # (which took over 20 s on the shared machine under load), and the outcome is what counts.
+        signer = keys.load_signing_key((keys_dir / keyfiles.SIGNING_FILE).read_text())
+        sent = signing.sign(intent("edited"), signer)
+        await bus.publish(
+            hub, subjects.intent("site-a", NAMESPACE, "edited"), messages.encode(sent), msg_id="edited-1"
+        )
+        async with kamaji.Simulator(str(kubeconfig), ready_delay=0.2):
+            await _status(hub, "edited", "Ready", within=60)
+            edit = {"kubernetes": {"version": "v1.20.0"}, "controlPlane": {"deployment": {"replicas": 5}}}
+            await site.patch(TCP, "edited", {"spec": edit}, namespace=NAMESPACE)
+
+            async def reverted() -> bool:
+                obj = await site.get(TCP, "edited", namespace=NAMESPACE)
+                spec = obj["spec"]
+                replicas = spec["controlPlane"]["deployment"]["replicas"]
+                return bool(spec["kubernetes"]["version"] == "v1.31.0" and replicas == 2)
+
+            await helpers.eventually(reverted, within=60)  # the resync would come after 1 h
+            ready = await _status(hub, "edited", "Ready", within=60)
+        assert ready.version == "v1.31.0"
+        _, metrics = await proc.get("/metrics")
+        assert "kb_agent_drift_reverted_total 1.0" in metrics
+    finally:
+        await api.close()
+        code = proc.stop()
+    assert code == 0
+    assert "reverted drift of TenantControlPlane tenants/edited" in proc.log.read_text()
+
+
 async def test_credentials_of_another_site_are_a_clear_configuration_error(
     world: tuple[natsd.NatsServer, Path, Path, Path, bus.Connection], tmp_path: Path
 ) -> None:
@@ -133,7 +174,7 @@ def test_bad_flags_name_the_flag(tmp_path: Path) -> None:
     assert "--hub-public-keys: required" in out.stderr
 
 
-async def _status(hub: bus.Connection, name: str, phase: str) -> messages.Status:
+async def _status(hub: bus.Connection, name: str, phase: str, *, within: float = 20) -> messages.Status:
     found: list[messages.Status] = []
 
     async def check() -> bool:
@@ -141,5 +182,5 @@ async def _status(hub: bus.Connection, name: str, phase: str) -> messages.Status
         found[:] = [messages.decode_status(stored.data)] if stored else []
         return bool(found) and found[0].phase == phase
 
-    await helpers.eventually(check, within=20)
+    await helpers.eventually(check, within=within)
     return found[0]

@@ -335,3 +335,49 @@ async def test_connect_gives_up_only_at_the_deadline() -> None:
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_connect_retries_after_a_tls_handshake_that_failed(nats_server: natsd.NatsServer) -> None:
+    """The first connection of the client gets INFO in the clear instead of a TLS handshake
+    (what nats-server's ``handshake_first: "auto"`` sends when the ClientHello is late, on a
+    loaded machine); the next ones reach the real server. nats-py's own first-connect loop hung
+    forever after such a failure (nats-io/nats.py#718): the process never connected."""
+    import asyncio
+    from urllib.parse import urlsplit
+
+    target = urlsplit(nats_server.url)
+    attempts: list[int] = []
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            writer.close()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        attempts.append(len(attempts))
+        if len(attempts) == 1:
+            writer.write(b'INFO {"server_id":"fallback","tls_required":true}\r\n')
+            await writer.drain()
+            await reader.read(65536)  # the ClientHello that came too late; then hang up
+            writer.close()
+            return
+        up_reader, up_writer = await asyncio.open_connection(target.hostname, target.port)
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    proxy = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = proxy.sockets[0].getsockname()[1]
+    try:
+        options = helpers.options(f"tls://127.0.0.1:{port}")
+        conn = await bus.connect(options, deadline=15)
+        try:
+            await conn.sync()
+            assert conn.connected and len(attempts) >= 2
+        finally:
+            await conn.close()
+    finally:
+        proxy.close()

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 from pathlib import Path
 
 import nats
 import pytest
 
-from common import bus
 from common.bus import tls
 from sandbox import natsd
 from tests import helpers
@@ -86,51 +84,3 @@ async def test_a_raw_nats_client_connects_with_the_helpers_context(nats_server: 
         assert nc.is_connected
     finally:
         await nc.close()
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, OSError):
-        pass
-    finally:
-        writer.close()
-
-
-async def test_a_first_handshake_answered_in_the_clear_is_tried_again(nats_server: natsd.NatsServer) -> None:
-    """What nats-server (``handshake_first: auto``) does when a ClientHello comes late, as it
-    does for a process starting on a loaded machine: it sends INFO in the clear. nats-py then
-    waited forever for the failed transport and never tried again, so a hub SIGKILLed and
-    started again never connected (issue 11). The first connection here gets that answer; the
-    next ones reach the real server."""
-    connections: list[int] = []
-    pipes: list[asyncio.Task[None]] = []
-
-    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connections.append(len(connections))
-        if len(connections) == 1:
-            writer.write(b'INFO {"server_id":"late","tls_required":true}\r\n')
-            await writer.drain()
-            await reader.read(65536)  # the ClientHello, which it no longer waits for
-            writer.close()
-            return
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", nats_server.port)
-        pipes.extend(
-            [asyncio.create_task(_pipe(reader, up_writer)), asyncio.create_task(_pipe(up_reader, writer))]
-        )
-
-    proxy = await asyncio.start_server(answer, "127.0.0.1", 0)
-    port = proxy.sockets[0].getsockname()[1]
-    try:
-        conn = await bus.connect(helpers.options(f"tls://127.0.0.1:{port}"), deadline=20)
-        try:
-            assert len(connections) >= 2 and conn.nc.is_connected
-        finally:
-            await conn.close()
-    finally:
-        proxy.close()
-        for task in pipes:
-            task.cancel()
-        await asyncio.gather(*pipes, return_exceptions=True)

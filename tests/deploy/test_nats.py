@@ -98,7 +98,7 @@ def test_tls_for_clients_routes_and_leaf_nodes() -> None:
     pair = f'cert_file: "{TLS_MOUNT}/tls.crt"\n'
     key = f'key_file: "{TLS_MOUNT}/tls.key"\n'
     client = _block(text, "tls")
-    assert pair in client and key in client and 'handshake_first: "1s"' in client
+    assert pair in client and key in client and 'handshake_first: "2s"' in client
     routes = _block(text, "cluster")
     assert pair in routes and key in routes
     assert f'ca_file: "{TLS_MOUNT}/ca.crt"' in routes and "verify: true" in routes, "mutual TLS"

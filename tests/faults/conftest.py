@@ -23,6 +23,9 @@ from tests.faults.measure import Measure
 
 _HERE = Path(__file__).resolve().parent
 
+FAULTS_TIMEOUT = 600
+"""pytest-timeout's ceiling for one fault scenario (the suite's default is 120 s)."""
+
 SITES = ("site-a", "site-b")
 BASE = workload.control_plane_names(SITES, per_site=1)
 """(name, site) of the control planes every scenario leaves alone (and the invariants check)."""
@@ -32,6 +35,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.faults)
+            if item.get_closest_marker("timeout") is None:
+                # A scenario's first test also carries its module's topology start (over 100 s
+                # on two busy cores); convergence itself is bounded by each scenario's wait.
+                item.add_marker(pytest.mark.timeout(FAULTS_TIMEOUT))
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -75,7 +75,7 @@ class Measure:
                 world, deleted=gone, since=self.marks, allowed_errors=allowed_errors
             )
             self._report(seconds, found)
-        assert [str(f) for f in found] == []
+        assert not found, "the invariants do not hold:\n" + "\n".join(str(f) for f in found)
         return seconds
 
     def _report(self, seconds: float, found: list[invariants.Finding]) -> None:

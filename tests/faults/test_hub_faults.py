@@ -28,12 +28,7 @@ from tests import helpers, topologies
 from tests.faults.conftest import BASE, SITES
 from tests.faults.measure import Measure
 
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    # A hang guard, not a time limit: the first scenario also starts this module's topology
-    # (two hub replicas), which on a loaded 2-core machine alone can take the default 120 s.
-    pytest.mark.timeout(300),
-]
+pytestmark = [pytest.mark.asyncio(loop_scope="module")]
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE

@@ -29,6 +29,13 @@ def test_intent_from_a_newer_version_with_unknown_fields() -> None:
     assert i.spec == {}
 
 
+def test_intent_naming_replaced_owners_and_one_from_before_the_field() -> None:
+    """0.3 added ``replaces`` (issue 11 §3); intents from before decode with none."""
+    i = messages.decode_intent(load("intent-replacing.json"))
+    assert (i.owner.uid, i.replaces) == ("u-new", ("u-old",))
+    assert messages.decode_intent(load("intent.json")).replaces == ()
+
+
 def test_status() -> None:
     s = messages.decode_status(load("status.json"))
     assert (s.phase, s.intent_seq, s.endpoint) == (
@@ -64,6 +71,7 @@ def test_every_fixture_is_covered() -> None:
     assert names == {
         "intent.json",
         "intent-delete-from-future.json",
+        "intent-replacing.json",
         "status.json",
         "status-minimal.json",
         "sealed-secrets.json",

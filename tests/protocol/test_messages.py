@@ -152,3 +152,21 @@ def test_mutated_valid_intents_decode_or_raise_decode_error(document: dict[str, 
 def test_deeply_nested_input_is_a_decode_error() -> None:
     with pytest.raises(errors.DecodeError):
         messages.decode_intent(b"[" * 100_000)
+
+
+@pytest.mark.parametrize(
+    ("replaces", "mentions"),
+    [
+        (["u"] * (messages.MAX_REPLACED + 1), "$.replaces"),
+        (["x" * 129], "$.replaces[0]"),
+        ("u-old", "$.replaces"),
+    ],
+    ids=["too many owners", "an overlong uid", "not a list"],
+)
+def test_replaced_owners_are_bounded(replaces: Any, mentions: str) -> None:
+    """An intent names at most MAX_REPLACED earlier owners (issue 11 §3), each a short uid."""
+    doc = msgspec.to_builtins(helpers.intent())
+    doc["replaces"] = replaces
+    with pytest.raises(errors.DecodeError) as exc:
+        messages.decode_intent(msgspec.json.encode(doc))
+    assert mentions in str(exc.value)

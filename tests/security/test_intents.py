@@ -231,9 +231,16 @@ async def test_a_hostile_intent_is_refused_and_the_agent_carries_on(
         return w.rejected(reason) >= before + 1
 
     await helpers.eventually(counted, within=15)
-    state = await attacker.jetstream().consumer_info(s.intent_stream(), streams.agent_consumer_name(s.SITE))
+    consumer = (s.intent_stream(), streams.agent_consumer_name(s.SITE))
+
+    async def settled() -> bool:
+        # The refusal is counted just before the agent's term reaches the server.
+        state = await attacker.jetstream().consumer_info(*consumer)
+        return bool(state.ack_floor.stream_seq >= ack.seq and state.num_ack_pending == 0)
+
+    await helpers.eventually(settled, within=15)
+    state = await attacker.jetstream().consumer_info(*consumer)
     assert w.rejected(reason) == before + 1
-    assert state.ack_floor.stream_seq >= ack.seq and state.num_ack_pending == 0
     assert state.num_redelivered == 0  # terminated: not redelivered, in this case or any before
 
     refusals = [

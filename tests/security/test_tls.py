@@ -11,6 +11,7 @@ plaintext, clients had no CA setting, and nats-config wrote no TLS.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import stat
 import subprocess
@@ -22,7 +23,7 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from common import bus, errors, keyfiles, natsfiles, tlsfiles
+from common import bus, errors, keyfiles, natsconfig, natsfiles, tlsfiles
 from sandbox import kubeapi, natsd
 from tests import helpers
 from tests.security import tls_support as ts
@@ -291,7 +292,7 @@ def test_generated_config_requires_tls_and_is_valid(generated: Path) -> None:
     text = (generated / "nats-server.conf").read_text()
     assert f'cert_file: "{generated / "tls" / "server.crt"}"' in text
     assert f'key_file: "{generated / "tls" / "server.key"}"' in text
-    assert 'handshake_first: "1s"' in text
+    assert f"handshake_first: {json.dumps(natsconfig.TLS_FIRST_FALLBACK)}" in text
     done = subprocess.run(
         [natsd.find_binary(), "-t", "-c", str(generated / "nats-server.conf")], capture_output=True, text=True
     )

@@ -229,6 +229,8 @@ def test_create_carries_labels_annotations_and_spec() -> None:
         tcps.GENERATION: "4",
         tcps.INTENT_SEQ: "42",
         tcps.KUBECONFIG_KEY: "super.conf",
+        tcps.APPLIED_FIELDS: '[["controlPlane","deployment","replicas"],["kubernetes","version"]]',
+        tcps.APPLIED_HASH: tcps.fingerprint(intent.spec, tcps.leaves(intent.spec)),
     }
     assert d.action.body["spec"] == intent.spec
     assert (meta["name"], meta["namespace"]) == ("cp1", "tenants")
@@ -240,6 +242,53 @@ def test_stale_generation_names_both_generations_and_reports_the_applied_one() -
     assert d.report.phase == "Rejected" and d.report.observed_generation == 4
     assert "generation 3" in d.report.message and "generation 4" in d.report.message
     assert "tenants/cp1" in d.report.message
+
+
+def replacing(op: str = "provision", *replaced: str) -> messages.Intent:
+    """An intent of a new owner that names earlier owners whose deletion the hub released."""
+    spec = {} if op == "delete" else helpers.intent().spec
+    intent = helpers.intent(op=op, spec=spec)
+    owner = messages.Owner(uid="new-uid", namespace="default", name="cp1")
+    return msgspec.structs.replace(intent, owner=owner, replaces=replaced)
+
+
+REPLACE = [
+    # id, intent, observed, result, action, settle
+    ("provision naming the TCP's owner: delete it first", replacing("provision", "8d1c-uid"), observed(),
+     "replacing", intents.Delete(uid="tcp-uid-1", replacing=True), "nak"),
+    ("names it among others", replacing("provision", "zzz", "8d1c-uid"), observed(),
+     "replacing", intents.Delete(uid="tcp-uid-1", replacing=True), "nak"),
+    ("already being deleted: delete again, wait", replacing("provision", "8d1c-uid"), observed(deleting=True),
+     "replacing", intents.Delete(uid="tcp-uid-1", replacing=True), "nak"),
+    ("provision naming nobody: conflict", replacing("provision"), observed(), "conflict", None, "ack"),
+    ("provision naming someone else: conflict", replacing("provision", "zzz"), observed(),
+     "conflict", None, "ack"),
+    ("names the TCP's owner, TCP unmanaged: conflict", replacing("provision", "8d1c-uid"),
+     observed(managed=False), "conflict", None, "ack"),
+    ("old owner's TCP gone: create", replacing("provision", "8d1c-uid"), None, "applied", None, "ack"),
+    ("new owner's own TCP: the list changes nothing", replacing("provision", "8d1c-uid"),
+     observed(uid="new-uid"), "applied", None, "ack"),
+    ("delete naming the TCP's owner: it goes", replacing("delete", "8d1c-uid"), observed(),
+     "deleted", intents.Delete(uid="tcp-uid-1"), "ack"),
+    ("delete naming someone else: left alone", replacing("delete", "zzz"), observed(), "stale", None, "ack"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("intent", "obs", "result", "action", "settle"), [c[1:] for c in REPLACE],
+                         ids=[c[0] for c in REPLACE])  # fmt: skip
+def test_replacing_a_released_owner(
+    intent: messages.Intent, obs: dict[str, Any] | None, result: str, action: Any, settle: str
+) -> None:
+    """Issue 11 §3: only an owner the signed intent names in ``replaces`` loses its TCP."""
+    d = intents.decide(intent, SEQ + 1, obs, ctx=CTX)
+    assert d.result == result and d.settle == settle
+    if action is None:
+        assert not isinstance(d.action, intents.Delete)
+    else:
+        assert d.action == action
+    if result == "replacing":
+        assert d.report is not None and d.report.reason == "ReplacingPreviousOwner"
+        assert d.report.phase == "Provisioning" and "8d1c-uid" in d.report.message
 
 
 def test_delete_is_fenced_by_uid_precondition() -> None:
@@ -315,19 +364,6 @@ def test_after_error(
 @pytest.mark.parametrize(("delivered", "delay"), [(1, 0.5), (2, 1.0), (5, 8.0), (50, 60.0)])
 def test_backoff(delivered: int, delay: float) -> None:
     assert intents.backoff(delivered) == delay
-
-
-@pytest.mark.parametrize(
-    ("spec", "have", "paths"),
-    [
-        ({"a": 1}, {"a": 1, "b": 2}, []),
-        ({"a": {"b": 1}}, {"a": {"b": 2}}, ["a.b"]),
-        ({"a": {"b": 1}}, {}, ["a"]),
-        ({"l": [1, 2]}, {"l": [2, 1]}, ["l"]),
-    ],
-)
-def test_drift(spec: dict[str, Any], have: dict[str, Any], paths: list[str]) -> None:
-    assert tcps.drift(spec, have) == paths
 
 
 SIGNER = keys.new_signing_key()

@@ -92,7 +92,7 @@ async def test_provision_creates_the_tcp_with_the_exact_spec_labels_and_annotati
     notes = obj["metadata"]["annotations"]
     assert notes[tcps.OWNER_UID] == sent.owner.uid and notes[tcps.INTENT_SEQ] == str(seq)
     assert notes[tcps.GENERATION] == "3" and notes[tcps.OWNER] == "default/cp1"
-    assert tcps.drift(sent.spec, obj["spec"]) == []
+    assert tcps.drift(sent.spec, obj) == []
     await helpers.eventually(lambda: _async(agent.count("provision", "applied") == 1))
     await helpers.eventually(lambda: _async(agent.readiness.ready))
 
@@ -116,6 +116,32 @@ async def test_update_patches_and_delete_waits_for_kamaji(agent: Agent, hub: Hub
     deleted = await hub.status_is("cp1", "Deleted")
     assert deleted.owner_uid == first.owner.uid
     assert await site.get_or_none(TCP, "cp1", namespace=NAMESPACE) is None
+
+
+async def test_fields_removed_from_the_intent_are_removed_from_the_tcp(
+    agent: Agent, hub: Hub, site: ckube.Kube
+) -> None:
+    """Issue 11 §5: certSANs, the address, service labels and the dataStore the RKCP no longer
+    has leave the TCP; what the CRD's defaulting or Kamaji set stays."""
+    full = msgspec.json.decode(msgspec.json.encode(intent().spec))
+    full["controlPlane"]["service"]["additionalMetadata"] = {"labels": {"team.example.com/owner": "a"}}
+    full["networkProfile"] = {"certSANs": ["cp1.example.com"], "address": "10.0.0.9"}
+    full["dataStore"] = "etcd-1"
+    first = intent(spec=full)
+    await hub.send(first)
+    created = await tcp_where(site, "cp1", lambda o: o is not None and _phase(o) == "Ready")
+    assert created is not None and created["spec"]["networkProfile"]["port"] == 6443  # the CRD's default
+
+    await hub.send(msgspec.structs.replace(intent(), generation=2))
+    after = await tcp_where(
+        site, "cp1", lambda o: o is not None and o["metadata"]["annotations"][tcps.GENERATION] == "2"
+    )
+    assert after is not None
+    assert "dataStore" not in after["spec"]
+    assert "additionalMetadata" not in after["spec"]["controlPlane"]["service"]
+    network = after["spec"]["networkProfile"]
+    assert "certSANs" not in network and "address" not in network and network["port"] == 6443
+    assert tcps.drift(intent().spec, after) == [] and not tcps.drifted(after)
 
 
 async def test_delete_of_an_absent_tcp_is_deleted_at_once(agent: Agent, hub: Hub) -> None:

@@ -333,7 +333,7 @@ async def test_restore_recreates_a_tcp_deleted_by_hand_while_its_intent_says_pro
     after = await site.get(TCP, "cp1", namespace=NAMESPACE)
     assert after["metadata"]["uid"] != before["metadata"]["uid"]
     assert tcps.applied(after, site=SITE) == tcps.applied(before, site=SITE)
-    assert tcps.drift(intent().spec, after["spec"]) == []
+    assert tcps.drift(intent().spec, after) == []
     # Already there (our own, or anyone's): nothing created, the caller reports what it sees.
     assert await cleanup.loop.restore(NAMESPACE, "cp1", tcps.applied(before, site=SITE)) is False
 
@@ -351,3 +351,30 @@ async def test_restore_leaves_a_tcp_gone_once_the_intent_says_delete(
     assert await site.get_or_none(TCP, "cp1", namespace=NAMESPACE) is None
     # A subject that never had a message: nothing to restore either.
     assert await cleanup.loop.restore(NAMESPACE, "never", tcps.applied(before, site=SITE)) is False
+
+
+async def test_revert_applies_the_tcps_own_intent_again_and_leaves_a_newer_one_to_the_apply_loop(
+    conn: bus.Connection, site: ckube.Kube, hub: Hub, agent: Agent
+) -> None:
+    seq = await hub.send(intent())
+    before = await applied(site, "cp1", seq)
+    cleanup = Cleanup(conn, site, hub, agent=agent)
+    # In sync: nothing to revert.
+    assert await cleanup.loop.revert(NAMESPACE, "cp1") is False
+    edit = {"kubernetes": {"version": "v1.20.0"}, "controlPlane": {"service": {"serviceType": "NodePort"}}}
+    await site.patch(TCP, "cp1", {"spec": edit}, namespace=NAMESPACE)
+    assert tcps.drifted(await site.get(TCP, "cp1", namespace=NAMESPACE))
+
+    assert await cleanup.loop.revert(NAMESPACE, "cp1") is True
+    after = await site.get(TCP, "cp1", namespace=NAMESPACE)
+    assert tcps.drift(intent().spec, after) == [] and not tcps.drifted(after)
+    assert after["metadata"]["uid"] == before["metadata"]["uid"] and cleanup.reverted == 1
+    # Gone, or never there: nothing to revert.
+    assert await cleanup.loop.revert(NAMESPACE, "never") is False
+
+    # A newer intent is the apply loop's: revert leaves the TCP to it.
+    await agent.stop()
+    await hub.send(with_version(intent(), "v1.32.0"))
+    await site.patch(TCP, "cp1", {"spec": edit}, namespace=NAMESPACE)
+    assert await cleanup.loop.revert(NAMESPACE, "cp1") is False
+    assert version(await site.get(TCP, "cp1", namespace=NAMESPACE)) == "v1.20.0"

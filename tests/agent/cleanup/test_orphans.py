@@ -341,3 +341,14 @@ def test_recreate(found: orphans.Found, gone: tcps.Applied | None, seq: int | No
         return
     assert isinstance(found, orphans.Latest)
     assert body == tcps.desired(found.intent, seq=seq)
+
+
+def test_a_tcp_without_the_record_of_owned_fields_gets_it_without_counting_drift() -> None:
+    # Applied by an agent from before the record: nothing drifted, the record is written once.
+    obj = tcp()
+    del obj["metadata"]["annotations"][tcps.APPLIED_FIELDS]
+    [action] = plan(orphans.Observed(obj, latest())).actions
+    assert isinstance(action, orphans.Reapply) and action.fields == ()
+    assert tcps.APPLIED_FIELDS in action.patch["metadata"]["annotations"]
+    # With the record in place: nothing to do.
+    assert plan(orphans.Observed(tcp(), latest())).actions == ()

@@ -314,6 +314,43 @@ async def test_a_tcp_the_restorer_brings_back_is_never_reported_deleted(
     assert asked == [(NS, "cp1", tcps.applied(first, site=SITE))]
 
 
+async def test_a_tcp_edited_at_the_site_is_reported_drifted_and_reverted_from_the_watch(
+    kube: ckube.Kube, simulator: kamaji.Simulator, hub: Hub, start: Start
+) -> None:
+    loop, _ = await start()
+    asked: list[tuple[str, str]] = []
+
+    async def revert(namespace: str, name: str) -> bool:
+        # What the cleanup loop's revert does: apply the TCP's own intent again.
+        asked.append((namespace, name))
+        await kube.patch(tcps.TCP, name, {"spec": SPEC}, namespace=namespace)
+        return True
+
+    await create_tcp(kube, "cp1", seq=5)
+    await hub.until("cp1", lambda s: s.phase == "Ready")
+    await kube.patch(tcps.TCP, "cp1", {"spec": {"kubernetes": {"version": "v1.20.0"}}}, namespace=NS)
+    # No reverter: the hub is told the TCP is not what it asked for, whatever Kamaji says.
+    drifted = await hub.until("cp1", lambda s: s.reason == "Drifted")
+    assert drifted.phase == "NotReady" and "reverting" in drifted.message and "v1.20.0" not in drifted.message
+    # A field Kamaji (or anyone) adds beside ours is not drift.
+    await kube.patch(tcps.TCP, "cp1", {"spec": SPEC}, namespace=NS)
+    await hub.until("cp1", lambda s: s.phase == "Ready")
+    beside = {"networkProfile": {"dnsServiceIPs": ["10.96.0.10"]}}
+    await kube.patch(tcps.TCP, "cp1", {"spec": beside}, namespace=NS)
+
+    loop.revert = revert
+    edit = {"controlPlane": {"deployment": {"replicas": 7}}}
+    await kube.patch(tcps.TCP, "cp1", {"spec": edit}, namespace=NS)
+    await helpers.eventually(lambda: _reverted(kube))
+    await hub.until("cp1", lambda s: s.phase == "Ready" and s.reason != "Drifted" and s.replicas == 2)
+    assert asked and set(asked) == {(NS, "cp1")}
+
+
+async def _reverted(kube: ckube.Kube) -> bool:
+    obj = await kube.get(tcps.TCP, "cp1", namespace=NS)
+    return obj["spec"]["controlPlane"]["deployment"]["replicas"] == 2 and not tcps.drifted(obj)
+
+
 async def test_a_tcp_deleted_for_a_delete_intent_is_not_restored(
     kube: ckube.Kube, simulator: kamaji.Simulator, hub: Hub, start: Start
 ) -> None:

@@ -184,6 +184,36 @@ def test_new_status_replica_counts(deployment: dict[str, Any], expected: tuple[i
     assert counts == expected
 
 
+DRIFTS: list[tuple[str, dict[str, Any], bool, str, str]] = [
+    # id, spec changes at the site, deleting, phase, reason
+    ("as applied", {}, False, "Ready", "Ready"),
+    ("Kamaji's field beside ours", {"networkProfile": {"port": 6443}}, False, "Ready", "Ready"),
+    ("an owned field edited", {"kubernetes": {"version": "v1.20.0"}}, False, "NotReady", "Drifted"),
+    ("an owned field removed", {"controlPlane": {}}, False, "NotReady", "Drifted"),
+    (
+        "edited, but being deleted",
+        {"kubernetes": {"version": "v1.20.0"}},
+        True,
+        "Deleting",
+        "DeletionRequested",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("changes", "deleting", "phase", "reason"), [d[1:] for d in DRIFTS], ids=[d[0] for d in DRIFTS]
+)
+def test_new_status_of_a_drifted_tcp_is_not_ready(
+    changes: dict[str, Any], deleting: bool, phase: str, reason: str
+) -> None:
+    obj = tcp(kamaji="Ready", installed="v1.31.0", deleting=deleting)
+    obj["spec"] = {**obj["spec"], **changes}
+    status = report.new_status(obj, site="site-a", now=helpers.T0)
+    assert (status.phase, status.reason) == (phase, reason)
+    assert ("reverting" in status.message) is (reason == "Drifted")
+    assert "v1.20.0" not in status.message
+
+
 def test_new_status_of_a_tcp_that_is_not_ours() -> None:
     obj = tcp(kamaji="Ready")
     obj["metadata"]["labels"][tcps.SITE] = "site-b"

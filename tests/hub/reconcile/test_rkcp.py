@@ -407,7 +407,7 @@ DELETES: list[tuple[str, rkcp.Observed, list[str]]] = [
             published=published(op="delete", seq=6),
             site=SiteView(connected=False, last_heartbeat_time=NOW - dt.timedelta(minutes=11)),
         ),
-        ["RemoveFinalizer"],
+        ["Release", "RemoveFinalizer"],
     ),
     (
         "site silent within the timeout: wait",
@@ -682,3 +682,25 @@ def test_a_tcp_deleted_at_the_site_is_not_accepted_while_wanted(
     for a in plan.actions:
         if isinstance(a, rkcp.Publish):
             assert a.op == "provision" and a.expected_last_seq == (o.published.seq if o.published else 0)
+
+
+# Issue 11 §5: the site reports NotReady/Drifted while it reverts an edit of fields we own.
+DRIFTED: list[tuple[str, messages.Status, tuple[str, str], bool]] = [
+    # id, the site's status, TenantControlPlaneReady, status.ready
+    ("drifted: not Ready, the reason says why", status("NotReady", reason="Drifted"), ("False", "Drifted"),
+     False),
+    ("reverted: Ready again", status("Ready", reason="Ready"), ("True", "Ready"), True),
+    ("another NotReady keeps the phase as reason", status("NotReady", reason="WriteLimited"),
+     ("False", "NotReady"), False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("site", "tcp_ready", "ready"), [x[1:] for x in DRIFTED], ids=[x[0] for x in DRIFTED]
+)
+def test_a_drifted_tcp_is_never_ready(site: messages.Status, tcp_ready: tuple[str, str], ready: bool) -> None:
+    plan = rkcp.reconcile(observed(report=rkcp.SiteReport(status=site)))
+    assert cond(plan, "TenantControlPlaneReady") == tcp_ready
+    assert plan.status is not None and plan.status.ready is ready
+    if not ready:
+        assert cond(plan, "Ready")[0] == "False"
