@@ -14,6 +14,12 @@ used is terminated (never redelivered), counted in ``kb_hub_bus_rejected_total{s
 (the stream names the site) and logged with its subject; nothing here ever logs or counts secret
 material.
 
+Sealed secrets are opened on arrival only to know whether they open (``SecretsSynced`` says
+``DecryptFailed`` at once); the payload is not kept. ``open_latest`` is the one way to the
+plaintext: it fetches the box from the stream (the last message on its subject), records it
+and opens it, for the controller to write at once. So acknowledging a box never risks it: a hub
+that dies before writing it reads it again from the stream (issue 11 §2).
+
 Memory: a site's messages are at most ``protocol.streams.MAX_MSG_SIZE`` (the server refuses
 larger ones), and each site's consumer fetches at most ``batch`` at a time, so messages in
 flight are bounded by sites * batch * message size; what is kept is bounded by the RKCPs.
@@ -212,20 +218,31 @@ class Ingest:
             announce=True,
         )
 
-    async def reopen(self, coords: observations.Key) -> None:
-        """Open the latest sealed secrets of ``coords`` again (they were released once written)."""
+    async def open_latest(
+        self, coords: observations.Key
+    ) -> tuple[messages.SealedSecrets, messages.SecretsPayload] | None:
+        """Fetch the latest sealed secrets of ``coords`` from the stream, record them and open
+        them: the box and its payload, or None when there is no usable box (what was found is
+        recorded, so the next reconcile decides from it). Raises ``common.errors.BusError``."""
         coords = observations.Coordinates(*coords)
         subject = subjects.secret(*coords, prefix=self.prefix)
         stream = self._stream(coords.site)
         stored = await bus.last_message(self.conn, stream, subject)
-        if stored is None:
-            return
-        sealed = self._decode(messages.decode_sealed_secrets, stream, subject, stored.data)
-        if sealed is None:
-            return
+        sealed = None
+        if stored is not None:
+            sealed = self._decode(messages.decode_sealed_secrets, stream, subject, stored.data)
+        if stored is None or sealed is None or observations.disagreement(coords, sealed) is not None:
+            # Purged or replaced by something unusable behind the hub's back: nothing to write
+            # until the site sends a box again (it does when its Secrets change or it restarts).
+            self.observations.drop_sealed(coords)
+            return None
         opened = observations.open_sealed(sealed, keyring=self.keyring)
-        if isinstance(opened, messages.SecretsPayload):
-            self.observations.restore_secrets(coords, sealed, opened)
+        self._record_sealed(
+            coords, sealed, stored.seq, stream=stream, subject=subject, announce=False, opened=opened
+        )
+        if isinstance(opened, observations.DecryptError):
+            return None
+        return sealed, opened
 
     # -- loading after a restart -------------------------------------------------------------
 
@@ -320,6 +337,7 @@ class Ingest:
         stream: str,
         subject: str,
         announce: bool,
+        opened: messages.SecretsPayload | observations.DecryptError | None = None,
     ) -> bool:
         why = observations.disagreement(coords, sealed)
         if why is not None:
@@ -328,7 +346,9 @@ class Ingest:
         if seq <= self.observations.held_seq(coords)[1]:
             # Already held (the consumer and load both saw it) or superseded: no need to open it.
             return True
-        opened = observations.open_sealed(sealed, keyring=self.keyring)
+        # Opened only to know whether it opens; the payload is not kept (see ``open_latest``).
+        if opened is None:
+            opened = observations.open_sealed(sealed, keyring=self.keyring)
         if isinstance(opened, observations.DecryptError):
             self._reject(stream, opened.reason, subject, opened.message)
         applied = self.observations.apply_sealed(coords, sealed, opened, seq)

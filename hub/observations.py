@@ -1,12 +1,14 @@
 """What the hub knows of each remote control plane from the bus: the pure, in-memory view.
 
-Owns, per control plane coordinates ``(site, namespace, name)``, the latest ``Status`` and the
-latest ``SealedSecrets`` (with the opened ``SecretsPayload`` or the reason it did not open),
-each with the stream sequence it came at, and a ``version`` that grows with every recorded
-change. The hub's RKCP controller reads it through ``get``; ``hub.ingest`` writes it from the
-hub's durable consumers and from the streams' last messages after a restart, only for
-coordinates an RKCP maps to (``retain`` drops the rest), so its size follows the RKCPs, never
-what a site sends.
+Owns, per control plane coordinates ``(site, namespace, name)``, the latest ``Status`` and what
+is needed to decide about the latest ``SealedSecrets`` (``SealedRef``: checksum, owner, key id;
+and why it did not open, if it did not), each with the stream sequence it came at, and a
+``version`` that grows with every recorded change. Nothing secret is kept: the box stays in the
+stream, the last message on its subject, and the hub fetches, opens and writes it in one step
+(``hub.ingest.Ingest.open_latest``) whenever the CAPI Secrets do not carry its checksum. The
+hub's RKCP controller reads it through ``get``; ``hub.ingest`` writes it from the hub's durable
+consumers and from the streams' last messages after a restart, only for coordinates an RKCP
+maps to (``retain`` drops the rest), so its size follows the RKCPs, never what a site sends.
 
 Pure: no I/O, no clock. Both writers may deliver the same message (the consumer and a
 ``load`` racing after a restart) or an older one (a redelivery): stream sequences decide,
@@ -19,8 +21,6 @@ import dataclasses
 import enum
 from collections.abc import Callable
 from typing import Final, NamedTuple
-
-import msgspec
 
 from protocol import errors, messages, sealing
 
@@ -53,6 +53,21 @@ class DecryptError:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class SealedRef:
+    """What is kept of a ``SealedSecrets`` message: enough to decide, nothing secret."""
+
+    checksum: str
+    owner_uid: str
+    recipient_key_id: str
+
+    @classmethod
+    def of(cls, sealed: messages.SealedSecrets) -> SealedRef:
+        return cls(
+            checksum=sealed.checksum, owner_uid=sealed.owner_uid, recipient_key_id=sealed.recipient_key_id
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ControlPlaneObservation:
     """A snapshot of one control plane as seen on the bus; the controller's input."""
 
@@ -62,16 +77,11 @@ class ControlPlaneObservation:
     status: messages.Status | None = None
     status_seq: int = 0
     """Sequence of ``status`` in its site's stream; 0 when there is none."""
-    sealed: messages.SealedSecrets | None = None
+    sealed: SealedRef | None = None
     sealed_seq: int = 0
     """Sequence of ``sealed`` in its site's stream; 0 when there is none."""
-    secrets: messages.SecretsPayload | None = None
-    """The opened payload of ``sealed``, when it opened and matched its checksum."""
     secrets_error: DecryptError | None = None
     """Why ``sealed`` could not be opened; None when it opened or there is nothing sealed."""
-    secrets_released: bool = False
-    """The plaintext (and the ciphertext) were dropped once written to the CAPI Secrets; the
-    checksum stays. ``Ingest.reopen`` reads the box again when it is needed once more."""
 
 
 class Outcome(enum.StrEnum):
@@ -139,11 +149,9 @@ class _Entry:
     version: int = 0
     status: messages.Status | None = None
     status_seq: int = 0
-    sealed: messages.SealedSecrets | None = None
+    sealed: SealedRef | None = None
     sealed_seq: int = 0
-    secrets: messages.SecretsPayload | None = None
     secrets_error: DecryptError | None = None
-    secrets_released: bool = False
     present: bool = False
     """False after ``forget``: the entry then only keeps its sequences and version, so a late
     redelivery of a purged message stays ignored and versions never go back."""
@@ -186,7 +194,10 @@ class Observations:
         payload_or_error: messages.SecretsPayload | DecryptError,
         seq: int,
     ) -> Applied:
-        """Record ``sealed`` with what opening it gave, unless it is older than what is held."""
+        """Record ``sealed`` with what opening it gave, unless it is older than what is held.
+
+        Only its ``SealedRef`` and the error, if any, are kept; an opened payload is not.
+        """
         why = disagreement(coords, sealed)
         if why is not None:
             return Applied(Outcome.MISMATCH, why)
@@ -195,12 +206,8 @@ class Observations:
         outcome = _order(entry.sealed_seq, seq)
         if outcome is not Outcome.RECORDED:
             return Applied(outcome, f"sealed secrets at sequence {seq}, holding {entry.sealed_seq}")
-        entry.sealed, entry.sealed_seq = sealed, seq
-        entry.secrets_released = False
-        if isinstance(payload_or_error, DecryptError):
-            entry.secrets, entry.secrets_error = None, payload_or_error
-        else:
-            entry.secrets, entry.secrets_error = payload_or_error, None
+        entry.sealed, entry.sealed_seq = SealedRef.of(sealed), seq
+        entry.secrets_error = payload_or_error if isinstance(payload_or_error, DecryptError) else None
         self._touch(entry)
         return Applied(Outcome.RECORDED)
 
@@ -216,31 +223,17 @@ class Observations:
             status_seq=entry.status_seq,
             sealed=entry.sealed,
             sealed_seq=entry.sealed_seq,
-            secrets=entry.secrets,
             secrets_error=entry.secrets_error,
-            secrets_released=entry.secrets_released,
         )
 
-    def release_secrets(self, coords: Key, *, checksum: str) -> None:
-        """Drop the plaintext and ciphertext of ``coords`` once written (their checksum stays).
-
-        Holding every control plane's admin kubeconfig and CA key in memory would cost about
-        10 kB each and keep secret material around longer than needed.
-        """
+    def drop_sealed(self, coords: Key) -> None:
+        """The subject holds no usable box any more (purged behind the hub's back): stop asking
+        for a write until the site sends one. The sequence stays (sequences only grow)."""
         entry = self._entries.get(Coordinates(*coords))
-        if entry is None or entry.sealed is None or entry.sealed.checksum != checksum:
+        if entry is None or entry.sealed is None:
             return
-        entry.sealed = msgspec.structs.replace(entry.sealed, ciphertext=b"")
-        entry.secrets, entry.secrets_released = None, True
-
-    def restore_secrets(
-        self, coords: Key, sealed: messages.SealedSecrets, payload: messages.SecretsPayload
-    ) -> None:
-        """Put back what ``release_secrets`` dropped, when the box read again is still the one held."""
-        entry = self._entries.get(Coordinates(*coords))
-        if entry is None or entry.sealed is None or entry.sealed.checksum != sealed.checksum:
-            return
-        entry.sealed, entry.secrets, entry.secrets_released = sealed, payload, False
+        entry.sealed, entry.secrets_error = None, None
+        self._touch(entry)
 
     def held_seq(self, coords: Key) -> tuple[int, int]:
         """(status sequence, sealed sequence) held, forgotten entries included; (0, 0) if never seen."""

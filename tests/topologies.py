@@ -31,8 +31,9 @@ def alive(pid: int) -> bool:
 async def running(
     directory: Path, *, sites: Sequence[str], base: Sequence[tuple[str, str]], **options: Any
 ) -> AsyncIterator[Topology]:
-    """``options`` go to ``Topology`` (e.g. ``nats_nodes=3``, ``hub_replicas=2``)."""
-    topology = Topology(directory, sites=sites, kamaji_delay=0.3, heartbeat_interval=2.0, **options)
+    """``options`` go to ``Topology`` (e.g. ``nats_nodes=3``, ``hub_replicas=2``, ``kamaji_delay=1.0``)."""
+    settings: dict[str, Any] = {"kamaji_delay": 0.3, "heartbeat_interval": 2.0, **options}
+    topology = Topology(directory, sites=sites, **settings)
     await topology.start()
     # Clients of the tests verify this topology's servers with the CA its nats-config made.
     for url in topology.nats_urls:

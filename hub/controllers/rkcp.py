@@ -481,15 +481,6 @@ class Controller:
                 return f"{key[0]}/{key[1]}"
         return ""
 
-    def _secrets_written(self, coords: hub_observations.Coordinates, checksum: str) -> bool:
-        keys = self._by_coords.get(coords, set())
-        for ns, name in keys:
-            cluster = self._owner.get((ns, name)) or name
-            names = ((ns, f"{cluster}-kubeconfig"), (ns, f"{cluster}-ca"))
-            if all(self._secret_checksums.get(n) == checksum for n in names):
-                return True
-        return False
-
     async def _published(
         self, coords: hub_observations.Coordinates, status: messages.Status | None
     ) -> rkcp.Published | None:
@@ -542,22 +533,17 @@ class Controller:
         )
 
     async def _report(self, coords: hub_observations.Coordinates) -> rkcp.SiteReport:
-        seen = self.observations.get(coords)
-        if seen is None and not self.observations.loaded(coords):
-            seen = await self.ingest.load(coords)  # a restarted hub rebuilds from the streams
+        # Loaded once per process, whatever the consumer recorded before: a restarted hub's
+        # consumer never delivers again what the previous process acknowledged (the sealed
+        # secrets, typically), however many newer statuses it delivers first (issue 11 §2).
+        if self.observations.loaded(coords):
+            seen = self.observations.get(coords)
+        else:
+            seen = await self.ingest.load(coords)
         if seen is None:
             return rkcp.SiteReport()
-        if (
-            seen.secrets_released
-            and seen.sealed is not None
-            and not self._secrets_written(coords, seen.sealed.checksum)
-        ):
-            # Written once and released, but the CAPI Secrets no longer match: open the box again.
-            await self.ingest.reopen(coords)
-            seen = self.observations.get(coords) or seen
         return rkcp.SiteReport(
             status=seen.status,
-            secrets=seen.secrets,
             secrets_checksum=seen.sealed.checksum if seen.sealed is not None else "",
             secrets_error=seen.secrets_error.message if seen.secrets_error is not None else "",
             secrets_owner_uid=seen.sealed.owner_uid if seen.sealed is not None else "",
@@ -595,9 +581,7 @@ class Controller:
             coords = hub_observations.Coordinates(*mapping.coordinates(r))
             self.released.track(coords, r.metadata.uid, action.seq)
         elif isinstance(action, rkcp.WriteSecrets):
-            await writing.write_secrets(self.kube, action, r, cluster_name=o.cluster_name)
-            self.metrics.secrets_written.inc()
-            self.observations.release_secrets(mapping.coordinates(r), checksum=action.checksum)
+            return await self._write_secrets(action, r, o)
         elif isinstance(action, rkcp.SetEndpoint):
             await self.kube.patch(
                 RKCP,
@@ -607,6 +591,23 @@ class Controller:
             )
         elif isinstance(action, rkcp.Event):
             await writing.record_event(self.kube, action, r)
+        return True
+
+    async def _write_secrets(
+        self, action: rkcp.WriteSecrets, r: api.RemoteKamajiControlPlane, o: rkcp.Observed
+    ) -> bool:
+        """Fetch, open, write: the box is read from the stream whenever it is to be written, so
+        nothing secret is held between reconciles, and one that a hub process acknowledged and
+        died before writing is written by the next. False when the box is no longer the one
+        decided on (what was found is recorded: the next reconcile decides from it)."""
+        opened = await self.ingest.open_latest(mapping.coordinates(r))
+        if opened is None:
+            return False
+        sealed, payload = opened
+        if (sealed.checksum, sealed.owner_uid) != (action.checksum, action.owner_uid):
+            return False
+        await writing.write_secrets(self.kube, action, payload, r, cluster_name=o.cluster_name)
+        self.metrics.secrets_written.inc()
         return True
 
     async def _publish(self, action: rkcp.Publish, r: api.RemoteKamajiControlPlane, o: rkcp.Observed) -> bool:

@@ -16,6 +16,7 @@ from common.kube import errors as kerrors
 from common.kube import events, resources
 from hub import api
 from hub.reconcile import rkcp
+from protocol import messages
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,11 @@ class OwnerMismatch(ValueError):
 
 
 def new_secrets(
-    action: rkcp.WriteSecrets, r: api.RemoteKamajiControlPlane, *, cluster_name: str
+    action: rkcp.WriteSecrets,
+    payload: messages.SecretsPayload,
+    r: api.RemoteKamajiControlPlane,
+    *,
+    cluster_name: str,
 ) -> list[dict[str, Any]]:
     """The two CAPI Secrets; raises OwnerMismatch unless the sealed message names ``r``'s uid.
 
@@ -51,7 +56,7 @@ def new_secrets(
         "controller": True,
         "blockOwnerDeletion": True,
     }
-    p = action.payload
+    p = payload
     return [
         {
             "apiVersion": "v1",
@@ -74,9 +79,14 @@ def new_secrets(
 
 
 async def write_secrets(
-    kube: ckube.Kube, action: rkcp.WriteSecrets, r: api.RemoteKamajiControlPlane, *, cluster_name: str
+    kube: ckube.Kube,
+    action: rkcp.WriteSecrets,
+    payload: messages.SecretsPayload,
+    r: api.RemoteKamajiControlPlane,
+    *,
+    cluster_name: str,
 ) -> None:
-    for body in new_secrets(action, r, cluster_name=cluster_name):
+    for body in new_secrets(action, payload, r, cluster_name=cluster_name):
         await kube.create_or_replace(resources.SECRET, body, namespace=r.metadata.namespace, attempts=3)
 
 

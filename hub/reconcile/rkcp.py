@@ -58,8 +58,8 @@ class SiteReport:
     """What the site sent about this control plane (already matched to the owner uid)."""
 
     status: messages.Status | None = None
-    secrets: messages.SecretsPayload | None = None
     secrets_checksum: str = ""
+    """The checksum of the latest sealed secrets ("" when none): the CAPI Secrets must carry it."""
     secrets_error: str = ""
     secrets_owner_uid: str = ""
     """The owner uid the sealed secrets name (the TCP's owner at the site); "" when none."""
@@ -126,7 +126,9 @@ class Release:
 
 @dataclass(frozen=True)
 class WriteSecrets:
-    payload: messages.SecretsPayload
+    """Fetch the latest sealed secrets from the stream, open them and write the CAPI Secrets, if
+    the box is still the one decided on (``checksum``, ``owner_uid``). Plans hold no plaintext."""
+
     checksum: str
     owner_uid: str
     """The uid the sealed message names; ``hub.controllers.writing`` writes only for that RKCP."""
@@ -265,16 +267,12 @@ def decide_secrets(o: Observed) -> SecretsDecision:
 
 def _secrets_state(o: Observed) -> tuple[str, str, list[Action]]:
     names = (f"{o.cluster_name}-kubeconfig", f"{o.cluster_name}-ca")
-    # Checked before the payload: once written, the hub drops the plaintext and keeps the checksum.
-    if o.report.secrets_checksum and all(
-        o.secrets_checksums.get(n) == o.report.secrets_checksum for n in names
-    ):
-        return "Synced", "", []
-    if o.report.secrets is None:
+    if not o.report.secrets_checksum:
         return "Waiting", "", []
-    write = WriteSecrets(
-        payload=o.report.secrets, checksum=o.report.secrets_checksum, owner_uid=o.report.secrets_owner_uid
-    )
+    if all(o.secrets_checksums.get(n) == o.report.secrets_checksum for n in names):
+        return "Synced", "", []
+    # Missing or stale (another checksum): the box is fetched from the stream and written.
+    write = WriteSecrets(checksum=o.report.secrets_checksum, owner_uid=o.report.secrets_owner_uid)
     return "Synced", "", [write]
 
 

@@ -96,7 +96,9 @@ class World:
     tasks: dict[str, list[asyncio.Task[None]]] = field(default_factory=dict)
     controller: rkcp_controller.Controller | None = None
 
-    def start_hub(self) -> rkcp_controller.Controller:
+    def start_hub(self, *, workers: int = 2) -> rkcp_controller.Controller:
+        """The hub's controller, ingest and site poller; ``workers=0`` runs its watches and
+        ingest only, so a test decides when ``Controller.sync`` reconciles."""
         seen = observations.Observations()
         state = sites.Sites()
         ref: list[rkcp_controller.Controller] = []
@@ -107,7 +109,7 @@ class World:
         )  # fmt: skip
         c = rkcp_controller.Controller(
             kube=self.mgmt, conn=self.conn, signer=self.signer, observations=seen, ingest=ing, sites=state,
-            metrics=self.hub_metrics, static_sites=[SITE], prefix=self.prefix, workers=2,
+            metrics=self.hub_metrics, static_sites=[SITE], prefix=self.prefix, workers=workers,
             heartbeat_interval=0.3,
         )  # fmt: skip
         ref.append(c)

@@ -268,7 +268,7 @@ async def test_a_deleted_capi_secret_is_written_again(world: World) -> None:
     await until_ready(world)
     before = await world.mgmt.get(resources.SECRET, "cp1-cluster-kubeconfig", namespace="default")
     await world.mgmt.delete(resources.SECRET, "cp1-cluster-kubeconfig", namespace="default")
-    # The hub released the plaintext after writing it: it reads the sealed box again from the stream.
+    # The hub keeps no plaintext: it fetches the sealed box from the stream, opens it and writes it.
     await world.mgmt.patch(RKCP, "cp1", {"metadata": {"labels": {"nudge": "1"}}}, namespace="default")
 
     async def rewritten() -> bool:

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+import msgspec
 import pytest
 
 from common import bus
@@ -125,11 +126,14 @@ async def test_status_and_secrets_reach_the_observations(conn: bus.Connection, h
     assert held is not None
     assert held.status == helpers.status(phase="Ready")
     assert (held.status_seq, held.sealed_seq) == (status_seq, sealed_seq)
-    assert held.secrets == PAYLOAD
-    assert held.secrets_error is None
+    assert held.secrets_error is None  # it opens; the payload is not kept
     assert hub.changes == [CP1, CP1]
     assert hub.metrics.registry.get_sample_value("kb_hub_status_received_total") == 1.0
     await settled(conn, prefix)
+    # Fetch and open: the one way to the plaintext, from the stream.
+    opened = await hub.ingest.open_latest(CP1)
+    assert opened is not None and opened[1] == PAYLOAD
+    assert held.sealed == observations.SealedRef.of(opened[0])
 
 
 async def test_messages_for_coordinates_no_rkcp_maps_to_are_counted_never_kept(
@@ -149,8 +153,8 @@ async def test_messages_for_coordinates_no_rkcp_maps_to_are_counted_never_kept(
     # An RKCP appears: the stream kept both, and load reads them (the box opens only now).
     hub.mapped.add(nobody)
     loaded = await hub.ingest.load(nobody)
-    assert loaded is not None and loaded.status is not None
-    assert (loaded.status.name, loaded.secrets) == ("nobody", PAYLOAD)
+    assert loaded is not None and loaded.status is not None and loaded.sealed is not None
+    assert (loaded.status.name, loaded.secrets_error) == ("nobody", None)
 
 
 async def test_what_no_rkcp_maps_to_any_more_is_dropped(conn: bus.Connection, hub: Hub) -> None:
@@ -206,7 +210,6 @@ async def test_secrets_sealed_to_an_unknown_key_are_a_decrypt_error(conn: bus.Co
     await helpers.eventually(recorded)
     held = hub.obs.get(CP1)
     assert held is not None
-    assert held.secrets is None
     assert held.secrets_error is not None
     assert held.secrets_error.reason == "DecryptFailed"
     assert public(STRANGER).key_id in held.secrets_error.message
@@ -224,7 +227,9 @@ async def test_secrets_sealed_to_an_unknown_key_are_a_decrypt_error(conn: bus.Co
     await helpers.eventually(healed)
     held = hub.obs.get(CP1)
     assert held is not None
-    assert (held.secrets, held.secrets_error) == (PAYLOAD, None)
+    assert held.secrets_error is None
+    opened = await hub.ingest.open_latest(CP1)
+    assert opened is not None and opened[1] == PAYLOAD
 
 
 async def test_an_older_status_does_not_replace_a_newer_one(conn: bus.Connection, topology: str) -> None:
@@ -282,7 +287,7 @@ async def test_a_restarted_hub_loads_the_latest_from_the_streams(conn: bus.Conne
             status_seq,
             sealed_seq,
         )
-        assert (loaded.secrets, loaded.secrets_error) == (PAYLOAD, None)
+        assert loaded.secrets_error is None
         assert second.obs.loaded(CP1)
         assert await second.ingest.load(CP2) is None
         assert second.obs.loaded(CP2)
@@ -351,3 +356,52 @@ async def test_a_site_that_appears_is_consumed(conn: bus.Connection, topology: s
             return hub.obs.get(b1) is not None
 
         await helpers.eventually(b_recorded)
+
+
+async def test_open_latest_fetches_records_and_opens_the_box_on_the_subject(
+    conn: bus.Connection, topology: str
+) -> None:
+    """Fetch, open, write (issue 11 §2): the box is read from the stream whenever it is written,
+    including one an earlier process acknowledged; what it finds there is recorded."""
+    first = new_hub(conn, topology)
+    async with running(first):
+        seq = await publish_sealed(conn, topology, sealed_to(HUB))
+
+        async def caught_up() -> bool:
+            held = first.obs.get(CP1)
+            return held is not None and held.sealed_seq == seq
+
+        await helpers.eventually(caught_up)
+        await settled(conn, topology)  # acknowledged by this process
+
+    # Another process, whose consumer redelivers nothing: the box is still on its subject.
+    hub = new_hub(conn, topology)
+    opened = await hub.ingest.open_latest(CP1)
+    assert opened is not None and opened[1] == PAYLOAD
+    held = hub.obs.get(CP1)
+    assert held is not None and (held.sealed_seq, held.sealed) == (seq, observations.SealedRef.of(opened[0]))
+
+    # A newer box than the one held: recorded, and it is the one opened.
+    newer = sealed_to(HUB, plaintext=messages.encode(msgspec.structs.replace(PAYLOAD, kubeconfig="renewed")))
+    newer_seq = await publish_sealed(conn, topology, newer)
+    opened = await hub.ingest.open_latest(CP1)
+    assert opened is not None and opened[1].kubeconfig == "renewed"
+    held = hub.obs.get(CP1)
+    assert held is not None
+    assert (held.sealed_seq, held.sealed) == (newer_seq, observations.SealedRef.of(newer))
+
+    # One that does not open: recorded with why, nothing returned.
+    stranger_seq = await publish_sealed(conn, topology, sealed_to(STRANGER))
+    assert await hub.ingest.open_latest(CP1) is None
+    held = hub.obs.get(CP1)
+    assert held is not None and held.sealed_seq == stranger_seq and held.secrets_error is not None
+    assert hub.rejected(subjects.Kind.SECRET, "DecryptFailed") == 1.0
+
+    # Purged behind the hub's back: nothing to write until the site sends a box again.
+    await bus.purge_subject(
+        conn, streams.site_stream_name("site-a", prefix=topology), subjects.secret(*CP1, prefix=topology)
+    )
+    assert await hub.ingest.open_latest(CP1) is None
+    held = hub.obs.get(CP1)
+    assert held is not None
+    assert (held.sealed, held.secrets_error, held.sealed_seq) == (None, None, stranger_seq)

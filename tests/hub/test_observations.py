@@ -139,7 +139,7 @@ def _opened(sealed: messages.SealedSecrets) -> messages.SecretsPayload | observa
 
 
 @pytest.mark.parametrize(
-    ("steps", "outcomes", "has_payload", "has_error", "held_seq"),
+    ("steps", "outcomes", "opened", "has_error", "held_seq"),
     [
         pytest.param([(CP1, sealed_to(HUB), 4)], [R], True, False, 4, id="payload"),
         pytest.param([(CP1, sealed_to(STRANGER), 4)], [R], False, True, 4, id="decrypt-error"),
@@ -165,7 +165,7 @@ def _opened(sealed: messages.SealedSecrets) -> messages.SecretsPayload | observa
 def test_apply_sealed(
     steps: list[tuple[observations.Coordinates, messages.SealedSecrets, int]],
     outcomes: list[observations.Outcome],
-    has_payload: bool,
+    opened: bool,
     has_error: bool,
     held_seq: int,
 ) -> None:
@@ -177,12 +177,13 @@ def test_apply_sealed(
         assert held is None
         return
     assert held is not None
-    assert (held.secrets is not None, held.secrets_error is not None, held.sealed_seq) == (
-        has_payload,
+    assert (held.secrets_error is None, held.secrets_error is not None, held.sealed_seq) == (
+        opened,
         has_error,
         held_seq,
     )
-    assert held.sealed is not None
+    # Only what decides is kept: the checksum, the owner, the key id; never the box or its payload.
+    assert held.sealed == observations.SealedRef.of(steps[-1 if outcomes[-1] is R else 0][1])
     assert held.status is None
 
 
@@ -230,31 +231,49 @@ def test_plain_tuples_address_the_same_entry() -> None:
     assert obs.coordinates() == {CP1}
 
 
-def test_released_secrets_keep_only_the_checksum_and_can_be_restored() -> None:
-    seen = observations.Observations()
-    sealer = keys.new_sealing_key()
-    recipient = keys.public_entry(bytes(sealer.public_key), created_at=helpers.T0)
-    payload = messages.SecretsPayload(kubeconfig="kc", ca_crt="crt", ca_key="key")
-    plaintext = messages.encode(payload)
-    sealed = messages.SealedSecrets(
-        site="site-a", namespace="tenants", name="cp1", recipient_key_id=recipient.key_id,
-        ciphertext=sealing.seal(plaintext, recipient), checksum=sealing.checksum(plaintext),
-        observed_at=helpers.T0,
-    )  # fmt: skip
-    coords = ("site-a", "tenants", "cp1")
-    seen.apply_sealed(coords, sealed, payload, 3)
-    seen.release_secrets(coords, checksum="another")  # not the box held: nothing happens
-    held = seen.get(coords)
-    assert held is not None and held.secrets == payload and not held.secrets_released
-    seen.release_secrets(coords, checksum=sealed.checksum)
-    held = seen.get(coords)
-    assert held is not None and held.secrets is None and held.secrets_released
-    assert (
-        held.sealed is not None and held.sealed.ciphertext == b"" and held.sealed.checksum == sealed.checksum
-    )
-    seen.restore_secrets(coords, sealed, payload)
-    held = seen.get(coords)
-    assert held is not None and held.secrets == payload and not held.secrets_released
+def test_a_held_observation_holds_no_secret_material() -> None:
+    obs = observations.Observations()
+    sealed = sealed_to(HUB)
+    obs.apply_sealed(CP1, sealed, _opened(sealed), 3)
+    held = obs.get(CP1)
+    assert held is not None and held.sealed is not None
+    assert sealed.ciphertext not in repr(held).encode() and "TOP-SECRET" not in repr(held)
+    assert not any(isinstance(v, bytes | messages.SecretsPayload) for v in vars(held).values())
+
+
+def test_drop_sealed_waits_for_the_next_box_and_keeps_its_sequence() -> None:
+    obs = observations.Observations()
+    obs.apply_status(CP1, helpers.status(), 2)
+    sealed = sealed_to(HUB)
+    obs.apply_sealed(CP1, sealed, _opened(sealed), 3)
+    obs.drop_sealed(CP1)
+    held = obs.get(CP1)
+    assert held is not None and (held.sealed, held.secrets_error, held.sealed_seq) == (None, None, 3)
+    assert held.status is not None  # the status stays
+    assert obs.apply_sealed(CP1, sealed, _opened(sealed), 3).outcome is D
+    assert obs.apply_sealed(CP1, sealed, _opened(sealed), 4).recorded
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        pytest.param(["status"], id="a-status"),
+        pytest.param(["sealed"], id="sealed-secrets"),
+        pytest.param(["status", "sealed", "status"], id="both"),
+    ],
+)
+def test_what_the_consumer_records_does_not_count_as_loaded(steps: list[str]) -> None:
+    """A restarted hub's consumer delivers only what came after the previous process's acks: the
+    streams' last messages must still be read once (issue 11 §2), whatever it recorded first."""
+    obs = observations.Observations()
+    for seq, step in enumerate(steps, start=1):
+        if step == "status":
+            obs.apply_status(CP1, helpers.status(), seq)
+        else:
+            sealed = sealed_to(HUB)
+            obs.apply_sealed(CP1, sealed, _opened(sealed), seq)
+    assert obs.get(CP1) is not None
+    assert not obs.loaded(CP1)
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ def test_capi_secrets() -> None:
     )
     payload = messages.SecretsPayload(kubeconfig="KC", ca_crt="CRT", ca_key="KEY")
     kc, ca = writing.new_secrets(
-        rkcp.WriteSecrets(payload=payload, checksum="c1", owner_uid="u-1"), r, cluster_name="cluster-1"
+        rkcp.WriteSecrets(checksum="c1", owner_uid="u-1"), payload, r, cluster_name="cluster-1"
     )
     assert (kc["metadata"]["name"], ca["metadata"]["name"]) == ("cluster-1-kubeconfig", "cluster-1-ca")
     assert kc["stringData"] == {"value": "KC"} and ca["stringData"] == {"tls.crt": "CRT", "tls.key": "KEY"}
@@ -47,6 +47,6 @@ def test_secrets_naming_another_owner_are_never_built(owner_uid: str) -> None:
     payload = messages.SecretsPayload(kubeconfig="KC", ca_crt="CRT", ca_key="KEY")
     with pytest.raises(writing.OwnerMismatch, match="evil/grab") as info:
         writing.new_secrets(
-            rkcp.WriteSecrets(payload=payload, checksum="c1", owner_uid=owner_uid), r, cluster_name="grab"
+            rkcp.WriteSecrets(checksum="c1", owner_uid=owner_uid), payload, r, cluster_name="grab"
         )
     assert "KEY" not in str(info.value) and "KC" not in str(info.value)

@@ -17,7 +17,6 @@ from protocol import messages
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 UID = "rkcp-uid"
 SPEC = {"kubernetes": {"version": "v1.31.0"}, "controlPlane": {"deployment": {"replicas": 2}}}
-PAYLOAD = messages.SecretsPayload(kubeconfig="kc", ca_crt="crt", ca_key="key")
 
 
 def rkcp_obj(
@@ -209,20 +208,14 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
     ),
     (
         "secrets arrived: write them",
-        observed(
-            report=rkcp.SiteReport(
-                status=status(), secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid=UID
-            )
-        ),
+        observed(report=rkcp.SiteReport(status=status(), secrets_checksum="abc", secrets_owner_uid=UID)),
         ["WriteSecrets", "SetEndpoint"],
         {"SecretsSynced": ("True", "Synced")},
     ),
     (
         "secrets already written: nothing",
         observed(
-            report=rkcp.SiteReport(
-                status=status(), secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid=UID
-            ),
+            report=rkcp.SiteReport(status=status(), secrets_checksum="abc", secrets_owner_uid=UID),
             secrets_checksums={"cluster-1-kubeconfig": "abc", "cluster-1-ca": "abc"},
         ),
         ["SetEndpoint"],
@@ -231,16 +224,14 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
     (
         "secrets naming another owner: never written (issue 10)",
         observed(
-            report=rkcp.SiteReport(
-                status=status(), secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid="victim-uid"
-            )
+            report=rkcp.SiteReport(status=status(), secrets_checksum="abc", secrets_owner_uid="victim-uid")
         ),
         ["SetEndpoint"],
         {"SecretsSynced": ("False", "OwnerMismatch")},
     ),
     (
         "secrets naming no owner: never written",
-        observed(report=rkcp.SiteReport(status=status(), secrets=PAYLOAD, secrets_checksum="abc")),
+        observed(report=rkcp.SiteReport(status=status(), secrets_checksum="abc")),
         ["SetEndpoint"],
         {"SecretsSynced": ("False", "OwnerMismatch")},
     ),
@@ -248,7 +239,7 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
         "a conflicting RKCP gets no secrets, even its own uid's",
         observed(
             conflict_with="default/older",
-            report=rkcp.SiteReport(secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid=UID),
+            report=rkcp.SiteReport(secrets_checksum="abc", secrets_owner_uid=UID),
         ),
         [],
         {"SecretsSynced": ("False", "Conflict"), "Ready": ("False", "Conflict")},
@@ -258,7 +249,7 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
         observed(
             not_authorized="site site-a does not grant namespace default the target namespace tenants",
             published=None,
-            report=rkcp.SiteReport(secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid=UID),
+            report=rkcp.SiteReport(secrets_checksum="abc", secrets_owner_uid=UID),
         ),
         [],
         {"SecretsSynced": ("False", "NotAuthorized"), "Ready": ("False", "NotAuthorized")},
@@ -267,9 +258,7 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
         "paused: secrets are not written",
         observed(
             cluster=api.Cluster.parse({"metadata": {"name": "c"}, "spec": {"paused": True}}),
-            report=rkcp.SiteReport(
-                status=status(), secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid=UID
-            ),
+            report=rkcp.SiteReport(status=status(), secrets_checksum="abc", secrets_owner_uid=UID),
         ),
         [],
         {"Paused": ("True", "Paused"), "SecretsSynced": ("False", "Paused")},
@@ -297,8 +286,8 @@ def test_reconcile_normal(o: rkcp.Observed, actions: list[str], conds: dict[str,
         assert cond(plan, type_) == expected, type_
 
 
-OWN = rkcp.SiteReport(secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid=UID)
-OTHERS = rkcp.SiteReport(secrets=PAYLOAD, secrets_checksum="abc", secrets_owner_uid="x")
+OWN = rkcp.SiteReport(secrets_checksum="abc", secrets_owner_uid=UID)
+OTHERS = rkcp.SiteReport(secrets_checksum="abc", secrets_owner_uid="x")
 REFUSALS = [
     ("owner mismatch", {"report": OTHERS}, "OwnerMismatch", []),
     ("conflict", {"conflict_with": "default/older", "report": OWN}, "Conflict", []),
@@ -316,6 +305,35 @@ def test_refused_secrets_are_reported_for_counting(
     plan = rkcp.reconcile(observed(**kw))
     assert plan.secrets_refused == reason
     assert [a.owner_uid for a in plan.actions if isinstance(a, rkcp.WriteSecrets)] == writes
+
+
+SEALED = rkcp.SiteReport(status=status(), secrets_checksum="abc", secrets_owner_uid=UID)
+KC, CA = "cluster-1-kubeconfig", "cluster-1-ca"
+SECRETS: list[tuple[str, rkcp.SiteReport, dict[str, str], str, list[rkcp.WriteSecrets]]] = [
+    # After a restart the hub holds no plaintext, only what it read of the box (issue 11 §2): the
+    # decision is made from checksums alone, and a write means "fetch, open, write".
+    ("nothing sealed yet", rkcp.SiteReport(status=status()), {}, "Waiting", []),
+    ("nothing sealed, Secrets of an earlier box", rkcp.SiteReport(status=status()), {KC: "x", CA: "x"},
+     "Waiting", []),
+    ("sealed, CAPI Secrets missing: written", SEALED, {}, "Synced", [rkcp.WriteSecrets("abc", UID)]),
+    ("sealed, one Secret missing: written", SEALED, {KC: "abc"}, "Synced", [rkcp.WriteSecrets("abc", UID)]),
+    ("sealed, Secrets stale: written", SEALED, {KC: "old", CA: "old"}, "Synced",
+     [rkcp.WriteSecrets("abc", UID)]),
+    ("sealed, Secrets current: nothing", SEALED, {KC: "abc", CA: "abc"}, "Synced", []),
+    ("the latest box does not open: nothing, whatever is written",
+     dataclasses.replace(SEALED, secrets_error="sealed to unknown key id 'ab'"), {KC: "old", CA: "old"},
+     "DecryptFailed", []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("report", "checksums", "state", "writes"), [x[1:] for x in SECRETS], ids=[x[0] for x in SECRETS]
+)
+def test_secrets_are_decided_from_checksums(
+    report: rkcp.SiteReport, checksums: dict[str, str], state: str, writes: list[rkcp.WriteSecrets]
+) -> None:
+    decision = rkcp.decide_secrets(observed(report=report, secrets_checksums=checksums))
+    assert (decision.state, decision.actions) == (state, writes)
 
 
 def test_publish_is_fenced_on_the_sequence_it_saw() -> None:
