@@ -43,6 +43,15 @@ def tls_context(url: str) -> ssl.SSLContext | None:
     return ssl.create_default_context(cafile=str(ca)) if ca is not None else None
 
 
+def tls_options(url: str) -> dict[str, Any]:
+    """``nats.connect`` options of a raw client for ``url``: TLS from the first byte, as
+    kamaji-broker's own clients do (the server sends INFO to a client that waits for it only
+    after its TLS-first wait, ``natsconfig.TLS_FIRST_FALLBACK``, which a default connect
+    timeout would race)."""
+    context = tls_context(url)
+    return {} if context is None else {"tls": context, "tls_handshake_first": True}
+
+
 _TRUSTED: dict[str, Path] = {}
 
 

@@ -77,8 +77,8 @@ def test_describe(exc: BaseException, ca: Path | None, expected: str | None) -> 
 
 
 async def test_a_raw_nats_client_connects_with_the_helpers_context(nats_server: natsd.NatsServer) -> None:
-    """tests.helpers.tls_context: what attack tests give raw nats-py clients for a TLS server."""
-    nc = await nats.connect(nats_server.url, tls=helpers.tls_context(nats_server.url), connect_timeout=5)
+    """tests.helpers.tls_options: what attack tests give raw nats-py clients for a TLS server."""
+    nc = await nats.connect(nats_server.url, **helpers.tls_options(nats_server.url), connect_timeout=5)
     try:
         await nc.flush(timeout=5)
         assert nc.is_connected

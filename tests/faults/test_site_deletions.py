@@ -31,6 +31,18 @@ async def _tcp_uid(world: Topology, name: str, site: str) -> str | None:
     return None if tcp is None else str(tcp["metadata"]["uid"])
 
 
+async def _ready_tcp(world: Topology, name: str, site: str) -> str | None:
+    """Create control plane ``name`` at ``site``, wait until it is Ready; its TCP's uid."""
+    await world.create_control_plane(name, site=site)
+
+    async def ready() -> bool:
+        obj = await world.mgmt.get_or_none(RKCP, name, namespace=NS)
+        return obj is not None and invariants.conditions(obj).get("Ready") == "True"
+
+    await helpers.eventually(ready, within=60, every=0.2)
+    return await _tcp_uid(world, name, site)
+
+
 async def _intent_seq(world: Topology, name: str, site: str) -> str:
     tcp = await world.site_kube(site).get(TCP, name, namespace=world.namespace)
     return str(tcp["metadata"]["annotations"][tcps.INTENT_SEQ])
@@ -51,14 +63,7 @@ async def _kubectl_delete(world: Topology, site: str, name: str) -> None:
 @pytest.mark.parametrize("how", ["kubectl", "api"])
 async def test_tcp_deleted_at_the_site_is_recreated(world: Topology, fault: Measure, how: str) -> None:
     name, site = f"gone-{how}", "site-a"
-    await world.create_control_plane(name, site=site)
-
-    async def ready() -> bool:
-        obj = await world.mgmt.get_or_none(RKCP, name, namespace=NS)
-        return obj is not None and invariants.conditions(obj).get("Ready") == "True"
-
-    await helpers.eventually(ready, within=60, every=0.2)
-    before = await _tcp_uid(world, name, site)
+    before = await _ready_tcp(world, name, site)
     assert before is not None
     seq = await _intent_seq(world, name, site)
 
@@ -139,14 +144,7 @@ async def test_rkcp_the_site_refused_is_deleted(world: Topology, fault: Measure)
 async def test_tcp_deleted_while_the_agent_is_down_is_recreated(world: Topology, fault: Measure) -> None:
     """No watch event reaches an agent that is not running: it must find out when it starts."""
     name, site = "gone-while-down", "site-b"
-    await world.create_control_plane(name, site=site)
-
-    async def ready() -> bool:
-        obj = await world.mgmt.get_or_none(RKCP, name, namespace=NS)
-        return obj is not None and invariants.conditions(obj).get("Ready") == "True"
-
-    await helpers.eventually(ready, within=60, every=0.2)
-    before = await _tcp_uid(world, name, site)
+    before = await _ready_tcp(world, name, site)
     what = f"agent-{site} SIGKILL, its TCP deleted, agent started"
     fault.inject(world, fault=what, workload="1 Ready RKCP")
     await world.kill(f"agent-{site}")

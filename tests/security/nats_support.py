@@ -105,7 +105,7 @@ async def connect(server: natsd.NatsServer, seed_file: Path, *, inbox_prefix: st
 
     nc = await nats.connect(
         servers=[server.url],
-        tls=helpers.tls_context(server.url),
+        **helpers.tls_options(server.url),
         nkeys_seed=str(seed_file),
         inbox_prefix=inbox_prefix,
         error_cb=on_error,

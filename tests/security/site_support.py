@@ -233,9 +233,12 @@ async def stolen_hub_identity(server: natsd.NatsServer, conf: Path) -> AsyncIter
     """A raw nats-py client with the hub's NATS identity (an attacker who stole its seed)."""
     nc = await nats.connect(
         servers=[server.url],
-        tls=helpers.tls_context(server.url),
+        **helpers.tls_options(server.url),
         nkeys_seed=str(conf / "hub.nk"),
         allow_reconnect=False,
+        # The server sends INFO only after its TLS-first wait (natsconfig.TLS_FIRST_FALLBACK,
+        # 2 s) to a client that waits for it: nats-py's default 2 s would race that.
+        connect_timeout=5,
     )
     try:
         yield nc
