@@ -24,7 +24,15 @@ from protocol import messages, signing
 from sandbox import natsd
 from tests import helpers
 from tests.security import site_support as s
-from tests.security.test_replay import Tap, Watch, annotation, provisioned, replicas, settled, status_subject
+from tests.security.replay_support import (
+    Tap,
+    Watch,
+    annotation,
+    provisioned,
+    replicas,
+    settled,
+    status_subject,
+)
 
 
 @pytest.fixture
