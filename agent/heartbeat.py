@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Final
 
 from agent import publishing, tcps
-from common import errors as bus_errors
+from common.bus import errors as bus_errors
 from common.kube import Kube
 from common.kube import errors as kerrors
 from protocol import messages

@@ -5,7 +5,7 @@ checksum, an intent's sequence), so a republish of the same observation is dropp
 server's duplicate window while a real change always gets through.
 
 Each site's messages go to its own stream, whose quota the hub sets (message size, count,
-bytes). A publish over it raises ``common.errors.QuotaExceeded`` naming the limit
+bytes). A publish over it raises ``common.bus.errors.QuotaExceeded`` naming the limit
 (``max_msg_size``, ``max_payload``, ``max_msgs``, ``max_bytes``); callers log it and go on with
 the other control planes (an update of a subject already stored still fits a full stream).
 """

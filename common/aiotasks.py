@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Awaitable, Callable
+
+from common import backoff
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +27,7 @@ async def supervise(name: str, run: Callable[[], Awaitable[None]], *, max_backof
         except Exception:
             failures += 1
             log.exception("%s crashed (%d in a row); restarting it", name, failures)
-        delay = min(max_backoff, 0.5 * 2 ** min(failures, 10)) * random.uniform(0.5, 1.0)
-        await asyncio.sleep(delay)
+        await asyncio.sleep(backoff.delay(failures + 1, base=0.5, cap=max_backoff))
 
 
 async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:

@@ -14,3 +14,15 @@ def dig(obj: Mapping[str, Any], *path: str) -> Any:
             return None
         node = node.get(key)
     return node
+
+
+Key = tuple[str, str]
+"""(namespace, name) of a Kubernetes object; the namespace is empty for a cluster-scoped one."""
+
+
+def key(obj: Mapping[str, Any]) -> Key:
+    """The (namespace, name) of ``obj`` from its metadata (missing fields read as empty)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return "", ""
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")

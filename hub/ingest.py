@@ -29,15 +29,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Callable, Iterable
 
-from common import bus
-from common import errors as bus_errors
+from common import backoff, bus
+from common.bus import errors as bus_errors
 from hub import metrics as hub_metrics
 from hub import observations
 from protocol import errors as protocol_errors
 from protocol import messages, sealing, streams, subjects
+from protocol.coordinates import Coordinates
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +56,9 @@ class Ingest:
         keyring: sealing.Keyring,
         prefix: str = subjects.DEFAULT_PREFIX,
         metrics: hub_metrics.Metrics,
-        on_change: Callable[[observations.Coordinates], None],
+        on_change: Callable[[Coordinates], None],
         sites: Callable[[], Iterable[str]],
-        maps: Callable[[observations.Coordinates], bool],
+        maps: Callable[[Coordinates], bool],
         batch: int = 16,
         fetch_timeout: float = 2.0,
         max_backoff: float = 10.0,
@@ -147,7 +147,7 @@ class Ingest:
             # Only statuses and sealed secrets are delivered (the consumer's filter).
             usable = False
         else:
-            coords = observations.Coordinates(parsed.site, parsed.namespace, parsed.name)
+            coords = Coordinates(parsed.site, parsed.namespace, parsed.name)
             if not self.maps(coords):
                 # Kept by the stream, not by us: ``load`` reads it when an RKCP maps to it.
                 self.observations.unload(coords)
@@ -186,9 +186,9 @@ class Ingest:
             await asyncio.sleep(self._backoff(failures))
 
     def _backoff(self, failures: int) -> float:
-        return min(self.max_backoff, 0.25 * 2.0 ** min(failures, 10)) * random.uniform(0.5, 1.0)
+        return backoff.delay(failures + 1, base=0.25, cap=self.max_backoff)
 
-    def _handle_status(self, coords: observations.Coordinates, delivery: bus.Delivery) -> bool:
+    def _handle_status(self, coords: Coordinates, delivery: bus.Delivery) -> bool:
         """True to ack (recorded or superseded), False to terminate (unusable)."""
         status = self._decode(messages.decode_status, delivery.stream, delivery.subject, delivery.data)
         if status is None:
@@ -203,7 +203,7 @@ class Ingest:
             announce=True,
         )
 
-    def _handle_sealed(self, coords: observations.Coordinates, delivery: bus.Delivery) -> bool:
+    def _handle_sealed(self, coords: Coordinates, delivery: bus.Delivery) -> bool:
         sealed = self._decode(
             messages.decode_sealed_secrets, delivery.stream, delivery.subject, delivery.data
         )
@@ -223,8 +223,8 @@ class Ingest:
     ) -> tuple[messages.SealedSecrets, messages.SecretsPayload] | None:
         """Fetch the latest sealed secrets of ``coords`` from the stream, record them and open
         them: the box and its payload, or None when there is no usable box (what was found is
-        recorded, so the next reconcile decides from it). Raises ``common.errors.BusError``."""
-        coords = observations.Coordinates(*coords)
+        recorded, so the next reconcile decides from it). Raises ``common.bus.errors.BusError``."""
+        coords = Coordinates(*coords)
         subject = subjects.secret(*coords, prefix=self.prefix)
         stream = self._stream(coords.site)
         stored = await bus.last_message(self.conn, stream, subject)
@@ -252,12 +252,12 @@ class Ingest:
         The durable consumers do not redeliver what an earlier hub process acknowledged, so the
         first look at a control plane after a start reads its latest status and sealed secrets
         straight from the streams. Later looks use the cache: the consumers deliver anything
-        newer. Raises ``common.errors.BusError`` when the streams cannot be read (nothing is
+        newer. Raises ``common.bus.errors.BusError`` when the streams cannot be read (nothing is
         marked loaded then, so the next call tries again) and ``protocol.errors.SubjectError``
         for coordinates that are not DNS labels. Does not call ``on_change``: the caller holds
         the answer. Read through this rather than ``Observations.get`` so a restart is seen.
         """
-        coords = observations.Coordinates(*coords)
+        coords = Coordinates(*coords)
         if self.observations.loaded(coords):
             return self.observations.get(coords)
         site, namespace, name = coords
@@ -317,7 +317,7 @@ class Ingest:
 
     def _record_status(
         self,
-        coords: observations.Coordinates,
+        coords: Coordinates,
         status: messages.Status,
         seq: int,
         *,
@@ -330,7 +330,7 @@ class Ingest:
 
     def _record_sealed(
         self,
-        coords: observations.Coordinates,
+        coords: Coordinates,
         sealed: messages.SealedSecrets,
         seq: int,
         *,
@@ -357,7 +357,7 @@ class Ingest:
     def _recorded(
         self,
         applied: observations.Applied,
-        coords: observations.Coordinates,
+        coords: Coordinates,
         *,
         stream: str,
         subject: str,

@@ -25,13 +25,14 @@ from __future__ import annotations
 from typing import Any
 
 from hub import api
+from protocol.coordinates import Coordinates
 
 
 class InvalidCoordinates(ValueError):
     """The RKCP's defaults give a name the site cannot use (the message says which field to set)."""
 
 
-def coordinates(rkcp: api.RemoteKamajiControlPlane) -> tuple[str, str, str]:
+def coordinates(rkcp: api.RemoteKamajiControlPlane) -> Coordinates:
     """(site, namespace, name) of the TenantControlPlane at the site.
 
     The namespace defaults to the RKCP's own namespace, the name to the RKCP's name. An RKCP name
@@ -50,7 +51,7 @@ def coordinates(rkcp: api.RemoteKamajiControlPlane) -> tuple[str, str, str]:
             f"TenantControlPlane name {name!r} is not a DNS-1035 label (a letter, then lower-case letters, "
             "digits or '-', at most 63): set spec.tenantControlPlaneName"
         )
-    return spec.site, namespace, name
+    return Coordinates(spec.site, namespace, name)
 
 
 def kubernetes_version(version: str) -> str:

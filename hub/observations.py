@@ -20,20 +20,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable
-from typing import Final, NamedTuple
+from typing import Final
 
 from protocol import errors, messages, sealing
+from protocol.coordinates import Coordinates
 
 DECRYPT_FAILED: Final = "DecryptFailed"
 """The reason of every secrets failure; the RKCP's ``SecretsSynced`` condition shows it."""
-
-
-class Coordinates(NamedTuple):
-    """Where a TenantControlPlane lives: the subject tokens of its intent, status and secrets."""
-
-    site: str
-    namespace: str
-    name: str
 
 
 Key = tuple[str, str, str]
@@ -41,7 +34,7 @@ Key = tuple[str, str, str]
 
 
 def coordinates_of(message: messages.Status | messages.SealedSecrets) -> Coordinates:
-    return Coordinates(message.site, message.namespace, message.name)
+    return Coordinates.of(message)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Final
 
 from common import bus
-from common import errors as bus_errors
+from common.bus import errors as bus_errors
 from hub import metrics as hub_metrics
 from protocol import errors as protocol_errors
 from protocol import messages, streams, subjects

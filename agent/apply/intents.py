@@ -19,6 +19,7 @@ import msgspec
 import nacl.signing
 
 from agent import tcps
+from common import backoff
 from common.kube import errors as kerrors
 from protocol import errors as protocol_errors
 from protocol import messages, signing, subjects
@@ -179,9 +180,9 @@ class Context:
     namespace_retry: float
 
 
-def backoff(num_delivered: int, *, cap: float = 60.0) -> float:
+def redelivery_delay(num_delivered: int, *, cap: float = 60.0) -> float:
     """Redelivery delay for a transient failure: 0.5 s doubling per delivery, capped."""
-    return float(min(cap, 0.5 * 2 ** max(0, num_delivered - 1)))
+    return backoff.delay(max(1, num_delivered), base=0.5, cap=cap, jitter=False)
 
 
 def decide(
@@ -332,4 +333,4 @@ def after_error(
         )
     # Anything else is transient or raced (a failed uid precondition, AlreadyExists, 5xx, no
     # answer): decide again on redelivery, after a backoff.
-    return Decision("retry", settle="nak", delay=backoff(num_delivered))
+    return Decision("retry", settle="nak", delay=redelivery_delay(num_delivered))

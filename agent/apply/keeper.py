@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Final, TypeVar
 
 from common import bus
-from common import errors as bus_errors
+from common.bus import errors as bus_errors
 
 log = logging.getLogger(__name__)
 

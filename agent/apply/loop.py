@@ -23,8 +23,8 @@ import nacl.signing
 from agent import metrics as agent_metrics
 from agent import publishing, tcps
 from agent.apply import intents, keeper
-from common import bus, health
-from common import errors as bus_errors
+from common import backoff, bus, health
+from common.bus import errors as bus_errors
 from common.kube import Kube
 from common.kube import errors as kerrors
 from protocol import messages, streams, subjects
@@ -39,7 +39,7 @@ REPLAY_ATTEMPTS = 3
 def retry_delay(failures: int, *, cap: float) -> float:
     """Seconds before the next bind after ``failures`` failures in a row (jitter aside): a tenth
     of ``cap``, doubling, at most ``cap``."""
-    return float(min(cap, cap / 10 * 2 ** max(0, failures - 1)))
+    return backoff.delay(max(1, failures), base=cap / 10, cap=cap, jitter=False)
 
 
 class ApplyLoop:
@@ -263,7 +263,7 @@ class ApplyLoop:
                     exc,
                 )
                 decision = intents.Decision(
-                    "retry", settle="nak", delay=intents.backoff(delivery.num_delivered)
+                    "retry", settle="nak", delay=intents.redelivery_delay(delivery.num_delivered)
                 )
         return decision
 
@@ -317,7 +317,7 @@ class ApplyLoop:
                         "reporting the replacement of %s failed (%s); retrying", delivery.subject, exc
                     )
                     return intents.Decision(
-                        "retry", settle="nak", delay=intents.backoff(delivery.num_delivered)
+                        "retry", settle="nak", delay=intents.redelivery_delay(delivery.num_delivered)
                     )
                 await self.kube.delete(
                     tcps.TCP, intent.name, namespace=intent.namespace, uid=action.uid or None

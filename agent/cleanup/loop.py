@@ -33,7 +33,7 @@ from agent import metrics as agent_metrics
 from agent import tcps
 from agent.cleanup import orphans
 from common import aiotasks, bus
-from common import errors as bus_errors
+from common.bus import errors as bus_errors
 from common.kube import Kube, events, resources
 from common.kube import errors as kerrors
 from protocol import errors as protocol_errors

@@ -27,7 +27,6 @@ import contextlib
 import datetime as dt
 import logging
 import math
-import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -35,7 +34,8 @@ from typing import Any, Final
 from agent import metrics as agent_metrics
 from agent import publishing, tcps
 from agent.status import report
-from common import aiotasks, errors
+from common import aiotasks, backoff
+from common.bus import errors
 from common.kube import Kube, WatchEvent, resources, watching
 from common.kube import errors as kerrors
 from protocol import errors as protocol_errors
@@ -55,7 +55,7 @@ Key = tuple[str, str]
 
 def _backoff(failures: int) -> float:
     # Jitter, so that many agents that lost NATS together do not come back in step.
-    return min(_BACKOFF_CAP, _BACKOFF_BASE * 2.0 ** min(failures - 1, 16)) * random.uniform(0.5, 1.0)
+    return backoff.delay(failures, base=_BACKOFF_BASE, cap=_BACKOFF_CAP)
 
 
 def _key(obj: Mapping[str, Any]) -> Key:

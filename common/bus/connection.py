@@ -2,7 +2,7 @@
 
 Owns the nats-py client and JetStream context for the rest of ``common.bus``. Every call that
 reaches the server goes through ``Connection.call``, the one place where nats-py exceptions
-become ``common.errors`` and permission violations become ``PermissionDenied``.
+become ``common.bus.errors`` and permission violations become ``PermissionDenied``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ import nats.js
 import nats.js.errors
 from nats.aio.client import Client
 
-from common import errors
-from common.bus import permissions, tls
+from common.bus import errors, permissions, tls
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -138,7 +137,7 @@ async def _close(nc: Client, *, timeout: float) -> None:
 
 @contextlib.contextmanager
 def translate(what: str) -> Iterator[None]:
-    """Map nats-py exceptions onto ``common.errors``; ``what`` names the operation and subject."""
+    """Map nats-py exceptions onto ``common.bus.errors``; ``what`` names the operation and subject."""
     try:
         yield
     except errors.BusError:

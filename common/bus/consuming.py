@@ -21,7 +21,7 @@ import nats.js.errors
 from nats.aio.msg import Msg
 from nats.js.client import JetStreamContext
 
-from common import errors
+from common.bus import errors
 from common.bus.connection import Connection
 from protocol import streams
 

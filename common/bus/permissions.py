@@ -14,7 +14,7 @@ import re
 from collections.abc import Awaitable, Iterable
 from typing import Any, TypeVar
 
-from common import errors
+from common.bus import errors
 
 T = TypeVar("T")
 

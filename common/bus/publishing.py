@@ -18,7 +18,7 @@ import nats.errors
 import nats.js.api as api
 import nats.js.errors
 
-from common import errors
+from common.bus import errors
 from common.bus.connection import Connection
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 import nats.js.api as api
 
-from common import errors
+from common.bus import errors
 from common.bus.connection import Connection
 from protocol import streams, subjects
 

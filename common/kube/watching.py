@@ -15,7 +15,8 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
-from common.kube import errors, retrying
+from common import backoff
+from common.kube import errors
 from common.kube.client import Kube, WatchEvent
 from common.kube.resources import Resource
 
@@ -69,6 +70,6 @@ async def stream(
             version = ""
         except errors.KubeError as exc:
             failures += 1
-            delay = retrying.backoff(failures, cap=max_backoff)
+            delay = backoff.delay(failures, base=0.4, cap=max_backoff)
             log.warning("watch of %s failed (%s); retrying in %.1fs", r.plural, exc, delay)
             await asyncio.sleep(delay)

@@ -20,16 +20,15 @@ import logging
 from collections.abc import Callable
 
 from common import aiotasks, bus
-from common import errors as bus_errors
+from common.bus import errors as bus_errors
 from hub import metrics as hub_metrics
-from hub import observations
 from hub.reconcile import released
 from protocol import errors as protocol_errors
 from protocol import messages, streams, subjects
+from protocol.coordinates import Coordinates
 
 log = logging.getLogger(__name__)
 
-Coordinates = observations.Coordinates
 CHECK_INTERVAL = 5.0
 """Seconds between checks of each released deletion (a message for it checks it at once)."""
 REMEMBERED = 4096

@@ -22,8 +22,8 @@ import nacl.signing
 import pydantic
 
 from common import bus
-from common import errors as bus_errors
 from common import kube as ckube
+from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from common.kube import resources, watching
 from hub import api, ingest, mapping, placements, sites
@@ -36,6 +36,7 @@ from hub.reconcile import rkcp, rkcp_status
 from protocol import errors as protocol_errors
 from protocol import keys as protocol_keys
 from protocol import messages, signing, streams, subjects
+from protocol.coordinates import Coordinates
 
 log = logging.getLogger(__name__)
 
@@ -115,18 +116,18 @@ class Controller:
         self._created: dict[Key, str] = {}
         self._owner: dict[Key, str] = {}
         """The owner Cluster's name of each RKCP (for Cluster events)."""
-        self._by_coords: dict[hub_observations.Coordinates, set[Key]] = defaultdict(set)
-        self._coords_of: dict[Key, hub_observations.Coordinates] = {}
+        self._by_coords: dict[Coordinates, set[Key]] = defaultdict(set)
+        self._coords_of: dict[Key, Coordinates] = {}
         self._topology_sites: frozenset[str] = frozenset()
         self._last_status_write: dict[Key, float] = {}
         self._initialized: set[str] = set()
         self._secret_checksums: dict[Key, str] = {}
         self._secrets_synced = asyncio.Event()
-        self._published_cache: dict[hub_observations.Coordinates, rkcp.Published | None] = {}
+        self._published_cache: dict[Coordinates, rkcp.Published | None] = {}
         """The latest intent per control plane: read from the stream once, then kept current by
         our own publishes and purges (one leader writes; a fenced publish that fails drops it), and
         checked against the stream as ``rkcp.recheck_published`` says."""
-        self._published_checked: dict[hub_observations.Coordinates, float] = {}
+        self._published_checked: dict[Coordinates, float] = {}
         """Loop time each record was last read from, or written to, the stream."""
         self._refused: dict[Key, tuple[str, int]] = {}
         """The (reason, sealed-secrets sequence) of the last refusal counted per RKCP (once each)."""
@@ -159,7 +160,7 @@ class Controller:
             if not self._denial(coords, key[0])
         )
 
-    def maps(self, coords: hub_observations.Coordinates) -> bool:
+    def maps(self, coords: Coordinates) -> bool:
         """Whether an RKCP maps to ``coords``: the ingest opens and keeps nothing else.
 
         Asked for every message the ingest reads: one for the coordinates of a released deletion
@@ -170,12 +171,12 @@ class Controller:
             self.released.poke(coords)
         return mapped
 
-    def on_observation(self, coords: hub_observations.Coordinates) -> None:
+    def on_observation(self, coords: Coordinates) -> None:
         self.released.poke(coords)
         for key in self._by_coords.get(coords, ()):
             self.queue.add(key)
 
-    def _released_purged(self, coords: hub_observations.Coordinates) -> None:
+    def _released_purged(self, coords: Coordinates) -> None:
         """A released owner's messages were purged at ``coords``: what is held is read again."""
         self.observations.unload(coords)
         self._published_cache.pop(coords, None)
@@ -307,9 +308,7 @@ class Controller:
 
     def _index(self, key: Key, obj: dict[str, Any]) -> None:
         try:
-            coords = hub_observations.Coordinates(
-                *mapping.coordinates(api.RemoteKamajiControlPlane.parse(obj))
-            )
+            coords = Coordinates(*mapping.coordinates(api.RemoteKamajiControlPlane.parse(obj)))
         except (pydantic.ValidationError, mapping.InvalidCoordinates):
             return
         old = self._coords_of.get(key)
@@ -409,10 +408,10 @@ class Controller:
             else:
                 cluster = api.Cluster.parse(found)
         try:
-            coords = hub_observations.Coordinates(*mapping.coordinates(r))
+            coords = Coordinates(*mapping.coordinates(r))
         except mapping.InvalidCoordinates as exc:
             problem = problem or str(exc)
-            coords = hub_observations.Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
+            coords = Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
         if coords.site not in self._topology_sites and coords.site in self.known_sites():
             await self.ensure_topology()
         desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
@@ -450,14 +449,14 @@ class Controller:
             signing_key_id=self.signing_key_id,
         )
 
-    def _denial(self, coords: hub_observations.Coordinates, namespace: str) -> str:
+    def _denial(self, coords: Coordinates, namespace: str) -> str:
         """Why the Site does not let ``namespace`` place at ``coords`` ("" when it does)."""
         spec = self.site_sync.spec(coords.site)
         return placements.denial(
             spec, site=coords.site, namespace=namespace, target_namespace=coords.namespace
         )
 
-    def _conflict(self, coords: hub_observations.Coordinates, r: api.RemoteKamajiControlPlane) -> str:
+    def _conflict(self, coords: Coordinates, r: api.RemoteKamajiControlPlane) -> str:
         """The older authorized RKCP claiming the same TCP, if this one is the younger.
 
         An RKCP its Site does not authorize claims nothing: otherwise a tenant could create one
@@ -481,9 +480,7 @@ class Controller:
                 return f"{key[0]}/{key[1]}"
         return ""
 
-    async def _published(
-        self, coords: hub_observations.Coordinates, status: messages.Status | None
-    ) -> rkcp.Published | None:
+    async def _published(self, coords: Coordinates, status: messages.Status | None) -> rkcp.Published | None:
         now = asyncio.get_running_loop().time()
         known = coords in self._published_cache
         held = self._published_cache.get(coords)
@@ -502,7 +499,7 @@ class Controller:
         self._published_checked[coords] = now
         return found
 
-    async def _read_published(self, coords: hub_observations.Coordinates) -> rkcp.Published | None:
+    async def _read_published(self, coords: Coordinates) -> rkcp.Published | None:
         stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.prefix)
         stored = await bus.last_message(self.conn, stream, subjects.intent(*coords, prefix=self.prefix))
         if stored is None:
@@ -532,7 +529,7 @@ class Controller:
             replaces=tuple(i.replaces),
         )
 
-    async def _report(self, coords: hub_observations.Coordinates) -> rkcp.SiteReport:
+    async def _report(self, coords: Coordinates) -> rkcp.SiteReport:
         # Loaded once per process, whatever the consumer recorded before: a restarted hub's
         # consumer never delivers again what the previous process acknowledged (the sealed
         # secrets, typically), however many newer statuses it delivers first (issue 11 §2).
@@ -569,7 +566,7 @@ class Controller:
             return await self._publish(action, r, o)
         elif isinstance(action, rkcp.Purge):
             # Purge is planned only for a control plane we published to: its coordinates are valid.
-            coords = hub_observations.Coordinates(*mapping.coordinates(r))
+            coords = Coordinates(*mapping.coordinates(r))
             for kind in (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET):
                 subject = subjects.control_plane(kind, *coords, prefix=self.prefix)
                 stream = streams.stream_name(kind, site=coords.site, prefix=self.prefix)
@@ -578,7 +575,7 @@ class Controller:
             self._published_cache[coords] = None
             self._published_checked[coords] = asyncio.get_running_loop().time()
         elif isinstance(action, rkcp.Release):
-            coords = hub_observations.Coordinates(*mapping.coordinates(r))
+            coords = Coordinates(*mapping.coordinates(r))
             self.released.track(coords, r.metadata.uid, action.seq)
         elif isinstance(action, rkcp.WriteSecrets):
             return await self._write_secrets(action, r, o)
@@ -654,16 +651,14 @@ class Controller:
                 r.metadata.name,
                 exc,
             )
-            self._published_cache.pop(hub_observations.Coordinates(site, ns, name), None)
+            self._published_cache.pop(Coordinates(site, ns, name), None)
             return False
         except bus_errors.BusError:
             # The outcome is unknown (the publish may have landed): read the stream next time.
-            self._published_cache.pop(hub_observations.Coordinates(site, ns, name), None)
+            self._published_cache.pop(Coordinates(site, ns, name), None)
             raise
-        self._published_checked[hub_observations.Coordinates(site, ns, name)] = (
-            asyncio.get_running_loop().time()
-        )
-        self._published_cache[hub_observations.Coordinates(site, ns, name)] = rkcp.Published(
+        self._published_checked[Coordinates(site, ns, name)] = asyncio.get_running_loop().time()
+        self._published_cache[Coordinates(site, ns, name)] = rkcp.Published(
             seq=ack.seq,
             op=action.op,
             generation=r.metadata.generation,
@@ -674,7 +669,7 @@ class Controller:
             replaces=action.replaces,
         )
         for uid in action.replaces:
-            self.released.track(hub_observations.Coordinates(site, ns, name), uid, ack.seq)
+            self.released.track(Coordinates(site, ns, name), uid, ack.seq)
         self.metrics.intents_published.labels(site=site, op=action.op).inc()
         log.info(
             "published %s intent for %s/%s (generation %d) as seq %d",

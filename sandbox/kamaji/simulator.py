@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from common import aiotasks, kube
-from common.kube import errors, resources, retrying, watching
+from common import aiotasks, backoff, kube
+from common.kube import errors, resources, watching
 from sandbox.kamaji import addresses, pki, reconcile
 
 __all__ = ["Simulator"]
@@ -181,7 +181,7 @@ class Simulator:
             except Exception:
                 failures += 1
                 log.exception("watching tenantcontrolplanes failed unexpectedly; relisting")
-                await asyncio.sleep(retrying.backoff(failures))
+                await asyncio.sleep(backoff.delay(failures, base=0.4, cap=30.0))
 
     def _relisted(self, items: list[dict[str, Any]]) -> None:
         present = {_key(obj) for obj in items}
@@ -253,16 +253,16 @@ class Simulator:
             worker.failures += 1
             worker.stale = worker.stale or isinstance(exc, errors.Conflict)
             log.info("tcp %s/%s: %s; retrying", namespace, name, exc)
-            return retrying.backoff(worker.failures)
+            return backoff.delay(worker.failures, base=0.4, cap=30.0)
         except errors.KubeError as exc:
             # Invalid, Forbidden, ...: retrying soon will not help, but a fixed schema or RBAC will.
             worker.failures += 1
             log.error("tcp %s/%s: %s", namespace, name, exc)
-            return max(5.0, retrying.backoff(worker.failures))
+            return max(5.0, backoff.delay(worker.failures, base=0.4, cap=30.0))
         except Exception:
             worker.failures += 1
             log.exception("tcp %s/%s: unexpected error", namespace, name)
-            return max(5.0, retrying.backoff(worker.failures))
+            return max(5.0, backoff.delay(worker.failures, base=0.4, cap=30.0))
         worker.failures = 0
         return delay
 

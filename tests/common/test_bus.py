@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from common import bus, errors
+from common import bus
+from common.bus import errors
 from protocol import messages, streams, subjects
 from sandbox import natsd
 from tests import helpers

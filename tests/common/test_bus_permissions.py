@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from common import bus, errors
-from common.bus import consuming
+from common import bus
+from common.bus import consuming, errors
 from protocol import messages, streams, subjects
 from sandbox import natsd
 from tests import helpers

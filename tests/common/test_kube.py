@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from common import kube as ckube
-from common.kube import errors, resources, retrying, watching
+from common.kube import errors, resources, watching
 from sandbox import kubeapi
 
 TCP = resources.TENANT_CONTROL_PLANE
@@ -121,12 +121,6 @@ async def test_serves_only_what_the_server_has(kube: ckube.Kube) -> None:
     assert await kube.serves(TCP)
     assert await kube.serves(resources.NAMESPACE)
     assert not await kube.serves(resources.Resource("example.com", "v1", "widgets", "Widget"))
-
-
-@pytest.mark.parametrize(("failures", "ceiling"), [(0, 0.2), (1, 0.4), (4, 3.2), (10, 30.0), (5000, 30.0)])
-def test_backoff_doubles_up_to_the_cap_with_jitter(failures: int, ceiling: float) -> None:
-    for _ in range(20):
-        assert ceiling / 2 <= retrying.backoff(failures) <= ceiling
 
 
 async def test_unreachable_server_is_unavailable() -> None:

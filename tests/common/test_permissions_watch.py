@@ -6,8 +6,7 @@ import asyncio
 
 import pytest
 
-from common import errors
-from common.bus import permissions
+from common.bus import errors, permissions
 
 
 @pytest.mark.parametrize(

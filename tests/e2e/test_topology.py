@@ -14,8 +14,8 @@ import yaml
 from cryptography import x509
 
 from common import bus
-from common import errors as common_errors
 from common import kube as ckube
+from common.bus import errors as common_errors
 from common.kube import errors as kerrors
 from common.kube import resources
 from protocol import streams, subjects

@@ -15,10 +15,11 @@ from common import bus
 from hub import ingest, observations
 from hub import metrics as hub_metrics
 from protocol import messages, sealing, streams, subjects
+from protocol.coordinates import Coordinates
 from tests import helpers
 from tests.hub.test_observations import CP1, HUB, PAYLOAD, STRANGER, public, sealed_to
 
-CP2 = observations.Coordinates("site-a", "tenants", "cp2")
+CP2 = Coordinates("site-a", "tenants", "cp2")
 
 
 @dataclass
@@ -28,8 +29,8 @@ class Hub:
     ingest: ingest.Ingest
     obs: observations.Observations
     metrics: hub_metrics.Metrics
-    changes: list[observations.Coordinates] = field(default_factory=list)
-    mapped: set[observations.Coordinates] = field(default_factory=set)
+    changes: list[Coordinates] = field(default_factory=list)
+    mapped: set[Coordinates] = field(default_factory=set)
     """Coordinates an RKCP maps to (the controller's ``maps``); the ingest keeps nothing else."""
 
     def rejected(self, kind: subjects.Kind, reason: str, *, site: str = "site-a") -> float:
@@ -44,7 +45,7 @@ def new_hub(conn: bus.Connection, prefix: str, *, sites: list[str] | None = None
     known = ["site-a", "site-b"] if sites is None else sites
     obs = observations.Observations()
     metrics = hub_metrics.Metrics()
-    changes: list[observations.Coordinates] = []
+    changes: list[Coordinates] = []
     mapped = {CP1, CP2}
     return Hub(
         ingest=ingest.Ingest(
@@ -140,7 +141,7 @@ async def test_messages_for_coordinates_no_rkcp_maps_to_are_counted_never_kept(
     conn: bus.Connection, hub: Hub
 ) -> None:
     prefix = hub.ingest.prefix
-    nobody = observations.Coordinates("site-a", "tenants", "nobody")
+    nobody = Coordinates("site-a", "tenants", "nobody")
     await publish_status(conn, prefix, helpers.status(name="nobody"))
     await publish_sealed(conn, prefix, sealed_to(HUB, name="nobody"))
     await settled(conn, prefix)
@@ -336,7 +337,7 @@ async def test_the_ingest_waits_for_its_consumers_to_exist(
 async def test_a_site_that_appears_is_consumed(conn: bus.Connection, topology: str) -> None:
     known = ["site-a"]
     hub = new_hub(conn, topology, sites=known)
-    b1 = observations.Coordinates("site-b", "tenants", "cp1")
+    b1 = Coordinates("site-b", "tenants", "cp1")
     hub.mapped.add(b1)
     async with running(hub):
         await publish_status(conn, topology, helpers.status(site="site-b"))

@@ -7,10 +7,11 @@ import pytest
 
 from hub import observations
 from protocol import keys, messages, sealing
+from protocol.coordinates import Coordinates
 from tests import helpers
 
-CP1 = observations.Coordinates("site-a", "tenants", "cp1")
-CP2 = observations.Coordinates("site-a", "tenants", "cp2")
+CP1 = Coordinates("site-a", "tenants", "cp1")
+CP2 = Coordinates("site-a", "tenants", "cp2")
 HUB = keys.new_sealing_key()
 STRANGER = keys.new_sealing_key()
 PAYLOAD = messages.SecretsPayload(
@@ -70,7 +71,7 @@ R, S, D, M = (
     ],
 )
 def test_apply_status(
-    steps: list[tuple[observations.Coordinates, str, int]],
+    steps: list[tuple[Coordinates, str, int]],
     outcomes: list[observations.Outcome],
     held_phase: str | None,
     held_seq: int,
@@ -163,7 +164,7 @@ def _opened(sealed: messages.SealedSecrets) -> messages.SecretsPayload | observa
     ],
 )
 def test_apply_sealed(
-    steps: list[tuple[observations.Coordinates, messages.SealedSecrets, int]],
+    steps: list[tuple[Coordinates, messages.SealedSecrets, int]],
     outcomes: list[observations.Outcome],
     opened: bool,
     has_error: bool,
@@ -226,7 +227,7 @@ def test_forget_of_unknown_is_a_no_op() -> None:
 
 def test_plain_tuples_address_the_same_entry() -> None:
     obs = observations.Observations()
-    obs.apply_status(observations.Coordinates(*("site-a", "tenants", "cp1")), helpers.status(), 1)
+    obs.apply_status(Coordinates(*("site-a", "tenants", "cp1")), helpers.status(), 1)
     assert obs.get(("site-a", "tenants", "cp1")) is not None
     assert obs.coordinates() == {CP1}
 
@@ -285,9 +286,9 @@ def test_what_the_consumer_records_does_not_count_as_loaded(steps: list[str]) ->
     ],
 )
 def test_retain_drops_what_no_rkcp_maps_to(
-    mapped: set[observations.Coordinates],
-    kept: set[observations.Coordinates],
-    gone: list[observations.Coordinates],
+    mapped: set[Coordinates],
+    kept: set[Coordinates],
+    gone: list[Coordinates],
 ) -> None:
     obs = observations.Observations()
     obs.apply_status(CP1, helpers.status(name="cp1"), 1)

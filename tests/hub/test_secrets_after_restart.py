@@ -20,14 +20,14 @@ import pytest
 
 from common import bus
 from common.kube import resources
-from hub import observations
 from hub.controllers import writing
 from protocol import streams, subjects
+from protocol.coordinates import Coordinates
 from tests import helpers
 from tests.hub.conftest import SITE, World
 from tests.hub.test_controller import _async, condition, create_pair, until_ready
 
-CP1 = observations.Coordinates(SITE, "tenants", "cp1")
+CP1 = Coordinates(SITE, "tenants", "cp1")
 KEY = ("default", "cp1")
 NAMES = ("cp1-cluster-kubeconfig", "cp1-cluster-ca")
 

@@ -14,7 +14,8 @@ import datetime as dt
 from collections import Counter
 from typing import Any
 
-from common import bus, errors
+from common import bus
+from common.bus import errors
 from protocol import messages, streams, subjects
 from tests import helpers
 from tests.security.intake_support import NS, Stand

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from common import bus
-from common import errors as bus_errors
+from common.bus import errors as bus_errors
 from common.kube import resources
 from protocol import messages, sealing, streams, subjects
 from tests import helpers

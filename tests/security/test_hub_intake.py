@@ -23,7 +23,7 @@ import nacl.public
 import pytest
 import pytest_asyncio
 
-from common import errors
+from common.bus import errors
 from protocol import keys, messages, streams, subjects
 from tests import helpers
 from tests.security import intake_support

@@ -23,7 +23,8 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from common import bus, errors, keyfiles, natsconfig, natsfiles, tlsfiles
+from common import bus, keyfiles, natsconfig, natsfiles, tlsfiles
+from common.bus import errors
 from sandbox import kubeapi, natsd
 from tests import helpers
 from tests.security import tls_support as ts

@@ -363,7 +363,7 @@ def test_after_error(
 
 @pytest.mark.parametrize(("delivered", "delay"), [(1, 0.5), (2, 1.0), (5, 8.0), (50, 60.0)])
 def test_backoff(delivered: int, delay: float) -> None:
-    assert intents.backoff(delivered) == delay
+    assert intents.redelivery_delay(delivered) == delay
 
 
 SIGNER = keys.new_signing_key()

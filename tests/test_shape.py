@@ -1,0 +1,122 @@
+"""The code stays readable in an afternoon: small modules, short functions, few parameters.
+
+Measured on the product packages (not tests, not bench): a module over ``MODULE_LINES`` lines, a
+function over ``FUNCTION_LINES`` lines or a constructor taking more than ``CONSTRUCTOR_PARAMS``
+parameters fails here, naming the place. ``KNOWN`` lists what is still being reshaped (issue 12):
+an entry that no longer exceeds its limit fails too, so the list only shrinks.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGES = ("agent", "common", "hub", "kamaji_broker", "protocol", "sandbox")
+MODULE_LINES = 300
+FUNCTION_LINES = 50
+CONSTRUCTOR_PARAMS = 6
+
+KNOWN: frozenset[str] = frozenset(
+    {
+        "module agent/apply/intents.py",
+        "module agent/apply/loop.py",
+        "module agent/cleanup/loop.py",
+        "module agent/status/loop.py",
+        "module common/bus/connection.py",
+        "module common/bus/consuming.py",
+        "module common/keyfiles.py",
+        "module common/kube/client.py",
+        "module hub/api.py",
+        "module hub/controllers/rkcp.py",
+        "module hub/crdgen.py",
+        "module hub/ingest.py",
+        "module hub/reconcile/rkcp.py",
+        "module hub/reconcile/rkcp_status.py",
+        "module kamaji_broker/cli.py",
+        "module sandbox/kamaji/reconcile.py",
+        "module sandbox/kamaji/simulator.py",
+        "module sandbox/kubeapi/handlers.py",
+        "module sandbox/kubeapi/schema.py",
+        "module sandbox/kubeapi/store.py",
+        "module sandbox/launcher/topology.py",
+        "function agent/main.py:Agent.start",
+        "function common/keyfiles.py:generate",
+        "function common/kube/client.py:Kube.watch",
+        "function hub/controllers/rkcp.py:Controller.__init__",
+        "function hub/controllers/rkcp.py:Controller._publish",
+        "function hub/controllers/rkcp.py:Controller.observe",
+        "function hub/main.py:Hub.start",
+        "function hub/metrics.py:Metrics.__init__",
+        "function hub/reconcile/rkcp.py:reconcile_delete",
+        "function hub/reconcile/rkcp.py:reconcile_normal",
+        "function kamaji_broker/cli.py:_parser",
+        "function sandbox/kubeapi/admission.py:metadata_causes",
+        "function sandbox/kubeapi/resources.py:builtins",
+        "function sandbox/kubeapi/store.py:Store.create",
+        "function sandbox/kubeapi/store.py:Store.update",
+        "function sandbox/launcher/topology.py:Topology.__init__",
+        "constructor agent/apply/loop.py:ApplyLoop",
+        "constructor agent/cleanup/loop.py:CleanupLoop",
+        "constructor agent/heartbeat.py:Heartbeat",
+        "constructor agent/status/loop.py:StatusLoop",
+        "constructor hub/controllers/rkcp.py:Controller",
+        "constructor hub/ingest.py:Ingest",
+        "constructor sandbox/launcher/topology.py:Topology",
+    }
+)
+
+
+def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    found: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.ClassDef):
+            found += _functions(node, f"{prefix}{node.name}.")
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found.append((prefix + node.name, node))
+            found += _functions(node, f"{prefix}{node.name}.")
+    return found
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    a = fn.args
+    return len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) - 1  # not self
+
+
+def excesses() -> dict[str, str]:
+    """Every place over a limit: its KNOWN-style name → what it measures."""
+    found: dict[str, str] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            source = path.read_text()
+            lines = len(source.splitlines())
+            if lines > MODULE_LINES:
+                found[f"module {rel}"] = f"{lines} lines (at most {MODULE_LINES})"
+            for name, fn in _functions(ast.parse(source)):
+                length = (fn.end_lineno or fn.lineno) - fn.lineno + 1
+                if length > FUNCTION_LINES:
+                    found[f"function {rel}:{name}"] = f"{length} lines (at most {FUNCTION_LINES})"
+                if fn.name == "__init__" and _params(fn) > CONSTRUCTOR_PARAMS:
+                    hint = "pass the settings and a dependencies struct"
+                    found[f"constructor {rel}:{name.removesuffix('.__init__')}"] = (
+                        f"{_params(fn)} parameters (at most {CONSTRUCTOR_PARAMS}: {hint})"
+                    )
+    return found
+
+
+def test_nothing_new_exceeds_a_limit() -> None:
+    new = {place: what for place, what in excesses().items() if place not in KNOWN}
+    assert not new, "\n".join(f"{place}: {what}" for place, what in sorted(new.items()))
+
+
+def test_the_known_list_only_shrinks() -> None:
+    mended = sorted(KNOWN - set(excesses()))
+    assert not mended, f"within limits now, remove from KNOWN: {mended}"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_package_is_measured(package: str) -> None:
+    assert list((ROOT / package).rglob("*.py")), f"{package} has no modules: is PACKAGES stale?"
