@@ -119,10 +119,11 @@ class Elector:
                     )
                     self.standby.clear()
                     self.leading.set()
-            elif self.leading.is_set():
-                log.warning("lost leadership (lease %s/%s)", self.namespace, self.name)
-                self.leading.clear()
-                self.standby.set()
+            else:
+                if self.leading.is_set():
+                    log.warning("lost leadership (lease %s/%s)", self.namespace, self.name)
+                    self.leading.clear()
+                self.standby.set()  # also after a first round lost: a candidate that never led
             await asyncio.sleep(self.renew_interval if held else self.renew_interval / 2)
 
     async def release(self) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import atexit
 import datetime as dt
 import functools
+import inspect
 import os
 import re
 import shutil
@@ -16,12 +17,35 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import aiohttp
+import yaml
 
 from common import bus, tlsfiles
 from protocol import messages, streams, subjects
+
+T = TypeVar("T")
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository's root."""
+KAMAJI_CRD = ROOT.parent / "shared" / "fixtures" / "kamaji-tenantcontrolplane-crd.yaml"
+"""Kamaji's real TenantControlPlane CRD, from ../shared beside the repository (CI has it)."""
+
+
+def kamaji_crd_path() -> Path:
+    """``KAMAJI_CRD``, failing (not skipping) with the path when ../shared is missing."""
+    if not KAMAJI_CRD.is_file():
+        raise AssertionError(f"Kamaji's real TenantControlPlane CRD is missing: {KAMAJI_CRD} (../shared)")
+    return KAMAJI_CRD
+
+
+def kamaji_crd() -> dict[str, Any]:
+    """Kamaji's real TenantControlPlane CRD, parsed."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    crd: dict[str, Any] = yaml.load(kamaji_crd_path().read_text(), Loader=loader)
+    return crd
+
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
 
@@ -142,15 +166,51 @@ def heartbeat(*, site: str = "site-a") -> messages.Heartbeat:
     return messages.Heartbeat(site=site, agent_version="0.1.0", started_at=T0, sent_at=T0, managed=3, ready=2)
 
 
+@overload
 async def eventually(
-    check: Callable[[], Awaitable[bool]], *, within: float = 10.0, every: float = 0.05
-) -> None:
-    """Poll until ``check`` holds; fail with a clear message when it never does."""
+    probe: Callable[[], Awaitable[T]],
+    done: Callable[[T], bool] | None = None,
+    *,
+    within: float = 10.0,
+    every: float = 0.05,
+    what: str = "condition",
+) -> T: ...
+
+
+@overload
+async def eventually(
+    probe: Callable[[], T],
+    done: Callable[[T], bool] | None = None,
+    *,
+    within: float = 10.0,
+    every: float = 0.05,
+    what: str = "condition",
+) -> T: ...
+
+
+async def eventually(
+    probe: Callable[[], Any],
+    done: Callable[[Any], bool] | None = None,
+    *,
+    within: float = 10.0,
+    every: float = 0.05,
+    what: str = "condition",
+) -> Any:
+    """Poll ``probe`` (plain or async) until ``done`` holds for its value (by default: the value is
+    truthy) and return that value; fail naming ``what`` and the last value seen when it never does.
+
+    The one way tests wait: on a condition, never on a fixed sleep.
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
-    while not await check():
+    while True:
+        value = probe()
+        if inspect.isawaitable(value):
+            value = await value
+        if done(value) if done is not None else value:
+            return value
         if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {within}s")
+            raise AssertionError(f"{what} not met within {within}s; last seen: {value!r}")
         await asyncio.sleep(every)
 
 

@@ -82,7 +82,7 @@ async def test_a_beat_lands_on_the_sites_stream_with_the_counts(
     try:
         seq = await hub.send(intent())
         await tcp_where(site, "cp1", lambda o: o is not None)
-        await helpers.eventually(lambda: _value(a.loop.last_seq == seq))
+        await helpers.eventually(lambda: a.loop.last_seq == seq)
         hb = beater(conn, site, hub, last_intent_seq=lambda: a.loop.last_seq, namespaces=("tenants",))
         sent = await hb.beat()
     finally:
@@ -102,13 +102,13 @@ async def test_run_beats_every_interval_and_outlives_a_lost_bus(
     hb = beater(own, site, hub, interval=0.1)
     task = asyncio.create_task(hb.run())
     try:
-        await helpers.eventually(lambda: _value(hb.beats >= 2))
+        await helpers.eventually(lambda: hb.beats >= 2)
         first = await latest(hub)
         await helpers.eventually(lambda: _later_than(hub, first))
         await own.close()  # publishing now fails on every beat
         before = hb.beats
         # Each failed beat takes the publisher's own retries (a few seconds); two show it goes on.
-        await helpers.eventually(lambda: _value(hb.failures >= 2), within=30)
+        await helpers.eventually(lambda: hb.failures >= 2, within=30)
         assert hb.beats == before and not task.done()
     finally:
         task.cancel()
@@ -135,10 +135,6 @@ async def test_kamaji_not_detected_on_a_cluster_without_its_crd(
 async def _later_than(hub: Hub, first: messages.Heartbeat | None) -> bool:
     now = await latest(hub)
     return first is not None and now is not None and now.sent_at > first.sent_at
-
-
-async def _value(value: bool) -> bool:
-    return value
 
 
 def test_new_heartbeat_carries_the_trusted_hub_key_ids_sorted() -> None:

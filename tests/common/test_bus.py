@@ -3,6 +3,7 @@ redelivery and durability across a server restart."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -290,7 +291,7 @@ async def test_server_restart_keeps_every_acknowledged_message(
             ).seq
         reconnects = conn.reconnects
         restartable_nats.restart()
-        await helpers.eventually(lambda: _true(conn.reconnects > reconnects), within=15)
+        await helpers.eventually(lambda: conn.reconnects > reconnects, within=15)
         for subject, seq in published.items():
             stored = await bus.last_message(conn, helpers.stream(K.INTENT, prefix), subject)
             assert stored is not None and stored.seq == seq
@@ -311,15 +312,14 @@ async def test_publish_retries_until_the_server_is_back(
         await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
         subject = subjects.status("site-a", "tenants", "cp1", prefix=prefix)
         restartable_nats.stop()
-        import asyncio
-
-        async def bring_back() -> None:
-            await asyncio.sleep(1.0)
-            await asyncio.to_thread(restartable_nats.start)
-
-        task = asyncio.create_task(bring_back())
-        ack = await bus.publish(conn, subject, b"{}", msg_id="while-down", attempts=30, retry_wait=0.1)
-        await task
+        publishing = asyncio.create_task(
+            bus.publish(conn, subject, b"{}", msg_id="while-down", attempts=100, retry_wait=0.1)
+        )
+        # The publish starts while the server is down; it is brought back once the client knows.
+        await helpers.eventually(lambda: not conn.connected, what="the client saw the server go")
+        assert not publishing.done()
+        await asyncio.to_thread(restartable_nats.start)
+        ack = await publishing
         assert ack.seq == 1
         again = await bus.publish(conn, subject, b"{}", msg_id="while-down")
         assert again.duplicate
@@ -332,10 +332,6 @@ async def test_connect_gives_up_only_at_the_deadline() -> None:
     with pytest.raises(errors.Unavailable) as exc:
         await bus.connect(helpers.options(f"nats://127.0.0.1:{port}"), deadline=1.0)
     assert f"127.0.0.1:{port}" in str(exc.value)
-
-
-async def _true(value: bool) -> bool:
-    return value
 
 
 async def test_connect_retries_after_a_tls_handshake_that_failed(nats_server: natsd.NatsServer) -> None:

@@ -150,8 +150,14 @@ async def test_stream_lists_then_watches_and_relists_after_410(
         event = await asyncio.wait_for(seen.get(), 10)
         assert isinstance(event, ckube.WatchEvent) and event.type == "ADDED"
         assert event.object["metadata"]["name"] == "after"
-        # Let the 1 s watch end (resume), then push the history window (200) past its version.
-        await asyncio.sleep(1.5)
+        # The server ends the watch (as an API server does at its timeout): the stream resumes
+        # from the last version it saw, without relisting.
+        cluster.store.history.close_all()
+        await kube.create(TCP, tcp("resumed"), namespace="default")
+        resumed = await asyncio.wait_for(seen.get(), 10)
+        assert isinstance(resumed, ckube.WatchEvent) and resumed.type == "ADDED"
+        assert resumed.object["metadata"]["name"] == "resumed"
+        # Then push the history window (200) past its version.
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         for i in range(250):
@@ -160,7 +166,7 @@ async def test_stream_lists_then_watches_and_relists_after_410(
         # The stream resumes at the old version, gets 410 Gone and relists.
         relisted = await asyncio.wait_for(seen.get(), 10)
         assert isinstance(relisted, watching.Synced)
-        assert sorted(o["metadata"]["name"] for o in relisted.items) == ["after", "before"]
+        assert sorted(o["metadata"]["name"] for o in relisted.items) == ["after", "before", "resumed"]
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

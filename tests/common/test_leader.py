@@ -52,13 +52,22 @@ def elector(kube: ckube.Kube, identity: str) -> leader.Elector:
 async def test_one_leader_then_takeover_when_it_stops_renewing(kube: ckube.Kube) -> None:
     a, b = elector(kube, "hub-a"), elector(kube, "hub-b")
     ta = asyncio.create_task(a.run())
-    await helpers.eventually(lambda: _async(a.leading.is_set()))
+    await helpers.eventually(lambda: a.leading.is_set())
     tb = asyncio.create_task(b.run())
-    await asyncio.sleep(0.6)  # several of b's rounds, all within a's lease
+    await helpers.eventually(lambda: b.standby.is_set(), what="b's first round (standby)")
+    renewals: set[str] = set()
+
+    async def a_renewed_thrice() -> bool:
+        lease = await kube.get(resources.LEASE, "kamaji-broker-hub", namespace="default")
+        renewals.add(lease["spec"]["renewTime"])
+        return len(renewals) > 3
+
+    # Several of b's rounds (b tries every renew interval, as a renews) while a holds its lease.
+    await helpers.eventually(a_renewed_thrice, what="a renewed its lease three times")
     assert a.leading.is_set() and not b.leading.is_set()
     ta.cancel()  # a dies without releasing
     await asyncio.gather(ta, return_exceptions=True)
-    await helpers.eventually(lambda: _async(b.leading.is_set()), within=5)
+    await helpers.eventually(lambda: b.leading.is_set(), within=5)
     lease = await kube.get(resources.LEASE, "kamaji-broker-hub", namespace="default")
     assert lease["spec"]["holderIdentity"] == "hub-b" and lease["spec"]["leaseTransitions"] == 1
     tb.cancel()
@@ -69,7 +78,7 @@ async def test_release_hands_over_at_once(kube: ckube.Kube) -> None:
     a, b = elector(kube, "hub-a"), elector(kube, "hub-b")
     a.lease_duration = 3600  # a's lease lasts an hour: only a release lets b in now
     ta = asyncio.create_task(a.run())
-    await helpers.eventually(lambda: _async(a.leading.is_set()))
+    await helpers.eventually(lambda: a.leading.is_set())
     ta.cancel()
     await asyncio.gather(ta, return_exceptions=True)
     assert not await b.try_acquire_or_renew()
@@ -81,7 +90,3 @@ async def test_concurrent_candidates_never_both_win(kube: ckube.Kube) -> None:
     candidates = [elector(kube, f"hub-{i}") for i in range(5)]
     wins = await asyncio.gather(*(c.try_acquire_or_renew() for c in candidates))
     assert sum(wins) == 1
-
-
-async def _async(value: bool) -> bool:
-    return value

@@ -9,8 +9,7 @@ create their own, so every test may rely on the base ones being Ready.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
@@ -23,14 +22,6 @@ SITES = ("site-a", "site-b")
 PER_SITE = 2
 BASE = workload.control_plane_names(SITES, per_site=PER_SITE)
 """(name, site) of the control planes every test may rely on."""
-
-KAMAJI_CRD = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "kamaji-tenantcontrolplane-crd.yaml"
-)
-
-
-async def until(check: Callable[[], Awaitable[bool]], *, within: float = 60.0) -> None:
-    await helpers.eventually(check, within=within, every=0.2)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -24,7 +24,7 @@ from sandbox.kamaji import crds as kamaji_crds
 from sandbox.kamaji import reconcile as kamaji_reconcile
 from sandbox.launcher import Topology
 from tests import helpers
-from tests.e2e.conftest import BASE, KAMAJI_CRD, SITES, until
+from tests.e2e.conftest import BASE, SITES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -69,15 +69,13 @@ async def test_every_control_plane_is_ready_at_its_own_site_only(world: Topology
         objs = [await world.mgmt.get(RKCP, name, namespace=NS) for name, _ in BASE]
         return all(conditions(o).get("SiteConnected") == conditions(o).get("Ready") == "True" for o in objs)
 
-    await until(connected_and_ready, within=30)
+    await helpers.eventually(connected_and_ready, within=30, every=0.2)
 
 
 async def test_every_site_tcp_validates_against_the_real_kamaji_crd(world: Topology) -> None:
-    if not KAMAJI_CRD.is_file():
-        pytest.skip(f"the real Kamaji CRD is absent: {KAMAJI_CRD}")
     # Kamaji's own schema in a cluster of its own: a 422 there means a field Kamaji would refuse,
     # and a field missing from what comes back is one its API server would prune silently.
-    [crd] = kamaji_crds.load([KAMAJI_CRD])
+    [crd] = kamaji_crds.load([helpers.kamaji_crd_path()])
     server = kubeapi.Server(name="kamaji-real")
     await server.start(port=0)
     api_client = await ckube.api_client_from_kubeconfig(
@@ -188,7 +186,7 @@ async def test_updates_reach_the_site_and_deletes_purge_the_site_and_the_bus(
         snapshot = await world.progress()
         return all(cp.done for cp in snapshot.control_planes if cp.name.startswith("life-"))
 
-    await until(mine_ready)
+    await helpers.eventually(mine_ready, every=0.2, within=60)
 
     # Update: a version at site-a, replicas at site-b.
     await world.update_control_plane("life-a-1", version="v1.32.0")
@@ -208,14 +206,14 @@ async def test_updates_reach_the_site_and_deletes_purge_the_site_and_the_bus(
             and rkcp_b.get("readyReplicas") == 3
         )
 
-    await until(updated)
+    await helpers.eventually(updated, every=0.2, within=60)
 
     # Delete: gone from the management cluster and the site, and every subject purged.
     deleted = [("life-a-2", "site-a"), ("life-b-2", "site-b")]
     for name, _ in deleted:
         await world.delete_control_plane(name)
 
-    await until(lambda: _gone(world, deleted))
+    await helpers.eventually(lambda: _gone(world, deleted), every=0.2, within=60)
     for name, site in deleted:
         for kind in (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET):
             subject = subjects.control_plane(kind, site, world.namespace, name)
@@ -252,4 +250,4 @@ async def test_each_site_object_shows_the_agents_inventory(world: Topology) -> N
                 return False
         return True
 
-    await until(inventory, within=30)
+    await helpers.eventually(inventory, within=30, every=0.2)

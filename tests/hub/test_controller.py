@@ -19,10 +19,6 @@ from tests.hub.conftest import RKCP, SITE, World, cluster_obj, rkcp_obj
 TCP = resources.TENANT_CONTROL_PLANE
 
 
-async def _async(v: bool) -> bool:
-    return v
-
-
 async def create_pair(w: World, name: str = "cp1", **spec: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     cl = await w.mgmt.create(resources.CLUSTER, cluster_obj(f"{name}-cluster"), namespace="default")
     obj = await w.mgmt.create(RKCP, rkcp_obj(name, cluster=cl, **spec), namespace="default")
@@ -134,7 +130,7 @@ async def test_spec_change_publishes_exactly_one_intent_and_resync_none(world: W
     await world.stop("hub")
     world.hub_metrics = type(world.hub_metrics)()
     controller = world.start_hub()
-    await helpers.eventually(lambda: _async(bool(controller.rkcps)), within=10)
+    await helpers.eventually(lambda: bool(controller.rkcps), within=10)
     await until_ready(world)
     obj = await world.rkcp()
     assert condition(obj, "IntentDelivered") == ("True", "Acknowledged")
@@ -250,7 +246,7 @@ async def test_garbage_on_the_bus_is_counted_and_the_hub_lives_on(world: World) 
 
     # No RKCP maps to "junk": both are counted and never decoded nor opened (issue 10).
     stream = streams.stream_name(subjects.Kind.STATUS, site=SITE, prefix=world.prefix)
-    await helpers.eventually(lambda: _async(rejected(stream, "Unmapped") == 2))
+    await helpers.eventually(lambda: rejected(stream, "Unmapped") == 2)
     assert rejected(stream, "DecodeError") == rejected(stream, "DecryptFailed") == 0
     world.start_agent()
     await create_pair(world)

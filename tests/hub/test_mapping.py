@@ -13,16 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from common import kube as ckube
 from common.kube import resources
 from hub import api, mapping
 from sandbox import kubeapi
+from tests import helpers
 
-KAMAJI_CRD = (
-    Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "kamaji-tenantcontrolplane-crd.yaml"
-)
 TCP = resources.TENANT_CONTROL_PLANE
 DEFAULT_KUBELET = {"preferredAddressTypes": ["InternalIP", "ExternalIP", "Hostname"], "cgroupfs": "systemd"}
 
@@ -280,12 +277,7 @@ def test_coordinates_refuse_names_kamaji_refuses(r: api.RemoteKamajiControlPlane
 
 @pytest.fixture(scope="module")
 def kamaji_crd() -> dict[str, Any]:
-    if not KAMAJI_CRD.is_file():
-        pytest.skip(f"the real Kamaji TenantControlPlane CRD is absent: {KAMAJI_CRD}")
-    crd: dict[str, Any] = yaml.load(
-        KAMAJI_CRD.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    )
-    return crd
+    return helpers.kamaji_crd()
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from protocol import streams, subjects
 from protocol.coordinates import Coordinates
 from tests import helpers
 from tests.hub.conftest import SITE, World
-from tests.hub.test_controller import _async, condition, create_pair, until_ready
+from tests.hub.test_controller import condition, create_pair, until_ready
 
 CP1 = Coordinates(SITE, "tenants", "cp1")
 KEY = ("default", "cp1")
@@ -79,7 +79,7 @@ async def test_a_status_before_the_first_reconcile_after_a_restart_leaves_secret
     await capi_secrets(world)
 
     controller = world.start_hub(workers=0)
-    await helpers.eventually(lambda: _async(controller.maps(CP1)), within=15)
+    await helpers.eventually(lambda: controller.maps(CP1), within=15)
     seq = await resend_status(world)
 
     async def status_recorded_first() -> bool:

@@ -7,14 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes_asyncio import client as aclient
 
 from sandbox import kubeapi
-
-KAMAJI_CRD = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "kamaji-tenantcontrolplane-crd.yaml"
-)
+from tests import helpers
 
 
 @pytest.fixture
@@ -41,10 +37,7 @@ async def api_client(kube_server: kubeapi.Server) -> AsyncIterator[aclient.ApiCl
 
 @pytest.fixture(scope="session")
 def kamaji_crd() -> dict[str, Any]:
-    if not KAMAJI_CRD.is_file():
-        pytest.skip(f"the real Kamaji CRD is absent: {KAMAJI_CRD}")
-    crd: dict[str, Any] = yaml.safe_load(KAMAJI_CRD.read_text())
-    return crd
+    return helpers.kamaji_crd()
 
 
 @pytest.fixture

@@ -17,9 +17,9 @@ import yaml
 
 from sandbox import crds
 from sandbox.kamaji import crds as installing
+from tests import helpers
 
 REPO = Path(__file__).resolve().parents[2]
-KAMAJI_CRD = REPO.parent / "shared" / "fixtures" / "kamaji-tenantcontrolplane-crd.yaml"
 
 _TYPES = {"object", "array", "string", "integer", "number", "boolean"}
 _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
@@ -49,9 +49,7 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def real_tcp_crd() -> dict[str, Any]:
-    if not KAMAJI_CRD.is_file():
-        pytest.skip(f"Kamaji's real TenantControlPlane CRD is absent: {KAMAJI_CRD}")
-    return load(KAMAJI_CRD)
+    return load(helpers.kamaji_crd_path())
 
 
 def only_version(crd: Mapping[str, Any]) -> dict[str, Any]:

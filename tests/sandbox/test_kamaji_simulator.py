@@ -14,7 +14,7 @@ import contextlib
 import functools
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,10 +29,8 @@ from common import kube
 from sandbox import crds as crd_files
 from sandbox import kubeapi
 from sandbox.kamaji import FINALIZER, Simulator, crds
+from tests import helpers
 
-KAMAJI_CRD = (
-    Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "kamaji-tenantcontrolplane-crd.yaml"
-)
 T = TypeVar("T")
 
 GROUP, VERSION, PLURAL = "kamaji.clastix.io", "v1alpha1", "tenantcontrolplanes"
@@ -61,9 +59,7 @@ def site_kubeconfig(site: kubeapi.Server, tmp_path: Path) -> Path:
 def crd_path(request: pytest.FixtureRequest) -> Path:
     if request.param == "compact":
         return crd_files.TENANT_CONTROL_PLANE
-    if not KAMAJI_CRD.is_file():
-        pytest.skip(f"Kamaji's real TenantControlPlane CRD is absent: {KAMAJI_CRD}")
-    return KAMAJI_CRD
+    return helpers.kamaji_crd_path()
 
 
 @pytest.fixture
@@ -167,24 +163,6 @@ def installed(obj: dict[str, Any] | None) -> str | None:
     return str(value) if value is not None else None
 
 
-async def eventually(
-    probe: Callable[[], Awaitable[T]], done: Callable[[T], bool], *, what: str, deadline: float = DEADLINE
-) -> T:
-    """Poll ``probe`` until ``done`` holds; fail with the last value after ``deadline`` seconds."""
-    last: list[T] = []
-    try:
-        async with asyncio.timeout(deadline):
-            while True:
-                value = await probe()
-                if done(value):
-                    return value
-                last[:] = [value]
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        pass
-    pytest.fail(f"{what}: not reached within {deadline}s; last seen: {last!r}")
-
-
 async def resource_version(api_client: Any) -> str:
     listed = await custom(api_client).list_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL)
     return str(listed["metadata"]["resourceVersion"])
@@ -283,7 +261,7 @@ async def test_tcp_becomes_ready_with_both_secrets(api: Any) -> None:
 async def test_admin_kubeconfig_certificate_verifies_against_the_ca(api: Any) -> None:
     async with simulating(api, ready_delay=0.0):
         await create_tcp(api, tcp_body("tcp1", address="192.0.2.10"))
-        await eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
+        await helpers.eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
         ca_secret = await get_secret(api, "tcp1-ca")
         kubeconfigs = await get_secret(api, "tcp1-admin-kubeconfig")
     assert ca_secret is not None and kubeconfigs is not None
@@ -310,7 +288,7 @@ async def test_admin_kubeconfig_certificate_verifies_against_the_ca(api: Any) ->
 async def test_provisioning_lasts_the_ready_delay(api: Any) -> None:
     async with simulating(api, ready_delay=3600):
         await create_tcp(api, tcp_body("tcp1"))
-        tcp = await eventually(
+        tcp = await helpers.eventually(
             lambda: get_tcp(api, "tcp1"),
             lambda o: phase(o) == "Provisioning" and bool((o or {}).get("status", {}).get("kubeconfig")),
             what="Provisioning with secrets",
@@ -323,7 +301,7 @@ async def test_provisioning_lasts_the_ready_delay(api: Any) -> None:
 async def test_upgrade_goes_through_upgrading(api: Any) -> None:
     async with simulating(api, ready_delay=0.2):
         await create_tcp(api, tcp_body("tcp1"))
-        await eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
+        await helpers.eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
         since = await resource_version(api)
         await patch_spec(api, "tcp1", {"kubernetes": {"version": "v1.31.0"}})
         phases = await watch_phases(
@@ -335,9 +313,9 @@ async def test_upgrade_goes_through_upgrading(api: Any) -> None:
 async def test_sleep_and_wake_up(api: Any) -> None:
     async with simulating(api, ready_delay=0.2):
         await create_tcp(api, tcp_body("tcp1"))
-        await eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
+        await helpers.eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
         await patch_spec(api, "tcp1", {"controlPlane": {"deployment": {"replicas": 0}}})
-        asleep = await eventually(
+        asleep = await helpers.eventually(
             lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Sleeping", what="Sleeping"
         )
         since = await resource_version(api)
@@ -352,9 +330,9 @@ async def test_sleep_and_wake_up(api: Any) -> None:
 async def test_deletion_holds_the_finalizer_until_the_delay(api: Any) -> None:
     async with simulating(api, ready_delay=0.0, delete_delay=3600):
         await create_tcp(api, tcp_body("tcp1"))
-        await eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
+        await helpers.eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
         await custom(api).delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, "tcp1")
-        held = await eventually(
+        held = await helpers.eventually(
             lambda: get_tcp(api, "tcp1"),
             lambda o: bool((o or {})["metadata"].get("deletionTimestamp")),
             what="deleting",
@@ -362,9 +340,9 @@ async def test_deletion_holds_the_finalizer_until_the_delay(api: Any) -> None:
     assert FINALIZER in (held or {})["metadata"]["finalizers"]
     # A simulator whose delay is over (here: none) lets it go, and the Secrets follow their owner.
     async with simulating(api, ready_delay=0.0, delete_delay=0.0):
-        await eventually(lambda: get_tcp(api, "tcp1"), lambda o: o is None, what="TCP gone")
+        await helpers.eventually(lambda: get_tcp(api, "tcp1"), lambda o: o is None, what="TCP gone")
         for name in ("tcp1-ca", "tcp1-admin-kubeconfig"):
-            await eventually(
+            await helpers.eventually(
                 functools.partial(get_secret, api, name), lambda s: s is None, what=f"{name} collected"
             )
 
@@ -372,9 +350,9 @@ async def test_deletion_holds_the_finalizer_until_the_delay(api: Any) -> None:
 async def test_deletion_after_a_short_delay(api: Any) -> None:
     async with simulating(api, ready_delay=0.0, delete_delay=0.3):
         await create_tcp(api, tcp_body("tcp1"))
-        await eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
+        await helpers.eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
         await custom(api).delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, "tcp1")
-        await eventually(lambda: get_tcp(api, "tcp1"), lambda o: o is None, what="TCP gone")
+        await helpers.eventually(lambda: get_tcp(api, "tcp1"), lambda o: o is None, what="TCP gone")
 
 
 async def test_a_restarted_simulator_keeps_every_endpoint(api: Any) -> None:
@@ -382,7 +360,7 @@ async def test_a_restarted_simulator_keeps_every_endpoint(api: Any) -> None:
         for name in ("tcp-b", "tcp-c"):
             await create_tcp(api, tcp_body(name))
         for name in ("tcp-b", "tcp-c"):
-            await eventually(
+            await helpers.eventually(
                 functools.partial(get_tcp, api, name), lambda o: phase(o) == "Ready", what=f"{name} Ready"
             )
     before = {
@@ -392,7 +370,7 @@ async def test_a_restarted_simulator_keeps_every_endpoint(api: Any) -> None:
     # Listed first after the restart, the new TCP must not take an address that is already in use.
     await create_tcp(api, tcp_body("tcp-a"))
     async with simulating(api, ready_delay=0.0):
-        new = await eventually(
+        new = await helpers.eventually(
             lambda: get_tcp(api, "tcp-a"), lambda o: phase(o) == "Ready", what="tcp-a Ready"
         )
         after = {
@@ -409,7 +387,7 @@ async def test_simulator_from_a_kubeconfig_path_owns_and_closes_its_client(
     async with Simulator(site_kubeconfig, ready_delay=0.0) as sim:
         await sim.wait_synced()
         await create_tcp(api, tcp_body("tcp1"))
-        await eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
+        await helpers.eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
 
 
 async def test_foreign_finalizers_are_kept(api: Any) -> None:
@@ -417,10 +395,12 @@ async def test_foreign_finalizers_are_kept(api: Any) -> None:
     body["metadata"]["finalizers"] = ["example.com/keep"]
     async with simulating(api, ready_delay=0.0, delete_delay=0.0):
         await create_tcp(api, body)
-        ready = await eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
+        ready = await helpers.eventually(
+            lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready"
+        )
         assert (ready or {})["metadata"]["finalizers"] == ["example.com/keep", FINALIZER]
         await custom(api).delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, "tcp1")
-        held = await eventually(
+        held = await helpers.eventually(
             lambda: get_tcp(api, "tcp1"),
             lambda o: FINALIZER not in (o or {})["metadata"]["finalizers"],
             what="our finalizer removed",
@@ -436,7 +416,7 @@ async def test_a_secret_left_by_someone_else_is_replaced(api: Any) -> None:
     await client.CoreV1Api(api).create_namespaced_secret(NAMESPACE, stale)
     async with simulating(api, ready_delay=0.0):
         created = await create_tcp(api, tcp_body("tcp1"))
-        secret = await eventually(
+        secret = await helpers.eventually(
             lambda: get_secret(api, "tcp1-ca"),
             lambda s: bool(s and s["metadata"].get("ownerReferences")),
             what="tcp1-ca taken over",
@@ -452,19 +432,23 @@ async def test_relists_when_its_watch_expired(api: Any, caplog: pytest.LogCaptur
     # watch_timeout=1: the watch ends every second and resumes from the last TCP event it saw.
     async with simulating(api, ready_delay=0.0, watch_timeout=1):
         await create_tcp(api, tcp_body("tcp1"))
-        await eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="tcp1 Ready")
+        await helpers.eventually(
+            lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="tcp1 Ready"
+        )
         # Writes the TCP watch does not see push its resourceVersion out of the 4-event window.
         core = client.CoreV1Api(api)
         for index in range(8):
             filler = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"filler-{index}"))
             await core.create_namespaced_config_map(NAMESPACE, filler)
-        await eventually(
-            lambda: asyncio.sleep(0, result=[r.getMessage() for r in caplog.records]),
+        await helpers.eventually(
+            lambda: [r.getMessage() for r in caplog.records],
             lambda messages: any("relisting" in m for m in messages),
             what="a relist after 410",
         )
         await create_tcp(api, tcp_body("tcp2"))
-        await eventually(lambda: get_tcp(api, "tcp2"), lambda o: phase(o) == "Ready", what="tcp2 Ready")
+        await helpers.eventually(
+            lambda: get_tcp(api, "tcp2"), lambda o: phase(o) == "Ready", what="tcp2 Ready"
+        )
 
 
 async def test_module_runner(site_kubeconfig: Path, api: Any) -> None:
@@ -481,7 +465,7 @@ async def test_module_runner(site_kubeconfig: Path, api: Any) -> None:
     )
     try:
         await create_tcp(api, tcp_body("tcp1"))
-        await eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
+        await helpers.eventually(lambda: get_tcp(api, "tcp1"), lambda o: phase(o) == "Ready", what="Ready")
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGTERM)

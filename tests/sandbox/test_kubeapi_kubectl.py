@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from sandbox import kubeapi
-from tests.sandbox.conftest import KAMAJI_CRD, tcp
+from tests import helpers
+from tests.sandbox.conftest import tcp
 
 KUBECTL = Path("/usr/bin/kubectl")
 pytestmark = pytest.mark.skipif(not KUBECTL.exists(), reason=f"kubectl is absent: {KUBECTL}")
@@ -46,9 +47,7 @@ def kubectl(kubeconfig: Path, tmp_path: Path) -> Kubectl:
 
 @pytest.fixture
 def crd_file() -> Path:
-    if not KAMAJI_CRD.is_file():
-        pytest.skip(f"the real Kamaji CRD is absent: {KAMAJI_CRD}")
-    return KAMAJI_CRD
+    return helpers.kamaji_crd_path()
 
 
 def _yaml(obj: dict[str, Any]) -> str:

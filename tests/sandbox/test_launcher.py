@@ -109,10 +109,6 @@ def test_errors_reads_the_error_lines_after_a_mark(tmp_path: Path) -> None:
     assert processes.errors(tmp_path / "missing.log") == []
 
 
-async def _now(value: bool) -> bool:
-    return value
-
-
 def _state(pid: int) -> str:
     """The process state letter from /proc (T: stopped by a signal)."""
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -137,10 +133,10 @@ async def test_a_child_is_killed_paused_resumed_and_started_again(tmp_path: Path
         child.pause()
         assert child.injected
         # The signal is delivered asynchronously: wait for the state to show it.
-        await helpers.eventually(lambda: _now(_state(first) == "T"))
+        await helpers.eventually(lambda: _state(first) == "T")
         child.resume()
         assert not child.injected
-        await helpers.eventually(lambda: _now(_state(first) != "T"))
+        await helpers.eventually(lambda: _state(first) != "T")
         with pytest.raises(LaunchError, match="still runs; kill it first"):
             await child.start_again(timeout=30)
         assert await child.kill() == -signal.SIGKILL

@@ -92,7 +92,7 @@ async def test_an_intent_that_does_not_name_the_owner_never_deletes_its_tcp(
         assert (answer.phase, answer.reason) == ("Rejected", "Conflict")
     refused = w.rejected("bad_signature")
     acks.append((await js.publish(s.intent_subject(name), msgspec.json.encode(forged))).seq)
-    await helpers.eventually(lambda: _async(w.rejected("bad_signature") > refused), within=20)
+    await helpers.eventually(lambda: w.rejected("bad_signature") > refused, within=20)
     assert tap.answering(acks[2]) is None  # refused unread: its signature does not cover what it says
 
     async def republished() -> bool:
@@ -183,7 +183,3 @@ async def answered(tap: Tap, seq: int) -> messages.Status:
     answer = tap.answering(seq)
     assert answer is not None
     return answer
-
-
-async def _async(value: bool) -> bool:
-    return value

@@ -88,7 +88,7 @@ async def test_a_replayed_older_intent_never_rolls_the_tcp_back_and_the_hub_publ
     # ... refuses it (terminated, counted) and says so in a Status naming both generations.
     assert w.rejected("stale_generation") == 1
 
-    await helpers.eventually(lambda: _async(tap.answering(ack.seq) is not None), within=15)
+    await helpers.eventually(lambda: tap.answering(ack.seq) is not None, within=15)
     refused = tap.answering(ack.seq)
     assert refused is not None
     assert (refused.phase, refused.reason) == ("Rejected", "StaleGeneration")
@@ -227,7 +227,7 @@ async def test_a_replayed_intent_of_a_previous_owner_leaves_the_new_tcp_and_the_
     assert ack.seq > current_seq
 
     # The agent leaves the new owner's TCP alone and answers for the old owner only.
-    await helpers.eventually(lambda: _async(tap.answering(ack.seq) is not None), within=15)
+    await helpers.eventually(lambda: tap.answering(ack.seq) is not None, within=15)
     answer = tap.answering(ack.seq)
     assert answer is not None and answer.owner_uid == old_uid
     assert (answer.phase, answer.reason) == (
@@ -253,7 +253,3 @@ async def test_a_replayed_intent_of_a_previous_owner_leaves_the_new_tcp_and_the_
     }
     assert not any(t["metadata"].get("deletionTimestamp") for t in seen)
     assert w.dead() == []
-
-
-async def _async(value: bool) -> bool:
-    return value

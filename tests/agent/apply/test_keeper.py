@@ -72,7 +72,7 @@ async def test_held_intents_are_not_redelivered_and_a_released_one_is(conn: bus.
     try:
         # Each round touches all three at least a third of the ack wait after the previous one:
         # nine rounds span three ack waits, long after the server would have redelivered.
-        await helpers.eventually(lambda: _async(k.touches >= 9 * 3), within=20)
+        await helpers.eventually(lambda: k.touches >= 9 * 3, within=20)
         assert await consumer.fetch(3, timeout=0.5) == []
         assert k.held == 3
 
@@ -92,10 +92,6 @@ async def test_held_intents_are_not_redelivered_and_a_released_one_is(conn: bus.
         await consumer.unsubscribe()
 
 
-async def _async(value: bool) -> bool:
-    return value
-
-
 @pytest.mark.parametrize(
     ("server_ack_wait", "kept_within"),
     [
@@ -111,7 +107,7 @@ async def test_the_apply_loop_keeps_within_the_shorter_ack_wait(
     a = Agent(conn, site, hub)
     a.start()
     try:
-        await helpers.eventually(lambda: _async(a.readiness.ready), within=10)
+        await helpers.eventually(lambda: a.readiness.ready, within=10)
         assert a.loop.keeper.ack_wait == kept_within
     finally:
         await a.stop()

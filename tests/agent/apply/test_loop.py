@@ -93,8 +93,8 @@ async def test_provision_creates_the_tcp_with_the_exact_spec_labels_and_annotati
     assert notes[tcps.OWNER_UID] == sent.owner.uid and notes[tcps.INTENT_SEQ] == str(seq)
     assert notes[tcps.GENERATION] == "3" and notes[tcps.OWNER] == "default/cp1"
     assert tcps.drift(sent.spec, obj) == []
-    await helpers.eventually(lambda: _async(agent.count("provision", "applied") == 1))
-    await helpers.eventually(lambda: _async(agent.readiness.ready))
+    await helpers.eventually(lambda: agent.count("provision", "applied") == 1)
+    await helpers.eventually(lambda: agent.readiness.ready)
 
 
 async def test_update_patches_and_delete_waits_for_kamaji(agent: Agent, hub: Hub, site: ckube.Kube) -> None:
@@ -157,7 +157,7 @@ async def test_delete_with_another_owner_uid_leaves_the_tcp(agent: Agent, hub: H
         intent(), op="delete", spec={}, owner=msgspec.structs.replace(intent().owner, uid="old-uid")
     )
     await hub.send(stale)
-    await helpers.eventually(lambda: _async(agent.count("delete", "stale") == 1))
+    await helpers.eventually(lambda: agent.count("delete", "stale") == 1)
     after = await site.get(TCP, "cp1", namespace=NAMESPACE)
     assert after["metadata"]["uid"] == before["metadata"]["uid"] and not after["metadata"].get(
         "deletionTimestamp"
@@ -176,7 +176,7 @@ async def test_bad_intents_are_terminated_and_the_agent_lives_on(
         hub.conn, wrong, messages.encode(signing.sign(other_site, hub.signer)), msg_id="wrong-site"
     )
     await helpers.eventually(
-        lambda: _async(
+        lambda: (
             agent.count("unknown", "bad_signature") == 1
             and agent.count("unknown", "undecodable") == 1
             and agent.count("unknown", "wrong_subject") == 1
@@ -252,7 +252,7 @@ async def test_stopped_before_ack_converges_with_one_write(
     second = Agent(conn, site, hub)
     second.start()
     try:
-        await helpers.eventually(lambda: _async(second.count("provision", "unchanged") == 1), within=15)
+        await helpers.eventually(lambda: second.count("provision", "unchanged") == 1, within=15)
         again = await site.get(TCP, "cp1", namespace=NAMESPACE)
         assert again["metadata"]["generation"] == created["metadata"]["generation"] == 1
         assert again["metadata"]["annotations"][tcps.INTENT_SEQ] == str(seq)
@@ -273,7 +273,7 @@ async def test_offline_agent_applies_only_the_latest_of_three(
         obj = await tcp_where(site, "cp1", lambda o: o is not None)
         assert obj is not None and obj["spec"]["kubernetes"]["version"] == "v1.32.0"
         assert obj["metadata"]["annotations"][tcps.INTENT_SEQ] == str(last)
-        await helpers.eventually(lambda: _async(a.count("provision", "applied") == 1))
+        await helpers.eventually(lambda: a.count("provision", "applied") == 1)
         assert obj["metadata"]["generation"] == 1  # created once at the last spec, never patched
     finally:
         await a.stop()
@@ -324,7 +324,7 @@ async def test_an_older_generation_at_a_newer_sequence_is_refused_and_reported(
         return state.num_ack_pending == 0 and state.ack_floor_stream_seq >= replayed
 
     await helpers.eventually(settled, within=10)
-    await helpers.eventually(lambda: _async(agent.count("provision", "stale_generation") == 1), within=10)
+    await helpers.eventually(lambda: agent.count("provision", "stale_generation") == 1, within=10)
     rejected = agent.metrics.registry.get_sample_value(
         "kb_agent_intents_rejected_total", {"reason": "stale_generation"}
     )
@@ -340,10 +340,10 @@ async def test_missing_consumer_is_not_ready_until_the_hub_creates_it(
     a = Agent(conn, site, hub)
     a.start()
     try:
-        await helpers.eventually(lambda: _async("does not exist" in a.readiness.checks[loop.READY_CHECK][1]))
+        await helpers.eventually(lambda: "does not exist" in a.readiness.checks[loop.READY_CHECK][1])
         assert not a.readiness.ready
         await topology.ensure_consumer(conn, streams.agent_consumer(SITE, prefix=prefix))
-        await helpers.eventually(lambda: _async(a.readiness.ready), within=10)
+        await helpers.eventually(lambda: a.readiness.ready, within=10)
     finally:
         await a.stop()
 
@@ -366,10 +366,6 @@ async def _exists(kube: ckube.Kube, name: str, namespace: str) -> bool:
     return await kube.get_or_none(TCP, name, namespace=namespace) is not None
 
 
-async def _async(value: bool) -> bool:
-    return value
-
-
 async def test_nats_restart_mid_run_loses_nothing(
     restartable_nats: natsd.NatsServer, site: ckube.Kube, prefix: str, hub_keys: Any
 ) -> None:
@@ -383,10 +379,10 @@ async def test_nats_restart_mid_run_loses_nothing(
         await hub.send(intent("before"))
         await tcp_where(site, "before", lambda o: o is not None)
         await asyncio.to_thread(restartable_nats.restart)
-        await helpers.eventually(lambda: _async(conn.connected), within=20)
+        await helpers.eventually(lambda: conn.connected, within=20)
         await hub.send(intent("after"))
         await tcp_where(site, "after", lambda o: o is not None)
-        await helpers.eventually(lambda: _async(a.count("provision", "applied") == 2), within=20)
+        await helpers.eventually(lambda: a.count("provision", "applied") == 2, within=20)
         await a.stop()
     finally:
         await conn.close()

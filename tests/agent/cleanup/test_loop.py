@@ -182,7 +182,7 @@ async def test_an_unverifiable_latest_intent_is_never_acted_on(
     await applied(site, "cp1", seq)
     await site.patch(TCP, "cp1", {"spec": {"kubernetes": {"version": "v1.20.0"}}}, namespace=NAMESPACE)
     await hub.send(intent(), signer=keys.new_signing_key())  # terminated by the apply loop, stays stored
-    await helpers.eventually(lambda: _value(agent.count("unknown", "bad_signature") == 1))
+    await helpers.eventually(lambda: agent.count("unknown", "bad_signature") == 1)
     cleanup = Cleanup(conn, site, hub, agent=agent)
     await caught_up(cleanup)
     for now in (T, LATE):
@@ -277,11 +277,11 @@ async def test_run_passes_at_start_on_trigger_and_survives_a_failing_pass(
     cleanup = Cleanup(conn, site, hub, agent=None, republish=republish, interval=3600.0)
     task = asyncio.create_task(cleanup.loop.run())
     try:
-        await helpers.eventually(lambda: _value(cleanup.loop.passes == 1))
+        await helpers.eventually(lambda: cleanup.loop.passes == 1)
         cleanup.loop.trigger()
-        await helpers.eventually(lambda: _value(len(calls) == 2))  # the pass that failed
+        await helpers.eventually(lambda: len(calls) == 2)  # the pass that failed
         await cleanup.loop.on_reconnect()
-        await helpers.eventually(lambda: _value(cleanup.loop.passes == 2))
+        await helpers.eventually(lambda: cleanup.loop.passes == 2)
         assert not task.done()
     finally:
         task.cancel()
@@ -307,10 +307,6 @@ async def tcp_where_ns(kube: ckube.Kube, name: str, namespace: str, seq: int) ->
         return obj is not None and obj["metadata"]["annotations"].get(tcps.INTENT_SEQ) == str(seq)
 
     await helpers.eventually(probe, within=15)
-
-
-async def _value(value: bool) -> bool:
-    return value
 
 
 async def gone(site: ckube.Kube, name: str) -> None:
