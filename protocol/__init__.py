@@ -1,9 +1,22 @@
-"""The wire protocol shared by hub and agent: messages, subjects, streams, keys, signing, sealing.
+"""The wire protocol shared by hub and agent: messages, subjects, streams, keys, signing, sealing,
+the coordinates of a control plane and the Secret names both sides agree on.
 
 Pure: no I/O, no NATS, no Kubernetes. Import modules (``from protocol import messages``).
 """
 
-from protocol import errors, keys, labels, messages, permissions, sealing, signing, streams, subjects
+from protocol import (
+    coordinates,
+    errors,
+    keys,
+    labels,
+    messages,
+    names,
+    permissions,
+    sealing,
+    signing,
+    streams,
+    subjects,
+)
 from protocol.errors import DecodeError, ProtocolError, SealError, SignatureError, SubjectError
 
 __all__ = [
@@ -12,10 +25,12 @@ __all__ = [
     "SealError",
     "SignatureError",
     "SubjectError",
+    "coordinates",
     "errors",
     "keys",
     "labels",
     "messages",
+    "names",
     "permissions",
     "sealing",
     "signing",

@@ -24,7 +24,7 @@ from tests.faults.measure import Measure
 _HERE = Path(__file__).resolve().parent
 
 FAULTS_TIMEOUT = 600
-"""pytest-timeout's ceiling for one fault scenario (the suite's default is 120 s)."""
+"""pytest-timeout's ceiling for one fault scenario (a unit test's is 30 s, a process test's 120 s)."""
 
 SITES = ("site-a", "site-b")
 BASE = workload.control_plane_names(SITES, per_site=1)
