@@ -88,12 +88,18 @@ async def test_two_replicas_one_leader_and_a_takeover_publishes_nothing_twice(
         cl2 = await kube.create(resources.CLUSTER, cluster_obj("c2"), namespace="default")
         await kube.create(RKCP, rkcp_obj("cp2", cluster=cl2), namespace="default")
         await helpers.eventually(lambda: _intent_count(reader, 2), within=30)
-        await asyncio.sleep(2)  # a window for a duplicate to show up, if the new leader re-published cp1
+        # A change of cp1 is published once, as the third message: the new leader had reconciled
+        # cp1 by then (one reconcile per key at a time), so a re-publish of cp1's old intent on
+        # taking over would have shown up before it.
+        await kube.patch(RKCP, "cp1", {"spec": {"version": "v1.31.1"}}, namespace="default")
+        await helpers.eventually(lambda: _last_seq(reader, 3), within=30, what="cp1's change published")
         info = await reader.js.stream_info(streams.stream_name(subjects.Kind.INTENT))
-        assert (info.state.messages, info.state.last_seq) == (2, 2)
-        for name in ("cp1", "cp2"):
+        assert (info.state.messages, info.state.last_seq) == (2, 3)  # the latest intent per subject
+        for name, version in (("cp1", "v1.31.1"), ("cp2", "v1.31.0")):
             stored = await bus.last_message(reader, "KB_INTENTS", subjects.intent("site-a", "tenants", name))
-            assert stored is not None and messages.decode_intent(stored.data).name == name
+            assert stored is not None
+            intent = messages.decode_intent(stored.data)
+            assert intent.name == name and intent.spec["kubernetes"]["version"] == version
         assert await asyncio.to_thread(hubs[other].stop) == 0
         lease = await kube.get(resources.LEASE, "kamaji-broker-hub", namespace="default")
         assert not lease["spec"].get("holderIdentity")  # released on a clean shutdown
@@ -121,6 +127,14 @@ async def _intent_count(conn: bus.Connection, n: int) -> bool:
     except Exception:
         return False
     return bool(info.state.messages == n)
+
+
+async def _last_seq(conn: bus.Connection, seq: int) -> bool:
+    try:
+        info = await conn.js.stream_info("KB_INTENTS")
+    except Exception:
+        return False
+    return bool(info.state.last_seq >= seq)
 
 
 async def _holder_is(kube: ckube.Kube, name: str) -> bool:
