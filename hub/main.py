@@ -21,6 +21,7 @@ from common import aiotasks, bus, health, keyfiles, leader, service
 from common import kube as ckube
 from hub import ingest, observations, sites
 from hub import metrics as hub_metrics
+from hub.controllers import config
 from hub.controllers import rkcp as rkcp_controller
 from hub.settings import HubSettings
 from protocol import keys, sealing
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 
 NATS_CHECK = "nats"
 LEADER_CHECK = "leader"
+Loop = tuple[str, Callable[[], Awaitable[None]]]
 
 
 class Hub(service.Service):
@@ -56,12 +58,25 @@ class Hub(service.Service):
             keys.key_id(bytes(signer.verify_key)),
             ", ".join(sorted(keyring.key_ids)),
         )
+        kube = await self._connect()
+        # A fresh controller on every activation: what a standby remembers from an earlier term
+        # (caches, observations) is stale, since the leader of the meantime consumed the streams.
+        loops = functools.partial(self._new_term, kube=kube, signer=signer, keyring=keyring)
+        if s.leader_elect:
+            self._elect(kube, loops)
+        else:
+            self._activate(loops())
+        assert self.health_server is not None
+        log.info("hub started; health on port %d", self.health_server.port)
+
+    async def _connect(self) -> ckube.Kube:
+        """The management cluster's client and the NATS connection (watched for readiness)."""
+        s = self.settings
         self.api_client = (
             ckube.api_client_in_cluster()
             if s.in_cluster
             else await ckube.api_client_from_kubeconfig(s.kubeconfig or "")
         )
-        kube = ckube.Kube(self.api_client)
         self.conn = await bus.connect(
             bus.Options(
                 servers=s.servers,
@@ -73,31 +88,28 @@ class Hub(service.Service):
             report=lambda why: self.readiness.set(NATS_CHECK, False, why),
         )
         self.spawn("nats-monitor", lambda: self.watch_nats(self.readiness, NATS_CHECK))
-        # A fresh controller on every activation: what a standby remembers from an earlier term
-        # (caches, observations) is stale, since the leader of the meantime consumed the streams.
-        loops = functools.partial(self._new_term, kube=kube, signer=signer, keyring=keyring)
-        if s.leader_elect:
-            identity = s.identity or f"{socket.gethostname()}-{os.getpid()}"
-            self.elector = leader.Elector(
-                kube=kube,
-                namespace=s.lease_namespace,
-                name=s.lease_name,
-                identity=identity,
-                lease_duration=s.lease_duration,
-                renew_interval=max(0.2, s.lease_duration / 3),
-            )
-            self.readiness.set(LEADER_CHECK, True, "standby")
-            elector = self.elector
-            self.spawn("leader-election", elector.run)
-            self.spawn("leadership", lambda: self._follow_leadership(elector, loops))
-        else:
-            self._activate(loops())
-        assert self.health_server is not None
-        log.info("hub started; health on port %d", self.health_server.port)
+        return ckube.Kube(self.api_client)
+
+    def _elect(self, kube: ckube.Kube, new_term: Callable[[], list[Loop]]) -> None:
+        """Take part in the election: only the Lease holder runs a term's loops."""
+        s = self.settings
+        identity = s.identity or f"{socket.gethostname()}-{os.getpid()}"
+        self.elector = leader.Elector(
+            kube=kube,
+            namespace=s.lease_namespace,
+            name=s.lease_name,
+            identity=identity,
+            lease_duration=s.lease_duration,
+            renew_interval=max(0.2, s.lease_duration / 3),
+        )
+        self.readiness.set(LEADER_CHECK, True, "standby")
+        elector = self.elector
+        self.spawn("leader-election", elector.run)
+        self.spawn("leadership", lambda: self._follow_leadership(elector, new_term))
 
     def _new_term(
         self, *, kube: ckube.Kube, signer: nacl.signing.SigningKey, keyring: sealing.Keyring
-    ) -> list[tuple[str, Callable[[], Awaitable[None]]]]:
+    ) -> list[Loop]:
         """The loops of one term as leader, with state of their own."""
         s = self.settings
         assert self.conn is not None
@@ -105,31 +117,21 @@ class Hub(service.Service):
         seen = observations.Observations()
         site_state = sites.Sites()
         ref: list[rkcp_controller.Controller] = []  # the ingest reports to the controller made below
-        controller = rkcp_controller.Controller(
-            kube=kube,
+        ing = ingest.Ingest(
             conn=conn,
-            signer=signer,
             observations=seen,
-            ingest=ingest.Ingest(
-                conn=conn,
-                observations=seen,
-                keyring=keyring,
-                prefix=s.prefix,
-                metrics=self.metrics,
-                on_change=lambda coords: ref[0].on_observation(coords),
-                sites=lambda: ref[0].known_sites(),
-                maps=lambda coords: ref[0].maps(coords),
-            ),
-            sites=site_state,
-            metrics=self.metrics,
-            namespaces=s.watch_namespaces,
-            static_sites=s.static_sites,
+            keyring=keyring,
             prefix=s.prefix,
-            replicas=s.stream_replicas,
-            limits=s.site_limits,
-            workers=s.workers,
-            heartbeat_interval=s.heartbeat_interval,
+            metrics=self.metrics,
+            on_change=lambda coords: ref[0].on_observation(coords),
+            sites=lambda: ref[0].known_sites(),
+            maps=lambda coords: ref[0].maps(coords),
         )
+        deps = config.Deps(
+            kube=kube, conn=conn, signer=signer, observations=seen, ingest=ing, sites=site_state,
+            metrics=self.metrics,
+        )  # fmt: skip
+        controller = rkcp_controller.Controller(config.Settings.of(s), deps)
         ref.append(controller)
         self.controller = controller
 
@@ -144,9 +146,9 @@ class Hub(service.Service):
                 on_change=controller.on_site_change,
             )
 
-        return [("rkcp controller", controller.run), ("ingest", controller.ingest.run), ("sites", poll_sites)]
+        return [("rkcp controller", controller.run), ("ingest", ing.run), ("sites", poll_sites)]
 
-    def _activate(self, loops: list[tuple[str, Callable[[], Awaitable[None]]]]) -> None:
+    def _activate(self, loops: list[Loop]) -> None:
         self.active = [asyncio.create_task(aiotasks.supervise(name, run), name=name) for name, run in loops]
 
     async def _deactivate(self) -> None:
@@ -155,9 +157,7 @@ class Hub(service.Service):
         await asyncio.gather(*self.active, return_exceptions=True)
         self.active = []
 
-    async def _follow_leadership(
-        self, elector: leader.Elector, new_term: Callable[[], list[tuple[str, Callable[[], Awaitable[None]]]]]
-    ) -> None:
+    async def _follow_leadership(self, elector: leader.Elector, new_term: Callable[[], list[Loop]]) -> None:
         while True:
             await elector.leading.wait()
             self.readiness.set(LEADER_CHECK, True, f"leading as {elector.identity}")

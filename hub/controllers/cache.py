@@ -13,7 +13,9 @@ from typing import Any
 
 import msgspec
 
-Key = tuple[str, str]
+from common import objects
+
+Key = objects.Key
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(dict[str, Any])

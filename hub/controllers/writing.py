@@ -16,7 +16,7 @@ from common.kube import errors as kerrors
 from common.kube import events, resources
 from hub import api
 from hub.reconcile import rkcp
-from protocol import messages
+from protocol import messages, names
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def new_secrets(
             "kind": "Secret",
             "type": SECRET_TYPE,
             "metadata": {
-                "name": f"{cluster_name}-{suffix}",
+                "name": secret_name,
                 "namespace": r.metadata.namespace,
                 "labels": {CLUSTER_NAME_LABEL: cluster_name},
                 "annotations": {CHECKSUM_ANNOTATION: action.checksum},
@@ -71,9 +71,9 @@ def new_secrets(
             },
             "stringData": data,
         }
-        for suffix, data in (
-            ("kubeconfig", {"value": p.kubeconfig}),
-            ("ca", {"tls.crt": p.ca_crt, "tls.key": p.ca_key}),
+        for secret_name, data in (
+            (names.capi_kubeconfig(cluster_name), {names.CAPI_KUBECONFIG_KEY: p.kubeconfig}),
+            (names.capi_ca(cluster_name), {"tls.crt": p.ca_crt, "tls.key": p.ca_key}),
         )
     ]
 

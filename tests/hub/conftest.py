@@ -22,12 +22,13 @@ from agent.status import loop as status_loop
 from common import bus, health
 from common import kube as ckube
 from common.kube import resources
-from hub import crdgen, ingest, observations, sites
+from hub import crdgen
 from hub import metrics as hub_metrics
+from hub.controllers import config
 from hub.controllers import rkcp as rkcp_controller
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi
-from tests import helpers
+from tests import helpers, hub_loops
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = "site-a"
@@ -98,32 +99,14 @@ class World:
 
     def start_hub(self, *, workers: int = 2) -> rkcp_controller.Controller:
         """The hub's controller, ingest and site poller; ``workers=0`` runs its watches and
-        ingest only, so a test decides when ``Controller.sync`` reconciles."""
-        seen = observations.Observations()
-        state = sites.Sites()
-        ref: list[rkcp_controller.Controller] = []
-        ing = ingest.Ingest(
-            conn=self.conn, observations=seen, keyring=self.keyring, prefix=self.prefix,
-            metrics=self.hub_metrics, on_change=lambda c: ref[0].on_observation(c),
-            sites=lambda: ref[0].known_sites(), maps=lambda c: ref[0].maps(c), rescan_interval=0.2,
+        ingest only, so a test decides when ``Reconciler.sync`` reconciles."""
+        settings = config.Settings(
+            static_sites=frozenset({SITE}), prefix=self.prefix, workers=workers, heartbeat_interval=0.3
+        )
+        c, self.tasks["hub"] = hub_loops.start(
+            settings, kube=self.mgmt, conn=self.conn, signer=self.signer, keyring=self.keyring,
+            metrics=self.hub_metrics,
         )  # fmt: skip
-        c = rkcp_controller.Controller(
-            kube=self.mgmt, conn=self.conn, signer=self.signer, observations=seen, ingest=ing, sites=state,
-            metrics=self.hub_metrics, static_sites=[SITE], prefix=self.prefix, workers=workers,
-            heartbeat_interval=0.3,
-        )  # fmt: skip
-        ref.append(c)
-
-        async def poll() -> None:
-            await sites.run(state, self.conn, sites_provider=c.known_sites, prefix=self.prefix,
-                            metrics=self.hub_metrics, interval=0.3, heartbeat_interval=0.3,
-                            on_change=c.on_site_change)  # fmt: skip
-
-        self.tasks["hub"] = [
-            asyncio.create_task(c.run()),
-            asyncio.create_task(ing.run()),
-            asyncio.create_task(poll()),
-        ]
         self.controller = c
         return c
 

@@ -4,6 +4,7 @@ the real agent loops at an emulated site with the Kamaji simulator."""
 from __future__ import annotations
 
 import base64
+import contextlib
 from typing import Any
 
 import msgspec
@@ -370,3 +371,69 @@ async def test_a_placement_the_site_does_not_grant_publishes_nothing(world: Worl
         return [i.namespace for i in await world.intents()] == ["elsewhere"]
 
     await helpers.eventually(published, within=20)
+
+
+def _held(root: object, needles: set[object]) -> list[str]:
+    """Where, in the controller's own state, any of ``needles`` is still held (as a key, an element
+    or a value), walking every object of ``hub.controllers`` reachable from ``root``.
+
+    Not walked: the work queue (a key in it is consumed when due, then dropped) and the released
+    deletions (bounded by ``released.REMEMBERED``); nor what other modules own (``hub.observations``,
+    ``hub.ingest``: issue 12 §2).
+    """
+    found: list[str] = []
+    seen: set[int] = set()
+
+    def walk(obj: object, path: str) -> None:
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, str | tuple) and obj in needles:
+            found.append(path)
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                walk(k, f"{path}[{k!r}]")
+                walk(v, f"{path}[{k!r}]")
+        elif isinstance(obj, set | frozenset | list | tuple):
+            for i, v in enumerate(obj):
+                walk(v, f"{path}<{i}>")
+        elif type(obj).__module__.startswith("hub.controllers") and type(obj).__name__ not in (
+            "WorkQueue",
+            "ReleasedDeletions",
+        ):
+            for name, v in vars(obj).items():
+                walk(v, f"{path}.{name}")
+
+    walk(root, "controller")
+    return found
+
+
+async def test_deleted_rkcps_leave_no_state_behind(world: World) -> None:
+    """Every per-RKCP entry (index, status writes, errors, refusals, first-ready, published intents)
+    goes with the RKCP: with churn at 10,000 control planes anything kept would grow for ever."""
+    controller = world.start_hub()
+    world.start_agent()
+    needles: set[object] = set()
+    for name in ("cp1", "cp2"):
+        _, obj = await create_pair(world, name)
+        needles |= {("default", name), obj["metadata"]["uid"], (SITE, "tenants", name)}
+    lonely = await world.mgmt.create(RKCP, rkcp_obj("lonely"), namespace="default")
+    needles |= {("default", "lonely"), lonely["metadata"]["uid"], (SITE, "tenants", "lonely")}
+    for name in ("cp1", "cp2"):
+        await until_ready(world, name)
+
+    async def waiting() -> bool:
+        return condition(await world.rkcp("lonely"), "Ready") == ("False", "WaitingForCluster")
+
+    await helpers.eventually(waiting, within=20)
+    assert _held(controller, needles)  # the walk finds what a live RKCP holds
+    for name in ("cp1", "cp2", "lonely"):
+        await world.mgmt.delete(RKCP, name, namespace="default")
+
+    async def all_gone() -> bool:
+        return all([await world.rkcp(name) is None for name in ("cp1", "cp2", "lonely")])
+
+    await helpers.eventually(all_gone, within=30)
+    with contextlib.suppress(AssertionError):  # the DELETED events arrive after the API says gone
+        await helpers.eventually(lambda: _async(not _held(controller, needles)), within=10)
+    assert _held(controller, needles) == []

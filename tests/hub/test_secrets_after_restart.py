@@ -8,7 +8,7 @@ current, missing (acknowledged, never written: a crash between the two), or stal
 must end SecretsSynced=True and Ready=True with ``<cluster>-kubeconfig`` equal to the site's.
 
 The restarted hub runs with no workers, so the test decides when the first reconcile happens
-(``Controller.sync``, what a worker calls): after it knows the RKCP and has recorded the status.
+(``Reconciler.sync``, what a worker calls): after it knows the RKCP and has recorded the status.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ async def test_a_status_before_the_first_reconcile_after_a_restart_leaves_secret
     seen: list[Any] = []
 
     async def synced() -> bool:
-        await controller.sync(KEY)  # what a worker does; the first call is the first reconcile
+        await controller.reconciler.sync(KEY)  # what a worker does; the first call is the first reconcile
         obj = await world.rkcp()
         kc = await world.mgmt.get_or_none(resources.SECRET, "cp1-cluster-kubeconfig", namespace="default")
         same = kc is not None and kc["data"]["value"] == site_kc["data"]["admin.conf"]

@@ -30,12 +30,13 @@ from agent.status import loop as status_loop
 from common import bus, health
 from common import kube as ckube
 from common.kube import resources
-from hub import crdgen, ingest, observations, sites
+from hub import crdgen
 from hub import metrics as hub_metrics
+from hub.controllers import config
 from hub.controllers import rkcp as rkcp_controller
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi, natsd
-from tests import helpers
+from tests import helpers, hub_loops
 from tests.hub import conftest as hub_conftest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,31 +84,14 @@ class World:
     agent_metrics: agent_metrics.Metrics = field(default_factory=agent_metrics.Metrics)
 
     def start_hub(self, *, intent_check_interval: float = 30.0) -> rkcp_controller.Controller:
-        seen = observations.Observations()
-        state = sites.Sites()
-        ref: list[rkcp_controller.Controller] = []
-        ing = ingest.Ingest(
-            conn=self.hub_conn, observations=seen, keyring=self.keyring, prefix=PREFIX,
-            metrics=self.hub_metrics, on_change=lambda c: ref[0].on_observation(c),
-            sites=lambda: ref[0].known_sites(), maps=lambda c: ref[0].maps(c), rescan_interval=0.2,
+        settings = config.Settings(
+            static_sites=frozenset({SITE}), prefix=PREFIX, workers=2, heartbeat_interval=0.3,
+            intent_check_interval=intent_check_interval,
         )  # fmt: skip
-        c = rkcp_controller.Controller(
-            kube=self.mgmt, conn=self.hub_conn, signer=self.signer, observations=seen, ingest=ing,
-            sites=state, metrics=self.hub_metrics, static_sites=[SITE], prefix=PREFIX, workers=2,
-            heartbeat_interval=0.3, intent_check_interval=intent_check_interval,
+        c, self.tasks["hub"] = hub_loops.start(
+            settings, kube=self.mgmt, conn=self.hub_conn, signer=self.signer, keyring=self.keyring,
+            metrics=self.hub_metrics,
         )  # fmt: skip
-        ref.append(c)
-
-        async def poll() -> None:
-            await sites.run(state, self.hub_conn, sites_provider=c.known_sites, prefix=PREFIX,
-                            metrics=self.hub_metrics, interval=0.3, heartbeat_interval=0.3,
-                            on_change=c.on_site_change)  # fmt: skip
-
-        self.tasks["hub"] = [
-            asyncio.create_task(c.run(), name="hub-controller"),
-            asyncio.create_task(ing.run(), name="hub-ingest"),
-            asyncio.create_task(poll(), name="hub-sites"),
-        ]
         self.controller = c
         return c
 

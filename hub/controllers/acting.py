@@ -1,0 +1,99 @@
+"""The RKCP controller's hands: each ``rkcp.Action`` of a plan, carried out.
+
+Owns nothing: finalizers and the endpoint are patched on the RKCP and Events recorded
+(``common.kube``), intents published through ``published.PublishedIntents``, subjects purged
+(``common.bus``), released deletions handed to ``released.ReleasedDeletions``, and sealed secrets
+fetched, opened (``hub.ingest``) and written as CAPI Secrets (``writing``).
+"""
+
+from __future__ import annotations
+
+from common import bus
+from common.kube import errors as kerrors
+from common.kube import resources
+from hub import api, mapping
+from hub.controllers import published as published_intents
+from hub.controllers import writing
+from hub.controllers.config import Deps, Settings
+from hub.controllers.released import ReleasedDeletions
+from hub.reconcile import rkcp
+from protocol import streams, subjects
+
+RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
+
+
+class Executor:
+    def __init__(
+        self,
+        settings: Settings,
+        deps: Deps,
+        *,
+        published: published_intents.PublishedIntents,
+        released: ReleasedDeletions,
+    ) -> None:
+        self.kube = deps.kube
+        self.conn = deps.conn
+        self.prefix = settings.prefix
+        self.observations = deps.observations
+        self.ingest = deps.ingest
+        self.metrics = deps.metrics
+        self.published = published
+        self.released = released
+
+    async def execute(self, action: rkcp.Action, r: api.RemoteKamajiControlPlane, o: rkcp.Observed) -> bool:
+        """Carry ``action`` out; False when fenced or raced (the caller observes again)."""
+        ns, name = r.metadata.namespace, r.metadata.name
+        if isinstance(action, rkcp.AddFinalizer | rkcp.RemoveFinalizer):
+            finalizers = [f for f in r.metadata.finalizers if f != rkcp.FINALIZER]
+            if isinstance(action, rkcp.AddFinalizer):
+                finalizers.append(rkcp.FINALIZER)
+            patch = {"metadata": {"finalizers": finalizers, "resourceVersion": r.metadata.resource_version}}
+            try:
+                await self.kube.patch(RKCP, name, patch, namespace=ns)
+            except kerrors.Conflict:
+                return False
+            except kerrors.NotFound:
+                return False
+        elif isinstance(action, rkcp.Publish):
+            return await self.published.publish(action, r, o)
+        elif isinstance(action, rkcp.Purge):
+            # Purge is planned only for a control plane we published to: its coordinates are valid.
+            coords = mapping.coordinates(r)
+            for kind in (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET):
+                subject = subjects.control_plane(kind, *coords, prefix=self.prefix)
+                stream = streams.stream_name(kind, site=coords.site, prefix=self.prefix)
+                await bus.purge_subject(self.conn, stream, subject)
+            self.observations.forget(coords)
+            self.published.record(coords, None)
+        elif isinstance(action, rkcp.Release):
+            coords = mapping.coordinates(r)
+            self.released.track(coords, r.metadata.uid, action.seq)
+        elif isinstance(action, rkcp.WriteSecrets):
+            return await self._write_secrets(action, r, o)
+        elif isinstance(action, rkcp.SetEndpoint):
+            await self.kube.patch(
+                RKCP,
+                name,
+                {"spec": {"controlPlaneEndpoint": {"host": action.host, "port": action.port}}},
+                namespace=ns,
+            )
+        elif isinstance(action, rkcp.Event):
+            await writing.record_event(self.kube, action, r)
+        return True
+
+    async def _write_secrets(
+        self, action: rkcp.WriteSecrets, r: api.RemoteKamajiControlPlane, o: rkcp.Observed
+    ) -> bool:
+        """Fetch, open, write: the box is read from the stream whenever it is to be written, so
+        nothing secret is held between reconciles, and one that a hub process acknowledged and
+        died before writing is written by the next. False when the box is no longer the one
+        decided on (what was found is recorded: the next reconcile decides from it)."""
+        opened = await self.ingest.open_latest(mapping.coordinates(r))
+        if opened is None:
+            return False
+        sealed, payload = opened
+        if (sealed.checksum, sealed.owner_uid) != (action.checksum, action.owner_uid):
+            return False
+        await writing.write_secrets(self.kube, action, payload, r, cluster_name=o.cluster_name)
+        self.metrics.secrets_written.inc()
+        return True

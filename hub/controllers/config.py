@@ -1,0 +1,66 @@
+"""What the RKCP controller is given: its settings (values) and its dependencies (live objects).
+
+``Settings`` is the part of ``hub.settings.HubSettings`` the controller reads (``Settings.of``),
+plus the intervals tests shorten; ``Deps`` the connections, keys and state shared with the ingest
+and the site poller. Both frozen: the controller's parts read them and never copy them about.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import nacl.signing
+
+from common import bus
+from common import kube as ckube
+from hub import ingest, sites
+from hub import metrics as hub_metrics
+from hub import observations as hub_observations
+from hub.reconcile import rkcp
+from hub.settings import HubSettings
+from protocol import streams, subjects
+
+
+@dataclass(frozen=True)
+class Settings:
+    namespaces: tuple[str, ...] = ()
+    """Namespaces watched for RKCPs, Clusters and CAPI Secrets; empty: all of them."""
+    static_sites: frozenset[str] = frozenset()
+    """Sites whose streams and consumers exist even before a Site object names them."""
+    prefix: str = subjects.DEFAULT_PREFIX
+    replicas: int = 1
+    """JetStream replicas of the streams the hub creates."""
+    limits: streams.SiteLimits = field(default_factory=streams.SiteLimits)
+    """Each site's quota on its own stream (``protocol.streams.SiteLimits``)."""
+    workers: int = 8
+    """Reconciles running at once (each on a different RKCP)."""
+    heartbeat_interval: float = sites.HEARTBEAT_INTERVAL
+    """The agents' heartbeat interval: a site is connected while its last beat is ≤ 3 of them old."""
+    intent_check_interval: float = rkcp.RESYNC_SECONDS
+    """Seconds between checks of each intent subject against the hub's record (a purge or an
+    overwrite behind the hub's back); every RKCP is also reconciled at least this often."""
+
+    @classmethod
+    def of(cls, s: HubSettings) -> Settings:
+        return cls(
+            namespaces=s.watch_namespaces,
+            static_sites=frozenset(s.static_sites),
+            prefix=s.prefix,
+            replicas=s.stream_replicas,
+            limits=s.site_limits,
+            workers=s.workers,
+            heartbeat_interval=s.heartbeat_interval,
+        )
+
+
+@dataclass(frozen=True)
+class Deps:
+    kube: ckube.Kube
+    conn: bus.Connection
+    signer: nacl.signing.SigningKey
+    observations: hub_observations.Observations
+    """What the sites said, per coordinates (fed by the ingest)."""
+    ingest: ingest.Ingest
+    sites: sites.Sites
+    """Each site's heartbeat and backlog (fed by ``hub.sites.run``)."""
+    metrics: hub_metrics.Metrics

@@ -1,0 +1,198 @@
+"""The latest intent per control plane: the hub's record of each intent subject, and publishing.
+
+Owns the record (``rkcp.Published`` or None per coordinates) and when each entry was last read
+from, or written to, the stream. An entry is read from the stream once, then kept current by our
+own publishes and purges (one leader writes); ``publish`` is fenced on the sequence the record
+says is last, and a fenced publish that fails drops the entry, so the next reconcile reads the
+stream. The stream is read again as ``rkcp.recheck_published`` says. Intents naming released
+owners are handed to ``released.ReleasedDeletions``. Talks to NATS only (``common.bus``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Callable
+
+import nacl.signing
+
+from common import bus
+from common.bus import errors as bus_errors
+from hub import api, mapping
+from hub import metrics as hub_metrics
+from hub.controllers import released as released_deletions
+from hub.reconcile import rkcp
+from protocol import errors as protocol_errors
+from protocol import keys as protocol_keys
+from protocol import messages, signing, streams, subjects
+from protocol.coordinates import Coordinates
+
+log = logging.getLogger(__name__)
+
+
+class PublishedIntents:
+    def __init__(
+        self,
+        *,
+        conn: bus.Connection,
+        prefix: str,
+        signer: nacl.signing.SigningKey,
+        released: released_deletions.ReleasedDeletions,
+        metrics: hub_metrics.Metrics,
+        max_age: float,
+    ) -> None:
+        self.conn = conn
+        self.prefix = prefix
+        self.signer = signer
+        self.signing_key_id = protocol_keys.key_id(bytes(signer.verify_key))
+        self._own_key = {self.signing_key_id: signer.verify_key}
+        self.released = released
+        self.metrics = metrics
+        self.intent_check_interval = max_age
+        """Seconds between checks of each intent subject against the record (a purge or an
+        overwrite behind the hub's back)."""
+        self._published_cache: dict[Coordinates, rkcp.Published | None] = {}
+        """The latest intent per control plane: read from the stream once, then kept current by
+        our own publishes and purges (one leader writes; a fenced publish that fails drops it), and
+        checked against the stream as ``rkcp.recheck_published`` says."""
+        self._published_checked: dict[Coordinates, float] = {}
+        """Loop time each record was last read from, or written to, the stream."""
+
+    def record(self, coords: Coordinates, published: rkcp.Published | None) -> None:
+        """What the stream holds at ``coords`` now, as our own write left it."""
+        self._published_cache[coords] = published
+        self._published_checked[coords] = asyncio.get_running_loop().time()
+
+    def drop(self, coords: Coordinates) -> None:
+        """Forget ``coords``: the next ``get`` reads the stream."""
+        self._published_cache.pop(coords, None)
+        self._published_checked.pop(coords, None)
+
+    def retain(self, mapped: Callable[[Coordinates], bool]) -> None:
+        """Drop every entry no RKCP maps to (one was deleted): the record never outgrows the RKCPs."""
+        for coords in [c for c in self._published_cache if not mapped(c)]:
+            self.drop(coords)
+
+    async def get(self, coords: Coordinates, status: messages.Status | None) -> rkcp.Published | None:
+        now = asyncio.get_running_loop().time()
+        known = coords in self._published_cache
+        held = self._published_cache.get(coords)
+        age = now - self._published_checked.get(coords, -math.inf)
+        if known and not rkcp.recheck_published(held, status, age=age, max_age=self.intent_check_interval):
+            return held
+        found = await self._read_published(coords)
+        if known and found != held:
+            log.warning(
+                "intent subject of %s changed behind the hub's back: held seq %s, the stream has seq %s",
+                coords,
+                held.seq if held else "none",
+                found.seq if found else "none",
+            )
+        self._published_cache[coords] = found
+        self._published_checked[coords] = now
+        return found
+
+    async def _read_published(self, coords: Coordinates) -> rkcp.Published | None:
+        stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.prefix)
+        stored = await bus.last_message(self.conn, stream, subjects.intent(*coords, prefix=self.prefix))
+        if stored is None:
+            return None
+        try:
+            i = messages.decode_intent(stored.data)
+        except protocol_errors.DecodeError as exc:
+            log.error("undecodable intent on %s: %s", stored.subject, exc)
+            return rkcp.Published(seq=stored.seq, op="invalid", generation=-1, owner_uid="", spec_digest="")
+        for uid in i.replaces:
+            self.released.track(coords, uid, stored.seq)
+        try:
+            signing.verify(stored.data, self._own_key)
+            signed = True
+        except (protocol_errors.DecodeError, protocol_errors.SignatureError) as exc:
+            log.warning("intent on %s (seq %d) is not the hub's: %s", stored.subject, stored.seq, exc)
+            signed = False
+        return rkcp.Published(
+            seq=stored.seq,
+            op=i.op,
+            generation=i.generation,
+            owner_uid=i.owner.uid,
+            spec_digest=rkcp.spec_digest(i.spec),
+            kubeconfig_key=i.kubeconfig_key,
+            key_id=i.key_id,
+            signed=signed,
+            replaces=tuple(i.replaces),
+        )
+
+    async def publish(self, action: rkcp.Publish, r: api.RemoteKamajiControlPlane, o: rkcp.Observed) -> bool:
+        site, ns, name = mapping.coordinates(r)
+        intent = messages.Intent(
+            op=action.op,
+            site=site,
+            namespace=ns,
+            name=name,
+            owner=messages.Owner(
+                uid=r.metadata.uid,
+                namespace=r.metadata.namespace,
+                name=r.metadata.name,
+                cluster=o.cluster_name,
+            ),
+            generation=r.metadata.generation,
+            issued_at=o.now,
+            spec=action.spec,
+            kubeconfig_key=r.spec.kubeconfig_secret_key,
+            replaces=action.replaces,
+        )
+        body = messages.encode(signing.sign(intent, self.signer))
+        digest = rkcp.spec_digest(action.spec)
+        # The sequence it is fenced on is part of the id: publishing the same intent again over a
+        # replayed or purged one is a new message, which the duplicate window must not drop; a
+        # retry of this very publish (same fence) still is one. The key id too: the same intent signed
+        # again after a rotation is a new message.
+        msg_id = (
+            f"intent:{r.metadata.uid}:{r.metadata.generation}:{action.op}:{digest[:16]}"
+            f":{action.expected_last_seq}:{self.signing_key_id}"
+        )
+        try:
+            ack = await bus.publish(
+                self.conn,
+                subjects.intent(site, ns, name, prefix=self.prefix),
+                body,
+                msg_id=msg_id,
+                expected_last_subject_seq=action.expected_last_seq,
+            )
+        except bus_errors.WrongLastSequence as exc:
+            log.info(
+                "intent for %s/%s not published: %s (another writer; observing again)",
+                r.metadata.namespace,
+                r.metadata.name,
+                exc,
+            )
+            self._published_cache.pop(Coordinates(site, ns, name), None)
+            return False
+        except bus_errors.BusError:
+            # The outcome is unknown (the publish may have landed): read the stream next time.
+            self._published_cache.pop(Coordinates(site, ns, name), None)
+            raise
+        self._published_checked[Coordinates(site, ns, name)] = asyncio.get_running_loop().time()
+        self._published_cache[Coordinates(site, ns, name)] = rkcp.Published(
+            seq=ack.seq,
+            op=action.op,
+            generation=r.metadata.generation,
+            owner_uid=r.metadata.uid,
+            spec_digest=digest,
+            kubeconfig_key=r.spec.kubeconfig_secret_key,
+            key_id=self.signing_key_id,
+            replaces=action.replaces,
+        )
+        for uid in action.replaces:
+            self.released.track(Coordinates(site, ns, name), uid, ack.seq)
+        self.metrics.intents_published.labels(site=site, op=action.op).inc()
+        log.info(
+            "published %s intent for %s/%s (generation %d) as seq %d",
+            action.op,
+            r.metadata.namespace,
+            r.metadata.name,
+            r.metadata.generation,
+            ack.seq,
+        )
+        return True

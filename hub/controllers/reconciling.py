@@ -1,0 +1,240 @@
+"""One reconcile of one RKCP: observe, decide (``hub.reconcile.rkcp``, pure), act, write status.
+
+Owns what a reconcile remembers per RKCP between visits (the last error recorded as an Event, the
+last refusal counted, the uid seen Ready once), each dropped by ``forget``, and the parts only a
+reconcile uses: the record of published intents (``published``), the CAPI Secret checksums
+(``checksums``), the status writer (``status_writes``) and the hands (``acting``). Reads the
+RKCPs, Clusters and the index from ``informing``, what the sites said from ``hub.observations``
+(loaded through ``hub.ingest`` once per process) and ``hub.sites``, and each Site's grant from
+``site.SiteSync``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+import pydantic
+
+from common import objects
+from common.bus import errors as bus_errors
+from common.kube import errors as kerrors
+from hub import api, mapping, placements
+from hub.controllers import acting, checksums, informing, published, status_writes, writing
+from hub.controllers import site as site_controller
+from hub.controllers.config import Deps, Settings
+from hub.controllers.released import ReleasedDeletions
+from hub.controllers.topology import Topology
+from hub.reconcile import rkcp, rkcp_status
+from protocol.coordinates import Coordinates
+
+log = logging.getLogger(__name__)
+
+Key = objects.Key
+
+
+class Reconciler:
+    def __init__(
+        self,
+        settings: Settings,
+        deps: Deps,
+        *,
+        informers: informing.Informers,
+        site_sync: site_controller.SiteSync,
+        topology: Topology,
+        released: ReleasedDeletions,
+    ) -> None:
+        self.settings = settings
+        self.kube = deps.kube
+        self.observations = deps.observations
+        self.ingest = deps.ingest
+        self.sites = deps.sites
+        self.metrics = deps.metrics
+        self.rkcps = informers.rkcps
+        self.clusters = informers.clusters
+        self.index = informers.index
+        self.informers = informers
+        self.site_sync = site_sync
+        self.topology = topology
+        self.heartbeat_interval = settings.heartbeat_interval
+        self.published = published.PublishedIntents(
+            conn=deps.conn,
+            prefix=settings.prefix,
+            signer=deps.signer,
+            released=released,
+            metrics=deps.metrics,
+            max_age=settings.intent_check_interval,
+        )
+        self.signing_key_id = self.published.signing_key_id
+        self.checksums = checksums.SecretChecksums()
+        self.status_writes = status_writes.StatusWrites(deps.kube)
+        self.executor = acting.Executor(settings, deps, published=self.published, released=released)
+        self._initialized: dict[Key, str] = {}
+        """The uid of each RKCP seen Ready once (first-ready metric and event exactly once per object)."""
+        self._refused: dict[Key, tuple[str, int]] = {}
+        """The (reason, sealed-secrets sequence) of the last refusal counted per RKCP (once each)."""
+        self._last_error: dict[Key, str] = {}
+        """The last error recorded as an Event per RKCP (a retry loop of one error records it once)."""
+
+    def forget(self, key: Key) -> None:
+        """Drop everything remembered of the RKCP at ``key`` (it was deleted, and unindexed)."""
+        for per_key in (self._initialized, self._refused, self._last_error):
+            per_key.pop(key, None)
+        self.status_writes.forget(key)
+        # Read from the stream again if an RKCP maps there again.
+        self.published.retain(self.index.maps)
+
+    async def handle(self, key: Key) -> float | None:
+        """Reconcile ``key``, whatever goes wrong; seconds until it is looked at again (None: not)."""
+        try:
+            requeue = await self.sync(key)
+            self._last_error.pop(key, None)
+        except (kerrors.KubeError, bus_errors.BusError) as exc:
+            self.metrics.reconcile_errors.inc()
+            log.warning("reconciling %s/%s: %s; retrying", *key, exc)
+            await self._error_event(key, str(exc))
+            requeue = 5.0
+        except Exception:
+            self.metrics.reconcile_errors.inc()
+            log.exception("reconciling %s/%s failed", *key)
+            requeue = 10.0
+        if key not in self.rkcps:
+            self.forget(key)  # deleted while it was being reconciled: what was just noted goes too
+            return None
+        return requeue
+
+    async def _error_event(self, key: Key, message: str) -> None:
+        """A Warning event per distinct error (a retry loop of the same error records it once)."""
+        obj = self.rkcps.get(key)
+        if obj is None or self._last_error.get(key) == message:
+            return
+        self._last_error[key] = message
+        try:
+            r = api.RemoteKamajiControlPlane.parse(obj)
+        except pydantic.ValidationError:
+            return
+        await writing.record_event(self.kube, rkcp.Event("Warning", "ReconcileError", message), r)
+
+    async def sync(self, key: Key) -> float | None:
+        obj = self.rkcps.get(key)
+        if obj is None:
+            return None
+        try:
+            r = api.RemoteKamajiControlPlane.parse(obj)
+        except pydantic.ValidationError as exc:
+            log.error("RemoteKamajiControlPlane %s/%s is not valid: %s", *key, exc)
+            return None
+        observed = await self.observe(r)
+        if observed is None:
+            return None
+        plan = rkcp.reconcile(observed)
+        if plan.secrets_refused:
+            self._count_refusal(key, plan.secrets_refused, observed.report.secrets_seq)
+        for action in plan.actions:
+            if not await self.executor.execute(action, r, observed):
+                return 1.0  # fenced or raced: observe again shortly
+        if plan.first_ready:
+            self._initialized[key] = r.metadata.uid
+        if plan.first_ready and r.metadata.creation_timestamp is not None:
+            self.metrics.first_ready_seconds.observe(
+                (observed.now - r.metadata.creation_timestamp).total_seconds()
+            )
+        requeue = plan.requeue_after
+        if requeue is not None:
+            requeue = min(requeue, self.settings.intent_check_interval)
+        if plan.status is not None:
+            return await self.status_writes.write(key, r, plan.status, requeue)
+        return requeue
+
+    def _count_refusal(self, key: Key, reason: str, seq: int) -> None:
+        if self._refused.get(key) == (reason, seq):
+            return
+        self._refused[key] = (reason, seq)
+        self.metrics.secrets_refused.labels(reason=reason).inc()
+        log.warning("sealed secrets (seq %d) not written for %s/%s: %s", seq, *key, reason)
+
+    async def observe(self, r: api.RemoteKamajiControlPlane) -> rkcp.Observed | None:
+        now = dt.datetime.now(dt.UTC)
+        cluster_name = _owner_cluster_model(r)
+        cluster, problem = None, ""
+        if not cluster_name:
+            problem = "waiting for an ownerReference to a Cluster (set by Cluster API)"
+        else:
+            found = self.clusters.get((r.metadata.namespace, cluster_name))
+            if found is None:
+                problem = f"waiting for Cluster {r.metadata.namespace}/{cluster_name}"
+            else:
+                cluster = api.Cluster.parse(found)
+        try:
+            coords = mapping.coordinates(r)
+        except mapping.InvalidCoordinates as exc:
+            problem = problem or str(exc)
+            coords = Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
+        if coords.site not in self.topology.sites and coords.site in self.topology.known_sites():
+            await self.topology.ensure()
+        desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
+        report = await self._report(coords)
+        published = await self.published.get(coords, report.status)
+        snap = self.sites.snapshot(coords.site, now, interval=self.heartbeat_interval)
+        site_view = rkcp_status.SiteView(
+            connected=snap.connected if snap.last_heartbeat_time is not None else None,
+            last_heartbeat_time=snap.last_heartbeat_time,
+            backlog=snap.backlog,
+        )
+        name = cluster_name or r.metadata.name
+        # Until the Sites are listed every placement would look unauthorized (and say so).
+        await self.informers.sites_synced.wait()
+        await self.checksums.synced.wait()
+        checksums = self.checksums.of_cluster(r.metadata.namespace, name)
+        return rkcp.Observed(
+            rkcp=r,
+            cluster=cluster,
+            cluster_problem=problem,
+            desired_spec=desired,
+            published=published,
+            report=report,
+            site=site_view,
+            secrets_checksums=checksums,
+            cluster_name=name,
+            conflict_with=self.index.conflict(coords, r, self.denial),
+            not_authorized=self.denial(coords, r.metadata.namespace),
+            known_initialized=self._initialized.get((r.metadata.namespace, r.metadata.name))
+            == r.metadata.uid,
+            now=now,
+            signing_key_id=self.signing_key_id,
+        )
+
+    def _known_initialized(self, r: api.RemoteKamajiControlPlane) -> bool:
+        return self._initialized.get((r.metadata.namespace, r.metadata.name)) == r.metadata.uid
+
+    def denial(self, coords: Coordinates, namespace: str) -> str:
+        """Why the Site does not let ``namespace`` place at ``coords`` ("" when it does)."""
+        spec = self.site_sync.spec(coords.site)
+        return placements.denial(
+            spec, site=coords.site, namespace=namespace, target_namespace=coords.namespace
+        )
+
+    async def _report(self, coords: Coordinates) -> rkcp.SiteReport:
+        # Loaded once per process, whatever the consumer recorded before: a restarted hub's
+        # consumer never delivers again what the previous process acknowledged (the sealed
+        # secrets, typically), however many newer statuses it delivers first (issue 11 §2).
+        if self.observations.loaded(coords):
+            seen = self.observations.get(coords)
+        else:
+            seen = await self.ingest.load(coords)
+        if seen is None:
+            return rkcp.SiteReport()
+        return rkcp.SiteReport(
+            status=seen.status,
+            secrets_checksum=seen.sealed.checksum if seen.sealed is not None else "",
+            secrets_error=seen.secrets_error.message if seen.secrets_error is not None else "",
+            secrets_owner_uid=seen.sealed.owner_uid if seen.sealed is not None else "",
+            secrets_seq=seen.sealed_seq,
+        )
+
+
+def _owner_cluster_model(r: api.RemoteKamajiControlPlane) -> str:
+    for ref in r.metadata.owner_references:
+        if ref.kind == "Cluster" and ref.api_version.startswith("cluster.x-k8s.io/"):
+            return ref.name
+    return ""

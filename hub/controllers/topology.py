@@ -1,0 +1,38 @@
+"""Which sites the hub serves, and their NATS topology (streams and consumers), made to exist.
+
+Owns the set of sites whose topology was last ensured. A site is known when ``--sites`` names it
+or a Site object does (``site.SiteSync``'s cache): the hub keeps streams and consumers for those
+and no other, so a tenant cannot make the hub create a consumer for a site name it invents.
+Talks to NATS (``common.bus.ensure_topology``).
+"""
+
+from __future__ import annotations
+
+from common import bus
+from hub.controllers import cache
+from hub.controllers.config import Settings
+
+
+class Topology:
+    def __init__(self, settings: Settings, conn: bus.Connection, site_objects: cache.ObjectCache) -> None:
+        self.settings = settings
+        self.conn = conn
+        self.site_objects = site_objects
+        self.sites: frozenset[str] = frozenset()
+        """The sites whose streams and consumers were last ensured."""
+
+    def known_sites(self) -> frozenset[str]:
+        """Sites named by ``--sites`` or by a Site object: the hub keeps their streams and
+        consumers and polls their heartbeats. An RKCP naming any other site is not authorized,
+        so a tenant cannot make the hub create a consumer for a site name it invents."""
+        return self.settings.static_sites | {name for _, name in self.site_objects}
+
+    async def ensure(self) -> None:
+        wanted = self.known_sites()
+        if wanted and wanted <= self.sites:
+            return
+        s = self.settings
+        await bus.ensure_topology(
+            self.conn, sites=sorted(wanted), replicas=s.replicas, prefix=s.prefix, limits=s.limits
+        )
+        self.sites = wanted

@@ -1,0 +1,52 @@
+"""The hub's loops of one term in a test: the controller, the ingest and the site poller, as
+``hub.main`` wires them, with the short intervals tests want. The one place tests build a hub."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from common import bus
+from common import kube as ckube
+from hub import ingest, observations, sites
+from hub import metrics as hub_metrics
+from hub.controllers import config
+from hub.controllers import rkcp as rkcp_controller
+from protocol import sealing
+
+
+def start(
+    settings: config.Settings,
+    *,
+    kube: ckube.Kube,
+    conn: bus.Connection,
+    signer: Any,
+    keyring: sealing.Keyring,
+    metrics: hub_metrics.Metrics,
+) -> tuple[rkcp_controller.Controller, list[asyncio.Task[None]]]:
+    """Start the three loops; the controller and their tasks (the caller cancels them)."""
+    seen = observations.Observations()
+    state = sites.Sites()
+    ref: list[rkcp_controller.Controller] = []
+    ing = ingest.Ingest(
+        conn=conn, observations=seen, keyring=keyring, prefix=settings.prefix, metrics=metrics,
+        on_change=lambda c: ref[0].on_observation(c), sites=lambda: ref[0].known_sites(),
+        maps=lambda c: ref[0].maps(c), rescan_interval=0.2,
+    )  # fmt: skip
+    deps = config.Deps(
+        kube=kube, conn=conn, signer=signer, observations=seen, ingest=ing, sites=state, metrics=metrics
+    )
+    c = rkcp_controller.Controller(settings, deps)
+    ref.append(c)
+
+    async def poll() -> None:
+        await sites.run(state, conn, sites_provider=c.known_sites, prefix=settings.prefix, metrics=metrics,
+                        interval=0.3, heartbeat_interval=settings.heartbeat_interval,
+                        on_change=c.on_site_change)  # fmt: skip
+
+    tasks = [
+        asyncio.create_task(c.run(), name="hub-controller"),
+        asyncio.create_task(ing.run(), name="hub-ingest"),
+        asyncio.create_task(poll(), name="hub-sites"),
+    ]
+    return c, tasks
