@@ -25,8 +25,6 @@ KNOWN: frozenset[str] = frozenset(
         "module agent/apply/loop.py",
         "module agent/cleanup/loop.py",
         "module agent/status/loop.py",
-        "module common/bus/connection.py",
-        "module common/bus/consuming.py",
         "module common/keyfiles.py",
         "module common/kube/client.py",
         "module hub/api.py",
