@@ -56,12 +56,7 @@ class Hub(service.Service):
             keys.key_id(bytes(signer.verify_key)),
             ", ".join(sorted(keyring.key_ids)),
         )
-        self.api_client = (
-            ckube.api_client_in_cluster()
-            if s.in_cluster
-            else await ckube.api_client_from_kubeconfig(s.kubeconfig or "")
-        )
-        kube = ckube.Kube(self.api_client)
+        kube = self.kube = await ckube.connect(in_cluster=s.in_cluster, kubeconfig=s.kubeconfig)
         self.conn = await bus.connect(
             bus.Options(
                 servers=s.servers,
