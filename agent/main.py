@@ -52,12 +52,7 @@ class Agent(service.Service):
             ", ".join(hub_keys.trusted_key_ids()) or "none",
             ", ".join(hub_keys.retired) or "none",
         )
-        self.api_client = (
-            ckube.api_client_in_cluster()
-            if s.in_cluster
-            else await ckube.api_client_from_kubeconfig(s.kubeconfig or "")
-        )
-        kube = ckube.Kube(self.api_client)
+        kube = self.kube = await ckube.connect(in_cluster=s.in_cluster, kubeconfig=s.kubeconfig)
         self.spawn("kube-probe", lambda: self._probe_kube(kube))
         self.conn = await bus.connect(
             bus.Options(

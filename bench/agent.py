@@ -87,11 +87,13 @@ def intent(i: int) -> messages.Intent:
 async def raw_pull_ack(conn: bus.Connection, count: int, batch: int) -> float:
     """JetStream pull + synchronous ack of ``count`` small messages: the bus alone."""
     name = "BENCHRAW"
-    await conn.js.add_stream(name=name, subjects=["benchraw.>"], storage="file")
+    await topology.ensure_stream(conn, streams.StreamDef(name=name, subjects=("benchraw.>",), storage="file"))
     definition = streams.ConsumerDef(stream=name, durable_name="raw", filter_subjects=("benchraw.>",))
     await topology.ensure_consumer(conn, definition)
     payload = messages.encode(intent(0))
-    await asyncio.gather(*(conn.js.publish(f"benchraw.{i % 100}.{i}", payload) for i in range(count)))
+    await asyncio.gather(
+        *(bus.publish(conn, f"benchraw.{i % 100}.{i}", payload, msg_id=f"raw-{i}") for i in range(count))
+    )
     consumer = await bus.bind(conn, definition)
     done, started = 0, time.perf_counter()
     while done < count:

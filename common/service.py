@@ -1,6 +1,6 @@
 """What hub and agent processes share: run until a signal, and stop tasks and connections cleanly.
 
-``Service`` owns the long-lived tasks, the NATS connection, the Kubernetes ApiClient and the
+``Service`` owns the long-lived tasks, the NATS connection, the Kubernetes client and the
 health server of one process; ``run_until_signalled`` starts it and stops it on SIGTERM/SIGINT.
 """
 
@@ -13,7 +13,7 @@ import signal
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
-from common import aiotasks, bus, health
+from common import aiotasks, bus, health, kube
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ class Service:
     def __init__(self) -> None:
         self.tasks: list[asyncio.Task[None]] = []
         self.conn: bus.Connection | None = None
-        self.api_client: Any = None
+        self.kube: kube.Kube | None = None
         self.health_server: health.HealthServer | None = None
 
     def supervise(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
@@ -60,8 +60,8 @@ class Service:
         await self.before_close()
         if self.conn is not None:
             await self.conn.close()
-        if self.api_client is not None:
-            await self.api_client.close()
+        if self.kube is not None:
+            await self.kube.close()
         if self.health_server is not None:
             await self.health_server.stop()
 

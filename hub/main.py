@@ -72,11 +72,7 @@ class Hub(service.Service):
     async def _connect(self) -> ckube.Kube:
         """The management cluster's client and the NATS connection (watched for readiness)."""
         s = self.settings
-        self.api_client = (
-            ckube.api_client_in_cluster()
-            if s.in_cluster
-            else await ckube.api_client_from_kubeconfig(s.kubeconfig or "")
-        )
+        kube = self.kube = await ckube.connect(in_cluster=s.in_cluster, kubeconfig=s.kubeconfig)
         self.conn = await bus.connect(
             bus.Options(
                 servers=s.servers,
@@ -88,7 +84,7 @@ class Hub(service.Service):
             report=lambda why: self.readiness.set(NATS_CHECK, False, why),
         )
         self.spawn("nats-monitor", lambda: self.watch_nats(self.readiness, NATS_CHECK))
-        return ckube.Kube(self.api_client)
+        return kube
 
     def _elect(self, kube: ckube.Kube, new_term: Callable[[], list[Loop]]) -> None:
         """Take part in the election: only the Lease holder runs a term's loops."""

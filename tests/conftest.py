@@ -90,10 +90,10 @@ async def cluster() -> AsyncIterator[kubeapi.Server]:
 
 @pytest.fixture
 async def kube(cluster: kubeapi.Server, tmp_path: Path) -> AsyncIterator[ckube.Kube]:
-    """common.kube's client on ``cluster``, built from its kubeconfig as production does."""
-    api = await ckube.api_client_from_kubeconfig(cluster.write_kubeconfig(tmp_path / "kubeconfig"))
-    yield ckube.Kube(api)
-    await api.close()
+    """common.kube's client on ``cluster``, made from its kubeconfig as production makes it."""
+    kube = await ckube.connect(in_cluster=False, kubeconfig=cluster.write_kubeconfig(tmp_path / "kubeconfig"))
+    yield kube
+    await kube.close()
 
 
 @pytest.fixture(scope="module")

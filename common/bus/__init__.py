@@ -1,30 +1,37 @@
 """The NATS bus: the one place that imports nats-py (import-linter enforces it).
 
-connection   connect (NKey seed or .creds, TLS, inbox prefix, reconnect forever), error translation
+connection   Connection (the nats-py client and JetStream context, private), subscribe, sync,
+             close; error translation (``translate``)
+connecting   connect (NKey seed or .creds, TLS, inbox prefix, retry, reconnect forever)
+errors       BusError → PermissionDenied | NotFound | WrongLastSequence | QuotaExceeded | ...
 tls          the SSL context of a CA file, TLS failures in plain words
 permissions  server permission violations → PermissionDenied naming the subject
-topology     ensure_topology: streams and durable consumers, idempotently (hub only)
+topology     ensure_topology: streams and durable consumers, idempotently (hub only); delete_stream
 publishing   publish with Nats-Msg-Id and optional expected-last-subject-sequence
-consuming    bind / fetch / ack / nak / term / in-progress / replay, last message per subject, purge,
-             subjects
+consuming    bind / fetch / ack / nak / term / in-progress / replay, consumer info
+storage      stream info, last message per subject, purge, subjects
 """
 
-from common.bus.connection import Connection, Options, connect, site_inbox_prefix
+from common.bus.connecting import connect
+from common.bus.connection import Connection, Message, Options, Subscription, site_inbox_prefix
 from common.bus.consuming import (
     Consumer,
     ConsumerState,
     Delivery,
-    StoredMessage,
     bind,
     consumer_info,
     in_progress,
-    last_message,
-    purge_subject,
     replay,
-    subjects_of,
-    subscribe_check,
 )
 from common.bus.publishing import Ack, publish
+from common.bus.storage import (
+    StoredMessage,
+    StreamState,
+    last_message,
+    purge_subject,
+    stream_info,
+    subjects_of,
+)
 from common.bus.topology import ensure_topology
 
 __all__ = [
@@ -33,8 +40,11 @@ __all__ = [
     "Consumer",
     "ConsumerState",
     "Delivery",
+    "Message",
     "Options",
     "StoredMessage",
+    "StreamState",
+    "Subscription",
     "bind",
     "connect",
     "consumer_info",
@@ -45,6 +55,6 @@ __all__ = [
     "purge_subject",
     "replay",
     "site_inbox_prefix",
+    "stream_info",
     "subjects_of",
-    "subscribe_check",
 ]

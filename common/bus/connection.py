@@ -1,8 +1,11 @@
-"""The NATS connection: credentials, TLS, inbox prefix, reconnect forever, error translation.
+"""The live NATS connection: the nats-py client and JetStream context, and error translation.
 
-Owns the nats-py client and JetStream context for the rest of ``common.bus``. Every call that
-reaches the server goes through ``Connection.call``, the one place where nats-py exceptions
-become ``common.bus.errors`` and permission violations become ``PermissionDenied``.
+``Connection`` owns both nats-py objects (privately: nothing outside ``common.bus`` touches
+them) and offers the few operations its users need. Every call that reaches the server goes
+through ``Connection.call`` (or ``jetstream``, which hands the JetStream context to a call of
+this package's modules), the one place where nats-py exceptions become ``common.bus.errors`` and
+permission violations become ``PermissionDenied``. How a connection is made (credentials, TLS,
+retries, reconnect callbacks) lives in ``common.bus.connecting``.
 """
 
 from __future__ import annotations
@@ -10,17 +13,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import nats
+import nats.aio.subscription
 import nats.errors
 import nats.js
 import nats.js.errors
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 
 from common.bus import errors, permissions, tls
 
@@ -66,12 +69,21 @@ class Options:
         return tls.wanted(self.servers, self.ca_file)
 
 
+@dataclass(frozen=True)
+class Message:
+    """A message of a plain (not JetStream) subscription."""
+
+    subject: str
+    data: bytes
+    headers: dict[str, str]
+
+
 @dataclass(eq=False)
 class Connection:
     """A live connection. ``on_reconnect`` callbacks run after every reconnect (anti-entropy)."""
 
-    nc: Client
-    js: nats.js.JetStreamContext
+    _nc: Client
+    _js: nats.js.JetStreamContext
     options: Options
     watch: permissions.Watch
     on_reconnect: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
@@ -85,7 +97,12 @@ class Connection:
 
     @property
     def connected(self) -> bool:
-        return bool(self.nc.is_connected)
+        return bool(self._nc.is_connected)
+
+    @property
+    def max_payload(self) -> int:
+        """The largest message the server takes (it advertised it when we connected)."""
+        return int(self._nc.max_payload)
 
     def inbox_pattern(self) -> str:
         return f"{self.options.inbox_prefix}.>"
@@ -94,6 +111,37 @@ class Connection:
         """Await a nats-py call with permission guarding and error translation."""
         with translate(what):
             return await self.watch.guard(call, subjects=(*subjects, self.inbox_pattern()))
+
+    async def jetstream(
+        self,
+        call: Callable[[nats.js.JetStreamContext], Awaitable[T]],
+        *,
+        subjects: Iterable[str],
+        what: str,
+    ) -> T:
+        """``call`` on the JetStream context, guarded and translated as ``call`` is."""
+        return await self.call(call(self._js), subjects=subjects, what=what)
+
+    async def subscribe(self, subject: str, handler: Callable[[Message], Awaitable[None]]) -> Subscription:
+        """A plain subscription whose messages go to ``handler``, once the server has taken it;
+        PermissionDenied (naming the subject) if it refuses it."""
+
+        async def deliver(msg: Msg) -> None:
+            await handler(Message(subject=msg.subject, data=msg.data, headers=dict(msg.headers or {})))
+
+        made: list[Subscription] = []
+
+        async def subscribe_and_sync() -> Subscription:
+            made.append(Subscription(await self._nc.subscribe(subject, cb=deliver)))
+            await self.sync()  # the server has answered the subscription when this returns
+            return made[0]
+
+        try:
+            return await self.call(subscribe_and_sync(), subjects=[subject], what=f"subscribe to {subject}")
+        except BaseException:
+            for sub in made:
+                await sub.unsubscribe()
+            raise
 
     async def sync(self) -> None:
         """Return once the server has processed everything sent before: a denial of it has arrived.
@@ -104,22 +152,29 @@ class Connection:
         everything that was pending.
         """
         timeout = int(self.options.request_timeout) or 1
-        await self.nc.flush(timeout=timeout)
-        await self.nc.flush(timeout=timeout)
+        await self._nc.flush(timeout=timeout)
+        await self._nc.flush(timeout=timeout)
 
     async def close(self) -> None:
         # close(), not drain(): every publish and ack of ours already waited for the server's
         # answer, and drain() waits its full timeout on a subscription the server refused.
-        if not self.nc.is_closed:
-            await _close(self.nc, timeout=self.options.request_timeout)
+        if not self._nc.is_closed:
+            await close_client(self._nc, timeout=self.options.request_timeout)
 
 
-_ABANDON_TIMEOUT = 0.5
-"""Seconds to let a client that never connected close: its socket is closed at once, only
-nats-py's wait for the transport (which may never end) is cut short."""
+@dataclass(frozen=True)
+class Subscription:
+    """A plain subscription of ``Connection.subscribe``."""
+
+    _sub: nats.aio.subscription.Subscription
+
+    async def unsubscribe(self) -> None:
+        # A closed connection has nothing left to release.
+        with contextlib.suppress(nats.errors.Error):
+            await self._sub.unsubscribe()
 
 
-async def _close(nc: Client, *, timeout: float) -> None:
+async def close_client(nc: Client, *, timeout: float) -> None:
     """Close within ``timeout`` seconds.
 
     Bounded because nats-py's close waits for its transport to close, and a transport whose TLS
@@ -160,155 +215,3 @@ def translate(what: str) -> Iterator[None]:
         raise errors.Unavailable(f"{what}: {exc}") from None
     except nats.errors.Error as exc:
         raise errors.BusError(f"{what}: {exc}") from None
-
-
-def describe_failure(exc: BaseException, *, options: Options) -> str:
-    """A (re)connect failure as one line naming the servers (and the CA file for TLS failures)."""
-    why = tls.describe(exc, ca_file=options.ca_file)
-    if why is None:
-        why = str(exc) or type(exc).__name__
-    return f"cannot connect to NATS at {', '.join(options.servers)}: {why}"
-
-
-@dataclass
-class _Failures:
-    """Why the last (re)connect attempt failed, logged once per distinct reason (not at every
-    retry) and passed to ``report``; cleared once connected."""
-
-    options: Options
-    report: Callable[[str], None] | None
-    last: list[str] = field(default_factory=list)
-
-    def record(self, exc: BaseException) -> None:
-        line = describe_failure(exc, options=self.options)
-        if self.last[:1] != [line]:
-            is_tls = tls.describe(exc, ca_file=self.options.ca_file) is not None
-            (log.error if is_tls else log.warning)("%s", line)
-        self.last[:] = [line]
-        if self.report is not None:
-            self.report(line)
-
-    def timed_out(self, deadline: float | None) -> str:
-        last = f"; last attempt: {self.last[0].split(': ', 1)[1]}" if self.last else ""
-        servers = ", ".join(self.options.servers)
-        return f"cannot connect to NATS at {servers}: no connection within {deadline}s{last}"
-
-
-def _client_options(options: Options) -> dict[str, Any]:
-    """nats-py's connect arguments for ``options``, callbacks aside."""
-    kwargs: dict[str, Any] = {
-        "servers": list(options.servers),
-        "name": options.name,
-        "inbox_prefix": options.inbox_prefix,
-        "allow_reconnect": True,
-        "max_reconnect_attempts": -1,
-        "reconnect_time_wait": options.reconnect_wait,
-        "connect_timeout": options.request_timeout,
-    }
-    if options.seed_file is not None:
-        kwargs["nkeys_seed"] = str(options.seed_file)
-    if options.creds_file is not None:
-        kwargs["user_credentials"] = str(options.creds_file)
-    if options.uses_tls:
-        # TLS before the server's first word: nothing crosses the network in the clear, and a
-        # server (or a man in the middle) that does not offer TLS cannot downgrade us to
-        # plaintext, which nats-py would otherwise accept from a server without tls_required.
-        kwargs["tls"] = tls.context(options.ca_file)
-        kwargs["tls_handshake_first"] = True
-    return kwargs
-
-
-async def connect(
-    options: Options, *, deadline: float | None = None, report: Callable[[str], None] | None = None
-) -> Connection:
-    """Connect, retrying until connected (forever unless ``deadline`` seconds pass).
-
-    Once connected, nats-py reconnects forever on its own; we count reconnects and run the
-    ``on_reconnect`` callbacks. ``report`` hears every failed (re)connect attempt in plain words
-    (for ``/readyz``): a wrong CA file retries forever too, but says so instead of looking like
-    an unreachable server.
-    """
-    watch = permissions.Watch()
-    holder: list[Connection] = []
-    failures = _Failures(options, report)
-
-    async def error_cb(exc: Exception) -> None:
-        violation = permissions.parse_violation(str(exc))
-        if violation is not None:
-            log.error("NATS permission violation: %s to %r", *violation)
-            watch.record(*violation)
-        elif holder and holder[0].nc.is_connected:
-            log.warning("NATS error: %s", exc)
-        else:  # not connected: why a (re)connect attempt failed
-            failures.record(exc)
-
-    async def reconnected_cb() -> None:
-        failures.last.clear()
-        if not holder:
-            return
-        conn = holder[0]
-        conn.reconnects += 1
-        log.info("NATS reconnected to %s", conn.nc.connected_url.netloc if conn.nc.connected_url else "?")
-        for callback in list(conn.on_reconnect):
-            asyncio.get_running_loop().create_task(callback())
-
-    async def disconnected_cb() -> None:
-        if holder and not (holder[0].nc.is_closed or holder[0].nc.is_draining):
-            log.warning("NATS disconnected; reconnecting")
-
-    callbacks = {"error_cb": error_cb, "reconnected_cb": reconnected_cb, "disconnected_cb": disconnected_cb}
-    nc = await _first_connect(options, failures, deadline=deadline, callbacks=callbacks)
-    failures.last.clear()
-    conn = Connection(
-        nc=nc,
-        js=nc.jetstream(timeout=options.request_timeout),
-        options=options,
-        watch=watch,
-        failure=failures.last,
-    )
-    holder.append(conn)
-    return conn
-
-
-async def _first_connect(
-    options: Options, failures: _Failures, *, deadline: float | None, callbacks: dict[str, Any]
-) -> Client:
-    """A connected client, after as many attempts as it takes (until ``deadline`` seconds, if any).
-
-    One attempt per client, and our own retry loop around it: nats-py's first connect, retrying
-    on its own, closes a transport whose TLS handshake failed and then waits forever for it to
-    report closed (nats-io/nats.py#718, #382). A handshake fails that way whenever the
-    ClientHello is later than nats-server's ``handshake_first`` fallback delay (it then sends
-    INFO in the clear; 50 ms with "auto", so a loaded machine did), and the process never
-    connected again.
-    """
-    kwargs = {**_client_options(options), **callbacks, "allow_reconnect": False}
-    loop = asyncio.get_running_loop()
-    give_up = None if deadline is None else loop.time() + deadline
-    while True:
-        nc = Client()
-        remaining = None if give_up is None else max(0.0, give_up - loop.time())
-        try:
-            await asyncio.wait_for(nc.connect(**kwargs), remaining)
-        except asyncio.CancelledError:  # a process stopped while it still waits for its server
-            await _close(nc, timeout=_ABANDON_TIMEOUT)
-            raise
-        except (OSError, nats.errors.Error, TimeoutError) as exc:
-            # A failed attempt (nats-py's own connect timeout is a TimeoutError too, and so is
-            # our deadline): try again, as nats-py would, unless the deadline has passed.
-            await _close(nc, timeout=_ABANDON_TIMEOUT)
-            passed = give_up is not None and loop.time() >= give_up
-            if not (passed and isinstance(exc, TimeoutError)):  # the last attempt's reason stays
-                failures.record(exc)
-            if passed:
-                raise errors.Unavailable(failures.timed_out(deadline)) from None
-            pause = options.reconnect_wait * random.uniform(0.5, 1.5)  # sites must not stampede
-            await asyncio.sleep(pause if give_up is None else min(pause, max(0.0, give_up - loop.time())))
-            continue
-        except Exception as exc:  # a configuration nats-py refuses (a bad seed file): no retry helps
-            await _close(nc, timeout=_ABANDON_TIMEOUT)
-            raise errors.Unavailable(describe_failure(exc, options=options)) from None
-        # Connected: from now on nats-py reconnects forever on its own (a failed TLS handshake
-        # during a reconnect does not hang: it leaves that transport and tries again).
-        nc.options["allow_reconnect"] = True
-        return nc

@@ -1,7 +1,7 @@
-"""Reading JetStream: bind a durable pull consumer, fetch batches, settle each delivery.
+"""Reading JetStream through a durable pull consumer: bind, fetch batches, settle each delivery.
 
-Also the stream reads that are not consumer-based: the last message on a subject, consumer
-info (pending and ack-pending counts for backlogs) and purging a subject.
+Also consumer info (pending and ack-pending counts for backlogs) and replay (a consumer reset).
+The stream reads that are not consumer-based live in ``common.bus.storage``.
 
 Settling (ack, nak, term, in-progress) goes through the same permission guard as everything
 else; ``ack`` waits for the server's confirmation so "acked" means the server recorded it.
@@ -31,6 +31,7 @@ class ConsumerState:
     stream: str
     name: str
     filter_subject: str
+    """The one filter subject; empty for a consumer with several (``filter_subjects``)."""
     num_pending: int
     """Messages not yet delivered."""
     num_ack_pending: int
@@ -39,15 +40,8 @@ class ConsumerState:
     ack_floor_stream_seq: int
     ack_wait: float = streams.ACK_WAIT_SECONDS
     """Seconds the server waits for an ack (or an in-progress) before it redelivers."""
-
-
-@dataclass(frozen=True)
-class StoredMessage:
-    subject: str
-    seq: int
-    data: bytes
-    headers: dict[str, str]
-    time: dt.datetime | None
+    filter_subjects: tuple[str, ...] = ()
+    """The filter subjects of a consumer with several (the hub's on a site's stream)."""
 
 
 def _consumer_subjects(stream: str, consumer: str) -> list[str]:
@@ -56,8 +50,8 @@ def _consumer_subjects(stream: str, consumer: str) -> list[str]:
 
 async def consumer_info(conn: Connection, stream: str, consumer: str) -> ConsumerState:
     try:
-        info = await conn.call(
-            conn.js.consumer_info(stream, consumer),
+        info = await conn.jetstream(
+            lambda js: js.consumer_info(stream, consumer),
             subjects=_consumer_subjects(stream, consumer),
             what=f"consumer info {stream}/{consumer}",
         )
@@ -73,6 +67,7 @@ async def consumer_info(conn: Connection, stream: str, consumer: str) -> Consume
         delivered_stream_seq=(info.delivered.stream_seq or 0) if info.delivered else 0,
         ack_floor_stream_seq=(info.ack_floor.stream_seq or 0) if info.ack_floor else 0,
         ack_wait=float(config.ack_wait) if config.ack_wait else streams.ACK_WAIT_SECONDS,
+        filter_subjects=tuple(config.filter_subjects or ()),
     )
 
 
@@ -180,8 +175,15 @@ class Consumer:
 async def bind(conn: Connection, definition: streams.ConsumerDef) -> Consumer:
     """Bind to an existing durable consumer; ConsumerNotFound when the hub has not created it."""
     state = await consumer_info(conn, definition.stream, definition.durable_name)
-    sub = await conn.call(
-        conn.js.pull_subscribe_bind(
+    return await attach(conn, definition, ack_wait=state.ack_wait)
+
+
+async def attach(
+    conn: Connection, definition: streams.ConsumerDef, *, ack_wait: float = streams.ACK_WAIT_SECONDS
+) -> Consumer:
+    """The pull subscription of ``bind``, without asking the server about the consumer first."""
+    sub = await conn.jetstream(
+        lambda js: js.pull_subscribe_bind(
             durable=definition.durable_name,
             stream=definition.stream,
             inbox_prefix=(conn.options.inbox_prefix + ".").encode(),
@@ -189,7 +191,7 @@ async def bind(conn: Connection, definition: streams.ConsumerDef) -> Consumer:
         subjects=[],
         what=f"bind {definition.stream}/{definition.durable_name}",
     )
-    return Consumer(conn, definition, sub, ack_wait=state.ack_wait)
+    return Consumer(conn, definition, sub, ack_wait=ack_wait)
 
 
 def reset_subject(stream: str, consumer: str) -> str:
@@ -207,8 +209,8 @@ async def replay(conn: Connection, definition: streams.ConsumerDef) -> int:
     JetStream API helper nats-py uses for its own calls (its error mapping included).
     """
     subject = reset_subject(definition.stream, definition.durable_name)
-    response = await conn.call(
-        conn.js._api_request(subject, json.dumps({"seq": 1}).encode()),
+    response = await conn.jetstream(
+        lambda js: js._api_request(subject, json.dumps({"seq": 1}).encode()),
         subjects=[subject],
         what=f"replay {definition.stream}/{definition.durable_name}",
     )
@@ -234,74 +236,3 @@ async def in_progress(conn: Connection, deliveries: Sequence[Delivery]) -> None:
         subjects=sorted({d.reply for d in deliveries}),
         what=f"in-progress of {len(deliveries)} message(s)",
     )
-
-
-async def last_message(
-    conn: Connection, stream: str, subject: str, *, direct: bool = False
-) -> StoredMessage | None:
-    """The latest message on ``subject`` (streams keep one per subject), or None.
-
-    ``direct`` uses the Direct Get API with the subject inside the API subject
-    (``$JS.API.DIRECT.GET.<stream>.<subject>``), which a site may be granted for its own
-    subjects only; the plain form is a stream-wide API the hub uses.
-    """
-    api_subject = f"$JS.API.DIRECT.GET.{stream}.{subject}" if direct else f"$JS.API.STREAM.MSG.GET.{stream}"
-    try:
-        raw = await conn.call(
-            conn.js.get_last_msg(stream, subject, direct=direct),
-            subjects=[api_subject],
-            what=f"last message on {subject}",
-        )
-    except errors.NotFound:
-        return None
-    except errors.BusError as exc:
-        if "no message found" in str(exc).lower():
-            return None
-        raise
-    return StoredMessage(
-        subject=raw.subject or subject,
-        seq=raw.seq or 0,
-        data=raw.data or b"",
-        headers=dict(raw.headers or {}),
-        time=None,
-    )
-
-
-async def purge_subject(conn: Connection, stream: str, subject: str, *, up_to: int | None = None) -> None:
-    """Remove every message on ``subject`` (a deleted control plane's intent, status, secrets).
-
-    ``up_to``: only the messages with a sequence up to and including it, so a message published
-    on the subject after the caller read it (a new owner's) stays.
-    """
-    await conn.call(
-        conn.js.purge_stream(stream, subject=subject, seq=None if up_to is None else up_to + 1),
-        subjects=[f"$JS.API.STREAM.PURGE.{stream}"],
-        what=f"purge {subject} from {stream}",
-    )
-
-
-async def subjects_of(conn: Connection, stream: str, pattern: str) -> dict[str, int]:
-    """The subjects of ``stream`` matching ``pattern`` that hold messages, with their counts."""
-    info = await conn.call(
-        conn.js.stream_info(stream, subjects_filter=pattern),
-        subjects=[f"$JS.API.STREAM.INFO.{stream}"],
-        what=f"subjects of {stream}",
-    )
-    return dict(info.state.subjects or {})
-
-
-async def subscribe_check(conn: Connection, subject: str) -> None:
-    """Subscribe to ``subject`` and unsubscribe at once; PermissionDenied if the server refuses.
-
-    Used to check a credential's reach (and by tests); the flush makes the server answer the
-    subscription before we return.
-    """
-
-    async def sub_and_flush() -> None:
-        sub = await conn.nc.subscribe(subject)
-        try:
-            await conn.sync()
-        finally:
-            await sub.unsubscribe()
-
-    await conn.call(sub_and_flush(), subjects=[subject], what=f"subscribe to {subject}")

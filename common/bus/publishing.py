@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import nats.errors
 import nats.js.api as api
 import nats.js.errors
+from nats.js.client import JetStreamContext
 
 from common.bus import errors
 from common.bus.connection import Connection
@@ -61,8 +62,8 @@ async def publish(
         headers[api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value] = str(expected_last_subject_seq)
     for attempt in range(1, attempts + 1):
         try:
-            ack = await conn.call(
-                _publish(conn, subject, payload, headers=headers, stream=stream),
+            ack = await conn.jetstream(
+                lambda js: _publish(js, conn, subject, payload, headers=headers, stream=stream),
                 subjects=[subject],
                 what=f"publish to {subject}",
             )
@@ -82,16 +83,22 @@ async def publish(
 
 
 async def _publish(
-    conn: Connection, subject: str, payload: bytes, *, headers: dict[str, str], stream: str | None
+    js: JetStreamContext,
+    conn: Connection,
+    subject: str,
+    payload: bytes,
+    *,
+    headers: dict[str, str],
+    stream: str | None,
 ) -> api.PubAck:
     # JetStream's publish mutates the headers dict it gets; give it a copy per attempt.
     try:
-        return await conn.js.publish(subject, payload, headers=dict(headers), stream=stream)
+        return await js.publish(subject, payload, headers=dict(headers), stream=stream)
     except nats.errors.MaxPayloadError:
         # nats-py checks the server's advertised max_payload before sending (the server would
         # close the connection otherwise).
         raise errors.QuotaExceeded(
-            subject, "max_payload", f"{len(payload)} bytes, the server takes at most {conn.nc.max_payload}"
+            subject, "max_payload", f"{len(payload)} bytes, the server takes at most {conn.max_payload}"
         ) from None
     except nats.js.errors.APIError as exc:
         description = exc.description or ""

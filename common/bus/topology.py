@@ -84,25 +84,42 @@ async def ensure_stream(conn: Connection, d: streams.StreamDef) -> str:
     want = stream_config(d)
     api_subject = f"$JS.API.STREAM.*.{d.name}"
     try:
-        info = await conn.call(
-            conn.js.stream_info(d.name), subjects=[api_subject], what=f"stream info {d.name}"
+        info = await conn.jetstream(
+            lambda js: js.stream_info(d.name), subjects=[api_subject], what=f"stream info {d.name}"
         )
     except errors.NotFound:
-        await conn.call(conn.js.add_stream(want), subjects=[api_subject], what=f"create stream {d.name}")
+        await conn.jetstream(
+            lambda js: js.add_stream(want), subjects=[api_subject], what=f"create stream {d.name}"
+        )
         return "created"
     if not _differs(want, info.config):
         return "unchanged"
-    await conn.call(conn.js.update_stream(want), subjects=[api_subject], what=f"update stream {d.name}")
+    await conn.jetstream(
+        lambda js: js.update_stream(want), subjects=[api_subject], what=f"update stream {d.name}"
+    )
     return "updated"
 
 
 async def ensure_consumer(conn: Connection, d: streams.ConsumerDef) -> None:
     """Create or update a durable consumer (the server's create-or-update is idempotent)."""
-    await conn.call(
-        conn.js.add_consumer(d.stream, consumer_config(d)),
+    await conn.jetstream(
+        lambda js: js.add_consumer(d.stream, consumer_config(d)),
         subjects=["$JS.API.CONSUMER.>"],
         what=f"create consumer {d.durable_name} on {d.stream}",
     )
+
+
+async def delete_stream(conn: Connection, name: str) -> bool:
+    """Delete stream ``name`` with every message it holds; False when there was none."""
+    try:
+        await conn.jetstream(
+            lambda js: js.delete_stream(name),
+            subjects=[f"$JS.API.STREAM.*.{name}"],
+            what=f"delete stream {name}",
+        )
+    except errors.NotFound:
+        return False
+    return True
 
 
 async def remove_legacy_streams(conn: Connection, *, prefix: str = subjects.DEFAULT_PREFIX) -> list[str]:
@@ -111,10 +128,7 @@ async def remove_legacy_streams(conn: Connection, *, prefix: str = subjects.DEFA
     removed = []
     for suffix in LEGACY_SHARED_STREAMS:
         name = f"{base}_{suffix}"
-        api_subject = f"$JS.API.STREAM.*.{name}"
-        try:
-            await conn.call(conn.js.delete_stream(name), subjects=[api_subject], what=f"delete stream {name}")
-        except errors.NotFound:
+        if not await delete_stream(conn, name):
             continue
         log.warning(
             "deleted the shared stream %s of an earlier release (replaced by one stream per site)", name

@@ -1,22 +1,17 @@
 """Kubernetes plumbing shared by hub, agent and the sandbox: one generic client, typed errors, resources.
 
-client      Kube (get/list/watch/create/replace/patch/delete on any Resource), api clients
+client      Kube (get/list/watch/create/replace/patch/delete on any Resource, close)
+connecting  connect: a Kube owning the ApiClient of a kubeconfig or of the pod; api clients
 errors      KubeError → NotFound | Conflict | Gone | Invalid | Unavailable
+events      core/v1 Event objects, as client-go's recorder writes them
 resources   Resource descriptors (paths) of everything we touch
-retrying    the jittered exponential backoff every retry on the API uses
-watching    list-then-watch with resume and relist on 410 (informer-like)
+watching    list-then-watch with resume and relist on 410
+informer    inform: keep a Sink (the caller's cache) in step with one resource
 """
 
 from common.kube import errors, resources
-from common.kube.client import (
-    JSON_PATCH,
-    MERGE_PATCH,
-    Kube,
-    Listing,
-    WatchEvent,
-    api_client_from_kubeconfig,
-    api_client_in_cluster,
-)
+from common.kube.client import JSON_PATCH, MERGE_PATCH, Kube, Listing, WatchEvent
+from common.kube.connecting import api_client_from_kubeconfig, api_client_in_cluster, connect
 
 __all__ = [
     "JSON_PATCH",
@@ -26,6 +21,7 @@ __all__ = [
     "WatchEvent",
     "api_client_from_kubeconfig",
     "api_client_in_cluster",
+    "connect",
     "errors",
     "resources",
 ]

@@ -1,10 +1,10 @@
 """One generic Kubernetes client over kubernetes_asyncio: plain dicts in and out.
 
-The only place of ``common`` that imports kubernetes_asyncio. Every call goes through
-``ApiClient.call_api`` with a path from ``resources.Resource``, so built-ins and custom resources
-share one code path (get, list, watch, create, replace, merge/JSON patch, delete, subresources,
-create-or-replace, and whether a resource is served yet).
-Library and transport errors become ``common.kube.errors`` in ``translated``.
+With ``common.kube.connecting`` (which makes its ApiClient), the only place of ``common`` that
+imports kubernetes_asyncio. Every call goes through ``ApiClient.call_api`` with a path from
+``resources.Resource``, so built-ins and custom resources share one code path (get, list, watch,
+create, replace, merge/JSON patch, delete, subresources, create-or-replace, and whether a resource
+is served yet). Library and transport errors become ``common.kube.errors`` in ``translated``.
 Works the same against a real API server and the sandbox's emulator.
 """
 
@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 import aiohttp
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from common.kube import errors
@@ -58,11 +56,38 @@ class Listing:
     resource_version: str
 
 
-class Kube:
-    """Calls on one cluster through a caller-owned kubernetes_asyncio ``ApiClient``."""
+def _selectors(label_selector: str | None, field_selector: str | None = None) -> list[tuple[str, Any]]:
+    query: list[tuple[str, Any]] = []
+    if label_selector:
+        query.append(("labelSelector", label_selector))
+    if field_selector:
+        query.append(("fieldSelector", field_selector))
+    return query
 
-    def __init__(self, api_client: Any) -> None:
+
+def _event(line: bytes) -> WatchEvent:
+    """One line of a watch stream; an ERROR event raises (``errors.Gone`` for an expired version)."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        # A line cut short (the connection dropped mid-event) is a transport failure like any
+        # other: the caller resumes from the last version it saw.
+        raise errors.Unavailable(0, "MalformedWatchEvent", line[:200].decode("utf-8", "replace")) from None
+    kind, obj = str(event.get("type") or ""), event.get("object") or {}
+    if kind == "ERROR":
+        raise errors.from_status(int(obj.get("code") or 0), json.dumps(obj), str(obj.get("reason") or ""))
+    return WatchEvent(type=kind, object=obj)
+
+
+class Kube:
+    """Calls on one cluster through a kubernetes_asyncio ``ApiClient``: the caller's, or one of
+    its own from ``common.kube.connecting.connect``. ``close`` closes it."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
         self.api_client = api_client
+
+    async def close(self) -> None:
+        await self.api_client.close()
 
     async def _call(
         self,
@@ -113,11 +138,7 @@ class Kube:
         items: list[dict[str, Any]] = []
         token = ""
         while True:
-            query: list[tuple[str, Any]] = [("limit", 500)]
-            if label_selector:
-                query.append(("labelSelector", label_selector))
-            if field_selector:
-                query.append(("fieldSelector", field_selector))
+            query: list[tuple[str, Any]] = [("limit", 500), *_selectors(label_selector, field_selector)]
             if token:
                 query.append(("continue", token))
             page = await self._call("GET", r.path(namespace), query=query)
@@ -146,9 +167,8 @@ class Kube:
             ("resourceVersion", resource_version),
             ("allowWatchBookmarks", "true"),
             ("timeoutSeconds", timeout_seconds),
+            *_selectors(label_selector),
         ]
-        if label_selector:
-            query.append(("labelSelector", label_selector))
         response = await self._call(
             "GET",
             r.path(namespace),
@@ -165,22 +185,8 @@ class Kube:
                     line = await response.content.readline()
                 if not line:
                     return
-                if not line.strip():
-                    continue
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    # A line cut short (the connection dropped mid-event) is a transport failure
-                    # like any other: the caller resumes from the last version it saw.
-                    raise errors.Unavailable(
-                        0, "MalformedWatchEvent", line[:200].decode("utf-8", "replace")
-                    ) from None
-                kind, obj = str(event.get("type") or ""), event.get("object") or {}
-                if kind == "ERROR":
-                    raise errors.from_status(
-                        int(obj.get("code") or 0), json.dumps(obj), str(obj.get("reason") or "")
-                    )
-                yield WatchEvent(type=kind, object=obj)
+                if line.strip():
+                    yield _event(line)
         finally:
             response.release()
 
@@ -270,39 +276,3 @@ class Kube:
         except errors.NotFound:
             return None
         return found
-
-
-_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
-
-
-def _without_netrc_lookups(api_client: Any) -> Any:
-    """Stop aiohttp from reading ~/.netrc, in a thread, before every request.
-
-    kubernetes_asyncio opens its session with ``trust_env=True`` for proxy variables; aiohttp
-    then also looks up netrc credentials for each request that has no auth of its own, which
-    every Kubernetes request is (the token travels in a header). Profiles of the agent and the
-    Kamaji simulator showed a quarter of their CPU in that thread hop. With no proxy variable
-    set, trust_env has nothing else to give, so it is turned off.
-    """
-    session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
-    if (
-        session is not None
-        and hasattr(session, "_trust_env")
-        and not any(os.environ.get(v) for v in _PROXY_VARIABLES)
-    ):
-        session._trust_env = False
-    return api_client
-
-
-async def api_client_from_kubeconfig(path: str | Path, *, context: str | None = None) -> Any:
-    """A kubernetes_asyncio ApiClient for a kubeconfig file; the caller closes it."""
-    with translated():
-        return _without_netrc_lookups(
-            await config.new_client_from_config(config_file=str(path), context=context)
-        )
-
-
-def api_client_in_cluster() -> Any:
-    """An ApiClient from the pod's service account (in-cluster)."""
-    config.load_incluster_config()  # type: ignore[no-untyped-call]
-    return _without_netrc_lookups(client.ApiClient())

@@ -8,10 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from common import bus
 from common.bus import errors
+from common.bus import topology as bus_topology
 from protocol import messages, streams, subjects
 from sandbox import natsd
 from tests import helpers
@@ -29,26 +31,26 @@ async def test_topology_is_idempotent(conn: bus.Connection, prefix: str) -> None
         f"{prefix.upper()}_SITE_site-b": "created",
     }
     for kind in K:
-        info = await conn.js.stream_info(helpers.stream(kind, prefix, site="site-b"))
+        info = await bus.stream_info(conn, helpers.stream(kind, prefix, site="site-b"))
         assert info.config.max_msgs_per_subject == 1
         assert info.config.max_consumers == streams.MAX_CONSUMERS
         assert info.config.storage == "file"
         assert info.config.max_msg_size == streams.MAX_MSG_SIZE
     state = await bus.consumer_info(conn, helpers.stream(K.INTENT, prefix), "agent-site-b")
     assert state.filter_subject == f"{prefix}.intent.site-b.*.*"
-    hub = await conn.js.consumer_info(helpers.stream(K.STATUS, prefix, site="site-b"), streams.HUB_CONSUMER)
-    assert hub.config.filter_subjects == [f"{prefix}.status.site-b.*.*", f"{prefix}.secret.site-b.*.*"]
+    hub = await bus.consumer_info(conn, helpers.stream(K.STATUS, prefix, site="site-b"), streams.HUB_CONSUMER)
+    assert hub.filter_subjects == (f"{prefix}.status.site-b.*.*", f"{prefix}.secret.site-b.*.*")
 
 
 async def test_a_site_stream_carries_its_quota(conn: bus.Connection, prefix: str) -> None:
     limits = streams.SiteLimits(max_msg_size=2048, max_msgs=3, max_bytes=8192)
     await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix, limits=limits)
-    config = (await conn.js.stream_info(helpers.stream(K.STATUS, prefix))).config
+    config = (await bus.stream_info(conn, helpers.stream(K.STATUS, prefix))).config
     assert (config.max_msg_size, config.max_msgs, config.max_bytes, config.discard) == (2048, 3, 8192, "new")
     # Raising the quota later updates the stream in place.
     outcome = await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
     assert outcome[helpers.stream(K.STATUS, prefix)] == "updated"
-    config = (await conn.js.stream_info(helpers.stream(K.STATUS, prefix))).config
+    config = (await bus.stream_info(conn, helpers.stream(K.STATUS, prefix))).config
     assert (config.max_msgs, config.max_bytes) == (streams.SITE_MAX_MSGS, streams.SITE_MAX_BYTES)
 
 
@@ -96,7 +98,7 @@ async def test_the_server_max_payload_is_named(secured_nats: tuple[natsd.NatsSer
     server, conf = secured_nats
     conn = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
     try:
-        assert conn.nc.max_payload == streams.MAX_PAYLOAD
+        assert conn.max_payload == streams.MAX_PAYLOAD
         with pytest.raises(errors.QuotaExceeded) as exc:
             subject = subjects.intent("site-a", "tenants", "cp1")
             await bus.publish(conn, subject, b"x" * (streams.MAX_PAYLOAD + 1), msg_id="x")
@@ -111,7 +113,8 @@ async def test_topology_deletes_the_shared_streams_of_earlier_releases(
 ) -> None:
     upper = prefix.upper()
     for suffix, subject in (("STATUS", "status.*.*.*"), ("SECRETS", "secret.*.*.*"), ("SITES", "site.*")):
-        await conn.js.add_stream(name=f"{upper}_{suffix}", subjects=[f"{prefix}.{subject}"])
+        legacy = streams.StreamDef(name=f"{upper}_{suffix}", subjects=(f"{prefix}.{subject}",))
+        assert await bus_topology.ensure_stream(conn, legacy) == "created"
     outcome = await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
     assert outcome[f"{upper}_STATUS"] == outcome[f"{upper}_SECRETS"] == outcome[f"{upper}_SITES"] == "deleted"
     assert outcome[f"{upper}_SITE_site-a"] == "created"
@@ -120,12 +123,12 @@ async def test_topology_deletes_the_shared_streams_of_earlier_releases(
 async def test_topology_updates_a_drifted_stream(conn: bus.Connection, prefix: str) -> None:
     await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
     name = helpers.stream(K.STATUS, prefix)
-    info = await conn.js.stream_info(name)
-    info.config.max_msgs_per_subject = 5
-    await conn.js.update_stream(info.config)
+    drifted = msgspec.structs.replace((await bus.stream_info(conn, name)).config, max_msgs_per_subject=5)
+    assert await bus_topology.ensure_stream(conn, drifted) == "updated"
+    assert (await bus.stream_info(conn, name)).config.max_msgs_per_subject == 5
     outcome = await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
     assert outcome[name] == "updated"
-    assert (await conn.js.stream_info(name)).config.max_msgs_per_subject == 1
+    assert (await bus.stream_info(conn, name)).config.max_msgs_per_subject == 1
 
 
 ROUND_TRIPS: list[tuple[str, K, Callable[[], Any], Callable[[bytes], Any]]] = [
@@ -175,8 +178,8 @@ async def test_duplicate_msg_id_is_stored_once(conn: bus.Connection, topology: s
     again = await bus.publish(conn, subject, messages.encode(helpers.status()), msg_id="same")
     assert (first.seq, first.duplicate) == (1, False)
     assert (again.seq, again.duplicate) == (1, True)
-    info = await conn.js.stream_info(helpers.stream(K.STATUS, topology))
-    assert info.state.messages == 1 and info.state.last_seq == 1
+    info = await bus.stream_info(conn, helpers.stream(K.STATUS, topology))
+    assert info.messages == 1 and info.last_seq == 1
 
 
 async def test_expected_last_subject_sequence_fences_writers(conn: bus.Connection, topology: str) -> None:
@@ -378,3 +381,21 @@ async def test_connect_retries_after_a_tls_handshake_that_failed(nats_server: na
             await conn.close()
     finally:
         proxy.close()
+
+
+async def test_a_subscription_hears_what_is_published(conn: bus.Connection, topology: str) -> None:
+    subject = subjects.status("site-a", "tenants", "cp1", prefix=topology)
+    heard: list[bus.Message] = []
+
+    async def hear(message: bus.Message) -> None:
+        heard.append(message)
+
+    sub = await conn.subscribe(subjects.site_filter(K.STATUS, "site-a", prefix=topology), hear)
+    await bus.publish(conn, subject, b"one", msg_id="one")
+
+    async def arrived() -> bool:
+        return len(heard) == 1
+
+    await helpers.eventually(arrived)
+    assert (heard[0].subject, heard[0].data, heard[0].headers["Nats-Msg-Id"]) == (subject, b"one", "one")
+    await sub.unsubscribe()

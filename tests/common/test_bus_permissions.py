@@ -19,6 +19,16 @@ K = subjects.Kind
 PREFIX = subjects.DEFAULT_PREFIX
 
 
+async def subscribe_check(conn: bus.Connection, subject: str) -> None:
+    """Subscribe and unsubscribe: PermissionDenied if the server refuses the subscription."""
+
+    async def ignore(_: bus.Message) -> None:
+        pass
+
+    sub = await conn.subscribe(subject, ignore)
+    await sub.unsubscribe()
+
+
 @pytest.fixture
 async def hub(secured_nats: tuple[natsd.NatsServer, Path]) -> AsyncIterator[bus.Connection]:
     server, conf = secured_nats
@@ -52,10 +62,7 @@ async def test_site_cannot_read_another_sites_consumer(site_a: bus.Connection) -
 
 async def test_site_cannot_fetch_from_another_sites_consumer(site_a: bus.Connection) -> None:
     definition = streams.agent_consumer("site-b")
-    sub = await site_a.js.pull_subscribe_bind(
-        durable=definition.durable_name, stream=definition.stream, inbox_prefix=b"_INBOX_site-a."
-    )
-    consumer = consuming.Consumer(site_a, definition, sub)
+    consumer = await consuming.attach(site_a, definition)  # bind() would stop at the consumer info
     with pytest.raises(errors.PermissionDenied) as exc:
         await consumer.fetch(1, timeout=30)  # would block 30 s without the permission guard
     assert exc.value.subject == "$JS.API.CONSUMER.MSG.NEXT.KB_INTENTS.agent-site-b"
@@ -80,7 +87,7 @@ async def test_site_cannot_publish_outside_its_subjects(site_a: bus.Connection, 
 @pytest.mark.parametrize("subject", ["kb.intent.>", "kb.intent.site-a.>", "_INBOX.>", "_INBOX_site-b.>"])
 async def test_site_cannot_subscribe_outside_its_inbox(site_a: bus.Connection, subject: str) -> None:
     with pytest.raises(errors.PermissionDenied) as exc:
-        await bus.subscribe_check(site_a, subject)
+        await subscribe_check(site_a, subject)
     assert exc.value.subject == subject and exc.value.operation == "subscribe"
 
 
@@ -109,7 +116,7 @@ async def test_site_can_do_all_of_its_own_operations(site_a: bus.Connection, hub
         site_a, subjects.heartbeat("site-a"), messages.encode(helpers.heartbeat()), msg_id="hb"
     )
     assert hb.stream == "KB_SITE_site-a"
-    await bus.subscribe_check(site_a, "_INBOX_site-a.anything")
+    await subscribe_check(site_a, "_INBOX_site-a.anything")
 
 
 async def test_site_reads_the_latest_intent_of_its_own_subjects_only(
@@ -151,4 +158,4 @@ async def test_site_connected_with_the_default_inbox_is_told_so(
 
 async def test_hub_cannot_read_a_sites_inbox(hub: bus.Connection) -> None:
     with pytest.raises(errors.PermissionDenied):
-        await bus.subscribe_check(hub, "_INBOX_site-a.>")
+        await subscribe_check(hub, "_INBOX_site-a.>")

@@ -151,17 +151,11 @@ class World:
 
     async def intents(self) -> list[messages.Intent]:
         """Every intent message still in the stream for this test's prefix (compacted per subject)."""
-        out = []
         stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.prefix)
-        info = await self.conn.js.stream_info(stream)
-        for seq in range(info.state.first_seq, info.state.last_seq + 1):
-            try:
-                raw = await self.conn.js.get_msg(stream, seq)
-            except Exception:
-                continue
-            if raw.data:
-                out.append(messages.decode_intent(raw.data))
-        return out
+        held = await bus.subjects_of(self.conn, stream, ">")
+        stored = [await bus.last_message(self.conn, stream, subject) for subject in held]
+        in_order = sorted((m for m in stored if m is not None and m.data), key=lambda m: m.seq)
+        return [messages.decode_intent(m.data) for m in in_order]
 
     async def last_intent_seq(self, name: str = "cp1") -> int:
         stored = await bus.last_message(

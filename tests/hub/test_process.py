@@ -93,8 +93,8 @@ async def test_two_replicas_one_leader_and_a_takeover_publishes_nothing_twice(
         # taking over would have shown up before it.
         await kube.patch(RKCP, "cp1", {"spec": {"version": "v1.31.1"}}, namespace="default")
         await helpers.eventually(lambda: _last_seq(reader, 3), within=30, what="cp1's change published")
-        info = await reader.js.stream_info(streams.stream_name(subjects.Kind.INTENT))
-        assert (info.state.messages, info.state.last_seq) == (2, 3)  # the latest intent per subject
+        info = await bus.stream_info(reader, streams.stream_name(subjects.Kind.INTENT))
+        assert (info.messages, info.last_seq) == (2, 3)  # the latest intent per subject
         for name, version in (("cp1", "v1.31.1"), ("cp2", "v1.31.0")):
             stored = await bus.last_message(reader, "KB_INTENTS", subjects.intent("site-a", "tenants", name))
             assert stored is not None
@@ -123,18 +123,18 @@ def test_bad_hub_flags_name_the_flag(tmp_path: Path) -> None:
 
 async def _intent_count(conn: bus.Connection, n: int) -> bool:
     try:
-        info = await conn.js.stream_info("KB_INTENTS")
+        info = await bus.stream_info(conn, "KB_INTENTS")
     except Exception:
         return False
-    return bool(info.state.messages == n)
+    return bool(info.messages == n)
 
 
 async def _last_seq(conn: bus.Connection, seq: int) -> bool:
     try:
-        info = await conn.js.stream_info("KB_INTENTS")
+        info = await bus.stream_info(conn, "KB_INTENTS")
     except Exception:
         return False
-    return bool(info.state.last_seq >= seq)
+    return bool(info.last_seq >= seq)
 
 
 async def _holder_is(kube: ckube.Kube, name: str) -> bool:

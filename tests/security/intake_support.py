@@ -169,13 +169,13 @@ class Stand:
                 await writer.wait_closed()
 
     async def last_seq(self, site: str) -> int:
-        info = await self.reader.js.stream_info(streams.site_stream_name(site))
-        return int(info.state.last_seq or 0)
+        info = await bus.stream_info(self.reader, streams.site_stream_name(site))
+        return info.last_seq
 
     async def stream_state(self, site: str) -> tuple[int, int]:
         """(messages, bytes) stored in ``site``'s stream."""
-        info = await self.reader.js.stream_info(streams.site_stream_name(site))
-        return int(info.state.messages or 0), int(info.state.bytes or 0)
+        info = await bus.stream_info(self.reader, streams.site_stream_name(site))
+        return info.messages, info.bytes
 
     # -- the hub ----------------------------------------------------------------------------
 

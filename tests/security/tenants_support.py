@@ -154,8 +154,8 @@ async def has_consumer(w: World, site: str) -> bool:
 
 
 async def stream_last_seq(w: World, kind: subjects.Kind) -> int:
-    info = await w.conn.js.stream_info(streams.stream_name(kind, site=SITE, prefix=w.prefix))
-    return int(info.state.last_seq)
+    info = await bus.stream_info(w.conn, streams.stream_name(kind, site=SITE, prefix=w.prefix))
+    return info.last_seq
 
 
 async def redeliver_sealed(w: World, name: str = VICTIM) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import itertools
 import logging
+import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ import pytest_asyncio
 from nats.aio.client import Client
 
 from agent.apply import intents
+from common import bus
 from protocol import keys, messages, signing, streams
 from sandbox import natsd
 from tests import helpers
@@ -80,7 +82,9 @@ def genuine(w: s.World, name: str, **kw: Any) -> messages.Intent:
 
 async def send_good(w: s.World, name: str) -> None:
     """A genuine intent through the hub's own connection; returns once the site runs the TCP."""
-    await w.hub_conn.js.publish(s.intent_subject(name), messages.encode(genuine(w, name)))
+    await bus.publish(
+        w.hub_conn, s.intent_subject(name), messages.encode(genuine(w, name)), msg_id=uuid.uuid4().hex
+    )
 
     async def created() -> bool:
         return await w.tcp(name) is not None

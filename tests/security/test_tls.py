@@ -38,7 +38,7 @@ async def _still_serves(server: natsd.NatsServer, ca: Path | None, seed: Path | 
     conn = await bus.connect(helpers.options(server.url, ca_file=ca, seed_file=seed), deadline=10)
     try:
         await conn.sync()
-        assert conn.nc.is_connected
+        assert conn.connected
     finally:
         await conn.close()
 

@@ -26,6 +26,7 @@ from agent import publishing, tcps
 from agent.status import loop as status_loop
 from common import bus
 from common import kube as ckube
+from common.bus import topology as bus_topology
 from common.kube import resources
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi
@@ -70,13 +71,10 @@ class Hub:
         self.statuses: list[messages.Status] = []
 
     async def record(self) -> None:
-        async def got(msg: Any) -> None:
+        async def got(msg: bus.Message) -> None:
             self.statuses.append(messages.decode_status(msg.data))
 
-        await self.conn.nc.subscribe(
-            subjects.site_filter(subjects.Kind.STATUS, SITE, prefix=self.prefix), cb=got
-        )
-        await self.conn.sync()
+        await self.conn.subscribe(subjects.site_filter(subjects.Kind.STATUS, SITE, prefix=self.prefix), got)
 
     async def status(self, name: str, *, site: str = SITE) -> messages.Status | None:
         stream = helpers.stream(subjects.Kind.STATUS, self.prefix)
@@ -407,7 +405,7 @@ async def test_republish_all_publishes_every_status_but_unchanged_secrets_once(
     assert secrets_before == 2
 
     # The site's stream is lost (recreated empty): only anti-entropy brings statuses back.
-    await conn.js.delete_stream(helpers.stream(subjects.Kind.STATUS, prefix))
+    assert await bus_topology.delete_stream(conn, helpers.stream(subjects.Kind.STATUS, prefix))
     await bus.ensure_topology(conn, sites=[SITE], prefix=prefix)
     assert await hub.status("cp1") is None
 

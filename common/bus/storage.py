@@ -1,0 +1,131 @@
+"""What a stream stores, read without a consumer: its state, the last message on a subject, the
+subjects that hold messages; and purging a subject.
+
+The hub reads the latest intent, status and sealed secrets of a control plane here (streams keep
+one message per subject) and purges a deleted control plane's subjects; an agent reads its own
+subjects through the Direct Get API. Results are our own types, never nats-py's.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import nats.js.api as api
+
+from common.bus import errors
+from common.bus.connection import Connection
+from protocol import streams
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    subject: str
+    seq: int
+    data: bytes
+    headers: dict[str, str]
+    time: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class StreamState:
+    """A stream as the server has it: its configuration and what it holds."""
+
+    config: streams.StreamDef
+    """The server's configuration of the stream, in ``protocol.streams``' shape."""
+    messages: int
+    bytes: int
+    first_seq: int
+    last_seq: int
+
+
+def _definition(c: api.StreamConfig) -> streams.StreamDef:
+    def unset(value: int | None) -> int:
+        return -1 if value is None else value
+
+    return streams.StreamDef(
+        name=c.name or "",
+        subjects=tuple(c.subjects or ()),
+        replicas=c.num_replicas or 1,
+        max_msgs_per_subject=unset(c.max_msgs_per_subject),
+        storage=str(getattr(c.storage, "value", c.storage)),
+        retention=str(getattr(c.retention, "value", c.retention)),
+        duplicate_window=c.duplicate_window or 0.0,
+        max_consumers=unset(c.max_consumers),
+        allow_direct=bool(c.allow_direct),
+        max_msg_size=unset(c.max_msg_size),
+        max_msgs=unset(c.max_msgs),
+        max_bytes=unset(c.max_bytes),
+        discard=str(getattr(c.discard, "value", c.discard)),
+    )
+
+
+async def stream_info(conn: Connection, stream: str) -> StreamState:
+    """The configuration and state of ``stream``; NotFound when it does not exist."""
+    info = await conn.jetstream(
+        lambda js: js.stream_info(stream),
+        subjects=[f"$JS.API.STREAM.INFO.{stream}"],
+        what=f"stream info {stream}",
+    )
+    s = info.state
+    return StreamState(
+        config=_definition(info.config),
+        messages=s.messages or 0,
+        bytes=s.bytes or 0,
+        first_seq=s.first_seq or 0,
+        last_seq=s.last_seq or 0,
+    )
+
+
+async def last_message(
+    conn: Connection, stream: str, subject: str, *, direct: bool = False
+) -> StoredMessage | None:
+    """The latest message on ``subject`` (streams keep one per subject), or None.
+
+    ``direct`` uses the Direct Get API with the subject inside the API subject
+    (``$JS.API.DIRECT.GET.<stream>.<subject>``), which a site may be granted for its own
+    subjects only; the plain form is a stream-wide API the hub uses.
+    """
+    api_subject = f"$JS.API.DIRECT.GET.{stream}.{subject}" if direct else f"$JS.API.STREAM.MSG.GET.{stream}"
+    try:
+        raw = await conn.jetstream(
+            lambda js: js.get_last_msg(stream, subject, direct=direct),
+            subjects=[api_subject],
+            what=f"last message on {subject}",
+        )
+    except errors.NotFound:
+        return None
+    except errors.BusError as exc:
+        if "no message found" in str(exc).lower():
+            return None
+        raise
+    return StoredMessage(
+        subject=raw.subject or subject,
+        seq=raw.seq or 0,
+        data=raw.data or b"",
+        headers=dict(raw.headers or {}),
+        time=None,
+    )
+
+
+async def purge_subject(conn: Connection, stream: str, subject: str, *, up_to: int | None = None) -> None:
+    """Remove every message on ``subject`` (a deleted control plane's intent, status, secrets).
+
+    ``up_to``: only the messages with a sequence up to and including it, so a message published
+    on the subject after the caller read it (a new owner's) stays.
+    """
+    await conn.jetstream(
+        lambda js: js.purge_stream(stream, subject=subject, seq=None if up_to is None else up_to + 1),
+        subjects=[f"$JS.API.STREAM.PURGE.{stream}"],
+        what=f"purge {subject} from {stream}",
+    )
+
+
+async def subjects_of(conn: Connection, stream: str, pattern: str) -> dict[str, int]:
+    """The subjects of ``stream`` matching ``pattern`` that hold messages, with their counts."""
+    info = await conn.jetstream(
+        lambda js: js.stream_info(stream, subjects_filter=pattern),
+        subjects=[f"$JS.API.STREAM.INFO.{stream}"],
+        what=f"subjects of {stream}",
+    )
+    return dict(info.state.subjects or {})
