@@ -20,12 +20,14 @@ _BACKOFF_CAP = 30.0
 
 
 def retry_delay(failures: int) -> float:
-    """Seconds before a failed sync (or a failed restart of a watch) is tried again."""
+    """Seconds before a failed sync is tried again, after ``failures`` failures in a row."""
     # Jitter, so that many agents that lost NATS together do not come back in step.
     return backoff.delay(failures, base=_BACKOFF_BASE, cap=_BACKOFF_CAP)
 
 
 class Schedule:
+    """The due TCPs and the bus pause; the publishing task waits on it (``wait``) and takes from it."""
+
     def __init__(self, min_interval: float) -> None:
         self.min_interval = min_interval
         """Seconds: at most one publish per TCP per window; the last state goes out after it."""

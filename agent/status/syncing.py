@@ -31,6 +31,8 @@ Key = cache.Key
 
 
 class Syncer:
+    """Syncs one TCP at a time (``sync``), for the publishing task and for ``republish_all``."""
+
     def __init__(
         self,
         *,
