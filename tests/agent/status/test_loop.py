@@ -424,11 +424,19 @@ async def test_republish_all_publishes_every_status_but_unchanged_secrets_once(
     assert old is not None and old.secrets_checksum
     await kube.delete(resources.SECRET, "cp1-ca", namespace=NS)
     await annotate(kube, "cp1", touched="1")  # the simulator watches TCPs only: wake it
-    fresh = await hub.until(
-        "cp1", lambda s: bool(s.secrets_checksum) and s.secrets_checksum != old.secrets_checksum
-    )
-    sealed = await hub.sealed("cp1")
-    assert sealed is not None and sealed.checksum == fresh.secrets_checksum
+
+    async def resealed() -> bool:
+        # The CA and the kubeconfig change in two writes, so a status naming the first reseal may
+        # be read while the second is already sealed: wait until the latest of both agree.
+        fresh, sealed = await hub.status("cp1"), await hub.sealed("cp1")
+        return (
+            fresh is not None
+            and fresh.secrets_checksum not in ("", old.secrets_checksum)
+            and sealed is not None
+            and sealed.checksum == fresh.secrets_checksum
+        )
+
+    await helpers.eventually(resealed, within=15)
     # The CA and the kubeconfig change in two writes: one or two seals, never a republish of old data.
     assert 1 <= count(metrics.secrets_published) - secrets_before <= 2
 
