@@ -68,13 +68,7 @@ class Agent(service.Service):
         self.spawn("nats-monitor", lambda: self.watch_nats(self.readiness, NATS_CHECK, self._connected))
         publisher = publishing.Publisher(self.conn, site=s.site, prefix=s.prefix)
         self.status = status_loop.StatusLoop(
-            kube=kube,
-            publisher=publisher,
-            site=s.site,
-            hub_keys=hub_keys,
-            metrics=self.metrics,
-            namespaces=s.target_namespaces,
-            min_interval=s.status_min_interval,
+            s, status_loop.StatusDeps(kube=kube, publisher=publisher, hub_keys=hub_keys, metrics=self.metrics)
         )
         self.supervise("status loop", self.status.run)
         self.apply = apply_loop.ApplyLoop(

@@ -24,7 +24,6 @@ KNOWN: frozenset[str] = frozenset(
         "module agent/apply/intents.py",
         "module agent/apply/loop.py",
         "module agent/cleanup/loop.py",
-        "module agent/status/loop.py",
         "module common/keyfiles.py",
         "module hub/api.py",
         "module hub/crdgen.py",
@@ -53,7 +52,6 @@ KNOWN: frozenset[str] = frozenset(
         "constructor agent/apply/loop.py:ApplyLoop",
         "constructor agent/cleanup/loop.py:CleanupLoop",
         "constructor agent/heartbeat.py:Heartbeat",
-        "constructor agent/status/loop.py:StatusLoop",
         "constructor hub/ingest.py:Ingest",
         "constructor sandbox/launcher/topology.py:Topology",
     }

@@ -1,7 +1,8 @@
 """What the agent reports about one TenantControlPlane: observed objects → wire messages.
 
-Pure: no I/O, no clock reads (``now`` is passed in). The status loop (``agent.status.loop``)
-keeps the cache of TCPs and Secrets and calls these to decide what to publish:
+Pure: no I/O, no clock reads (``now`` is passed in). The status loop keeps the cache of TCPs
+and Secrets (``agent.status.cache``), and its sync (``agent.status.syncing``) calls these to
+decide what to publish:
 
 - ``phase_of`` maps Kamaji's ``status.kubernetesResources.version.status`` onto the wire Phase;
 - ``new_status`` builds the Status (NotReady, reason ``Drifted``, while a field we own was
@@ -22,10 +23,8 @@ from typing import Any, Final
 
 from agent import tcps
 from common import objects
-from protocol import keys, messages, sealing
+from protocol import keys, messages, names, sealing
 
-KUBECONFIG_SUFFIX: Final = "-admin-kubeconfig"
-CA_SUFFIX: Final = "-ca"
 CA_CRT: Final = "ca.crt"
 CA_KEY: Final = "ca.key"
 DRIFTED: Final = "Drifted"
@@ -182,17 +181,10 @@ def significant(status: messages.Status) -> Significant:
     )
 
 
-def kubeconfig_secret_name(tcp_name: str) -> str:
-    return f"{tcp_name}{KUBECONFIG_SUFFIX}"
-
-
-def ca_secret_name(tcp_name: str) -> str:
-    return f"{tcp_name}{CA_SUFFIX}"
-
-
 def tcp_names_of_secret(secret_name: str) -> tuple[str, ...]:
-    """The TCP names whose generated Secrets could be called ``secret_name`` (none, or one)."""
-    for suffix in (KUBECONFIG_SUFFIX, CA_SUFFIX):
+    """The TCP names whose generated Secrets could be called ``secret_name`` (none, or one):
+    the inverse of ``names.kamaji_kubeconfig`` and ``names.kamaji_ca``."""
+    for suffix in (names.KAMAJI_KUBECONFIG_SUFFIX, names.KAMAJI_CA_SUFFIX):
         if secret_name.endswith(suffix) and len(secret_name) > len(suffix):
             return (secret_name[: -len(suffix)],)
     return ()

@@ -121,7 +121,8 @@ class World:
         m = agent_metrics.Metrics()
         publisher = publishing.Publisher(self.conn, site=SITE, prefix=self.prefix)
         status = status_loop.StatusLoop(
-            kube=self.site, publisher=publisher, site=SITE, hub_keys=public, metrics=m, min_interval=0.1
+            helpers.agent_settings(site=SITE, status_min_interval=0.1),
+            status_loop.StatusDeps(kube=self.site, publisher=publisher, hub_keys=public, metrics=m),
         )
         apply = apply_loop.ApplyLoop(
             conn=self.conn, kube=self.site, publisher=publisher,

@@ -99,9 +99,9 @@ class World:
         m = self.agent_metrics
         publisher = publishing.Publisher(self.site_conn, site=SITE, prefix=PREFIX)
         status = status_loop.StatusLoop(
-            kube=self.site, publisher=publisher, site=SITE, hub_keys=self.public, metrics=m,
-            namespaces=namespaces, min_interval=0.1,
-        )  # fmt: skip
+            helpers.agent_settings(site=SITE, namespaces=namespaces, status_min_interval=0.1),
+            status_loop.StatusDeps(kube=self.site, publisher=publisher, hub_keys=self.public, metrics=m),
+        )
         apply = apply_loop.ApplyLoop(
             conn=self.site_conn, kube=self.site, publisher=publisher,
             ctx=intents.Context(site=SITE, namespaces=namespaces, namespace_retry=0.5),

@@ -119,17 +119,18 @@ async def start(
     """Start StatusLoops (stopped at teardown); returns each with its metrics once its cache is complete."""
     tasks: list[asyncio.Task[None]] = []
 
-    async def starter(**kw: Any) -> tuple[status_loop.StatusLoop, agent_metrics.Metrics]:
+    async def starter(
+        *, min_interval: float = 0.01, namespaces: tuple[str, ...] = (NS,)
+    ) -> tuple[status_loop.StatusLoop, agent_metrics.Metrics]:
         metrics = agent_metrics.Metrics()
-        kw.setdefault("min_interval", 0.01)
-        kw.setdefault("namespaces", (NS,))
         loop = status_loop.StatusLoop(
-            kube=kube,
-            publisher=publishing.Publisher(conn, site=SITE, prefix=prefix),
-            site=SITE,
-            hub_keys=hub_keys,
-            metrics=metrics,
-            **kw,
+            helpers.agent_settings(site=SITE, namespaces=namespaces, status_min_interval=min_interval),
+            status_loop.StatusDeps(
+                kube=kube,
+                publisher=publishing.Publisher(conn, site=SITE, prefix=prefix),
+                hub_keys=hub_keys,
+                metrics=metrics,
+            ),
         )
         tasks.append(asyncio.create_task(loop.run()))
         await asyncio.wait_for(loop.wait_synced(), 10)

@@ -13,7 +13,7 @@ import pytest
 
 from agent import tcps
 from agent.status import report
-from protocol import keys, messages, sealing
+from protocol import keys, messages, names, sealing
 from tests import helpers
 
 SITE = "site-a"
@@ -361,7 +361,7 @@ def test_new_sealed_opens_with_the_hub_key_only() -> None:
 def test_tcp_names_of_secret(name: str, expected: tuple[str, ...]) -> None:
     assert report.tcp_names_of_secret(name) == expected
     for tcp_name in expected:
-        assert name in (report.kubeconfig_secret_name(tcp_name), report.ca_secret_name(tcp_name))
+        assert name in (names.kamaji_kubeconfig(tcp_name), names.kamaji_ca(tcp_name))
 
 
 @pytest.mark.parametrize(
