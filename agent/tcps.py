@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from common.kube import resources
-from protocol import messages
+from protocol import messages, names
 
 DOMAIN: Final = "kamaji-broker.io"
 MANAGED_BY: Final = f"{DOMAIN}/managed-by"
@@ -86,7 +86,7 @@ def applied(obj: Mapping[str, Any], *, site: str) -> Applied | None:
         owner_uid=str(notes.get(OWNER_UID) or ""),
         intent_seq=seq,
         generation=generation,
-        kubeconfig_key=str(notes.get(KUBECONFIG_KEY) or "admin.conf"),
+        kubeconfig_key=str(notes.get(KUBECONFIG_KEY) or names.ADMIN_KUBECONFIG_KEY),
     )
 
 

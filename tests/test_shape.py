@@ -21,9 +21,6 @@ CONSTRUCTOR_PARAMS = 6
 
 KNOWN: frozenset[str] = frozenset(
     {
-        "module agent/apply/intents.py",
-        "module agent/apply/loop.py",
-        "module agent/cleanup/loop.py",
         "module agent/status/loop.py",
         "module common/bus/connection.py",
         "module common/bus/consuming.py",
@@ -42,7 +39,6 @@ KNOWN: frozenset[str] = frozenset(
         "module sandbox/kubeapi/schema.py",
         "module sandbox/kubeapi/store.py",
         "module sandbox/launcher/topology.py",
-        "function agent/main.py:Agent.start",
         "function common/keyfiles.py:generate",
         "function common/kube/client.py:Kube.watch",
         "function hub/controllers/rkcp.py:Controller.__init__",
@@ -58,9 +54,6 @@ KNOWN: frozenset[str] = frozenset(
         "function sandbox/kubeapi/store.py:Store.create",
         "function sandbox/kubeapi/store.py:Store.update",
         "function sandbox/launcher/topology.py:Topology.__init__",
-        "constructor agent/apply/loop.py:ApplyLoop",
-        "constructor agent/cleanup/loop.py:CleanupLoop",
-        "constructor agent/heartbeat.py:Heartbeat",
         "constructor agent/status/loop.py:StatusLoop",
         "constructor hub/controllers/rkcp.py:Controller",
         "constructor hub/ingest.py:Ingest",

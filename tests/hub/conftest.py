@@ -16,10 +16,9 @@ import yaml
 
 from agent import metrics as agent_metrics
 from agent import publishing
-from agent.apply import intents
 from agent.apply import loop as apply_loop
 from agent.status import loop as status_loop
-from common import bus, health
+from common import bus
 from common import kube as ckube
 from common.kube import resources
 from hub import crdgen, ingest, observations, sites
@@ -28,6 +27,7 @@ from hub.controllers import rkcp as rkcp_controller
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi
 from tests import helpers
+from tests.agent import wiring
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = "site-a"
@@ -141,10 +141,9 @@ class World:
             kube=self.site, publisher=publisher, site=SITE, hub_keys=public, metrics=m, min_interval=0.1
         )
         apply = apply_loop.ApplyLoop(
-            conn=self.conn, kube=self.site, publisher=publisher,
-            ctx=intents.Context(site=SITE, namespaces=(), namespace_retry=0.5), trusted=public.verify_keys(),
-            metrics=m, readiness=health.Readiness(), prefix=self.prefix, bind_retry=0.2,
-            on_delete=status.deleting,
+            wiring.settings(site=SITE, prefix=self.prefix, namespace_retry=0.5),
+            wiring.deps(self.conn, self.site, public, site=SITE, prefix=self.prefix, metrics=m),
+            on_delete=status.deleting, bind_retry=0.2,
         )  # fmt: skip
 
         async def beat() -> None:

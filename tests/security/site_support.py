@@ -24,10 +24,9 @@ from nats.aio.client import Client
 
 from agent import metrics as agent_metrics
 from agent import publishing
-from agent.apply import intents
 from agent.apply import loop as apply_loop
 from agent.status import loop as status_loop
-from common import bus, health
+from common import bus
 from common import kube as ckube
 from common.kube import resources
 from hub import crdgen, ingest, observations, sites
@@ -36,6 +35,7 @@ from hub.controllers import rkcp as rkcp_controller
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi, natsd
 from tests import helpers
+from tests.agent import wiring
 from tests.hub import conftest as hub_conftest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,10 +119,9 @@ class World:
             namespaces=namespaces, min_interval=0.1,
         )  # fmt: skip
         apply = apply_loop.ApplyLoop(
-            conn=self.site_conn, kube=self.site, publisher=publisher,
-            ctx=intents.Context(site=SITE, namespaces=namespaces, namespace_retry=0.5),
-            trusted=self.public.verify_keys(), metrics=m, readiness=health.Readiness(), prefix=PREFIX,
-            bind_retry=0.2, on_delete=status.deleting,
+            wiring.settings(site=SITE, namespaces=namespaces, prefix=PREFIX, namespace_retry=0.5),
+            wiring.deps(self.site_conn, self.site, self.public, site=SITE, prefix=PREFIX, metrics=m),
+            on_delete=status.deleting, bind_retry=0.2,
         )  # fmt: skip
 
         async def beat() -> None:
