@@ -135,7 +135,7 @@ class Agent(service.Service):
                 await kube.list(
                     resources.TENANT_CONTROL_PLANE,
                     namespace=self.settings.target_namespaces[0] if self.settings.target_namespaces else None,
-                    label_selector="kamaji-broker.io/probe=none",
+                    label_selector=heartbeat.PROBE_SELECTOR,
                 )
             except kerrors.NotFound:
                 self.readiness.set(

@@ -58,8 +58,11 @@ class Report:
 @dataclass(frozen=True)
 class Decision:
     result: Result
+    """Metric label and log word."""
     action: Action | None = None
     report: Report | None = None
+    """The Status owed. With a (non-replacing) ``Delete`` it is the Deleted the status loop sends
+    once the TCP is gone (the apply loop tells it first); otherwise the apply loop sends it."""
     settle: Settle = Settle.ACK
     delay: float | None = None
     """For ``nak``: seconds before redelivery."""

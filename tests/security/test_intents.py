@@ -244,7 +244,7 @@ async def test_a_hostile_intent_is_refused_and_the_agent_carries_on(
     assert state.num_redelivered == 0  # terminated: not redelivered, in this case or any before
 
     refusals = [
-        r for r in caplog.records if r.name == "agent.apply.loop" and r.levelno == logging.WARNING
+        r for r in caplog.records if r.name == "agent.apply.applying" and r.levelno == logging.WARNING
         and subject in r.getMessage() and f": {reason}: " in r.getMessage()
     ]  # fmt: skip
     assert len(refusals) == 1 and f"seq {ack.seq}" in refusals[0].getMessage()
