@@ -139,37 +139,11 @@ class Applier:
                 await self.kube.create(tcps.TCP, action.body, namespace=intent.namespace)
             elif isinstance(action, intents.Patch):
                 await self.kube.patch(tcps.TCP, intent.name, action.patch, namespace=intent.namespace)
-            elif isinstance(action, intents.Delete) and action.replacing:
-                return await self._replace(decision, action, intent, delivery)
             elif isinstance(action, intents.Delete):
                 return await self._delete(decision, action, intent, delivery)
         except kerrors.KubeError as exc:
             return intents.after_error(intent, exc, num_delivered=delivery.num_delivered, ctx=self.ctx)
         return decision
-
-    async def _replace(
-        self,
-        decision: intents.Decision,
-        action: intents.Delete,
-        intent: messages.Intent,
-        delivery: bus.Delivery,
-    ) -> intents.Decision:
-        """Delete an earlier owner's TCP; the redelivery (``nak``) creates the intent owner's."""
-        # The report (Provisioning/ReplacingPreviousOwner, for the new owner) goes out first:
-        # Kamaji's finalizers may hold the old TCP for a while.
-        if decision.report is not None and not await self._reported(intent, delivery, decision.report):
-            return _retry(delivery)
-        await self.kube.delete(tcps.TCP, intent.name, namespace=intent.namespace, uid=action.uid or None)
-        if not await self._wait_gone(intent, uid=action.uid, delivery=delivery):
-            return intents.Decision(Result.SUPERSEDED)
-        log.warning(
-            "TenantControlPlane %s/%s of a previous owner deleted for intent seq %d (owner uid %s)",
-            intent.namespace,
-            intent.name,
-            delivery.stream_seq,
-            intent.owner.uid,
-        )
-        return dataclasses.replace(decision, report=None)
 
     async def _delete(
         self,
@@ -178,11 +152,28 @@ class Applier:
         intent: messages.Intent,
         delivery: bus.Delivery,
     ) -> intents.Decision:
-        """Delete the TCP for a delete intent; the status loop (told first) reports the Deleted."""
-        self.on_delete(intent.namespace, intent.name, delivery.stream_seq)
+        """Delete the TCP and wait until Kamaji's finalizers let it go; no Status is sent after.
+
+        For a delete intent the status loop, told first, reports the Deleted once the TCP is
+        gone. For an earlier owner's TCP (``replacing``) the report (Provisioning/
+        ReplacingPreviousOwner, for the new owner) goes out first, since the finalizers may hold
+        the old TCP for a while; the redelivery (``nak``) then creates the intent owner's.
+        """
+        if not action.replacing:
+            self.on_delete(intent.namespace, intent.name, delivery.stream_seq)
+        elif decision.report is not None and not await self._reported(intent, delivery, decision.report):
+            return _retry(delivery)
         await self.kube.delete(tcps.TCP, intent.name, namespace=intent.namespace, uid=action.uid or None)
         if not await self._wait_gone(intent, uid=action.uid, delivery=delivery):
             return intents.Decision(Result.SUPERSEDED)
+        if action.replacing:
+            log.warning(
+                "TenantControlPlane %s/%s of a previous owner deleted for intent seq %d (owner uid %s)",
+                intent.namespace,
+                intent.name,
+                delivery.stream_seq,
+                intent.owner.uid,
+            )
         return dataclasses.replace(decision, report=None)
 
     async def _wait_gone(self, intent: messages.Intent, *, uid: str, delivery: bus.Delivery) -> bool:
