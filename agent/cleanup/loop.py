@@ -13,8 +13,9 @@ calls it on every NATS reconnect). A failed pass is logged and the loop goes on.
 passes, the status loop's watch calls ``restore`` (a TCP deleted by hand) and ``revert`` (a TCP
 edited by hand) for one TCP at once.
 
-Talks to: the site's API server (list/patch/delete TCPs, create Events) and NATS (Direct Get
-of the site's own intent subjects, consumer info). Logs name TCPs and field paths, never values.
+Talks to: the site's API server (list/patch/delete TCPs, create Events) and NATS through
+``reading`` (Direct Get of the site's own intent subjects) and the ``caught_up`` it is given
+(``reading.consumer_caught_up``). Logs name TCPs and field paths, never values.
 """
 
 from __future__ import annotations
