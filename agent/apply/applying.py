@@ -183,7 +183,7 @@ class Applier:
         polls = 0
         while True:
             found = await self.kube.get_or_none(tcps.TCP, intent.name, namespace=intent.namespace)
-            if found is None or tcps.meta(found).get("uid") != uid:
+            if found is None or tcps.uid(found) != uid:
                 return True
             if self.superseded(delivery.subject):
                 return False

@@ -163,7 +163,7 @@ def _replace(
     deletion it released and the site never applied, nobody else. Settled with an immediate
     ``nak``: once the old TCP is gone (Kamaji's finalizers), the redelivery creates the new one.
     """
-    uid = str(tcps.meta(observed).get("uid") or "")
+    uid = tcps.uid(observed)
     return Decision(
         Result.REPLACING,
         action=Delete(uid=uid, replacing=True),
@@ -189,7 +189,7 @@ def _decide_delete(intent: messages.Intent, seq: int, observed: Mapping[str, Any
     if ours is not None and ours.owner_uid != intent.owner.uid and ours.owner_uid in intent.replaces:
         # An earlier owner's TCP the hub released and names: it goes too (the status loop's
         # Deleted for it answers this intent, which the hub accepts for the owner it replaced).
-        uid = str(tcps.meta(observed).get("uid") or "")
+        uid = tcps.uid(observed)
         return Decision(Result.DELETED, action=Delete(uid=uid), report=gone)
     if ours is None or ours.owner_uid != intent.owner.uid:
         # Not the intent owner's TCP (never ours, or a newer owner's): leave it alone. The
@@ -200,7 +200,7 @@ def _decide_delete(intent: messages.Intent, seq: int, observed: Mapping[str, Any
     where = f"TenantControlPlane {intent.namespace}/{intent.name}"
     if (refused := _older_generation(intent, ours, where=where)) is not None:
         return refused
-    uid = str(tcps.meta(observed).get("uid") or "")
+    uid = tcps.uid(observed)
     return Decision(Result.DELETED, action=Delete(uid=uid), report=gone)
 
 

@@ -120,7 +120,7 @@ class Plan:
 
 
 def key_of(tcp: Mapping[str, Any]) -> Key:
-    return *objects.key(tcp), str(tcps.meta(tcp).get("uid") or "")
+    return *objects.key(tcp), tcps.uid(tcp)
 
 
 def decide(
