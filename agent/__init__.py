@@ -4,6 +4,7 @@ apply/     intents → TCPs (pure decisions + the consuming shell)
 status/    TCPs and their Secrets → Status and SealedSecrets
 cleanup/   anti-entropy: drift, orphans
 heartbeat  liveness on kb.site.<site>
+deps       what the loops share (connections, keys, publisher, metrics, readiness)
 main       process wiring
 """
 

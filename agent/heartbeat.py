@@ -18,9 +18,10 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
-from agent import publishing, tcps
+from agent import __version__, tcps
+from agent.deps import Deps
+from agent.settings import AgentSettings
 from common.bus import errors as bus_errors
-from common.kube import Kube
 from common.kube import errors as kerrors
 from protocol import messages
 
@@ -60,38 +61,30 @@ def new_heartbeat(
 class Heartbeat:
     def __init__(
         self,
+        settings: AgentSettings,
+        deps: Deps,
         *,
-        publisher: publishing.Publisher,
-        kube: Kube,
-        site: str,
-        managed: Callable[[], int],
-        ready: Callable[[], int],
+        counts: Callable[[], tuple[int, int]],
         last_intent_seq: Callable[[], int],
-        agent_version: str = "",
-        interval: float = 10.0,
-        namespaces: tuple[str, ...] = (),
+        agent_version: str = __version__,
         detect_interval: float = 60.0,
-        started_at: dt.datetime | None = None,
-        trusted_key_ids: tuple[str, ...] = (),
     ) -> None:
-        self.publisher = publisher
-        self.kube = kube
-        self.site = site
-        self.managed = managed
-        """Managed TCPs at this site (the status loop's cache)."""
-        self.ready = ready
-        """Of those, how many are Ready."""
+        self.publisher = deps.publisher
+        self.kube = deps.kube
+        self.site = settings.site
+        self.counts = counts
+        """(managed, ready): TCPs of this site and those Ready (the status loop's ``counts``)."""
         self.last_intent_seq = last_intent_seq
         """Highest intent stream sequence handled (``ApplyLoop.last_seq``)."""
         self.agent_version = agent_version
-        self.interval = interval
+        self.interval = settings.heartbeat_interval
         """Seconds between beats (DESIGN: 10 s; the hub judges liveness from it)."""
-        self.namespaces = namespaces
+        self.namespaces = settings.target_namespaces
         """Target namespaces (the probe lists in the first: a namespaced Role cannot list cluster-wide)."""
         self.detect_interval = detect_interval
         """Seconds between Kamaji probes: a CRD appears rarely, a beat is every 10 s."""
-        self.started_at = started_at or messages.utcnow()
-        self.trusted_key_ids = trusted_key_ids
+        self.started_at = messages.utcnow()
+        self.trusted_key_ids = deps.hub_keys.trusted_key_ids()
         """Ids of the hub signing keys the agent verifies intents with (the hub shows them on the Site)."""
         self.beats = 0
         """Heartbeats the server acknowledged."""
@@ -123,13 +116,14 @@ class Heartbeat:
 
     async def beat(self) -> messages.Heartbeat:
         """Publish one heartbeat now (BusError when the server did not take it)."""
+        managed, ready = self.counts()
         beat = new_heartbeat(
             site=self.site,
             agent_version=self.agent_version,
             started_at=self.started_at,
             now=messages.utcnow(),
-            managed=self.managed(),
-            ready=self.ready(),
+            managed=managed,
+            ready=ready,
             last_intent_seq=self.last_intent_seq(),
             kamaji_detected=await self.kamaji_detected(),
             trusted_key_ids=self.trusted_key_ids,

@@ -9,17 +9,19 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from agent import __version__, heartbeat, publishing
+from agent import heartbeat, publishing
 from agent import metrics as agent_metrics
-from agent.apply import intents
 from agent.apply import loop as apply_loop
 from agent.cleanup import loop as cleanup_loop
+from agent.cleanup import reading
+from agent.deps import Deps
 from agent.settings import AgentSettings
 from agent.status import loop as status_loop
 from common import bus, health, keyfiles, service
 from common import kube as ckube
 from common.kube import errors as kerrors
 from common.kube import resources
+from protocol import keys
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +47,7 @@ class Agent(service.Service):
         self.readiness.declare(NATS_CHECK, KUBE_CHECK)
         self.health_server = health.HealthServer(self.readiness, self.metrics.registry)
         await self.health_server.start(s.listen)
-        hub_keys = keyfiles.load_public_keys(s.hub_public_keys)
-        self.metrics.trust(hub_keys)
-        log.info(
-            "trusting hub signing key ids %s; retired: %s",
-            ", ".join(hub_keys.trusted_key_ids()) or "none",
-            ", ".join(hub_keys.retired) or "none",
-        )
+        hub_keys = self._hub_keys()
         kube = self.kube = await ckube.connect(in_cluster=s.in_cluster, kubeconfig=s.kubeconfig)
         self.spawn("kube-probe", lambda: self._probe_kube(kube))
         self.conn = await bus.connect(
@@ -67,67 +63,55 @@ class Agent(service.Service):
         )
         self.spawn("nats-monitor", lambda: self.watch_nats(self.readiness, NATS_CHECK, self._connected))
         publisher = publishing.Publisher(self.conn, site=s.site, prefix=s.prefix)
-        self.status = status_loop.StatusLoop(
-            s, status_loop.StatusDeps(kube=kube, publisher=publisher, hub_keys=hub_keys, metrics=self.metrics)
+        self._start_loops(
+            Deps(
+                conn=self.conn,
+                kube=kube,
+                publisher=publisher,
+                hub_keys=hub_keys,
+                metrics=self.metrics,
+                readiness=self.readiness,
+            )
         )
-        self.supervise("status loop", self.status.run)
-        self.apply = apply_loop.ApplyLoop(
-            conn=self.conn,
-            kube=kube,
-            publisher=publisher,
-            ctx=intents.Context(
-                site=s.site, namespaces=s.target_namespaces, namespace_retry=s.namespace_retry
-            ),
-            trusted=hub_keys.verify_keys(),
-            retired=hub_keys.retired,
-            metrics=self.metrics,
-            readiness=self.readiness,
-            prefix=s.prefix,
-            batch=s.fetch_batch,
-            on_delete=self.status.deleting,
-        )
-        self.supervise("apply loop", self.apply.run)
-        apply, status, conn = self.apply, self.status, self.conn
-
-        async def caught_up() -> bool:
-            return await cleanup_loop.consumer_caught_up(conn, apply.definition, lambda: apply.idle)
-
-        self.cleanup = cleanup_loop.CleanupLoop(
-            conn=conn,
-            kube=kube,
-            site=s.site,
-            trusted=hub_keys.verify_keys(),
-            metrics=self.metrics,
-            caught_up=caught_up,
-            policy=s.orphan_policy,
-            grace=s.orphan_grace,
-            interval=s.resync_interval,
-            namespaces=s.target_namespaces,
-            prefix=s.prefix,
-            republish=status.republish_all,
-        )
-        # A TCP deleted by hand while its intent still says provision is created again at once.
-        status.restore = self.cleanup.restore
-        # Likewise a TCP edited by hand is reverted from the watch event, not at the next pass.
-        status.revert = self.cleanup.revert
-        # Anti-entropy on every reconnect: whatever changed while we were away is reconciled.
-        conn.on_reconnect.append(self.cleanup.on_reconnect)
-        self.supervise("cleanup loop", self.cleanup.run)
-        self.heartbeat = heartbeat.Heartbeat(
-            publisher=publisher,
-            kube=kube,
-            site=s.site,
-            managed=lambda: status.counts()[0],
-            ready=lambda: status.counts()[1],
-            last_intent_seq=lambda: apply.last_seq,
-            agent_version=__version__,
-            trusted_key_ids=tuple(hub_keys.verify_keys()),
-            interval=s.heartbeat_interval,
-            namespaces=s.target_namespaces,
-        )
-        self.supervise("heartbeat", self.heartbeat.run)
         assert self.health_server is not None
         log.info("agent for site %s started; health on port %d", s.site, self.health_server.port)
+
+    def _hub_keys(self) -> keys.HubPublicKeys:
+        hub_keys = keyfiles.load_public_keys(self.settings.hub_public_keys)
+        self.metrics.trust(hub_keys)
+        log.info(
+            "trusting hub signing key ids %s; retired: %s",
+            ", ".join(hub_keys.trusted_key_ids()) or "none",
+            ", ".join(hub_keys.retired) or "none",
+        )
+        return hub_keys
+
+    def _start_loops(self, deps: Deps) -> None:
+        """Build the four loops, wire them to each other, start each under supervision."""
+        s = self.settings
+        self.status = status = status_loop.StatusLoop(s, deps)
+        self.supervise("status loop", status.run)
+
+        self.apply = apply = apply_loop.ApplyLoop(s, deps, on_delete=status.deleting)
+        self.supervise("apply loop", apply.run)
+
+        async def caught_up() -> bool:
+            return await reading.consumer_caught_up(deps.conn, apply.definition, lambda: apply.idle)
+
+        self.cleanup = cleanup = cleanup_loop.CleanupLoop(
+            s, deps, caught_up=caught_up, republish=status.republish_all
+        )
+        # A TCP deleted by hand while its intent still says provision is created again at once.
+        status.restore = cleanup.restore
+        # Likewise a TCP edited by hand is reverted from the watch event, not at the next pass.
+        status.revert = cleanup.revert
+        # Anti-entropy on every reconnect: whatever changed while we were away is reconciled.
+        deps.conn.on_reconnect.append(cleanup.on_reconnect)
+        self.supervise("cleanup loop", cleanup.run)
+        self.heartbeat = heartbeat.Heartbeat(
+            s, deps, counts=status.counts, last_intent_seq=lambda: apply.last_seq
+        )
+        self.supervise("heartbeat", self.heartbeat.run)
 
     def _connected(self, connected: bool) -> None:
         self.metrics.nats_connected.set(1 if connected else 0)
@@ -138,7 +122,7 @@ class Agent(service.Service):
                 await kube.list(
                     resources.TENANT_CONTROL_PLANE,
                     namespace=self.settings.target_namespaces[0] if self.settings.target_namespaces else None,
-                    label_selector="kamaji-broker.io/probe=none",
+                    label_selector=heartbeat.PROBE_SELECTOR,
                 )
             except kerrors.NotFound:
                 self.readiness.set(

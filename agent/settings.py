@@ -18,6 +18,8 @@ from protocol import labels
 
 
 class AgentSettings(ProcessSettings):
+    """Read once at start; ``agent.main`` hands it to every loop beside ``agent.deps.Deps``."""
+
     model_config = SettingsConfigDict(env_prefix="KB_AGENT_", extra="forbid", use_attribute_docstrings=True)
 
     site: str
@@ -35,7 +37,9 @@ class AgentSettings(ProcessSettings):
     resync_interval: Duration = 300.0
     """Seconds between anti-entropy passes (also run on every NATS reconnect)."""
     heartbeat_interval: Duration = 10.0
+    """Seconds between heartbeats, from which the hub judges whether the site is connected."""
     fetch_batch: int = Field(default=64, ge=1, le=1000)
+    """Intents fetched from the site's consumer per request."""
     namespace_retry: Duration = 60.0
     """Seconds before an intent whose namespace is missing is tried again (a site admin may create it)."""
     status_min_interval: Duration = 0.5

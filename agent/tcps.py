@@ -30,8 +30,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from common import objects
 from common.kube import resources
-from protocol import messages
+from protocol import messages, names
 
 DOMAIN: Final = "kamaji-broker.io"
 MANAGED_BY: Final = f"{DOMAIN}/managed-by"
@@ -71,6 +72,11 @@ def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
+def uid(obj: Mapping[str, Any]) -> str:
+    """The object's uid ("" when it has none, as a body not yet created)."""
+    return str(meta(obj).get("uid") or "")
+
+
 def applied(obj: Mapping[str, Any], *, site: str) -> Applied | None:
     m = meta(obj)
     labels = m.get("labels") or {}
@@ -86,7 +92,7 @@ def applied(obj: Mapping[str, Any], *, site: str) -> Applied | None:
         owner_uid=str(notes.get(OWNER_UID) or ""),
         intent_seq=seq,
         generation=generation,
-        kubeconfig_key=str(notes.get(KUBECONFIG_KEY) or "admin.conf"),
+        kubeconfig_key=str(notes.get(KUBECONFIG_KEY) or names.ADMIN_KUBECONFIG_KEY),
     )
 
 
@@ -258,7 +264,7 @@ def _null_removed(
             top = path[:depth]
             if _at(patch, top) is not _ABSENT:
                 continue  # still wanted: only what is inside it may go
-            subtree = _value(have, top)
+            subtree = objects.dig(have, *top)
             if isinstance(subtree, Mapping) and all(_ours((*top, *leaf), owned) for leaf in leaves(subtree)):
                 cut = top
                 break
@@ -286,12 +292,3 @@ def _nulled(patch: Mapping[str, Any], path: Path) -> bool:
         if node is None:
             return True
     return False
-
-
-def _value(spec: Mapping[str, Any], path: Path) -> Any:
-    node: Any = spec
-    for key in path:
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(key)
-    return node

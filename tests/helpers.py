@@ -22,7 +22,6 @@ from typing import Any, TypeVar, overload
 import aiohttp
 import yaml
 
-from agent.settings import AgentSettings
 from common import bus, tlsfiles
 from protocol import messages, streams, subjects
 
@@ -165,25 +164,6 @@ def sealed(*, site: str = "site-a", namespace: str = "tenants", name: str = "cp1
 
 def heartbeat(*, site: str = "site-a") -> messages.Heartbeat:
     return messages.Heartbeat(site=site, agent_version="0.1.0", started_at=T0, sent_at=T0, managed=3, ready=2)
-
-
-def agent_settings(*, site: str = "site-a", namespaces: tuple[str, ...] = (), **fields: Any) -> AgentSettings:
-    """The agent's settings, validated as the CLI's are, for loops started in this process.
-
-    The loops read neither the NATS credentials nor the key file (the process's wiring does), so
-    this very file stands in for both; ``namespaces`` empty means all namespaces.
-    """
-    here = Path(__file__)
-    return AgentSettings(
-        site=site,
-        nats_url="nats://127.0.0.1:4222",
-        nats_seed=here,
-        hub_public_keys=here,
-        in_cluster=True,
-        namespaces=",".join(namespaces),
-        all_namespaces=not namespaces,
-        **fields,
-    )
 
 
 @overload

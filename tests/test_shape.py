@@ -21,9 +21,6 @@ CONSTRUCTOR_PARAMS = 6
 
 KNOWN: frozenset[str] = frozenset(
     {
-        "module agent/apply/intents.py",
-        "module agent/apply/loop.py",
-        "module agent/cleanup/loop.py",
         "module common/keyfiles.py",
         "module hub/api.py",
         "module hub/crdgen.py",
@@ -37,7 +34,6 @@ KNOWN: frozenset[str] = frozenset(
         "module sandbox/kubeapi/schema.py",
         "module sandbox/kubeapi/store.py",
         "module sandbox/launcher/topology.py",
-        "function agent/main.py:Agent.start",
         "function common/keyfiles.py:generate",
         "function hub/controllers/published.py:PublishedIntents.publish",
         "function hub/metrics.py:Metrics.__init__",
@@ -49,9 +45,6 @@ KNOWN: frozenset[str] = frozenset(
         "function sandbox/kubeapi/store.py:Store.create",
         "function sandbox/kubeapi/store.py:Store.update",
         "function sandbox/launcher/topology.py:Topology.__init__",
-        "constructor agent/apply/loop.py:ApplyLoop",
-        "constructor agent/cleanup/loop.py:CleanupLoop",
-        "constructor agent/heartbeat.py:Heartbeat",
         "constructor hub/ingest.py:Ingest",
         "constructor sandbox/launcher/topology.py:Topology",
     }

@@ -1,5 +1,6 @@
 """Anti-entropy: re-apply drifted TCP specs and handle orphans (DESIGN §5 agent 3).
 
-orphans     pure: (managed TCPs, latest intent per subject, caught up?, clocks, now) → actions
-loop        the shell: list, Direct-Get, verify, decide, patch/delete/emit events, republish
+orphans     pure: (managed TCPs, latest intent per subject, caught up?, clocks, now) → actions, Events
+reading     NATS: the latest intent per subject (Direct Get, verified), whether the consumer caught up
+loop        the shell: list, read, decide, patch/delete/emit events, republish
 """

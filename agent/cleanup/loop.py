@@ -1,9 +1,9 @@
 """The cleanup (anti-entropy) loop's shell: observe, decide once, execute (DESIGN §5 agent 3).
 
 A pass lists this site's managed TCPs (label selector, per target namespace or cluster-wide),
-reads the latest intent on each TCP's subject with Direct Get (the only stream read a site is
-granted besides its consumer), verifies it, asks whether the consumer is caught up, lets the
-pure ``orphans.decide`` choose, and performs what it chose: a merge patch that reverts drift
+reads the latest intent on each TCP's subject (``reading.IntentReader``: Direct Get, verified),
+asks whether the consumer is caught up, lets the pure ``orphans.decide`` choose, and performs
+what it chose: a merge patch that reverts drift
 (``tcps.patch_for``: sets what we own, removes what we owned and no longer want),
 a Warning Event then a uid-preconditioned delete for an orphan (policy ``delete``), or a log
 line, a metric and an Event (policy ``report``). Then it asks the status loop to republish.
@@ -13,8 +13,9 @@ calls it on every NATS reconnect). A failed pass is logged and the loop goes on.
 passes, the status loop's watch calls ``restore`` (a TCP deleted by hand) and ``revert`` (a TCP
 edited by hand) for one TCP at once.
 
-Talks to: the site's API server (list/patch/delete TCPs, create Events) and NATS (Direct Get
-of the site's own intent subjects, consumer info). Logs name TCPs and field paths, never values.
+Talks to: the site's API server (list/patch/delete TCPs, create Events) and NATS through
+``reading`` (Direct Get of the site's own intent subjects) and the ``caught_up`` it is given
+(``reading.consumer_caught_up``). Logs name TCPs and field paths, never values.
 """
 
 from __future__ import annotations
@@ -27,85 +28,49 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
-import nacl.signing
-
-from agent import metrics as agent_metrics
 from agent import tcps
-from agent.cleanup import orphans
-from common import aiotasks, bus
+from agent.cleanup import orphans, reading
+from agent.deps import Deps
+from agent.settings import AgentSettings
+from common import aiotasks, objects
 from common.bus import errors as bus_errors
-from common.kube import Kube, events, resources
 from common.kube import errors as kerrors
-from protocol import errors as protocol_errors
-from protocol import signing, streams, subjects
+from common.kube import resources
 
 log = logging.getLogger(__name__)
 
-COMPONENT: Final = "kamaji-broker-agent"
-"""Events' source/reportingComponent: what a site admin sees in ``kubectl get events``."""
-REASON_DELETED: Final = "OrphanDeleted"
-REASON_ORPHANED: Final = "Orphaned"
 REAPPLY_ATTEMPTS: Final = 3
 """Patches of one drifted TCP per pass while its resourceVersion keeps moving (then: next pass)."""
-
-
-async def consumer_caught_up(
-    conn: bus.Connection, definition: streams.ConsumerDef, apply_idle: Callable[[], bool]
-) -> bool:
-    """True when the apply loop is idle and the server holds nothing undelivered or unacked for it.
-
-    Both sides are asked: the server knows about intents not yet fetched, the apply loop about
-    ones fetched and still being applied. ``apply_idle`` is asked again after the server answered,
-    so an intent fetched during the call is not missed.
-    """
-    if not apply_idle():
-        return False
-    state = await bus.consumer_info(conn, definition.stream, definition.durable_name)
-    return state.num_pending == 0 and state.num_ack_pending == 0 and apply_idle()
 
 
 class CleanupLoop:
     def __init__(
         self,
+        settings: AgentSettings,
+        deps: Deps,
         *,
-        conn: bus.Connection,
-        kube: Kube,
-        site: str,
-        trusted: Mapping[str, nacl.signing.VerifyKey],
-        metrics: agent_metrics.Metrics,
         caught_up: Callable[[], Awaitable[bool]],
-        policy: orphans.Policy = "report",
-        grace: float = 3600.0,
-        interval: float = 300.0,
-        namespaces: tuple[str, ...] = (),
-        prefix: str = subjects.DEFAULT_PREFIX,
-        republish: Callable[[], Awaitable[object]] | None = None,
-        concurrency: int = 32,
+        republish: Callable[[], Awaitable[object]],
     ) -> None:
-        self.conn = conn
-        self.kube = kube
-        self.site = site
-        self.trusted = dict(trusted)
-        self.metrics = metrics
+        self.kube = deps.kube
+        self.metrics = deps.metrics
+        self.site = settings.site
+        self.intents = reading.IntentReader(settings, deps)
         self.caught_up = caught_up
-        """Whether every intent for this site has been applied (see ``consumer_caught_up``)."""
-        self.policy: orphans.Policy = policy
-        self.grace = grace
+        """Whether every intent for this site has been applied (see ``reading.consumer_caught_up``)."""
+        self.policy: orphans.Policy = settings.orphan_policy
+        self.grace = settings.orphan_grace
         """Seconds a TCP must stay without an intent (consumer caught up) before the policy acts."""
-        self.interval = interval
+        self.interval = settings.resync_interval
         """Seconds between passes (jittered by ±10 %, so sites that restarted together spread out)."""
-        self.namespaces = namespaces
+        self.namespaces = settings.target_namespaces
         """Target namespaces; empty means all (one cluster-wide list)."""
-        self.prefix = prefix
         self.republish = republish
         """The status loop's ``republish_all``, called at the end of each pass."""
-        self.concurrency = concurrency
-        """Direct Gets in flight at once: a pass over thousands of TCPs must not flood the server."""
         self.clocks = orphans.Clocks()
         """Orphan clocks and reported orphans, carried from pass to pass."""
         self.passes = 0
         """Passes completed (failed ones excluded)."""
-        self._stream = streams.stream_name(subjects.Kind.INTENT, prefix=prefix)
         self._wake = asyncio.Event()
 
     # Public API
@@ -125,7 +90,7 @@ class CleanupLoop:
         a TCP that no delete intent removed. True when the TCP was created again.
         Raises BusError (Direct Get) or KubeError (create) when it could not tell or could not act.
         """
-        latest = await self._latest_at(namespace, name)
+        latest = await self.intents.latest(namespace, name)
         body = orphans.recreate(latest, vanished)
         if body is None:
             return False
@@ -159,7 +124,7 @@ class CleanupLoop:
         tcp = await self.kube.get_or_none(tcps.TCP, name, namespace=namespace)
         if tcp is None:
             return False
-        latest = await self._latest_at(namespace, name)
+        latest = await self.intents.latest(namespace, name)
         if not isinstance(latest, orphans.Latest):
             return False
         action = self._redecide(tcp, latest)
@@ -190,7 +155,7 @@ class CleanupLoop:
         """
         now = time.monotonic() if now is None else now
         found = await self._managed()
-        latest = await self._bounded([self._latest(tcp) for tcp in found])
+        latest = await self.intents.latest_of(found)
         # Asked after the subjects were read: an intent published after a read shows up as
         # pending here, so an empty read can never be acted on while its intent is in flight.
         caught_up = await self._caught_up()
@@ -205,9 +170,7 @@ class CleanupLoop:
         )
         self.clocks = plan.clocks
         verified = {
-            orphans.key_of(t)[:2]: f
-            for t, f in zip(found, latest, strict=True)
-            if isinstance(f, orphans.Latest)
+            objects.key(t): f for t, f in zip(found, latest, strict=True) if isinstance(f, orphans.Latest)
         }
         for action in plan.actions:
             await self._execute(action, latest=verified)
@@ -217,11 +180,10 @@ class CleanupLoop:
                 plan.waiting,
                 f"grace {self.grace:.0f}s" if caught_up else "intents pending",
             )
-        if self.republish is not None:
-            try:
-                await self.republish()
-            except (bus_errors.BusError, kerrors.KubeError) as exc:
-                log.warning("republishing statuses failed: %s", exc)
+        try:
+            await self.republish()
+        except (bus_errors.BusError, kerrors.KubeError) as exc:
+            log.warning("republishing statuses failed: %s", exc)
         self.passes += 1
         log.debug("anti-entropy pass: %d TCP(s), %d action(s)", len(found), len(plan.actions))
         return plan
@@ -236,49 +198,6 @@ class CleanupLoop:
             )
             found.extend(listing.items)
         return found
-
-    async def _bounded(self, calls: list[Awaitable[orphans.Found]]) -> list[orphans.Found]:
-        gate = asyncio.Semaphore(self.concurrency)
-
-        async def one(call: Awaitable[orphans.Found]) -> orphans.Found:
-            async with gate:
-                return await call
-
-        # return_exceptions: let every read finish (none left running unobserved), then fail
-        # the pass on the first error.
-        results = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
-        out: list[orphans.Found] = []
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-            out.append(result)
-        return out
-
-    async def _latest(self, tcp: Mapping[str, Any]) -> orphans.Found:
-        namespace, name, _ = orphans.key_of(tcp)
-        return await self._latest_at(namespace, name)
-
-    async def _latest_at(self, namespace: str, name: str) -> orphans.Found:
-        try:
-            subject = subjects.intent(self.site, namespace, name, prefix=self.prefix)
-        except protocol_errors.SubjectError as exc:
-            # Labelled as ours by someone else (we only ever create label-named TCPs): hands off.
-            return orphans.Unverifiable(str(exc))
-        stored = await bus.last_message(self.conn, self._stream, subject, direct=True)
-        if stored is None:
-            return None
-        try:
-            intent = signing.verify(stored.data, self.trusted)
-        except (protocol_errors.DecodeError, protocol_errors.SignatureError) as exc:
-            log.warning(
-                "latest intent on %s (seq %d) does not verify: %s; not touching it", subject, stored.seq, exc
-            )
-            return orphans.Unverifiable(str(exc))
-        if (intent.site, intent.namespace, intent.name) != (self.site, namespace, name):
-            why = f"intent for {intent.site}/{intent.namespace}/{intent.name} on subject {subject}"
-            log.warning("latest intent on %s (seq %d): %s; not touching it", subject, stored.seq, why)
-            return orphans.Unverifiable(why)
-        return orphans.Latest(intent=intent, seq=stored.seq)
 
     async def _caught_up(self) -> bool:
         try:
@@ -344,11 +263,10 @@ class CleanupLoop:
 
     async def _delete(self, action: orphans.DeleteOrphan, where: str) -> None:
         # Deleting is the one irreversible step: read the subject once more right before it.
-        subject = subjects.intent(self.site, action.namespace, action.name, prefix=self.prefix)
-        if await bus.last_message(self.conn, self._stream, subject, direct=True) is not None:
+        if await self.intents.present(action.namespace, action.name):
             log.info("%s has an intent again; not deleting it", where)
             return
-        await self._event(action, reason=REASON_DELETED, message=action.message)
+        await self._event(action)
         if await self.kube.delete(tcps.TCP, action.name, namespace=action.namespace, uid=action.uid) is None:
             return  # already gone
         self.metrics.orphans.labels(action="deleted").inc()
@@ -357,46 +275,18 @@ class CleanupLoop:
     async def _report(self, action: orphans.ReportOrphan, where: str) -> None:
         self.metrics.orphans.labels(action="reported").inc()
         log.warning("orphan: %s", action.message)
-        await self._event(action, reason=REASON_ORPHANED, message=action.message)
+        await self._event(action)
 
-    async def _event(
-        self, action: orphans.DeleteOrphan | orphans.ReportOrphan, *, reason: str, message: str
-    ) -> None:
+    async def _event(self, action: orphans.DeleteOrphan | orphans.ReportOrphan) -> None:
         """A Warning Event on the TCP; a failure is logged, never blocks the action it reports."""
+        event = orphans.new_event(action, site=self.site, now=dt.datetime.now(dt.UTC))
         try:
-            await self.kube.create(
-                resources.EVENT,
-                _event_about(
-                    action, site=self.site, reason=reason, message=message, now=dt.datetime.now(dt.UTC)
-                ),
-                namespace=action.namespace,
-            )
+            await self.kube.create(resources.EVENT, event, namespace=action.namespace)
         except kerrors.KubeError as exc:
-            log.warning("cannot record event %s on %s/%s: %s", reason, action.namespace, action.name, exc)
+            log.warning(
+                "cannot record event %s on %s/%s: %s", event["reason"], action.namespace, action.name, exc
+            )
 
     async def _sleep(self) -> None:
         delay = self.interval * random.uniform(0.9, 1.1)
         await aiotasks.wait_event(self._wake, delay)
-
-
-def _event_about(
-    action: orphans.DeleteOrphan | orphans.ReportOrphan,
-    *,
-    site: str,
-    reason: str,
-    message: str,
-    now: dt.datetime,
-) -> dict[str, Any]:
-    """A Warning Event about the orphaned TCP."""
-    return events.new_event(
-        tcps.TCP,
-        namespace=action.namespace,
-        name=action.name,
-        uid=action.uid,
-        type="Warning",
-        reason=reason,
-        message=message,
-        component=COMPONENT,
-        instance=f"{COMPONENT}-{site}",
-        now=now,
-    )

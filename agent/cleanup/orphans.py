@@ -17,19 +17,28 @@ intent stream keeps one message per subject, so that is the hub's current desire
 
 The orphan clock (first time a TCP was seen without an intent) and the set of orphans already
 reported are state the shell keeps between passes; ``decide`` takes them and returns the next
-ones, so a pass is a function of its inputs and tested by tables.
+ones, so a pass is a function of its inputs and tested by tables. ``new_event`` is the Warning
+Event the shell records for an orphan it deletes or reports.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from agent import tcps
+from common import objects
+from common.kube import events
 from protocol import messages
 
 Policy = Literal["delete", "report"]
+
+COMPONENT: Final = "kamaji-broker-agent"
+"""Events' source/reportingComponent: what a site admin sees in ``kubectl get events``."""
+REASON_DELETED: Final = "OrphanDeleted"
+REASON_ORPHANED: Final = "Orphaned"
 
 Key = tuple[str, str, str]
 """(namespace, name, uid) of a TCP. The uid is part of it: a TCP deleted and created anew under
@@ -111,8 +120,7 @@ class Plan:
 
 
 def key_of(tcp: Mapping[str, Any]) -> Key:
-    m = tcps.meta(tcp)
-    return str(m.get("namespace") or ""), str(m.get("name") or ""), str(m.get("uid") or "")
+    return *objects.key(tcp), tcps.uid(tcp)
 
 
 def decide(
@@ -200,10 +208,10 @@ def _reapply(tcp: Mapping[str, Any], latest: Latest, ours: tcps.Applied) -> Reap
         # Optimistic concurrency: if the apply loop patched a newer intent in meanwhile, this
         # patch fails with Conflict instead of writing the older spec over it.
         patch["metadata"]["resourceVersion"] = version
-    m = tcps.meta(tcp)
+    namespace, name = objects.key(tcp)
     return Reapply(
-        namespace=str(m.get("namespace") or ""),
-        name=str(m.get("name") or ""),
+        namespace=namespace,
+        name=name,
         patch=patch,
         fields=tuple(fields),
         seq=latest.seq,
@@ -216,4 +224,20 @@ def _orphan_message(tcp: Mapping[str, Any], key: Key, *, seconds: float, grace: 
     return (
         f"TenantControlPlane {key[0]}/{key[1]} (owner {owner}) has had no intent for {seconds:.0f}s "
         f"(grace {grace:.0f}s) while every intent for this site was applied: {what}"
+    )
+
+
+def new_event(action: DeleteOrphan | ReportOrphan, *, site: str, now: dt.datetime) -> dict[str, Any]:
+    """The Warning Event about an orphaned TCP the shell records (deleted, or reported)."""
+    return events.new_event(
+        tcps.TCP,
+        namespace=action.namespace,
+        name=action.name,
+        uid=action.uid,
+        type="Warning",
+        reason=REASON_DELETED if isinstance(action, DeleteOrphan) else REASON_ORPHANED,
+        message=action.message,
+        component=COMPONENT,
+        instance=f"{COMPONENT}-{site}",
+        now=now,
     )

@@ -27,34 +27,21 @@ import asyncio
 import functools
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Final
 
-from agent import metrics as agent_metrics
-from agent import publishing, tcps
+from agent import tcps
+from agent.deps import Deps
 from agent.settings import AgentSettings
 from agent.status import cache, report, syncing
 from agent.status.schedule import Schedule
 from common import aiotasks
-from common.kube import Kube, informer, resources
-from protocol import keys
+from common.kube import informer, resources
 
 SECRET_SELECTOR: Final = "kamaji.clastix.io/project=kamaji"
 """Kamaji labels every Secret it generates so; watching only those keeps other Secrets out."""
 
 Restore = Callable[[str, str, tcps.Applied | None], Awaitable[bool]]
 Revert = Callable[[str, str], Awaitable[bool]]
-
-
-@dataclass(frozen=True)
-class StatusDeps:
-    """What the status loop talks to."""
-
-    kube: Kube
-    publisher: publishing.Publisher
-    hub_keys: keys.HubPublicKeys
-    """The newest sealing key is the one SealedSecrets are sealed to."""
-    metrics: agent_metrics.Metrics
 
 
 class StatusLoop:
@@ -64,7 +51,7 @@ class StatusLoop:
     ``status_min_interval`` from the settings.
     """
 
-    def __init__(self, settings: AgentSettings, deps: StatusDeps) -> None:
+    def __init__(self, settings: AgentSettings, deps: Deps) -> None:
         self.site = settings.site
         self.namespaces = settings.target_namespaces
         self.kube = deps.kube

@@ -5,15 +5,17 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from agent import heartbeat, publishing
+from agent import heartbeat
 from common import bus
 from common import kube as ckube
 from protocol import messages, streams, subjects
 from sandbox import kubeapi, natsd
 from tests import helpers
+from tests.agent import wiring
 from tests.agent.apply.test_loop import Agent, tcp_where
 from tests.agent.conftest import SITE, Hub, intent
 
@@ -57,20 +59,17 @@ async def latest(hub: Hub) -> messages.Heartbeat | None:
     return messages.decode_heartbeat(stored.data) if stored else None
 
 
-def beater(conn: bus.Connection, kube: ckube.Kube, hub: Hub, **kw: object) -> heartbeat.Heartbeat:
-    args: dict[str, object] = {
-        "managed": lambda: 3,
-        "ready": lambda: 2,
-        "last_intent_seq": lambda: 0,
-        "agent_version": "0.1.0",
-        "interval": 10.0,
-    }
-    args.update(kw)
+def beater(conn: bus.Connection, kube: ckube.Kube, hub: Hub, **kw: Any) -> heartbeat.Heartbeat:
+    settings = wiring.settings(
+        prefix=hub.prefix, namespaces=kw.pop("namespaces", ()), heartbeat_interval=kw.pop("interval", 10.0)
+    )
     return heartbeat.Heartbeat(
-        publisher=publishing.Publisher(conn, site=SITE, prefix=hub.prefix),
-        kube=kube,
-        site=SITE,
-        **args,  # type: ignore[arg-type]
+        settings,
+        wiring.deps(conn, kube, hub.public, prefix=hub.prefix),
+        counts=kw.pop("counts", lambda: (3, 2)),
+        last_intent_seq=kw.pop("last_intent_seq", lambda: 0),
+        agent_version="0.1.0",
+        **kw,
     )
 
 

@@ -15,11 +15,9 @@ import pytest
 import yaml
 
 from agent import metrics as agent_metrics
-from agent import publishing
-from agent.apply import intents
 from agent.apply import loop as apply_loop
 from agent.status import loop as status_loop
-from common import bus, health
+from common import bus
 from common import kube as ckube
 from common.kube import resources
 from hub import crdgen
@@ -29,6 +27,7 @@ from hub.controllers import rkcp as rkcp_controller
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi
 from tests import helpers, hub_loops
+from tests.agent import wiring
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = "site-a"
@@ -119,17 +118,13 @@ class World:
     def start_agent(self) -> agent_metrics.Metrics:
         public = self.public
         m = agent_metrics.Metrics()
-        publisher = publishing.Publisher(self.conn, site=SITE, prefix=self.prefix)
-        status = status_loop.StatusLoop(
-            helpers.agent_settings(site=SITE, status_min_interval=0.1),
-            status_loop.StatusDeps(kube=self.site, publisher=publisher, hub_keys=public, metrics=m),
+        deps = wiring.deps(self.conn, self.site, public, site=SITE, prefix=self.prefix, metrics=m)
+        publisher = deps.publisher
+        settings = wiring.settings(
+            site=SITE, prefix=self.prefix, status_min_interval=0.1, namespace_retry=0.5
         )
-        apply = apply_loop.ApplyLoop(
-            conn=self.conn, kube=self.site, publisher=publisher,
-            ctx=intents.Context(site=SITE, namespaces=(), namespace_retry=0.5), trusted=public.verify_keys(),
-            metrics=m, readiness=health.Readiness(), prefix=self.prefix, bind_retry=0.2,
-            on_delete=status.deleting,
-        )  # fmt: skip
+        status = status_loop.StatusLoop(settings, deps)
+        apply = apply_loop.ApplyLoop(settings, deps, on_delete=status.deleting, bind_retry=0.2)
 
         async def beat() -> None:
             while True:

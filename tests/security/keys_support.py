@@ -14,14 +14,14 @@ import nacl.public
 import nacl.signing
 
 from agent import metrics as agent_metrics
-from agent import publishing
-from agent.apply import intents, loop
+from agent.apply import loop
 from common import bus, health, keyfiles
 from common import kube as ckube
 from hub import ingest, observations
 from hub import metrics as hub_metrics
 from kamaji_broker import cli
 from protocol import keys, messages, sealing
+from tests.agent import wiring
 
 SITE = "site-a"
 NAMESPACE = "tenants"
@@ -105,19 +105,11 @@ async def running_agent(
     conn: bus.Connection, kube: ckube.Kube, *, public_file: Path, prefix: str
 ) -> AsyncIterator[Agent]:
     hub_keys = keyfiles.load_public_keys(public_file)
-    metrics, readiness = agent_metrics.Metrics(), health.Readiness()
-    apply = loop.ApplyLoop(
-        conn=conn,
-        kube=kube,
-        publisher=publishing.Publisher(conn, site=SITE, prefix=prefix),
-        ctx=intents.Context(site=SITE, namespaces=(NAMESPACE,), namespace_retry=0.5),
-        trusted=hub_keys.verify_keys(),
-        retired=hub_keys.retired,
-        metrics=metrics,
-        readiness=readiness,
-        prefix=prefix,
-        bind_retry=0.2,
-    )
+    deps = wiring.deps(conn, kube, hub_keys, site=SITE, prefix=prefix)
+    metrics, readiness = deps.metrics, deps.readiness
+    settings = wiring.settings(site=SITE, namespaces=(NAMESPACE,), prefix=prefix, namespace_retry=0.5)
+    # Only forged intents are sent here, never applied: nothing is deleted, no Deleted is owed.
+    apply = loop.ApplyLoop(settings, deps, on_delete=lambda namespace, name, seq: None, bind_retry=0.2)
     agent = Agent(apply, metrics, readiness)
     agent.task = asyncio.create_task(apply.run())
     try:

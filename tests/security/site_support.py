@@ -23,11 +23,9 @@ import yaml
 from nats.aio.client import Client
 
 from agent import metrics as agent_metrics
-from agent import publishing
-from agent.apply import intents
 from agent.apply import loop as apply_loop
 from agent.status import loop as status_loop
-from common import bus, health
+from common import bus
 from common import kube as ckube
 from common.kube import resources
 from hub import crdgen
@@ -37,6 +35,7 @@ from hub.controllers import rkcp as rkcp_controller
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi, natsd
 from tests import helpers, hub_loops
+from tests.agent import wiring
 from tests.hub import conftest as hub_conftest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,17 +96,13 @@ class World:
 
     def start_agent(self, *, namespaces: tuple[str, ...] = ()) -> apply_loop.ApplyLoop:
         m = self.agent_metrics
-        publisher = publishing.Publisher(self.site_conn, site=SITE, prefix=PREFIX)
-        status = status_loop.StatusLoop(
-            helpers.agent_settings(site=SITE, namespaces=namespaces, status_min_interval=0.1),
-            status_loop.StatusDeps(kube=self.site, publisher=publisher, hub_keys=self.public, metrics=m),
+        deps = wiring.deps(self.site_conn, self.site, self.public, site=SITE, prefix=PREFIX, metrics=m)
+        publisher = deps.publisher
+        settings = wiring.settings(
+            site=SITE, namespaces=namespaces, prefix=PREFIX, status_min_interval=0.1, namespace_retry=0.5
         )
-        apply = apply_loop.ApplyLoop(
-            conn=self.site_conn, kube=self.site, publisher=publisher,
-            ctx=intents.Context(site=SITE, namespaces=namespaces, namespace_retry=0.5),
-            trusted=self.public.verify_keys(), metrics=m, readiness=health.Readiness(), prefix=PREFIX,
-            bind_retry=0.2, on_delete=status.deleting,
-        )  # fmt: skip
+        status = status_loop.StatusLoop(settings, deps)
+        apply = apply_loop.ApplyLoop(settings, deps, on_delete=status.deleting, bind_retry=0.2)
 
         async def beat() -> None:
             while True:

@@ -30,7 +30,7 @@ import pytest
 import pytest_asyncio
 from nats.aio.client import Client
 
-from agent.apply import intents
+from agent.apply import intake
 from common import bus
 from protocol import keys, messages, signing, streams
 from sandbox import natsd
@@ -248,7 +248,7 @@ async def test_a_hostile_intent_is_refused_and_the_agent_carries_on(
     assert state.num_redelivered == 0  # terminated: not redelivered, in this case or any before
 
     refusals = [
-        r for r in caplog.records if r.name == "agent.apply.loop" and r.levelno == logging.WARNING
+        r for r in caplog.records if r.name == "agent.apply.applying" and r.levelno == logging.WARNING
         and subject in r.getMessage() and f": {reason}: " in r.getMessage()
     ]  # fmt: skip
     assert len(refusals) == 1 and f"seq {ack.seq}" in refusals[0].getMessage()
@@ -266,12 +266,12 @@ async def test_an_intent_over_the_streams_size_limit_never_reaches_the_agent(
     world: s.World, attacker: Client
 ) -> None:
     """The intent stream's ``max_msg_size`` (issue 10, finding 4) refuses it at the server, with the
-    limit named; the agent's own bound (``intents.MAX_INTENT_BYTES``, for a stream configured
-    larger) is in the intake table of tests/agent/apply/test_intents.py."""
+    limit named; the agent's own bound (``intake.MAX_INTENT_BYTES``, for a stream configured
+    larger) is in the intake table of tests/agent/apply/test_intake.py."""
     w = world
     info = await attacker.jetstream().stream_info(s.intent_stream())
     limit = info.config.max_msg_size or 0
-    assert 0 < limit <= intents.MAX_INTENT_BYTES
+    assert 0 < limit <= intake.MAX_INTENT_BYTES
     name = f"atk-{next(_names)}"
     payload = oversized(w, name, size=limit + 1)
     before = info.state.last_seq

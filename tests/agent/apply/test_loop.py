@@ -10,40 +10,39 @@ from typing import Any
 import msgspec
 import pytest
 
-from agent import metrics as agent_metrics
-from agent import publishing, tcps
-from agent.apply import intents, loop
-from common import bus, health
+from agent import tcps
+from agent.apply import loop
+from common import bus
 from common import kube as ckube
 from common.bus import topology
 from common.kube import resources
 from protocol import keys, messages, signing, streams, subjects
 from sandbox import natsd
 from tests import helpers
+from tests.agent import wiring
 from tests.agent.conftest import NAMESPACE, SITE, Hub, intent, with_version
 
 TCP = resources.TENANT_CONTROL_PLANE
 
 
 class Agent:
+    """An ApplyLoop wired as the agent wires it; what it tells the status loop is recorded."""
+
     def __init__(self, conn: bus.Connection, kube: ckube.Kube, hub: Hub, **ctx: Any) -> None:
-        self.metrics = agent_metrics.Metrics()
-        self.readiness = health.Readiness()
-        context = intents.Context(
-            site=SITE, namespaces=ctx.pop("namespaces", ()), namespace_retry=ctx.pop("namespace_retry", 0.5)
-        )
-        self.loop = loop.ApplyLoop(
-            conn=conn,
-            kube=kube,
-            publisher=publishing.Publisher(conn, site=SITE, prefix=hub.prefix),
-            ctx=context,
-            trusted=hub.public.verify_keys(),
-            metrics=self.metrics,
-            readiness=self.readiness,
+        deps = wiring.deps(conn, kube, hub.public, prefix=hub.prefix)
+        self.metrics, self.readiness = deps.metrics, deps.readiness
+        self.deleting: list[tuple[str, str, int]] = []
+        """(namespace, name, intent seq) of each TCP deleted for a delete intent (``on_delete``)."""
+        settings = wiring.settings(
             prefix=hub.prefix,
-            bind_retry=0.2,
+            namespaces=ctx.pop("namespaces", ()),
+            namespace_retry=ctx.pop("namespace_retry", 0.5),
         )
+        self.loop = loop.ApplyLoop(settings, deps, on_delete=self._deleting, bind_retry=0.2)
         self.task: asyncio.Task[None] | None = None
+
+    def _deleting(self, namespace: str, name: str, intent_seq: int) -> None:
+        self.deleting.append((namespace, name, intent_seq))
 
     def start(self) -> None:
         self.task = asyncio.create_task(self.loop.run())
@@ -112,9 +111,11 @@ async def test_update_patches_and_delete_waits_for_kamaji(agent: Agent, hub: Hub
         "cp1",
         lambda o: _phase(o) == "Upgrading" or (_phase(o) == "Ready" and _version(o) == "v1.32.0"),
     )
-    await hub.send(msgspec.structs.replace(first, op="delete", spec={}, generation=3))
-    deleted = await hub.status_is("cp1", "Deleted")
-    assert deleted.owner_uid == first.owner.uid
+    seq = await hub.send(msgspec.structs.replace(first, op="delete", spec={}, generation=3))
+    # The status loop, told before the delete, reports the Deleted once the TCP is gone
+    # (tests/agent/status/test_loop.py); the apply loop acks once it is gone.
+    await helpers.eventually(lambda: agent.count("delete", "deleted") == 1, within=15)
+    assert agent.deleting == [(NAMESPACE, "cp1", seq)]
     assert await site.get_or_none(TCP, "cp1", namespace=NAMESPACE) is None
 
 
@@ -244,7 +245,8 @@ async def test_stopped_before_ack_converges_with_one_write(
     first = Agent(conn, site, hub)
     consumer = await bus.bind(conn, first.loop.definition)
     [delivery] = await consumer.fetch(1, timeout=5)
-    decision = await first.loop.process(signing.verify(delivery.data, hub.public.verify_keys()), delivery)
+    verified = signing.verify(delivery.data, hub.public.verify_keys())
+    decision = await first.loop.applier.process(verified, delivery)
     assert decision.result == "applied"  # applied, then the agent "dies" before acking
     await consumer.unsubscribe()
     created = await site.get(TCP, "cp1", namespace=NAMESPACE)
@@ -290,8 +292,8 @@ async def test_an_older_sequence_after_a_newer_one_is_ignored(
     await hub.send(newer)
     [new] = await consumer.fetch(1, timeout=5)
     trusted = hub.public.verify_keys()
-    assert (await a.loop.process(signing.verify(new.data, trusted), new)).result == "applied"
-    assert (await a.loop.process(signing.verify(old.data, trusted), old)).result == "stale"
+    assert (await a.loop.applier.process(signing.verify(new.data, trusted), new)).result == "applied"
+    assert (await a.loop.applier.process(signing.verify(old.data, trusted), old)).result == "stale"
     obj = await site.get(TCP, "cp1", namespace=NAMESPACE)
     assert obj["spec"]["kubernetes"]["version"] == "v1.32.0"
     await consumer.unsubscribe()

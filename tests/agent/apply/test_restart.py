@@ -55,7 +55,7 @@ async def test_intents_fetched_by_a_killed_agent_are_applied_soon_after_the_rest
         fetched.extend(await consumer.fetch(BURST, timeout=5))
     # The first one is applied and its Status sent, then the agent dies before acking it.
     first = fetched[0]
-    decision = await dying.loop.process(signing.verify(first.data, hub.public.verify_keys()), first)
+    decision = await dying.loop.applier.process(signing.verify(first.data, hub.public.verify_keys()), first)
     assert decision.result == "applied"
     applied_first = await site.get(TCP, first.subject.rsplit(".", 1)[-1], namespace=NAMESPACE)
     await dying_conn.close()  # SIGKILL as the server sees it: the connection is gone, nothing settled

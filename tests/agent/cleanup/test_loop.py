@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from agent import metrics as agent_metrics
 from agent import tcps
-from agent.cleanup import loop, orphans
+from agent.cleanup import loop, orphans, reading
 from common import bus
 from common import kube as ckube
 from common.kube import resources
 from protocol import keys, streams, subjects
 from tests import helpers
+from tests.agent import wiring
 from tests.agent.apply.test_loop import Agent, tcp_where
 from tests.agent.conftest import NAMESPACE, SITE, Hub, intent, with_version
 
@@ -32,32 +32,29 @@ class Cleanup:
     def __init__(
         self, conn: bus.Connection, kube: ckube.Kube, hub: Hub, *, agent: Agent | None, **kw: Any
     ) -> None:
-        self.metrics = agent_metrics.Metrics()
+        deps = wiring.deps(conn, kube, hub.public, prefix=hub.prefix)
+        self.metrics = deps.metrics
         self.republished = 0
         definition = streams.agent_consumer(SITE, prefix=hub.prefix)
 
         async def caught_up() -> bool:
             # Without a running apply loop, only the server's side counts (the test fetches nothing).
             idle = (lambda: agent.loop.idle) if agent is not None else (lambda: True)
-            return await loop.consumer_caught_up(conn, definition, idle)
+            return await reading.consumer_caught_up(conn, definition, idle)
 
         async def republish() -> None:
             self.republished += 1
 
         self.caught_up = caught_up
-        self.loop = loop.CleanupLoop(
-            conn=conn,
-            kube=kube,
-            site=SITE,
-            trusted=hub.public.verify_keys(),
-            metrics=self.metrics,
-            caught_up=caught_up,
-            policy=kw.pop("policy", "delete"),
-            grace=GRACE,
-            interval=kw.pop("interval", 3600.0),
-            namespaces=kw.pop("namespaces", (NAMESPACE,)),
+        settings = wiring.settings(
             prefix=hub.prefix,
-            republish=kw.pop("republish", republish),
+            namespaces=kw.pop("namespaces", (NAMESPACE,)),
+            orphan_policy=kw.pop("policy", "delete"),
+            orphan_grace=GRACE,
+            resync_interval=kw.pop("interval", 3600.0),
+        )
+        self.loop = loop.CleanupLoop(
+            settings, deps, caught_up=caught_up, republish=kw.pop("republish", republish)
         )
 
     def sample(self, name: str, **labels: str) -> float:
@@ -209,7 +206,7 @@ async def test_an_orphan_is_deleted_after_the_grace_with_a_warning_event(
     assert [type(a) for a in second.actions] == [orphans.DeleteOrphan]
     await tcp_where(site, "lost", lambda o: o is None)  # through Kamaji's finalizer
     assert cleanup.orphans("deleted") == 1
-    [event] = await events(site, loop.REASON_DELETED, "lost")
+    [event] = await events(site, orphans.REASON_DELETED, "lost")
     assert event["type"] == "Warning" and event["involvedObject"]["uid"] == created["metadata"]["uid"]
     assert event["involvedObject"]["kind"] == "TenantControlPlane"
     assert "no intent" in event["message"] and "deleting it" in event["message"]
@@ -236,7 +233,7 @@ async def test_a_purged_subject_is_only_reported_once_with_policy_report(
     obj = await site.get(TCP, "cp1", namespace=NAMESPACE)
     assert not obj["metadata"].get("deletionTimestamp")
     assert cleanup.orphans("reported") == 1 and cleanup.orphans("deleted") == 0
-    [event] = await events(site, loop.REASON_ORPHANED, "cp1")
+    [event] = await events(site, orphans.REASON_ORPHANED, "cp1")
     assert event["type"] == "Warning" and "orphan policy report" in event["message"]
 
 
@@ -250,7 +247,7 @@ async def test_no_orphan_is_touched_while_intents_are_pending(
         assert (await cleanup.loop.run_once(now=now)).actions == ()
     assert await site.get_or_none(TCP, "lost", namespace=NAMESPACE) is not None
     assert cleanup.orphans("deleted") == 0
-    assert await events(site, loop.REASON_DELETED, "lost") == []
+    assert await events(site, orphans.REASON_DELETED, "lost") == []
 
     a = Agent(conn, site, hub)
     a.start()

@@ -22,7 +22,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from agent import metrics as agent_metrics
-from agent import publishing, tcps
+from agent import tcps
 from agent.status import loop as status_loop
 from common import bus
 from common import kube as ckube
@@ -31,6 +31,7 @@ from common.kube import resources
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi
 from tests import helpers
+from tests.agent import wiring
 
 SITE = "site-a"
 NS = "tenants"
@@ -124,13 +125,8 @@ async def start(
     ) -> tuple[status_loop.StatusLoop, agent_metrics.Metrics]:
         metrics = agent_metrics.Metrics()
         loop = status_loop.StatusLoop(
-            helpers.agent_settings(site=SITE, namespaces=namespaces, status_min_interval=min_interval),
-            status_loop.StatusDeps(
-                kube=kube,
-                publisher=publishing.Publisher(conn, site=SITE, prefix=prefix),
-                hub_keys=hub_keys,
-                metrics=metrics,
-            ),
+            wiring.settings(site=SITE, namespaces=namespaces, status_min_interval=min_interval),
+            wiring.deps(conn, kube, hub_keys, site=SITE, prefix=prefix, metrics=metrics),
         )
         tasks.append(asyncio.create_task(loop.run()))
         await asyncio.wait_for(loop.wait_synced(), 10)

@@ -1,0 +1,206 @@
+"""Applying one intent delivery: verify, observe, decide, execute, report, settle.
+
+The apply loop's workers hand each delivery to ``Applier.handle``. Deciding is
+``intents.decide``'s job (verifying ``intake``'s); this module only performs what they decide
+and never acks before the API has persisted the change and its Status was published.
+
+Talks to the site's API server (``common.kube``: get, create, patch, delete TCPs), NATS through
+the delivery (ack, nak, term) and ``agent.publishing.Publisher`` (Status).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+
+from agent import tcps
+from agent.apply import intake, intents
+from agent.apply.outcomes import Result, Settle
+from agent.deps import Deps
+from agent.settings import AgentSettings
+from common import backoff, bus
+from common.bus import errors as bus_errors
+from common.kube import errors as kerrors
+from protocol import messages
+
+log = logging.getLogger(__name__)
+
+
+class Applier:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        deps: Deps,
+        *,
+        on_delete: Callable[[str, str, int], None],
+        superseded: Callable[[str], bool],
+    ) -> None:
+        self.kube = deps.kube
+        self.publisher = deps.publisher
+        self.metrics = deps.metrics
+        self.ctx = intents.Context(
+            site=settings.site,
+            namespaces=settings.target_namespaces,
+            namespace_retry=settings.namespace_retry,
+        )
+        self.trusted = deps.hub_keys.verify_keys()
+        self.retired = frozenset(deps.hub_keys.retired)
+        """Key ids the hub retired: an intent naming one is refused as ``retired_key``."""
+        self.prefix = settings.prefix
+        self.on_delete = on_delete
+        """Told (namespace, name, intent seq) before a TCP is deleted for a delete intent: the
+        status loop reports the Deleted once the TCP is gone. One Deleted per TCP from one place:
+        two publishers could reach the hub in either order, and it purges at the first."""
+        self.superseded = superseded
+        """Whether a newer message for the TCP of this subject waits (stop waiting on this one)."""
+
+    async def handle(self, delivery: bus.Delivery) -> None:
+        """Process one delivery and settle it (ack only once the outcome is persisted and reported)."""
+        started = time.perf_counter()
+        intent = await self._verified(delivery)
+        if intent is None:
+            return
+        decision = await self.process(intent, delivery)
+        await self._settle(delivery, decision)
+        self.metrics.intents.labels(op=intent.op, result=decision.result).inc()
+        if decision.settle is Settle.TERM:
+            self.metrics.intents_rejected.labels(reason=decision.result).inc()
+        self.metrics.apply_seconds.observe(time.perf_counter() - started)
+        log.info(
+            "intent %s seq %d (%s, generation %d): %s%s",
+            delivery.subject,
+            delivery.stream_seq,
+            intent.op,
+            intent.generation,
+            decision.result,
+            f" ({decision.report.reason})" if decision.report else "",
+        )
+
+    async def process(self, intent: messages.Intent, delivery: bus.Delivery) -> intents.Decision:
+        """Observe, decide, execute and report; the caller settles the message."""
+        try:
+            observed = await self.kube.get_or_none(tcps.TCP, intent.name, namespace=intent.namespace)
+        except kerrors.KubeError as exc:
+            decision = intents.after_error(intent, exc, num_delivered=delivery.num_delivered, ctx=self.ctx)
+        else:
+            decision = intents.decide(intent, delivery.stream_seq, observed, ctx=self.ctx)
+            if decision.action is not None:
+                decision = await self._execute(decision, intent, delivery)
+        if decision.report is not None and not await self._reported(intent, delivery, decision.report):
+            decision = _retry(delivery)
+        return decision
+
+    async def _reported(
+        self, intent: messages.Intent, delivery: bus.Delivery, report: intents.Report
+    ) -> bool:
+        """Publish the Status ``report`` says; False (logged) when the server did not take it."""
+        status = intents.new_status(intent, delivery.stream_seq, report, now=messages.utcnow())
+        try:
+            await self.publisher.status(status, about=f"intent-{delivery.stream_seq}")
+        except bus_errors.BusError as exc:
+            log.warning(
+                "reporting %s for %s failed (%s); retrying the intent", report.phase, delivery.subject, exc
+            )
+            return False
+        return True
+
+    async def _verified(self, delivery: bus.Delivery) -> messages.Intent | None:
+        found = intake.intake(
+            delivery.data,
+            delivery.subject,
+            trusted=self.trusted,
+            retired=self.retired,
+            site=self.ctx.site,
+            prefix=self.prefix,
+        )
+        if isinstance(found, intake.Refusal):
+            log.warning(
+                "refused intent on %s (seq %d): %s: %s; terminated",
+                delivery.subject,
+                delivery.stream_seq,
+                found.reason,
+                found.message,
+            )
+            self.metrics.intents.labels(op="unknown", result=found.result).inc()
+            self.metrics.intents_rejected.labels(reason=found.reason).inc()
+            await delivery.term()
+            return None
+        return found
+
+    async def _execute(
+        self, decision: intents.Decision, intent: messages.Intent, delivery: bus.Delivery
+    ) -> intents.Decision:
+        action = decision.action
+        try:
+            if isinstance(action, intents.Create):
+                await self.kube.create(tcps.TCP, action.body, namespace=intent.namespace)
+            elif isinstance(action, intents.Patch):
+                await self.kube.patch(tcps.TCP, intent.name, action.patch, namespace=intent.namespace)
+            elif isinstance(action, intents.Delete):
+                return await self._delete(decision, action, intent, delivery)
+        except kerrors.KubeError as exc:
+            return intents.after_error(intent, exc, num_delivered=delivery.num_delivered, ctx=self.ctx)
+        return decision
+
+    async def _delete(
+        self,
+        decision: intents.Decision,
+        action: intents.Delete,
+        intent: messages.Intent,
+        delivery: bus.Delivery,
+    ) -> intents.Decision:
+        """Delete the TCP and wait until Kamaji's finalizers let it go; no Status is sent after.
+
+        For a delete intent the status loop, told first, reports the Deleted once the TCP is
+        gone. For an earlier owner's TCP (``replacing``) the report (Provisioning/
+        ReplacingPreviousOwner, for the new owner) goes out first, since the finalizers may hold
+        the old TCP for a while; the redelivery (``nak``) then creates the intent owner's.
+        """
+        if not action.replacing:
+            self.on_delete(intent.namespace, intent.name, delivery.stream_seq)
+        elif decision.report is not None and not await self._reported(intent, delivery, decision.report):
+            return _retry(delivery)
+        await self.kube.delete(tcps.TCP, intent.name, namespace=intent.namespace, uid=action.uid or None)
+        if not await self._wait_gone(intent, uid=action.uid, delivery=delivery):
+            return intents.Decision(Result.SUPERSEDED)
+        if action.replacing:
+            log.warning(
+                "TenantControlPlane %s/%s of a previous owner deleted for intent seq %d (owner uid %s)",
+                intent.namespace,
+                intent.name,
+                delivery.stream_seq,
+                intent.owner.uid,
+            )
+        return dataclasses.replace(decision, report=None)
+
+    async def _wait_gone(self, intent: messages.Intent, *, uid: str, delivery: bus.Delivery) -> bool:
+        """Wait until Kamaji's finalizers let the TCP go; False when a newer intent superseded this one.
+
+        The delivery stays held meanwhile: the keeper's in-progress acks keep it ours."""
+        polls = 0
+        while True:
+            found = await self.kube.get_or_none(tcps.TCP, intent.name, namespace=intent.namespace)
+            if found is None or tcps.uid(found) != uid:
+                return True
+            if self.superseded(delivery.subject):
+                return False
+            polls += 1
+            await asyncio.sleep(backoff.delay(polls, base=0.2, cap=2.0, jitter=False))
+
+    async def _settle(self, delivery: bus.Delivery, decision: intents.Decision) -> None:
+        if decision.settle is Settle.ACK:
+            await delivery.ack()
+        elif decision.settle is Settle.NAK:
+            await delivery.nak(delay=decision.delay)
+        else:
+            await delivery.term()
+
+
+def _retry(delivery: bus.Delivery) -> intents.Decision:
+    """Try the intent again on redelivery, after the backoff its delivery count calls for."""
+    return intents.Decision(
+        Result.RETRY, settle=Settle.NAK, delay=intents.redelivery_delay(delivery.num_delivered)
+    )
