@@ -53,8 +53,6 @@ KNOWN: frozenset[str] = frozenset(
         "function hub/reconcile/rkcp.py:reconcile_delete",
         "function hub/reconcile/rkcp.py:reconcile_normal",
         "function kamaji_broker/cli.py:_parser",
-        "function sandbox/kubeapi/admission.py:metadata_causes",
-        "function sandbox/kubeapi/resources.py:builtins",
         "function sandbox/kubeapi/store.py:Store.create",
         "function sandbox/kubeapi/store.py:Store.update",
         "function sandbox/launcher/topology.py:Topology.__init__",

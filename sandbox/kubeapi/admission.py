@@ -85,6 +85,18 @@ def metadata_causes(rtype: resources.ResourceType, meta: dict[str, Any]) -> list
             *causes,
             errors.Cause("FieldValueTypeInvalid", "Invalid value: must be a map", "metadata.labels"),
         ]
+    causes += _label_causes(labels)
+    causes += _annotation_causes(meta.get("annotations") or {})
+    for key in ("finalizers",):
+        if not isinstance(meta.get(key) or [], list):
+            causes.append(
+                errors.Cause("FieldValueTypeInvalid", "Invalid value: must be a list", f"metadata.{key}")
+            )
+    return causes
+
+
+def _label_causes(labels: dict[str, Any]) -> list[errors.Cause]:
+    causes: list[errors.Cause] = []
     for key, value in labels.items():
         if not _label_key_ok(key):
             causes.append(
@@ -104,7 +116,11 @@ def metadata_causes(rtype: resources.ResourceType, meta: dict[str, Any]) -> list
                     f"metadata.labels[{key}]",
                 )
             )
-    annotations = meta.get("annotations") or {}
+    return causes
+
+
+def _annotation_causes(annotations: Any) -> list[errors.Cause]:
+    causes: list[errors.Cause] = []
     if (
         isinstance(annotations, dict)
         and sum(len(k) + len(str(v)) for k, v in annotations.items()) > _ANNOTATIONS_MAX
@@ -123,11 +139,6 @@ def metadata_causes(rtype: resources.ResourceType, meta: dict[str, Any]) -> list
                 "FieldValueTypeInvalid", "Invalid value: values must be strings", "metadata.annotations"
             )
         )
-    for key in ("finalizers",):
-        if not isinstance(meta.get(key) or [], list):
-            causes.append(
-                errors.Cause("FieldValueTypeInvalid", "Invalid value: must be a list", f"metadata.{key}")
-            )
     return causes
 
 
