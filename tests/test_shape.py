@@ -39,7 +39,6 @@ KNOWN: frozenset[str] = frozenset(
         "module sandbox/kamaji/reconcile.py",
         "module sandbox/kamaji/simulator.py",
         "module sandbox/kubeapi/handlers.py",
-        "module sandbox/kubeapi/schema.py",
         "module sandbox/kubeapi/store.py",
         "module sandbox/launcher/topology.py",
         "function agent/main.py:Agent.start",

@@ -3,7 +3,7 @@
 Owns the per-resource admission the real apiserver applies on create and update: apiVersion/kind
 checks, metadata validation (names, labels), Secret ``stringData`` folding and ``data`` checks,
 Namespace defaults, CRD validation (``resources.from_crd``) and, for custom resources, prune →
-default → validate against the version's ``openAPIV3Schema`` (``schema``). Pure: mutates only
+default → validate against the version's ``openAPIV3Schema`` (``pruning``, ``schema``). Pure: mutates only
 the object it is given and raises ``errors.ApiError``.
 """
 
@@ -14,7 +14,7 @@ import binascii
 import re
 from typing import Any
 
-from sandbox.kubeapi import errors, resources, schema
+from sandbox.kubeapi import errors, pruning, resources, schema
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -176,12 +176,12 @@ def _custom(
     structural = rtype.schemas.get(version) or {}
     if not structural:
         return []
-    unknown = [f'unknown field "{path}"' for path in schema.prune(obj, structural)]
+    unknown = [f'unknown field "{path}"' for path in pruning.prune(obj, structural)]
     if unknown and field_validation == "Strict":
         raise errors.bad_request("strict decoding error: " + ", ".join(unknown))
     if field_validation == "Warn":
         warnings.extend(unknown)
-    schema.apply_defaults(obj, structural)
+    pruning.apply_defaults(obj, structural)
     return schema.validate(obj, structural)
 
 
