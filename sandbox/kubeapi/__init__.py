@@ -12,8 +12,8 @@ collection) that kubectl, kubernetes_asyncio and the official client work agains
 
 Layers, bottom up: pure pieces (``errors``, ``selectors``, ``patching``, ``formats``,
 ``schema``, ``pruning``, ``resources``, ``routing``, ``discovery``, ``tables``, ``protobuf``,
-``options``), the state
-(``watching``, ``objects``, ``admission``, ``store``, ``collecting``), HTTP (``rendering``,
+``options``), the state (``watching``, ``objects``, ``owners``, ``listing``, ``metadata``,
+``admission``, ``store``, ``collecting``), HTTP (``rendering``,
 ``streaming``, ``handlers``, ``server``). Known deviations from a real apiserver are listed in
 ``DEVIATIONS``.
 """

@@ -1,10 +1,11 @@
 """What a write does to an object before it is stored: identity, metadata, per-kind rules, schema.
 
 Owns the per-resource admission the real apiserver applies on create and update: apiVersion/kind
-checks, metadata validation (names, labels), Secret ``stringData`` folding and ``data`` checks,
-Namespace defaults, CRD validation (``resources.from_crd``) and, for custom resources, prune →
-default → validate against the version's ``openAPIV3Schema`` (``pruning``, ``schema``). Pure: mutates only
-the object it is given and raises ``errors.ApiError``.
+checks, which part of a PUT counts when status is a subresource, metadata validation (names,
+labels), Secret ``stringData`` folding and ``data`` checks, Namespace defaults, CRD validation
+(``resources.from_crd``) and, for custom resources, prune → default → validate against the
+version's ``openAPIV3Schema`` (``pruning``, ``schema``). Pure: mutates only the object it is
+given and raises ``errors.ApiError``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import binascii
 import re
 from typing import Any
 
-from sandbox.kubeapi import errors, pruning, resources, schema
+from sandbox.kubeapi import errors, metadata, objects, options, pruning, resources, schema, watching
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -142,6 +143,24 @@ def _annotation_causes(annotations: Any) -> list[errors.Cause]:
     return causes
 
 
+def merge_subresource(
+    rtype: resources.ResourceType, current: watching.Entry, body: dict[str, Any], subresource: str
+) -> dict[str, Any]:
+    """What a PUT replaces: only status through ``/status``, else all but a status subresource."""
+    if subresource == "status":
+        new = objects.copy_obj(current)
+        if "status" in body:
+            new["status"] = body["status"]
+        else:
+            new.pop("status", None)
+        return new
+    if rtype.has_status:
+        body.pop("status", None)
+        if "status" in current.obj:
+            body["status"] = objects.copy_obj(current)["status"]
+    return body
+
+
 def _secret(obj: dict[str, Any]) -> list[errors.Cause]:
     data = obj.get("data") or {}
     for key, text in (obj.pop("stringData", None) or {}).items():
@@ -190,22 +209,19 @@ def admit(
     obj: dict[str, Any],
     *,
     version: str,
-    field_validation: str = "Warn",
-    warnings: list[str] | None = None,
+    write: options.Write = options.PLAIN_WRITE,
 ) -> None:
     """Normalise ``obj`` in place for storage; raise 422 Invalid (or 400) when it is not acceptable.
 
-    ``field_validation`` is the request's fieldValidation (Warn, the server default, appends one
-    message per pruned unknown field to ``warnings``; Strict rejects them with 400).
+    ``write.field_validation`` is the request's fieldValidation (Warn, the server default, appends
+    one message per pruned unknown field to ``write.warnings``; Strict rejects them with 400).
     """
-    meta = obj.setdefault("metadata", {})
-    if not isinstance(meta, dict):
-        raise errors.bad_request("metadata must be an object")
+    meta = metadata.of(obj)
     meta.pop("managedFields", None)
     causes = metadata_causes(rtype, meta)
     if rtype.crd_name:
-        sink = warnings if warnings is not None else []
-        causes += _custom(rtype, obj, version, field_validation=field_validation, warnings=sink)
+        sink = write.warnings if write.warnings is not None else []
+        causes += _custom(rtype, obj, version, field_validation=write.field_validation, warnings=sink)
     elif rtype.key == ("", "secrets"):
         causes += _secret(obj)
     elif rtype.key == ("", "namespaces"):

@@ -158,7 +158,7 @@ class Handler:
                     target.namespace or "",
                     body,
                     version=target.version,
-                    **_write_args(request),
+                    write=_write(request),
                 )
                 return respond(rendering.object_bytes(view, entry), status=201)
             if method == "DELETE":
@@ -228,7 +228,7 @@ class Handler:
                 body,
                 version=target.version,
                 subresource=sub,
-                **_write_args(request),
+                write=_write(request),
             )
             return respond(rendering.object_bytes(view, entry))
         if method == "PATCH":
@@ -254,7 +254,7 @@ class Handler:
         except errors.ApiError:
             if content_type != "application/apply-patch+yaml":
                 raise
-            return self.store.create(rtype, ns, patch, version=target.version, **_write_args(request))
+            return self.store.create(rtype, ns, patch, version=target.version, write=_write(request))
         patched = apply_patch(content_type, rendering.as_version(view, current), patch)
         return self.store.update(
             rtype,
@@ -263,7 +263,7 @@ class Handler:
             patched,
             version=target.version,
             subresource=target.subresource,
-            **_write_args(request),
+            write=_write(request),
         )
 
     async def _scale(
@@ -300,7 +300,7 @@ class Handler:
         if wanted_rv:
             obj["metadata"]["resourceVersion"] = wanted_rv
         rendering.set_path(obj, rtype.scale.spec_replicas_path, replicas)
-        entry = self.store.update(rtype, ns, name, obj, version=rtype.storage_version, **_write_args(request))
+        entry = self.store.update(rtype, ns, name, obj, version=rtype.storage_version, write=_write(request))
         return respond_json(rendering.scale_of(rtype, entry))
 
     async def _delete(
@@ -390,13 +390,9 @@ def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> dict[s
     return result
 
 
-def _write_args(request: web.Request) -> dict[str, Any]:
-    """dryRun and fieldValidation of a write, and the list that collects its warnings."""
-    return {
-        "dry_run": options.dry_run(request.query),
-        "field_validation": options.field_validation(request.query),
-        "warnings": request.setdefault(_WARNINGS, []),
-    }
+def _write(request: web.Request) -> options.Write:
+    """dryRun and fieldValidation of a write, and the request's list that collects its warnings."""
+    return options.write(request.query, request.setdefault(_WARNINGS, []))
 
 
 def _decode(raw: bytes, *, yaml_ok: bool = False) -> Any:
