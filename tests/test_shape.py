@@ -38,7 +38,6 @@ KNOWN: frozenset[str] = frozenset(
         "module kamaji_broker/cli.py",
         "module sandbox/kamaji/reconcile.py",
         "module sandbox/kamaji/simulator.py",
-        "module sandbox/kubeapi/handlers.py",
         "module sandbox/launcher/topology.py",
         "function agent/main.py:Agent.start",
         "function common/keyfiles.py:generate",
