@@ -1,15 +1,15 @@
 """The delete verbs over HTTP: DELETE of one object and of a collection.
 
-Owns ``DeleteOptions`` as the real server reads them (query parameters and body:
-propagationPolicy or the old orphanDependents, uid and resourceVersion preconditions, dryRun)
-and what a DELETE answers: the object while finalizers hold it (and always for custom resources
-and namespaces), else a Success Status; a deletecollection answers the list it deleted. Talks to
-a ``store.Store`` through ``calls.Call``; answers with ``responses``.
+Owns reading ``DeleteOptions`` into ``options.Deletion`` as the real server does (query
+parameters and body: propagationPolicy or the old orphanDependents, uid and resourceVersion
+preconditions, dryRun) and what a DELETE answers: the object while finalizers hold it (and
+always for custom resources and namespaces), else a Success Status; a deletecollection answers
+the list it deleted. Talks to a ``store.Store`` through ``calls.Call``; answers with
+``responses``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -17,17 +17,7 @@ from aiohttp import web
 from sandbox.kubeapi import calls, errors, options, rendering, responses, store
 
 
-@dataclass(frozen=True)
-class Deletion:
-    """The DeleteOptions of one request."""
-
-    propagation: str
-    uid: str | None
-    resource_version: str | None
-    dry_run: bool
-
-
-async def deletion(request: web.Request) -> Deletion:
+async def deletion(request: web.Request) -> options.Deletion:
     """DeleteOptions from the query and the (optional) JSON body; 400 for an unknown propagation."""
     query = request.query
     opts: dict[str, Any] = {}
@@ -41,7 +31,7 @@ async def deletion(request: web.Request) -> Deletion:
     if propagation not in ("Background", "Foreground", "Orphan"):
         raise errors.bad_request(f'unsupported propagationPolicy "{propagation}"')
     preconditions = opts.get("preconditions") or {}
-    return Deletion(
+    return options.Deletion(
         propagation=propagation,
         uid=preconditions.get("uid"),
         resource_version=preconditions.get("resourceVersion"),
@@ -50,16 +40,7 @@ async def deletion(request: web.Request) -> Deletion:
 
 
 async def delete(state: store.Store, call: calls.Call) -> web.Response:
-    opts = await deletion(call.request)
-    entry, gone = state.delete(
-        call.rtype,
-        call.namespace,
-        call.name,
-        propagation=opts.propagation,
-        uid=opts.uid,
-        resource_version=opts.resource_version,
-        dry_run=opts.dry_run,
-    )
+    entry, gone = state.delete(call.rtype, call.namespace, call.name, deletion=await deletion(call.request))
     if call.rtype.returns_deleted_object or not gone:
         return responses.respond(rendering.object_bytes(call.view, entry))
     meta = entry.obj["metadata"]
@@ -73,17 +54,12 @@ async def delete_collection(state: store.Store, call: calls.Call) -> web.Respons
     opts = await deletion(call.request)
     page = state.list_page(call.rtype, call.filter())
     deleted = []
+    each = options.Deletion(propagation=opts.propagation, dry_run=opts.dry_run)  # no preconditions
     for entry in page.entries:
         meta = entry.obj["metadata"]
         if state.objects(call.rtype.key).get((meta.get("namespace", ""), meta["name"])) is None:
             continue  # already collected by a cascade of an earlier item
-        result, _ = state.delete(
-            call.rtype,
-            meta.get("namespace", ""),
-            meta["name"],
-            propagation=opts.propagation,
-            dry_run=opts.dry_run,
-        )
+        result, _ = state.delete(call.rtype, meta.get("namespace", ""), meta["name"], deletion=each)
         deleted.append(result)
     plain = rendering.View(call.rtype, call.view.version)
     return responses.respond(

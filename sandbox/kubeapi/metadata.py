@@ -15,7 +15,7 @@ import random
 import uuid
 from typing import Any
 
-from sandbox.kubeapi import errors, objects, resources
+from sandbox.kubeapi import errors, objects, options, resources
 
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 #: Set by the server only: a client's values are dropped on create and replaced on update.
@@ -90,10 +90,9 @@ def check_put(
         raise _uid_conflict(rtype, meta["name"], meta["uid"], have["uid"])
 
 
-def check_delete(
-    rtype: resources.ResourceType, meta: dict[str, Any], *, uid: str | None, resource_version: str | None
-) -> None:
+def check_delete(rtype: resources.ResourceType, meta: dict[str, Any], deletion: options.Deletion) -> None:
     """DeleteOptions preconditions against the current object's ``meta``."""
+    uid, resource_version = deletion.uid, deletion.resource_version
     if uid and uid != meta["uid"]:
         raise _uid_conflict(rtype, meta["name"], uid, meta["uid"])
     if resource_version and resource_version != meta["resourceVersion"]:

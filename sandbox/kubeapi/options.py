@@ -1,9 +1,9 @@
 """Settings of a server and the parsing of common query parameters.
 
-Owns ``Settings`` (watch timing), ``Write`` (the options of one write), the Go-compatible
-parsing of boolean, integer, ``dryRun``, ``fieldValidation`` and ``resourceVersion`` query
-parameters, and the list ``continue`` token format; shared by ``handlers``, ``streaming``,
-``store`` and ``listing``. Pure.
+Owns ``Settings`` (watch timing), ``Write`` and ``Deletion`` (the options of one write or
+delete), the Go-compatible parsing of boolean, integer, ``dryRun``, ``fieldValidation`` and
+``resourceVersion`` query parameters, and the list ``continue`` token format; shared by the
+HTTP modules, ``store`` and ``listing``. Pure.
 """
 
 from __future__ import annotations
@@ -37,6 +37,20 @@ class Write:
 
 #: A plain write: not a dry run, the server's default fieldValidation, warnings dropped.
 PLAIN_WRITE = Write()
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """The DeleteOptions of one delete: propagationPolicy, preconditions, ``dryRun``."""
+
+    propagation: str = "Background"
+    uid: str | None = None
+    resource_version: str | None = None
+    dry_run: bool = False
+
+
+#: A plain delete: background propagation, no preconditions, not a dry run.
+PLAIN_DELETE = Deletion()
 
 
 def write(query: Any, warnings: list[str]) -> Write:

@@ -215,17 +215,14 @@ class Store:
         namespace: str,
         name: str,
         *,
-        propagation: str = "Background",
-        uid: str | None = None,
-        resource_version: str | None = None,
-        dry_run: bool = False,
+        deletion: options.Deletion = options.PLAIN_DELETE,
     ) -> tuple[watching.Entry, bool]:
         """Delete (or start deleting): returns the object and whether it is gone already."""
         current = self.get(rtype, namespace, name)
-        metadata.check_delete(rtype, current.obj["metadata"], uid=uid, resource_version=resource_version)
-        if dry_run:
+        metadata.check_delete(rtype, current.obj["metadata"], deletion)
+        if deletion.dry_run:
             return current, False
-        entry, gone = collecting.delete(self, rtype, current, propagation=propagation)
+        entry, gone = collecting.delete(self, rtype, current, propagation=deletion.propagation)
         self._drain()
         return entry, gone
 
