@@ -10,11 +10,12 @@ collection) that kubectl, kubernetes_asyncio and the official client work agains
     server.write_kubeconfig(".sandbox/mgmt.kubeconfig")
     await server.stop()
 
-Layers, bottom up: pure pieces (``errors``, ``selectors``, ``patching``, ``schema``,
-``resources``, ``routing``, ``discovery``, ``tables``, ``protobuf``, ``options``), the state
-(``watching``, ``objects``, ``admission``, ``store``, ``collecting``), HTTP (``rendering``,
-``streaming``, ``handlers``, ``server``). Known deviations from a real apiserver are listed in
-``DEVIATIONS``.
+Layers, bottom up: pure pieces (``errors``, ``selectors``, ``patching``, ``formats``,
+``schema``, ``pruning``, ``resources``, ``routing``, ``discovery``, ``tables``, ``protobuf``,
+``options``), the state (``watching``, ``objects``, ``owners``, ``listing``, ``metadata``,
+``admission``, ``store``, ``collecting``), HTTP (``rendering``, ``responses``, ``calls``,
+``streaming``, ``writing``, ``deleting``, ``handlers``, ``server``). Known deviations from a
+real apiserver are listed in ``DEVIATIONS``.
 """
 
 from __future__ import annotations

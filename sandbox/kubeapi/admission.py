@@ -1,10 +1,11 @@
 """What a write does to an object before it is stored: identity, metadata, per-kind rules, schema.
 
 Owns the per-resource admission the real apiserver applies on create and update: apiVersion/kind
-checks, metadata validation (names, labels), Secret ``stringData`` folding and ``data`` checks,
-Namespace defaults, CRD validation (``resources.from_crd``) and, for custom resources, prune →
-default → validate against the version's ``openAPIV3Schema`` (``schema``). Pure: mutates only
-the object it is given and raises ``errors.ApiError``.
+checks, which part of a PUT counts when status is a subresource, metadata validation (names,
+labels), Secret ``stringData`` folding and ``data`` checks, Namespace defaults, CRD validation
+(``resources.from_crd``) and, for custom resources, prune → default → validate against the
+version's ``openAPIV3Schema`` (``pruning``, ``schema``). Pure: mutates only the object it is
+given and raises ``errors.ApiError``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import binascii
 import re
 from typing import Any
 
-from sandbox.kubeapi import errors, resources, schema
+from sandbox.kubeapi import errors, metadata, objects, options, pruning, resources, schema, watching
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -85,6 +86,18 @@ def metadata_causes(rtype: resources.ResourceType, meta: dict[str, Any]) -> list
             *causes,
             errors.Cause("FieldValueTypeInvalid", "Invalid value: must be a map", "metadata.labels"),
         ]
+    causes += _label_causes(labels)
+    causes += _annotation_causes(meta.get("annotations") or {})
+    for key in ("finalizers",):
+        if not isinstance(meta.get(key) or [], list):
+            causes.append(
+                errors.Cause("FieldValueTypeInvalid", "Invalid value: must be a list", f"metadata.{key}")
+            )
+    return causes
+
+
+def _label_causes(labels: dict[str, Any]) -> list[errors.Cause]:
+    causes: list[errors.Cause] = []
     for key, value in labels.items():
         if not _label_key_ok(key):
             causes.append(
@@ -104,7 +117,11 @@ def metadata_causes(rtype: resources.ResourceType, meta: dict[str, Any]) -> list
                     f"metadata.labels[{key}]",
                 )
             )
-    annotations = meta.get("annotations") or {}
+    return causes
+
+
+def _annotation_causes(annotations: Any) -> list[errors.Cause]:
+    causes: list[errors.Cause] = []
     if (
         isinstance(annotations, dict)
         and sum(len(k) + len(str(v)) for k, v in annotations.items()) > _ANNOTATIONS_MAX
@@ -123,12 +140,25 @@ def metadata_causes(rtype: resources.ResourceType, meta: dict[str, Any]) -> list
                 "FieldValueTypeInvalid", "Invalid value: values must be strings", "metadata.annotations"
             )
         )
-    for key in ("finalizers",):
-        if not isinstance(meta.get(key) or [], list):
-            causes.append(
-                errors.Cause("FieldValueTypeInvalid", "Invalid value: must be a list", f"metadata.{key}")
-            )
     return causes
+
+
+def merge_subresource(
+    rtype: resources.ResourceType, current: watching.Entry, body: dict[str, Any], subresource: str
+) -> dict[str, Any]:
+    """What a PUT replaces: only status through ``/status``, else all but a status subresource."""
+    if subresource == "status":
+        new = objects.copy_obj(current)
+        if "status" in body:
+            new["status"] = body["status"]
+        else:
+            new.pop("status", None)
+        return new
+    if rtype.has_status:
+        body.pop("status", None)
+        if "status" in current.obj:
+            body["status"] = objects.copy_obj(current)["status"]
+    return body
 
 
 def _secret(obj: dict[str, Any]) -> list[errors.Cause]:
@@ -165,12 +195,12 @@ def _custom(
     structural = rtype.schemas.get(version) or {}
     if not structural:
         return []
-    unknown = [f'unknown field "{path}"' for path in schema.prune(obj, structural)]
+    unknown = [f'unknown field "{path}"' for path in pruning.prune(obj, structural)]
     if unknown and field_validation == "Strict":
         raise errors.bad_request("strict decoding error: " + ", ".join(unknown))
     if field_validation == "Warn":
         warnings.extend(unknown)
-    schema.apply_defaults(obj, structural)
+    pruning.apply_defaults(obj, structural)
     return schema.validate(obj, structural)
 
 
@@ -179,22 +209,19 @@ def admit(
     obj: dict[str, Any],
     *,
     version: str,
-    field_validation: str = "Warn",
-    warnings: list[str] | None = None,
+    write: options.Write = options.PLAIN_WRITE,
 ) -> None:
     """Normalise ``obj`` in place for storage; raise 422 Invalid (or 400) when it is not acceptable.
 
-    ``field_validation`` is the request's fieldValidation (Warn, the server default, appends one
-    message per pruned unknown field to ``warnings``; Strict rejects them with 400).
+    ``write.field_validation`` is the request's fieldValidation (Warn, the server default, appends
+    one message per pruned unknown field to ``write.warnings``; Strict rejects them with 400).
     """
-    meta = obj.setdefault("metadata", {})
-    if not isinstance(meta, dict):
-        raise errors.bad_request("metadata must be an object")
+    meta = metadata.of(obj)
     meta.pop("managedFields", None)
     causes = metadata_causes(rtype, meta)
     if rtype.crd_name:
-        sink = warnings if warnings is not None else []
-        causes += _custom(rtype, obj, version, field_validation=field_validation, warnings=sink)
+        sink = write.warnings if write.warnings is not None else []
+        causes += _custom(rtype, obj, version, field_validation=write.field_validation, warnings=sink)
     elif rtype.key == ("", "secrets"):
         causes += _secret(obj)
     elif rtype.key == ("", "namespaces"):

@@ -9,7 +9,6 @@ our errors exactly as they classify a real server's. Pure: no aiohttp, no store.
       ├── 403 Forbidden             forbidden()
       ├── 404 NotFound              not_found()
       ├── 405 MethodNotAllowed      method_not_allowed()
-      ├── 406 NotAcceptable         not_acceptable()
       ├── 409 AlreadyExists         already_exists()
       ├── 409 Conflict              conflict()
       ├── 410 Expired (Gone)        expired()
@@ -133,10 +132,6 @@ def method_not_allowed(
     message: str = "the server does not allow this method on the requested resource",
 ) -> ApiError:
     return ApiError(405, "MethodNotAllowed", message)
-
-
-def not_acceptable(message: str) -> ApiError:
-    return ApiError(406, "NotAcceptable", message)
 
 
 def unsupported_media_type(message: str) -> ApiError:

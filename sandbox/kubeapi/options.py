@@ -1,8 +1,9 @@
 """Settings of a server and the parsing of common query parameters.
 
-Owns ``Settings`` (watch timing), the Go-compatible parsing of boolean, integer, ``dryRun``,
-``fieldValidation`` and ``resourceVersion`` query parameters, and the list ``continue`` token
-format; shared by ``handlers``, ``streaming`` and ``store``. Pure.
+Owns ``Settings`` (watch timing), ``Write`` and ``Deletion`` (the options of one write or
+delete), the Go-compatible parsing of boolean, integer, ``dryRun``, ``fieldValidation`` and
+``resourceVersion`` query parameters, and the list ``continue`` token format; shared by the
+HTTP modules, ``store`` and ``listing``. Pure.
 """
 
 from __future__ import annotations
@@ -22,6 +23,39 @@ class Settings:
     """Seconds between BOOKMARK events on an idle watch that asked for them (the real server: ~1 min)."""
     default_watch_timeout: float = 1800.0
     """Seconds a watch without ``timeoutSeconds`` stays open (the real server: 30-60 min)."""
+
+
+@dataclass(frozen=True)
+class Write:
+    """The options of one create or update: ``dryRun``, ``fieldValidation``, where warnings go."""
+
+    dry_run: bool = False
+    field_validation: str = "Warn"
+    #: Collects the write's warnings (one per pruned unknown field under Warn); None drops them.
+    warnings: list[str] | None = None
+
+
+#: A plain write: not a dry run, the server's default fieldValidation, warnings dropped.
+PLAIN_WRITE = Write()
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """The DeleteOptions of one delete: propagationPolicy, preconditions, ``dryRun``."""
+
+    propagation: str = "Background"
+    uid: str | None = None
+    resource_version: str | None = None
+    dry_run: bool = False
+
+
+#: A plain delete: background propagation, no preconditions, not a dry run.
+PLAIN_DELETE = Deletion()
+
+
+def write(query: Any, warnings: list[str]) -> Write:
+    """The write options of a request's query, collecting warnings into ``warnings``."""
+    return Write(dry_run(query), field_validation(query), warnings)
 
 
 def flag(value: str | None) -> bool:

@@ -124,10 +124,7 @@ def scale_of(rtype: resources.ResourceType, entry: watching.Entry) -> dict[str, 
 
 
 def _dig(obj: dict[str, Any], path: str) -> Any:
-    current: Any = obj
-    for part in path.strip(".").split("."):
-        current = current.get(part) if isinstance(current, dict) else None
-    return current
+    return tables.dig(obj, path.strip("."))
 
 
 def set_path(obj: dict[str, Any], path: str, value: Any) -> None:

@@ -82,25 +82,45 @@ class ResourceType:
         return f"{self.group}/{version}" if self.group else version
 
 
-def _core(
+#: The fieldSelector fields of core/v1 Events (what `kubectl get events --field-selector` uses).
+_EVENT_FIELDS = frozenset(
+    {
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    }
+)
+
+
+def _builtin(
     kind: str,
     plural: str,
     *,
+    group: str = "",
     namespaced: bool = True,
     short: list[str] | None = None,
     fields: frozenset[str] = frozenset(),
     **kw: Any,
 ) -> ResourceType:
+    """A built-in v1 resource: no generation, DELETE answers a Status unless told otherwise."""
+    kw.setdefault("uses_generation", False)
+    kw.setdefault("returns_deleted_object", False)
     return ResourceType(
-        group="",
+        group=group,
         versions=["v1"],
         kind=kind,
         plural=plural,
         singular=kind.lower(),
         namespaced=namespaced,
         short_names=short or [],
-        uses_generation=False,
-        returns_deleted_object=False,
         field_selectors=fields,
         **kw,
     )
@@ -108,63 +128,31 @@ def _core(
 
 def builtins() -> list[ResourceType]:
     """The built-in resources hub, agent and simulator use."""
-    namespaces = _core(
-        "Namespace", "namespaces", namespaced=False, short=["ns"], fields=frozenset({"status.phase"})
-    )
-    namespaces.returns_deleted_object = True
-    namespaces.has_status = True
-    event_fields = frozenset(
-        {
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-        }
-    )
     return [
-        namespaces,
-        _core("Secret", "secrets", fields=frozenset({"type"})),
-        _core("ConfigMap", "configmaps", short=["cm"]),
-        _core("Event", "events", short=["ev"], fields=event_fields, create_on_update=True),
-        ResourceType(
-            group="events.k8s.io",
-            versions=["v1"],
-            kind="Event",
-            plural="events",
-            singular="event",
-            namespaced=True,
-            short_names=["ev"],
-            uses_generation=False,
-            returns_deleted_object=False,
-            create_on_update=True,
-        ),
-        ResourceType(
-            group="coordination.k8s.io",
-            versions=["v1"],
-            kind="Lease",
-            plural="leases",
-            singular="lease",
-            namespaced=True,
-            uses_generation=False,
-            returns_deleted_object=False,
-        ),
-        ResourceType(
-            group="apiextensions.k8s.io",
-            versions=["v1"],
-            kind="CustomResourceDefinition",
-            plural="customresourcedefinitions",
-            singular="customresourcedefinition",
+        _builtin(
+            "Namespace",
+            "namespaces",
             namespaced=False,
-            short_names=["crd", "crds"],
+            short=["ns"],
+            fields=frozenset({"status.phase"}),
+            returns_deleted_object=True,
+            has_status=True,
+        ),
+        _builtin("Secret", "secrets", fields=frozenset({"type"})),
+        _builtin("ConfigMap", "configmaps", short=["cm"]),
+        _builtin("Event", "events", short=["ev"], fields=_EVENT_FIELDS, create_on_update=True),
+        _builtin("Event", "events", group="events.k8s.io", short=["ev"], create_on_update=True),
+        _builtin("Lease", "leases", group="coordination.k8s.io"),
+        _builtin(
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            group="apiextensions.k8s.io",
+            namespaced=False,
+            short=["crd", "crds"],
             categories=["api-extensions"],
             has_status=True,
+            uses_generation=True,
+            returns_deleted_object=True,
         ),
     ]
 

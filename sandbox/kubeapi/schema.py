@@ -1,130 +1,25 @@
-"""Structural OpenAPI v3 schemas of CustomResourceDefinitions: prune, default, validate.
+"""Structural OpenAPI v3 schemas of CustomResourceDefinitions: validation.
 
-Owns what the apiextensions-apiserver does to a custom object on every write, in its order:
-prune unknown fields (and ``null`` in non-nullable fields), apply ``default`` values, then
-validate (types, ``required``, ``enum``, ``pattern``, cheap ``format``\\s, numeric and length
-bounds, ``x-kubernetes-int-or-string``, ``x-kubernetes-preserve-unknown-fields``,
-``x-kubernetes-list-type`` set/map uniqueness, ``anyOf``/``allOf``/``oneOf``/``not``) into
-``errors.Cause`` entries whose messages follow the real server's. CEL rules
-(``x-kubernetes-validations``) are not evaluated (documented deviation). Pure: no I/O.
+Owns the ``Schema`` type and the last step of what the apiextensions-apiserver does to a
+custom object on every write (``pruning`` prunes and defaults first): validate types,
+``required``, ``enum``, ``pattern`` and cheap ``format``\\s (``formats``), numeric and length
+bounds, ``x-kubernetes-int-or-string``, ``x-kubernetes-list-type`` set/map uniqueness,
+``anyOf``/``allOf``/``oneOf``/``not``, into ``errors.Cause`` entries whose messages follow the
+real server's. CEL rules (``x-kubernetes-validations``) are not evaluated (documented
+deviation). Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import copy
-import ipaddress
 import json
-import re
 from collections.abc import Iterator
-from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
-from sandbox.kubeapi import errors
+from sandbox.kubeapi import errors, formats
 
 Schema = dict[str, Any]
-
-#: ObjectMeta fields kept by the metadata coercion of custom objects; anything else is pruned.
-OBJECT_META_FIELDS = frozenset(
-    {
-        "name",
-        "generateName",
-        "namespace",
-        "selfLink",
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "labels",
-        "annotations",
-        "ownerReferences",
-        "finalizers",
-        "managedFields",
-    }
-)
-_ROOT_FIELDS = ("apiVersion", "kind", "metadata")
-
-
-# Pruning ------------------------------------------------------------------------------------
-
-
-def prune(obj: dict[str, Any], schema: Schema) -> list[str]:
-    """Drop, in place, the fields ``schema`` does not declare; returns their paths (for fieldValidation).
-
-    The root keeps apiVersion, kind and metadata (metadata is coerced to ObjectMeta's fields).
-    """
-    dropped: list[str] = []
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        for key in [k for k in meta if k not in OBJECT_META_FIELDS]:
-            del meta[key]
-            dropped.append(f"metadata.{key}")
-    _prune_object(obj, schema, "", dropped, keep=_ROOT_FIELDS)
-    return dropped
-
-
-def _prune_object(
-    obj: dict[str, Any], schema: Schema, path: str, dropped: list[str], *, keep: tuple[str, ...] = ()
-) -> None:
-    props: dict[str, Schema] = schema.get("properties") or {}
-    additional = schema.get("additionalProperties")
-    preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
-    embedded = bool(schema.get("x-kubernetes-embedded-resource"))
-    for key in list(obj):
-        if key in keep or (embedded and key in _ROOT_FIELDS):
-            continue
-        sub = props.get(key)
-        if sub is None and isinstance(additional, dict):
-            sub = additional
-        where = f"{path}.{key}" if path else key
-        if sub is None:
-            if not preserve and additional is not True:
-                del obj[key]
-                dropped.append(where)
-            continue
-        if obj[key] is None and not sub.get("nullable"):
-            del obj[key]
-            continue
-        _prune_value(obj[key], sub, where, dropped)
-
-
-def _prune_value(value: Any, schema: Schema, path: str, dropped: list[str]) -> None:
-    if schema.get("x-kubernetes-int-or-string"):
-        return
-    if isinstance(value, dict) and (schema.get("type") == "object" or "properties" in schema):
-        _prune_object(value, schema, path, dropped)
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for index, item in enumerate(value):
-            _prune_value(item, schema["items"], f"{path}[{index}]", dropped)
-
-
-# Defaulting ---------------------------------------------------------------------------------
-
-
-def apply_defaults(obj: Any, schema: Schema) -> None:
-    """Fill, in place, absent properties that have a ``default`` (recursively, into defaults too)."""
-    if isinstance(obj, dict):
-        props: dict[str, Schema] = schema.get("properties") or {}
-        for key, prop in props.items():
-            if key not in obj and "default" in prop:
-                obj[key] = copy.deepcopy(prop["default"])
-        additional = schema.get("additionalProperties")
-        for key, value in obj.items():
-            sub = props.get(key)
-            if sub is None and isinstance(additional, dict):
-                sub = additional
-            if sub is not None:
-                apply_defaults(value, sub)
-    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
-        for item in obj:
-            apply_defaults(item, schema["items"])
-
-
-# Validation ---------------------------------------------------------------------------------
+#: The root fields every object has whatever its schema says (metadata is checked elsewhere).
+ROOT_FIELDS = ("apiVersion", "kind", "metadata")
 
 
 def validate(obj: dict[str, Any], schema: Schema) -> list[errors.Cause]:
@@ -132,10 +27,10 @@ def validate(obj: dict[str, Any], schema: Schema) -> list[errors.Cause]:
     causes: list[errors.Cause] = []
     props: dict[str, Schema] = schema.get("properties") or {}
     for key in schema.get("required") or []:
-        if key not in obj and key not in _ROOT_FIELDS:
+        if key not in obj and key not in ROOT_FIELDS:
             causes.append(errors.Cause("FieldValueRequired", "Required value", key))
     for key, value in obj.items():
-        if key in _ROOT_FIELDS:
+        if key in ROOT_FIELDS:
             continue
         if key in props:
             causes.extend(_validate(value, props[key], key))
@@ -248,10 +143,10 @@ def _string_rules(value: str, schema: Schema, path: str) -> Iterator[errors.Caus
         )
     if "minLength" in schema and len(value) < schema["minLength"]:
         yield _invalid(path, value, f"{path} in body should be at least {schema['minLength']} chars long")
-    if "pattern" in schema and not _compiled(schema["pattern"]).search(value):
+    if "pattern" in schema and not formats.compiled(schema["pattern"]).search(value):
         yield _invalid(path, value, f"{path} in body should match '{schema['pattern']}'")
     fmt = schema.get("format")
-    if fmt and not check_format(fmt, value):
+    if fmt and not formats.check_format(fmt, value):
         yield _invalid(path, value, f"{path} in body must be of type {fmt}: {_show(value)}")
 
 
@@ -343,64 +238,3 @@ def _uniqueness(value: list[Any], schema: Schema, path: str) -> Iterator[errors.
                     f"{path}[{index}]",
                 )
             seen_keys.add(identity)
-
-
-@lru_cache(maxsize=1024)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    # ECMA-262 and Go RE2 agree with Python's re for the patterns CRDs use in practice, but for
-    # '$': the end of the text there, while Python's also matches before a final newline (the
-    # API server refuses "site-a\n" for ^[a-z-]+$; Python's re would accept it).
-    return re.compile(end_of_text(pattern))
-
-
-def end_of_text(pattern: str) -> str:
-    """``pattern`` with each unescaped ``$`` outside a character class read as RE2 reads it:
-    the end of the text (Python's ``\\Z``)."""
-    out: list[str] = []
-    i, in_class = 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            out.append(pattern[i : i + 2])
-            i += 2
-            continue
-        if c == "[":
-            in_class = True
-        elif c == "]":
-            in_class = False
-        out.append(r"\Z" if c == "$" and not in_class else c)
-        i += 1
-    return "".join(out)
-
-
-_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
-_HOSTNAME = re.compile(
-    r"^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*$"
-)
-
-
-def check_format(fmt: str, value: str) -> bool:
-    """The cheap string formats; unknown formats (int32, int64, password, ...) always pass."""
-    try:
-        if fmt == "date-time":
-            return bool(_DATE_TIME.fullmatch(value)) and bool(datetime.fromisoformat(value.replace("z", "Z")))
-        if fmt == "date":
-            return bool(datetime.strptime(value, "%Y-%m-%d"))
-        if fmt == "byte":
-            base64.b64decode(value, validate=True)
-            return True
-        if fmt == "ipv4":
-            return isinstance(ipaddress.ip_address(value), ipaddress.IPv4Address)
-        if fmt == "ipv6":
-            return isinstance(ipaddress.ip_address(value), ipaddress.IPv6Address)
-        if fmt == "cidr":
-            ipaddress.ip_network(value, strict=False)
-            return True
-        if fmt == "uuid":
-            return bool(_UUID.fullmatch(value))
-        if fmt == "hostname":
-            return bool(_HOSTNAME.fullmatch(value))
-    except (ValueError, binascii.Error):
-        return False
-    return True

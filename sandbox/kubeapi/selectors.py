@@ -167,30 +167,6 @@ def _value(selector: str, token: str) -> str:
     return token
 
 
-def selector_from_match(spec: Mapping[str, Any]) -> LabelSelector:
-    """A metav1.LabelSelector (``matchLabels``/``matchExpressions``) as a LabelSelector."""
-    reqs = [Requirement(k, "in", frozenset([str(v)])) for k, v in (spec.get("matchLabels") or {}).items()]
-    ops = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!exists"}
-    for expr in spec.get("matchExpressions") or []:
-        reqs.append(Requirement(expr["key"], ops[expr["operator"]], frozenset(expr.get("values") or [])))
-    return LabelSelector(tuple(reqs))
-
-
-def format_labels(selector: LabelSelector) -> str:
-    """The query-string form, e.g. for a Scale's ``status.selector``."""
-    parts = []
-    for req in sorted(selector.requirements, key=lambda r: r.key):
-        if req.op == "in" and len(req.values) == 1:
-            parts.append(f"{req.key}={next(iter(req.values))}")
-        elif req.op in ("in", "notin"):
-            parts.append(f"{req.key} {req.op} ({','.join(sorted(req.values))})")
-        elif req.op == "exists":
-            parts.append(req.key)
-        elif req.op == "!exists":
-            parts.append(f"!{req.key}")
-    return ",".join(parts)
-
-
 # Field selectors ----------------------------------------------------------------------------
 
 _FIELD_RE = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(==|!=|=)\s*(.*?)\s*$")

@@ -1,36 +1,34 @@
 """One cluster's state: objects of every resource, the resourceVersion counter, the verbs.
 
-Owns create / get / list / update / delete / watch on in-memory objects, with the metadata the
-real apiserver maintains (uid, resourceVersion from one monotonic counter, generation,
-creationTimestamp, generateName, deletionTimestamp), optimistic concurrency (409 Conflict),
-finalizers, and the registry of served resources (built-ins plus one per CRD). The cluster's
-background controllers (garbage collector, namespace and CRD cleanup) live in ``collecting``
-and run synchronously after each write. Talks to ``watching`` for the change log; knows nothing
-of HTTP.
+Owns create / get / list / update / delete / watch on in-memory objects, with optimistic
+concurrency, finalizers, and the registry of served resources (built-ins plus one per CRD). What
+a write does to metadata (uid, generation, preconditions, ...) is in ``metadata``; what it does
+to the body in ``admission``; consistent lists at a resourceVersion in ``listing``; the uid and
+ownerReference index in ``owners``. The cluster's background controllers (garbage collector,
+namespace and CRD cleanup) live in ``collecting`` and run synchronously after each write. Talks
+to ``watching`` for the change log; knows nothing of HTTP.
 """
 
 from __future__ import annotations
 
-import json
-import random
-import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from sandbox.kubeapi import admission, collecting, errors, objects, options, resources, watching
+from sandbox.kubeapi import (
+    admission,
+    collecting,
+    errors,
+    listing,
+    metadata,
+    objects,
+    options,
+    owners,
+    resources,
+    watching,
+)
 
-ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
-_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
-
-@dataclass
-class Page:
-    entries: list[watching.Entry]
-    rv: int
-    continue_token: str = ""
-    remaining: int | None = None
+ObjectKey = owners.ObjectKey
 
 
 class Store:
@@ -42,8 +40,7 @@ class Store:
         self.watch_queue = watch_queue
         self.types: dict[watching.ResourceKey, resources.ResourceType] = {}
         self._objects: dict[watching.ResourceKey, dict[ObjectKey, watching.Entry]] = {}
-        self._uids: dict[str, tuple[watching.ResourceKey, ObjectKey]] = {}
-        self._dependents: dict[str, set[tuple[watching.ResourceKey, ObjectKey]]] = {}
+        self._owners = owners.Owners()
         self._work: deque[Callable[[], None]] = deque()
         for rtype in resources.builtins():
             self.register(rtype)
@@ -70,7 +67,7 @@ class Store:
 
     def locate(self, uid: str) -> tuple[watching.ResourceKey, watching.Entry] | None:
         """The resource and current object with this uid, if it exists."""
-        where = self._uids.get(uid)
+        where = self._owners.where(uid)
         if where is None:
             return None
         entry = self._objects.get(where[0], {}).get(where[1])
@@ -78,7 +75,7 @@ class Store:
 
     def dependents(self, uid: str) -> list[tuple[watching.ResourceKey, watching.Entry]]:
         found = []
-        for key, okey in sorted(self._dependents.get(uid, ())):
+        for key, okey in self._owners.dependents(uid):
             entry = self._objects.get(key, {}).get(okey)
             if entry is not None:
                 found.append((key, entry))
@@ -100,53 +97,16 @@ class Store:
         limit: int = 0,
         continue_token: str = "",
         resource_version: int | None = None,
-    ) -> Page:
+    ) -> listing.Page:
         """A consistent page: the state at the token's (or the given exact) resourceVersion."""
         start: ObjectKey | None = None
         rv = self.rv if resource_version is None else resource_version
         if continue_token:
-            rv, start = options.decode_continue(continue_token)
-            if rv < self.history.compacted:
-                raise errors.expired(
-                    "The provided continue parameter is too old to display a consistent list result. "
-                    "You can start a new list without the continue parameter."
-                )
-        view = self._snapshot(rtype.key, rv)
-        name = filter_.fields.exact_name()
-        keys = [k for k in view if k[1] == name] if name is not None else list(view)
-        keys.sort()
-        if start is not None:
-            keys = [k for k in keys if k > start]
-        items: list[watching.Entry] = []
-        last: ObjectKey | None = None
-        for index, okey in enumerate(keys):
-            entry = view[okey]
-            if not filter_.matches(entry.obj):
-                continue
-            if limit and len(items) == limit:
-                filtered = not filter_.labels.empty or bool(filter_.fields.requirements)
-                token = options.encode_continue(rv, last) if last is not None else ""
-                return Page(items, rv, token, None if filtered else len(keys) - index)
-            items.append(entry)
-            last = okey
-        return Page(items, rv)
-
-    def _snapshot(self, key: watching.ResourceKey, rv: int) -> dict[ObjectKey, watching.Entry]:
-        current = self._objects.get(key, {})
-        if rv >= self.rv:
-            return current
-        self.history.check(rv)
-        view = dict(current)
-        for event in reversed(self.history.newer_than(rv)):
-            if event.key != key:
-                continue
-            meta = event.entry.obj["metadata"]
-            okey = (meta.get("namespace", ""), meta["name"])
-            if event.type == "ADDED":
-                view.pop(okey, None)
-            elif event.old is not None:
-                view[okey] = event.old
-        return view
+            rv, start = listing.resume(continue_token, self.history)
+        view = self._objects.get(rtype.key, {})
+        if rv < self.rv:
+            view = listing.snapshot(view, self.history, rtype.key, rv)
+        return listing.page(view, filter_, rv=rv, limit=limit, start=start)
 
     def watch(
         self, filter_: watching.Filter, resource_version: str | None
@@ -176,52 +136,21 @@ class Store:
         body: dict[str, Any],
         *,
         version: str,
-        dry_run: bool = False,
-        field_validation: str = "Warn",
-        warnings: list[str] | None = None,
+        write: options.Write = options.PLAIN_WRITE,
     ) -> watching.Entry:
-        meta = body.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise errors.bad_request("metadata must be an object")
+        meta = metadata.of(body)
         self._check_namespace(rtype, namespace, meta)
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = meta["generateName"] + "".join(random.choices(_GENERATE_ALPHABET, k=5))
-        if not meta.get("name"):
-            raise errors.invalid(
-                rtype.kind,
-                "",
-                [
-                    errors.Cause(
-                        "FieldValueRequired",
-                        "Required value: name or generateName is required",
-                        "metadata.name",
-                    )
-                ],
-                group=rtype.group,
-            )
+        metadata.name_new(rtype, meta)
         admission.check_identity(rtype, body, version=version)
         if rtype.has_status and rtype.crd_name:
             body.pop("status", None)  # the status subresource owns it
-        admission.admit(rtype, body, version=version, field_validation=field_validation, warnings=warnings)
-        okey = (namespace, meta["name"])
-        if okey in self._objects[rtype.key]:
+        admission.admit(rtype, body, version=version, write=write)
+        if (namespace, meta["name"]) in self._objects[rtype.key]:
             raise errors.already_exists(rtype.plural, meta["name"], group=rtype.group)
-        for server_owned in (
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "resourceVersion",
-            "selfLink",
-        ):
-            meta.pop(server_owned, None)
-        meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = objects.now()
-        if rtype.uses_generation:
-            meta["generation"] = 1
-        else:
-            meta.pop("generation", None)
+        metadata.stamp_new(rtype, meta)
         if rtype.key == objects.CRDS:
             collecting.crd_defaults(body, finalizer=objects.CRD_FINALIZER)
-        if dry_run:
+        if write.dry_run:
             meta["resourceVersion"] = str(self.rv)
             return watching.Entry(body)
         entry = self._write(rtype, body, "ADDED", None)
@@ -233,9 +162,7 @@ class Store:
             meta.pop("namespace", None)
             return
         if meta.get("namespace") and meta["namespace"] != namespace:
-            raise errors.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request"
-            )
+            raise metadata.namespace_mismatch()
         meta["namespace"] = namespace
         ns = self._objects[objects.NAMESPACES].get(("", namespace))
         if ns is None:
@@ -257,118 +184,30 @@ class Store:
         *,
         version: str,
         subresource: str = "",
-        dry_run: bool = False,
-        field_validation: str = "Warn",
-        warnings: list[str] | None = None,
+        write: options.Write = options.PLAIN_WRITE,
     ) -> watching.Entry:
         """PUT semantics: replace the object (or only its status for ``subresource="status"``)."""
-        meta = body.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise errors.bad_request("metadata must be an object")
-        if meta.get("name") and meta["name"] != name:
-            raise errors.bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
-            )
-        meta["name"] = name
+        meta = metadata.of(body)
+        metadata.name_put(meta, name)
         current = self._objects[rtype.key].get((namespace, name))
         if current is None:
             if rtype.create_on_update and not subresource:
-                return self.create(
-                    rtype,
-                    namespace,
-                    body,
-                    version=version,
-                    dry_run=dry_run,
-                    field_validation=field_validation,
-                    warnings=warnings,
-                )
+                return self.create(rtype, namespace, body, version=version, write=write)
             raise errors.not_found(rtype.plural, name, group=rtype.group)
-        if rtype.namespaced and meta.get("namespace") and meta["namespace"] != namespace:
-            raise errors.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request"
-            )
-        if (
-            meta.get("resourceVersion")
-            and meta["resourceVersion"] != current.obj["metadata"]["resourceVersion"]
-        ):
-            raise errors.conflict(rtype.plural, name, group=rtype.group)
-        if meta.get("uid") and meta["uid"] != current.obj["metadata"]["uid"]:
-            raise errors.conflict(
-                rtype.plural,
-                name,
-                group=rtype.group,
-                why=f"Precondition failed: UID in precondition: {meta['uid']}, "
-                f"UID in object meta: {current.obj['metadata']['uid']}",
-            )
+        metadata.check_put(rtype, namespace, meta, current.obj)
         admission.check_identity(rtype, body, version=version)
-        new = self._merge_subresource(rtype, current, body, subresource)
-        admission.admit(rtype, new, version=version, field_validation=field_validation, warnings=warnings)
-        self._keep_server_fields(rtype, current.obj, new, bump=subresource != "status")
+        new = admission.merge_subresource(rtype, current, body, subresource)
+        admission.admit(rtype, new, version=version, write=write)
+        metadata.keep_server_fields(rtype, current.obj, new, bump=subresource != "status")
         if rtype.key == objects.CRDS:
             collecting.crd_defaults(new, finalizer=None)
         if new == current.obj:
             return current  # a no-op write changes nothing, not even the resourceVersion
-        if dry_run:
+        if write.dry_run:
             return watching.Entry(new)
-        if _finalized(rtype, new):
-            entry = self._remove(rtype, current, final=new)
-        else:
-            entry = self._write(rtype, new, "MODIFIED", current)
+        entry = self.write(rtype, new, current)
         self._drain()
         return entry
-
-    def _merge_subresource(
-        self, rtype: resources.ResourceType, current: watching.Entry, body: dict[str, Any], subresource: str
-    ) -> dict[str, Any]:
-        if subresource == "status":
-            new = objects.copy_obj(current)
-            if "status" in body:
-                new["status"] = body["status"]
-            else:
-                new.pop("status", None)
-            return new
-        if rtype.has_status:
-            body.pop("status", None)
-            if "status" in current.obj:
-                body["status"] = objects.copy_obj(current)["status"]
-        return body
-
-    def _keep_server_fields(
-        self, rtype: resources.ResourceType, old: dict[str, Any], new: dict[str, Any], *, bump: bool
-    ) -> None:
-        meta, old_meta = new["metadata"], old["metadata"]
-        for field in (
-            "uid",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "generation",
-            "namespace",
-            "resourceVersion",
-        ):
-            if field in old_meta:
-                meta[field] = old_meta[field]
-            else:
-                meta.pop(field, None)
-        meta.pop("selfLink", None)
-        if old_meta.get("deletionTimestamp"):
-            added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
-            if added:
-                raise errors.invalid(
-                    rtype.kind,
-                    meta["name"],
-                    [
-                        errors.Cause(
-                            "FieldValueForbidden",
-                            "Forbidden: no new finalizers can be added if the object is being deleted, "
-                            f"found new finalizers {json.dumps(sorted(added))}",
-                            "metadata.finalizers",
-                        )
-                    ],
-                    group=rtype.group,
-                )
-        if bump and rtype.uses_generation and _spec_of(new, rtype) != _spec_of(old, rtype):
-            meta["generation"] = int(old_meta.get("generation", 0)) + 1
 
     def delete(
         self,
@@ -376,32 +215,14 @@ class Store:
         namespace: str,
         name: str,
         *,
-        propagation: str = "Background",
-        uid: str | None = None,
-        resource_version: str | None = None,
-        dry_run: bool = False,
+        deletion: options.Deletion = options.PLAIN_DELETE,
     ) -> tuple[watching.Entry, bool]:
         """Delete (or start deleting): returns the object and whether it is gone already."""
         current = self.get(rtype, namespace, name)
-        meta = current.obj["metadata"]
-        if uid and uid != meta["uid"]:
-            raise errors.conflict(
-                rtype.plural,
-                name,
-                group=rtype.group,
-                why=f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta['uid']}",
-            )
-        if resource_version and resource_version != meta["resourceVersion"]:
-            raise errors.conflict(
-                rtype.plural,
-                name,
-                group=rtype.group,
-                why=f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
-                f"ResourceVersion in object meta: {meta['resourceVersion']}",
-            )
-        if dry_run:
+        metadata.check_delete(rtype, current.obj["metadata"], deletion)
+        if deletion.dry_run:
             return current, False
-        entry, gone = collecting.delete(self, rtype, current, propagation=propagation)
+        entry, gone = collecting.delete(self, rtype, current, propagation=deletion.propagation)
         self._drain()
         return entry, gone
 
@@ -419,17 +240,28 @@ class Store:
         while self._work:
             self._work.popleft()()
 
-    def _write(
+    def _commit(
         self, rtype: resources.ResourceType, obj: dict[str, Any], kind: str, old: watching.Entry | None
     ) -> watching.Entry:
+        """Give ``obj`` the next resourceVersion, store (or, DELETED, drop) it, index it, log it."""
         meta = obj["metadata"]
         rv = self.next_rv()
         meta["resourceVersion"] = str(rv)
         entry = watching.Entry(obj)
         okey = (meta.get("namespace", ""), meta["name"])
-        self._objects[rtype.key][okey] = entry
-        self._index(rtype.key, okey, old.obj if old else None, obj)
+        gone = kind == "DELETED"
+        if gone:
+            self._objects[rtype.key].pop(okey, None)
+        else:
+            self._objects[rtype.key][okey] = entry
+        self._owners.index((rtype.key, okey), old.obj if old else None, None if gone else obj)
         self.history.record(watching.Event(rv, kind, rtype.key, entry, old))
+        return entry
+
+    def _write(
+        self, rtype: resources.ResourceType, obj: dict[str, Any], kind: str, old: watching.Entry | None
+    ) -> watching.Entry:
+        entry = self._commit(rtype, obj, kind, old)
         collecting.after_write(self, rtype, entry, old)
         if old is not None:
             old.compact()
@@ -438,8 +270,8 @@ class Store:
     def write(
         self, rtype: resources.ResourceType, obj: dict[str, Any], old: watching.Entry
     ) -> watching.Entry:
-        """A controller's update of an existing object (no admission, no generation bump)."""
-        if _finalized(rtype, obj):
+        """An update of an existing object (by a client's PUT or a controller): removes it once finalized."""
+        if metadata.finalized(rtype, obj):
             return self._remove(rtype, old, final=obj)
         return self._write(rtype, obj, "MODIFIED", old)
 
@@ -447,64 +279,10 @@ class Store:
         self, rtype: resources.ResourceType, current: watching.Entry, *, final: dict[str, Any] | None = None
     ) -> watching.Entry:
         obj = final if final is not None else objects.copy_obj(current)
-        meta = obj["metadata"]
-        rv = self.next_rv()
-        meta["resourceVersion"] = str(rv)
-        entry = watching.Entry(obj)
-        okey = (meta.get("namespace", ""), meta["name"])
-        self._objects[rtype.key].pop(okey, None)
-        self._index(rtype.key, okey, current.obj, None)
-        self.history.record(watching.Event(rv, "DELETED", rtype.key, entry, current))
+        entry = self._commit(rtype, obj, "DELETED", current)
         collecting.after_remove(self, rtype, entry)
         current.compact()
         return entry
 
     def remove(self, rtype: resources.ResourceType, current: watching.Entry) -> watching.Entry:
         return self._remove(rtype, current)
-
-    def _index(
-        self,
-        key: watching.ResourceKey,
-        okey: ObjectKey,
-        old: dict[str, Any] | None,
-        new: dict[str, Any] | None,
-    ) -> None:
-        where = (key, okey)
-        old_owners = _owner_uids(old)
-        new_owners = _owner_uids(new)
-        for uid in old_owners - new_owners:
-            deps = self._dependents.get(uid)
-            if deps is not None:
-                deps.discard(where)
-                if not deps:
-                    del self._dependents[uid]
-        for uid in new_owners - old_owners:
-            self._dependents.setdefault(uid, set()).add(where)
-        if new is None and old is not None:
-            self._uids.pop(old["metadata"]["uid"], None)
-        elif new is not None:
-            self._uids[new["metadata"]["uid"]] = where
-
-
-def _finalized(rtype: resources.ResourceType, obj: dict[str, Any]) -> bool:
-    """Deleted and nothing left to wait for (a namespace also waits for its spec.finalizers)."""
-    meta = obj["metadata"]
-    if not meta.get("deletionTimestamp") or meta.get("finalizers"):
-        return False
-    return not (rtype.key == objects.NAMESPACES and (obj.get("spec") or {}).get("finalizers"))
-
-
-def _owner_uids(obj: dict[str, Any] | None) -> set[str]:
-    if obj is None:
-        return set()
-    return {
-        ref["uid"]
-        for ref in obj["metadata"].get("ownerReferences") or []
-        if isinstance(ref, dict) and "uid" in ref
-    }
-
-
-def _spec_of(obj: dict[str, Any], rtype: resources.ResourceType) -> dict[str, Any]:
-    """What generation tracks: everything but metadata (and status when it is a subresource)."""
-    skip = {"metadata", "status"} if rtype.has_status else {"metadata"}
-    return {k: v for k, v in obj.items() if k not in skip}

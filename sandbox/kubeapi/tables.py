@@ -79,13 +79,14 @@ def jsonpath(obj: Any, path: str) -> list[Any]:
             elif index is not None and index != "*" and isinstance(item, list) and int(index) < len(item):
                 nxt.append(item[int(index)])
             elif key is not None and isinstance(item, list):
-                nxt.extend(e for e in item if isinstance(e, dict) and str(_dig(e, key)) == value)
+                nxt.extend(e for e in item if isinstance(e, dict) and str(dig(e, key)) == value)
         current = nxt
         pos = match.end()
     return current
 
 
-def _dig(obj: dict[str, Any], dotted: str) -> Any:
+def dig(obj: dict[str, Any], dotted: str) -> Any:
+    """The value at a dotted path (``spec.replicas``), or None where a step is missing."""
     current: Any = obj
     for part in dotted.split("."):
         current = current.get(part) if isinstance(current, dict) else None

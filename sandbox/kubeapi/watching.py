@@ -4,7 +4,7 @@ Owns ``Entry`` (a stored object and its cached JSON encoding: stored objects are
 so one encoding serves every reader), ``Event``, ``Filter``, ``Watcher`` and ``History``. The
 history keeps the last ``capacity`` events of all resources; a watch or a paginated list from a
 resourceVersion older than the window is answered 410 Expired, as a compacted etcd would.
-Talks to asyncio queues only; the HTTP streaming lives in ``server``.
+Talks to asyncio queues only; the HTTP streaming lives in ``streaming``.
 """
 
 from __future__ import annotations

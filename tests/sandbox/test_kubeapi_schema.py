@@ -1,4 +1,4 @@
-"""sandbox.kubeapi.schema: structural-schema pruning, defaulting and validation (pure)."""
+"""sandbox.kubeapi.schema, pruning, formats: structural-schema pruning, defaulting, validation (pure)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.kubeapi import schema
+from sandbox.kubeapi import formats, pruning, schema
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -261,7 +261,7 @@ def test_prune_drops_unknown_fields_but_keeps_preserved_and_additional() -> None
         },
         "other": {},
     }
-    schema.prune(obj, SCHEMA)
+    pruning.prune(obj, SCHEMA)
     assert obj == {
         "apiVersion": "x/v1",
         "kind": "X",
@@ -278,14 +278,14 @@ def test_prune_drops_unknown_fields_but_keeps_preserved_and_additional() -> None
 
 def test_defaults_apply_inside_present_objects_and_into_defaults() -> None:
     obj: dict[str, Any] = {"spec": {"name": "ok"}}
-    schema.apply_defaults(obj, SCHEMA)
+    pruning.apply_defaults(obj, SCHEMA)
     assert obj == {"spec": {"name": "ok", "mode": "A", "nested": {"inner": True}}}
     bare: dict[str, Any] = {}
-    schema.apply_defaults(bare, SCHEMA)
+    pruning.apply_defaults(bare, SCHEMA)
     assert bare == {}  # no spec, so nothing below it is defaulted
     explicit = {"spec": {"name": "ok", "mode": "B", "nested": {"inner": False}}}
     kept = copy.deepcopy(explicit)
-    schema.apply_defaults(kept, SCHEMA)
+    pruning.apply_defaults(kept, SCHEMA)
     assert kept == explicit
 
 
@@ -307,4 +307,4 @@ def test_defaults_apply_inside_present_objects_and_into_defaults() -> None:
     ],
 )
 def test_formats(fmt: str, value: str, ok: bool) -> None:
-    assert schema.check_format(fmt, value) is ok
+    assert formats.check_format(fmt, value) is ok

@@ -63,17 +63,6 @@ def test_bad_label_selectors_are_400(selector: str) -> None:
     assert info.value.code == 400 and info.value.reason == "BadRequest"
 
 
-def test_match_labels_and_expressions() -> None:
-    selector = selectors.selector_from_match(
-        {
-            "matchLabels": {"app": "web"},
-            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["front"]}],
-        }
-    )
-    assert selector.matches(LABELS)
-    assert selectors.format_labels(selector) == "app=web,tier=front"
-
-
 @pytest.mark.parametrize(
     ("selector", "matches"),
     [

@@ -28,7 +28,7 @@ from hub import api
 from kamaji_broker import cli
 from protocol import errors, labels, messages, permissions, subjects
 from sandbox import natsd
-from sandbox.kubeapi import admission, resources, schema
+from sandbox.kubeapi import admission, formats, resources, schema
 from tests import helpers
 
 BAD = {
@@ -205,4 +205,4 @@ def test_cli_site_add_names_the_field(tmp_path: Path, name: str, capsys: pytest.
     ],
 )
 def test_the_emulator_reads_dollar_as_the_end_of_the_text(pattern: str, expected: str) -> None:
-    assert schema.end_of_text(pattern) == expected
+    assert formats.end_of_text(pattern) == expected
