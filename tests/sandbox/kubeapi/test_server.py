@@ -16,7 +16,7 @@ import yaml
 from sandbox import kubeapi
 from tests.sandbox.conftest import WIDGET_CRD, widget
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
