@@ -86,7 +86,8 @@ def test_parses_a_stored_object() -> None:
     assert r.spec.site_unavailable_deletion_timeout_seconds == 600.0
     assert r.status.initialization.control_plane_initialized is True
     assert r.status.up_to_date_replicas == 2
-    assert conditions.is_true(r.status.conditions, api.AVAILABLE)
+    available = conditions.get(r.status.conditions, api.AVAILABLE)
+    assert available is not None and available.status == conditions.TRUE
     assert r.status.site.last_heartbeat_time == T0
 
 
