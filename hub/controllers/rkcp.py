@@ -26,7 +26,7 @@ from common import kube as ckube
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from common.kube import resources, watching
-from hub import api, ingest, mapping, placements, sites
+from hub import api, cluster_api, ingest, mapping, placements, sites
 from hub import metrics as hub_metrics
 from hub import observations as hub_observations
 from hub.controllers import cache, queue, writing
@@ -406,7 +406,7 @@ class Controller:
             if found is None:
                 problem = f"waiting for Cluster {r.metadata.namespace}/{cluster_name}"
             else:
-                cluster = api.Cluster.parse(found)
+                cluster = cluster_api.Cluster.parse(found)
         try:
             coords = Coordinates(*mapping.coordinates(r))
         except mapping.InvalidCoordinates as exc:
