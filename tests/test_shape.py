@@ -46,7 +46,6 @@ KNOWN: frozenset[str] = frozenset(
         "function hub/controllers/rkcp.py:Controller._publish",
         "function hub/controllers/rkcp.py:Controller.observe",
         "function hub/main.py:Hub.start",
-        "function hub/metrics.py:Metrics.__init__",
         "function hub/reconcile/rkcp.py:reconcile_delete",
         "function hub/reconcile/rkcp.py:reconcile_normal",
         "function sandbox/kubeapi/admission.py:metadata_causes",
