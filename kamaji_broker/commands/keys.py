@@ -1,4 +1,5 @@
-"""``kamaji-broker keys generate|retire``: the hub's key pairs, through ``common.keyfiles``.
+"""``kamaji-broker keys generate|retire``: the hub's key pairs, through ``common.keyfiles``
+and ``common.keyretire``.
 
 Reports go to stderr; stdout carries only the Secret manifest of ``--print-secret``, which holds
 the private keys and exists to do exactly that.
@@ -10,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from common import keyfiles
+from common import keyfiles, keyretire
 
 
 def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _retire(args: argparse.Namespace) -> int:
-    retired = keyfiles.retire(args.out, args.kid)
+    retired = keyretire.retire(args.out, args.kid)
     for path in retired.removed:
         print(f"deleted {path}", file=sys.stderr)
     state = "was already retired" if retired.already else "retired"
