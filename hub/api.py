@@ -29,8 +29,6 @@ NAMES: Final = apimachinery.Names(
     group="controlplane.cluster.x-k8s.io",
     version="v1alpha1",
     kind="RemoteKamajiControlPlane",
-    plural="remotekamajicontrolplanes",
-    singular="remotekamajicontrolplane",
     categories=("cluster-api",),
     short_names=("rkcp",),
 )

@@ -61,10 +61,18 @@ class Names:
     group: str
     version: str
     kind: str
-    plural: str
-    singular: str
     categories: tuple[str, ...]
     short_names: tuple[str, ...] = ()
+
+    @property
+    def singular(self) -> str:
+        """The kind in lower case, as kubebuilder derives it (``remotekamajicontrolplane``)."""
+        return self.kind.lower()
+
+    @property
+    def plural(self) -> str:
+        """The resource's name in URLs and RBAC: the singular plus ``s`` (``sites``)."""
+        return f"{self.singular}s"
 
     @property
     def api_version(self) -> str:

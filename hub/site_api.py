@@ -36,8 +36,6 @@ NAMES: Final = apimachinery.Names(
     group="kamaji-broker.io",
     version="v1alpha1",
     kind="Site",
-    plural="sites",
-    singular="site",
     categories=("kamaji-broker",),
 )
 API_VERSION: Final = NAMES.api_version
