@@ -39,7 +39,7 @@ import aiohttp  # noqa: E402
 
 from common import kube as ckube  # noqa: E402
 from common.kube import resources, watching  # noqa: E402
-from hub import api, mapping  # noqa: E402
+from hub import api, cluster_api, mapping  # noqa: E402
 from sandbox import crds, launcher  # noqa: E402
 from sandbox.launcher import processes, workload  # noqa: E402
 
@@ -195,7 +195,7 @@ class Direct:
         self.ready: dict[str, asyncio.Event] = {}
 
     async def create(self, name: str, site: str) -> None:
-        cluster = api.Cluster.parse(workload.cluster(name, namespace=NAMESPACE))
+        cluster = cluster_api.Cluster.parse(workload.cluster(name, namespace=NAMESPACE))
         rkcp = api.RemoteKamajiControlPlane.parse(
             workload.remote_kamaji_control_plane(
                 name, namespace=NAMESPACE, cluster_uid="direct", site=site, target_namespace=SITE_NAMESPACE

@@ -6,7 +6,7 @@ schema comes from one place) and the pure functions over a list of them:
 
     new_condition   build one (timestamp truncated to seconds, message checked for secrets)
     set_condition   put one into a list: lastTransitionTime moves only when the status changes
-    delete_condition, get, is_true, is_false, is_unknown
+    get             the condition of a type, or None
     summary         fold several conditions into one (``Ready``/``Available``), CAPI v1beta2 style
 
 Talks to nothing and reads no clock: every timestamp is passed in as ``now`` (an aware
@@ -131,22 +131,6 @@ def get(conditions: Sequence[Condition], type: str) -> Condition | None:
     return next((c for c in conditions if c.type == type), None)
 
 
-def is_true(conditions: Sequence[Condition], type: str) -> bool:
-    found = get(conditions, type)
-    return found is not None and found.status == TRUE
-
-
-def is_false(conditions: Sequence[Condition], type: str) -> bool:
-    found = get(conditions, type)
-    return found is not None and found.status == FALSE
-
-
-def is_unknown(conditions: Sequence[Condition], type: str) -> bool:
-    """True when the condition is Unknown or absent (absent is "not yet known")."""
-    found = get(conditions, type)
-    return found is None or found.status == UNKNOWN
-
-
 def set_condition(conditions: Sequence[Condition], cond: Condition, *, now: dt.datetime) -> list[Condition]:
     """A new list with ``cond`` in place of the condition of its type (appended when new).
 
@@ -163,11 +147,6 @@ def set_condition(conditions: Sequence[Condition], cond: Condition, *, now: dt.d
     if existing is None:
         return [*conditions, stamped]
     return [stamped if c.type == cond.type else c for c in conditions]
-
-
-def delete_condition(conditions: Sequence[Condition], type: str) -> list[Condition]:
-    """A new list without the condition of ``type``."""
-    return [c for c in conditions if c.type != type]
 
 
 def _lines(conds: Sequence[Condition]) -> str:

@@ -8,10 +8,9 @@
 
 Generating is idempotent: existing keys are kept. ``--rotate-signing`` / ``--rotate-sealing``
 add a new key while the old public keys stay listed, so agents accept intents signed before a
-rotation and the hub still opens boxes sealed to an older key. ``retire`` ends that for one key
-id: it leaves the trusted lists, joins ``retired`` (agents refuse it by name), and a sealing
-key's private file is deleted. The current keys (what the hub signs with, what agents seal to)
-cannot be retired: rotate first.
+rotation and the hub still opens boxes sealed to an older key. ``common.keyretire`` ends that
+for one key id (it leaves the trusted lists and joins ``retired``). ``secret_manifest`` prints
+the keys as the hub's Kubernetes Secret.
 
 Reading a private key checks its file first: a key others may read is refused, naming the file
 (group read is tolerated where ``group_ok``: Kubernetes mounts Secrets 0440 with an fsGroup).
@@ -51,16 +50,6 @@ class Generated:
     signing_key_id: str
     sealing_key_ids: tuple[str, ...]
     created: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Retired:
-    key_id: str
-    use: keys.Use
-    removed: tuple[str, ...]
-    """Private key files deleted by this call."""
-    already: bool
-    """The key id was retired before (the call only made sure its file is gone)."""
 
 
 def _now() -> dt.datetime:
@@ -153,133 +142,83 @@ def _existing_public(out: Path) -> keys.HubPublicKeys:
 # -- writing ---------------------------------------------------------------------------------
 
 
-def _write_public(out: Path, public: keys.HubPublicKeys) -> None:
+def write_public_keys(out: Path, public: keys.HubPublicKeys) -> None:
+    """``out/hub-public-keys.json``: what agents trust and seal to."""
     files.write_public(out / PUBLIC_FILE, keys.encode_public_keys(public).decode())
 
 
-def _write_retired(sealing_dir: Path, retired: frozenset[str]) -> None:
-    # Not secret, but it travels with the sealing keys (the same Secret), so it is kept like them.
-    files.write_private(sealing_dir / RETIRED_FILE, json.dumps({"retired": sorted(retired)}, indent=2) + "\n")
-
-
 def generate(out: Path, *, rotate_signing: bool = False, rotate_sealing: bool = False) -> Generated:
+    """Make the keys missing in ``out`` (or a new one with ``rotate_*``) and list every public
+    key still trusted; see the module docstring."""
     out.mkdir(parents=True, exist_ok=True)
     previous = _existing_public(out)
-    retired = set(previous.retired)
-    known = {k.key_id: k for k in (*previous.signing, *previous.sealing)}
+    retired = frozenset(previous.retired)
     created: list[str] = []
+    signing = _signing_key(out / SIGNING_FILE, rotate=rotate_signing, retired=retired, created=created)
+    sealers = _sealing_keys(out / SEALING_DIR, rotate=rotate_sealing, retired=retired, created=created)
+    public = _public_keys(previous, bytes(signing.verify_key), sealers)
+    write_public_keys(out, public)
+    return Generated(
+        signing_key_id=public.signing[-1].key_id,
+        sealing_key_ids=tuple(k.key_id for k in public.sealing),
+        created=tuple(created),
+    )
 
-    signing_path = out / SIGNING_FILE
-    if rotate_signing or not signing_path.exists():
+
+def _signing_key(
+    path: Path, *, rotate: bool, retired: frozenset[str], created: list[str]
+) -> nacl.signing.SigningKey:
+    """The signing key in ``path``, new when asked or missing (its file appended to ``created``)."""
+    if rotate or not path.exists():
         signing = keys.new_signing_key()
-        files.write_private(signing_path, keys.to_text(bytes(signing)) + "\n")
-        created.append(str(signing_path))
+        files.write_private(path, keys.to_text(bytes(signing)) + "\n")
+        created.append(str(path))
     else:
-        signing = read_signing_key(signing_path)
-    signing_pub = bytes(signing.verify_key)
-    if keys.key_id(signing_pub) in retired:
-        raise KeyFileError(f"{signing_path}: holds retired key id {keys.key_id(signing_pub)}; rotate it")
+        signing = read_signing_key(path)
+    kid = keys.key_id(bytes(signing.verify_key))
+    if kid in retired:
+        raise KeyFileError(f"{path}: holds retired key id {kid}; rotate it")
+    return signing
 
-    sealing_dir = out / SEALING_DIR
-    sealing_private = read_sealing_keys(sealing_dir)
-    for kid in sorted(retired & set(sealing_private)):
+
+def _sealing_keys(
+    directory: Path, *, rotate: bool, retired: frozenset[str], created: list[str]
+) -> dict[str, nacl.public.PrivateKey]:
+    """The sealing keys in ``directory`` by key id, plus a new one when asked or there is none."""
+    private = read_sealing_keys(directory)
+    for kid in sorted(retired & set(private)):
         # Restored from a backup? A retired key never comes back into use.
         raise KeyFileError(
-            f"{sealing_dir / f'{kid}.key'}: holds retired key id {kid}; "
+            f"{directory / f'{kid}.key'}: holds retired key id {kid}; "
             f"delete it (kamaji-broker keys retire {kid})"
         )
-    if rotate_sealing or not sealing_private:
+    if rotate or not private:
         new = keys.new_sealing_key()
         kid = keys.key_id(bytes(new.public_key))
-        path = sealing_dir / f"{kid}.key"
+        path = directory / f"{kid}.key"
         files.write_private(path, keys.to_text(bytes(new)) + "\n")
-        sealing_private[kid] = new
+        private[kid] = new
         created.append(str(path))
+    return private
+
+
+def _public_keys(
+    previous: keys.HubPublicKeys, signing: bytes, sealers: dict[str, nacl.public.PrivateKey]
+) -> keys.HubPublicKeys:
+    """The public keys to list: the earlier signing keys, then ``signing`` (the current one, last),
+    and every sealing key, oldest first. A key listed before keeps its entry (and creation time)."""
+    known = {k.key_id: k for k in (*previous.signing, *previous.sealing)}
 
     def entry(raw: bytes) -> keys.PublicKey:
         kid = keys.key_id(raw)
         return known[kid] if kid in known else keys.public_entry(raw, created_at=_now())
 
-    current = entry(signing_pub)
+    current = entry(signing)
     signing_entries = (*[k for k in previous.signing if k.key_id != current.key_id], current)
     sealing_entries = tuple(
-        sorted(
-            (entry(bytes(k.public_key)) for k in sealing_private.values()),
-            key=lambda k: (k.created_at, k.key_id),
-        )
+        sorted((entry(bytes(k.public_key)) for k in sealers.values()), key=lambda k: (k.created_at, k.key_id))
     )
-    public = keys.HubPublicKeys(signing=signing_entries, sealing=sealing_entries, retired=previous.retired)
-    _write_public(out, public)
-    return Generated(
-        signing_key_id=current.key_id,
-        sealing_key_ids=tuple(k.key_id for k in sealing_entries),
-        created=tuple(created),
-    )
-
-
-def retire(out: Path, key_id: str) -> Retired:
-    """Stop trusting ``key_id`` for good: out of the trusted lists, into ``retired``, and for a
-    sealing key its private file deleted. Idempotent; refuses the keys in current use."""
-    if not keys.is_key_id(key_id):
-        raise KeyFileError(f"{key_id!r} is not a key id (16 hex digits, as `keys generate` prints)")
-    public_path = out / PUBLIC_FILE
-    if not public_path.exists():
-        raise KeyFileError(f"{public_path}: no such file (is {out} a directory made by `keys generate`?)")
-    public = load_public_keys(public_path)
-    sealing_dir = out / SEALING_DIR
-    private_file = sealing_dir / f"{key_id}.key"
-    signing_ids = {k.key_id for k in public.signing}
-    sealing_ids = {k.key_id for k in public.sealing} | ({key_id} if private_file.exists() else set())
-
-    if key_id in public.retired:
-        removed = _remove(private_file)
-        was_sealing = key_id in sealing_ids or key_id in read_retired(sealing_dir)
-        use: keys.Use = "sealing" if was_sealing else "signing"
-        if use == "sealing":
-            _write_retired(sealing_dir, read_retired(sealing_dir) | {key_id})
-        _write_public(out, _without(public, key_id))
-        return Retired(key_id=key_id, use=use, removed=removed, already=True)
-
-    if key_id in signing_ids:
-        current = keys.key_id(bytes(read_signing_key(out / SIGNING_FILE).verify_key))
-        if key_id == current:
-            raise KeyFileError(
-                f"key id {key_id} is the current signing key ({out / SIGNING_FILE}): rotate first "
-                "(keys generate --rotate-signing), roll the hub, then retire it"
-            )
-        _write_public(out, _without(public, key_id))
-        return Retired(key_id=key_id, use="signing", removed=(), already=False)
-
-    if key_id in sealing_ids:
-        listed = [k for k in public.sealing if k.key_id not in public.retired]
-        if not listed or public.newest_sealing().key_id == key_id:
-            raise KeyFileError(
-                f"key id {key_id} is the current sealing key (agents seal to it): rotate first "
-                "(keys generate --rotate-sealing), roll the agents, then retire it"
-            )
-        # Public file and tombstone first, the private file last: a crash in between leaves a
-        # retired id whose file a second `retire` removes.
-        _write_public(out, _without(public, key_id))
-        _write_retired(sealing_dir, read_retired(sealing_dir) | {key_id})
-        return Retired(key_id=key_id, use="sealing", removed=_remove(private_file), already=False)
-
-    known = sorted(signing_ids | sealing_ids)
-    raise KeyFileError(f"key id {key_id} is not a key in {out} (known: {', '.join(known) or 'none'})")
-
-
-def _without(public: keys.HubPublicKeys, key_id: str) -> keys.HubPublicKeys:
-    return keys.HubPublicKeys(
-        signing=tuple(k for k in public.signing if k.key_id != key_id),
-        sealing=tuple(k for k in public.sealing if k.key_id != key_id),
-        retired=tuple(sorted({*public.retired, key_id})),
-    )
-
-
-def _remove(path: Path) -> tuple[str, ...]:
-    if not path.exists():
-        return ()
-    path.unlink()
-    return (str(path),)
+    return keys.HubPublicKeys(signing=signing_entries, sealing=sealing_entries, retired=previous.retired)
 
 
 def secret_manifest(out: Path, *, name: str, namespace: str | None) -> str:

@@ -7,9 +7,9 @@ Subclasses add their own fields; a flag on the command line wins over its enviro
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Self
+from typing import Annotated, Self
 
-from pydantic import field_validator, model_validator
+from pydantic import AfterValidator, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from protocol import labels, subjects
@@ -18,6 +18,16 @@ from protocol import labels, subjects
 def split(value: str) -> tuple[str, ...]:
     """``"b, a,,b"`` → ``("a", "b")``: a comma-separated list, trimmed, de-duplicated, sorted."""
     return tuple(sorted({v.strip() for v in value.split(",") if v.strip()}))
+
+
+def _existing_file(path: Path) -> Path:
+    if not path.is_file():
+        raise ValueError(f"file {str(path)!r} does not exist")
+    return path
+
+
+ExistingFile = Annotated[Path, AfterValidator(_existing_file)]
+"""A path that must name a file when the settings are read (a key, a kubeconfig, a CA)."""
 
 
 def check_labels(value: str, *, what: str) -> str:
@@ -33,15 +43,15 @@ class ProcessSettings(BaseSettings):
 
     nats_url: str
     """One or more NATS URLs, comma separated."""
-    nats_seed: Path | None = None
+    nats_seed: ExistingFile | None = None
     """An NKey seed file (from ``kamaji-broker nats-config`` or ``site add``)."""
-    nats_creds: Path | None = None
+    nats_creds: ExistingFile | None = None
     """A .creds file instead of a seed (servers in operator/JWT mode)."""
-    nats_ca_file: Path | None = None
+    nats_ca_file: ExistingFile | None = None
     """CA certificate (PEM) the NATS server's certificate must chain to (``nats-config
     --tls-generate``: tls/ca.crt). With it the connection is TLS from the first byte, trusting
     only this CA; without it, ``tls://`` URLs are verified against the system's CAs."""
-    kubeconfig: Path | None = None
+    kubeconfig: ExistingFile | None = None
     """Kubeconfig of the cluster this process works in (or --in-cluster)."""
     in_cluster: bool = False
     namespaces: str = ""
@@ -61,13 +71,6 @@ class ProcessSettings(BaseSettings):
     @classmethod
     def _prefix(cls, v: str) -> str:
         subjects.check_prefix(v)
-        return v
-
-    @field_validator("nats_seed", "nats_creds", "nats_ca_file", "kubeconfig")
-    @classmethod
-    def _file_exists(cls, v: Path | None) -> Path | None:
-        if v is not None and not v.is_file():
-            raise ValueError(f"file {str(v)!r} does not exist")
         return v
 
     @model_validator(mode="after")

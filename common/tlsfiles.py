@@ -53,7 +53,7 @@ class Paths:
     ca: Path | None
 
 
-def _key() -> Key:
+def _new_key() -> Key:
     # P-256: what every TLS stack (Go's crypto/tls in nats-server, OpenSSL in Python) supports.
     return ec.generate_private_key(ec.SECP256R1())
 
@@ -88,33 +88,45 @@ def subject_alternative_names(
     return seen
 
 
-def new_ca(*, now: dt.datetime, days: int = CA_DAYS) -> tuple[Key, x509.Certificate]:
-    key = _key()
-    name = _name("kamaji-broker NATS CA")
-    cert = (
+def _builder(
+    subject: x509.Name, issuer: x509.Name, key: Key, *, not_before: dt.datetime, not_after: dt.datetime
+) -> x509.CertificateBuilder:
+    """A certificate of ``key`` for ``subject``, valid from five minutes before ``not_before``
+    (clocks differ a little) to ``not_after``, with a random serial."""
+    return (
         x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
+        .subject_name(subject)
+        .issuer_name(issuer)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=days))
+        .not_valid_before(not_before - dt.timedelta(minutes=5))
+        .not_valid_after(not_after)
+    )
+
+
+def _key_usage(*, ca: bool) -> x509.KeyUsage:
+    """What a key may do: a CA's signs certificates (and CRLs), a server's signs its handshakes."""
+    return x509.KeyUsage(
+        digital_signature=not ca,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=ca,
+        crl_sign=ca,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
+def new_ca(*, now: dt.datetime, days: int = CA_DAYS) -> tuple[Key, x509.Certificate]:
+    key = _new_key()
+    name = _name("kamaji-broker NATS CA")
+    cert = (
+        _builder(name, name, key, not_before=now, not_after=now + dt.timedelta(days=days))
         # pathlen 0: this CA signs server certificates only, never another CA.
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=False,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage(ca=True), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
@@ -130,31 +142,15 @@ def new_server_certificate(
     days: int = SERVER_DAYS,
     defaults: Iterable[str] = DEFAULT_HOSTS,
 ) -> tuple[Key, x509.Certificate]:
-    key = _key()
+    key = _new_key()
     sans = subject_alternative_names(hosts, defaults=defaults)
+    not_after = min(now + dt.timedelta(days=days), ca_cert.not_valid_after_utc)
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name("kamaji-broker NATS server"))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(min(now + dt.timedelta(days=days), ca_cert.not_valid_after_utc))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
+        _builder(
+            _name("kamaji-broker NATS server"), ca_cert.subject, key, not_before=now, not_after=not_after
         )
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(ca=False), critical=True)
         # Server and client auth: the cluster's routes present this certificate to each other.
         .add_extension(
             x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),

@@ -1,12 +1,13 @@
-"""The management-cluster API: RemoteKamajiControlPlane (DESIGN §2), and the Cluster fields we read.
+"""The management-cluster API of a control plane: RemoteKamajiControlPlane (DESIGN §2).
 
 Owns the pydantic v2 models of ``controlplane.cluster.x-k8s.io/v1alpha1``
-``RemoteKamajiControlPlane`` (spec, status, and the object around them) and a read-only view of
-Cluster API's ``Cluster``. They are the single source of truth for the CRD: ``hub.crdgen``
+``RemoteKamajiControlPlane`` (spec, status, and the object around them), its names and the
+condition types it shows. They are the single source of truth for the CRD: ``hub.crdgen``
 turns ``Spec`` and ``Status`` into the structural OpenAPI schema in ``deploy/crds/``, and a test
 keeps the two from drifting. Every field has its wire (camelCase) alias and its Python
 (snake_case) name; both parse (``populate_by_name``), ``to_dict`` writes the wire form.
-Attribute docstrings become the CRD's field descriptions.
+Attribute docstrings become the CRD's field descriptions. The base models and name checks are
+``hub.apimachinery``'s; the Cluster API Cluster the hub reads is ``hub.cluster_api``'s.
 
 Parsing is lenient where the API server is the authority: unknown fields are ignored (a newer
 CRD may add some) except in the free-form objects (addons, kubelet), which keep them so they reach
@@ -16,25 +17,23 @@ the TenantControlPlane. Pure: talks to nothing.
 from __future__ import annotations
 
 import datetime as dt
-import re
-from typing import Annotated, Any, Final, Literal, Self
+from typing import Annotated, Any, Final, Literal
 
 import pydantic
-from pydantic import alias_generators
 
-import common.conditions
 from common import durations
-from protocol import labels
+from hub import apimachinery, cluster_api
+from protocol import names
 
-GROUP: Final = "controlplane.cluster.x-k8s.io"
-VERSION: Final = "v1alpha1"
-API_VERSION: Final = f"{GROUP}/{VERSION}"
-KIND: Final = "RemoteKamajiControlPlane"
-LIST_KIND: Final = "RemoteKamajiControlPlaneList"
-PLURAL: Final = "remotekamajicontrolplanes"
-SINGULAR: Final = "remotekamajicontrolplane"
-SHORT_NAMES: Final = ("rkcp",)
-CATEGORIES: Final = ("cluster-api",)
+NAMES: Final = apimachinery.Names(
+    group="controlplane.cluster.x-k8s.io",
+    version="v1alpha1",
+    kind="RemoteKamajiControlPlane",
+    categories=("cluster-api",),
+    short_names=("rkcp",),
+)
+API_VERSION: Final = NAMES.api_version
+KIND: Final = NAMES.kind
 
 # Condition types an RKCP shows (DESIGN §2; Paused and Ready from issue 5).
 AVAILABLE: Final = "Available"
@@ -56,34 +55,11 @@ DELETING: Final = "Deleting"
 PAUSED: Final = "Paused"
 """The owner Cluster is paused (negative polarity)."""
 
-# The patterns keep ^...$ because they go into the CRD's OpenAPI schema, where '$' is the end of
-# the text (Go RE2, and the Rust engine behind pydantic's ``pattern``). Python's '$' also
-# matches before a final newline, so Python code checks names with ``fullmatch``, never ``match``.
-DNS1035_PATTERN: Final = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
-"""A DNS-1035 label (Kamaji's webhook wants TCP names like this: a letter first)."""
+# ^...$ for the CRD's schema, as apimachinery's DNS1035_PATTERN explains.
 VERSION_PATTERN: Final = r"^v?[0-9]+\.[0-9]+\.[0-9]+$"
 """``v1.31.0`` or ``1.31.0``; [0-9] rather than \\d, which is Unicode-wide in pydantic's regex engine."""
 DURATION_PATTERN: Final = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h|d))+$"
 """What ``common.durations.parse`` accepts with units: ``90s``, ``10m``, ``1h30m``, ``2d``."""
-
-_DNS1035: Final = re.compile(DNS1035_PATTERN)
-
-
-def dns1123_label(value: str) -> bool:
-    """Whether ``value`` is a DNS-1123 label (a namespace, a site)."""
-    return labels.problem(value) is None
-
-
-def dns1035_label(value: str) -> bool:
-    """Whether ``value`` is a DNS-1035 label (a TenantControlPlane name)."""
-    return len(value) <= 63 and _DNS1035.fullmatch(value) is not None
-
-
-DNS1123Label = Annotated[
-    str, pydantic.Field(min_length=1, max_length=labels.MAX_LENGTH, pattern=labels.PATTERN)
-]
-DNS1035Label = Annotated[str, pydantic.Field(min_length=1, max_length=63, pattern=DNS1035_PATTERN)]
-Int32 = Annotated[int, pydantic.Field(json_schema_extra={"format": "int32"})]
 
 ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
 AddressType = Literal["InternalIP", "ExternalIP", "Hostname", "InternalDNS", "ExternalDNS"]
@@ -132,35 +108,12 @@ AdmissionController = Literal[
 ]
 
 DEFAULT_ADDRESS_TYPES: Final[tuple[AddressType, ...]] = ("InternalIP", "ExternalIP", "Hostname")
-_MAP_BY_TYPE: Final[dict[str, Any]] = {
-    "x-kubernetes-list-type": "map",
-    "x-kubernetes-list-map-keys": ["type"],
-}
-
-
-class Model(pydantic.BaseModel):
-    """Base of every API model: camelCase on the wire, snake_case in Python."""
-
-    model_config = pydantic.ConfigDict(
-        alias_generator=alias_generators.to_camel, populate_by_name=True, use_attribute_docstrings=True
-    )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The wire form: camelCase keys, JSON values, unset (None) fields left out."""
-        dumped: dict[str, Any] = self.model_dump(mode="json", by_alias=True, exclude_none=True)
-        return dumped
-
-
-class FreeForm(Model):
-    """A Kamaji object we pass through: unknown fields are kept (and preserved by the CRD)."""
-
-    model_config = pydantic.ConfigDict(extra="allow")
 
 
 # Spec ---------------------------------------------------------------------------------------
 
 
-class Network(Model):
+class Network(apimachinery.Model):
     """How the tenant API server is exposed at the site."""
 
     service_type: ServiceType = "LoadBalancer"
@@ -177,7 +130,7 @@ class Network(Model):
     """Annotations added to the TCP's Service (load balancer settings, typically)."""
 
 
-class ImageAddon(FreeForm):
+class ImageAddon(apimachinery.FreeForm):
     """An addon deployed into the tenant cluster; present (even empty) means enabled."""
 
     image_repository: str | None = None
@@ -186,7 +139,7 @@ class ImageAddon(FreeForm):
     """Tag of the addon's image; default: Kamaji's for the Kubernetes version."""
 
 
-class Konnectivity(FreeForm):
+class Konnectivity(apimachinery.FreeForm):
     """The Konnectivity addon (server next to the API server, agent in the tenant cluster)."""
 
     agent: dict[str, Any] | None = None
@@ -195,7 +148,7 @@ class Konnectivity(FreeForm):
     """Kamaji's ``addons.konnectivity.server`` (image, version, port, resources, ...)."""
 
 
-class Addons(Model):
+class Addons(apimachinery.Model):
     """Tenant-cluster addons Kamaji manages; an absent addon is not installed."""
 
     core_dns: ImageAddon | None = pydantic.Field(default=None, alias="coreDNS")
@@ -212,7 +165,7 @@ def _unique(values: list[AddressType]) -> list[AddressType]:
     return values
 
 
-class Kubelet(FreeForm):
+class Kubelet(apimachinery.FreeForm):
     """How the tenant API server reaches kubelets, and the cgroup driver the kubelets use."""
 
     preferred_address_types: Annotated[
@@ -225,34 +178,18 @@ class Kubelet(FreeForm):
     """The kubelets' cgroup driver."""
 
 
-class Endpoint(Model):
-    """A host and port of an API server (Cluster API's APIEndpoint).
-
-    ``{host: "", port: 0}`` is how Cluster API writes "not set yet", hence no lower bounds.
-    """
-
-    host: Annotated[str, pydantic.Field(max_length=512)]
-    """Host name or IP address."""
-    port: Annotated[Int32, pydantic.Field(ge=0, le=65535)]
-    """TCP port."""
-
-    @property
-    def is_set(self) -> bool:
-        return bool(self.host) and self.port > 0
-
-
-class Spec(Model):
+class Spec(apimachinery.Model):
     """Desired state of a RemoteKamajiControlPlane: the TenantControlPlane and where it runs."""
 
-    site: DNS1123Label
+    site: apimachinery.DNS1123Label
     """The site (control-plane cluster) that runs the TenantControlPlane."""
-    target_namespace: DNS1123Label | None = None
+    target_namespace: apimachinery.DNS1123Label | None = None
     """Namespace of the TenantControlPlane at the site; default: this object's namespace."""
-    tenant_control_plane_name: DNS1035Label | None = None
+    tenant_control_plane_name: apimachinery.DNS1035Label | None = None
     """Name of the TenantControlPlane at the site; default: this object's name."""
     version: Annotated[str, pydantic.Field(pattern=VERSION_PATTERN)]
     """Kubernetes version of the control plane (``v1.31.0``; a missing ``v`` is added)."""
-    replicas: Annotated[Int32, pydantic.Field(ge=0)] = 2
+    replicas: Annotated[apimachinery.Int32, pydantic.Field(ge=0)] = 2
     """Number of API server replicas."""
     data_store_name: str | None = None
     """Kamaji DataStore to use; default: the site's Kamaji default."""
@@ -263,9 +200,9 @@ class Spec(Model):
     kubelet: Kubelet = pydantic.Field(default_factory=Kubelet, json_schema_extra={"default": {}})
     admission_controllers: list[AdmissionController] | None = None
     """Admission plugins to enable; default: Kamaji's default list."""
-    kubeconfig_secret_key: Annotated[str, pydantic.Field(min_length=1)] = "admin.conf"
+    kubeconfig_secret_key: Annotated[str, pydantic.Field(min_length=1)] = names.ADMIN_KUBECONFIG_KEY
     """Key of the TCP's admin kubeconfig Secret copied into ``<cluster>-kubeconfig``."""
-    control_plane_endpoint: Endpoint | None = None
+    control_plane_endpoint: cluster_api.Endpoint | None = None
     """Endpoint of the tenant API server; written by the hub once the site reports it."""
     deletion_policy: DeletionPolicy = "Delete"
     """``Delete`` removes the TenantControlPlane at the site; ``Orphan`` leaves it running."""
@@ -284,14 +221,14 @@ class Spec(Model):
 # Status -------------------------------------------------------------------------------------
 
 
-class Initialization(Model):
+class Initialization(apimachinery.Model):
     """Cluster API v1beta2 contract: initialization milestones."""
 
     control_plane_initialized: bool = False
     """The control plane has been Ready once (never goes back to false)."""
 
 
-class SiteStatus(Model):
+class SiteStatus(apimachinery.Model):
     """What the hub knows about the site this control plane runs in."""
 
     last_heartbeat_time: dt.datetime | None = None
@@ -300,7 +237,7 @@ class SiteStatus(Model):
     """Intents the site's consumer has not processed yet (pending plus unacknowledged)."""
 
 
-class Status(Model):
+class Status(apimachinery.Model):
     """Observed state, in the Cluster API control-plane contract (v1beta2 with the v1beta1 fields)."""
 
     initialization: Initialization = pydantic.Field(default_factory=Initialization)
@@ -313,116 +250,36 @@ class Status(Model):
     """Always true: there are no control-plane Machines for Cluster API to look at."""
     version: str | None = None
     """Kubernetes version the control plane runs."""
-    replicas: Annotated[Int32, pydantic.Field(ge=0)] = 0
+    replicas: Annotated[apimachinery.Int32, pydantic.Field(ge=0)] = 0
     """API server pods the TCP's Deployment has."""
-    ready_replicas: Annotated[Int32, pydantic.Field(ge=0)] = 0
+    ready_replicas: Annotated[apimachinery.Int32, pydantic.Field(ge=0)] = 0
     """API server pods that are ready."""
-    available_replicas: Annotated[Int32, pydantic.Field(ge=0)] = 0
+    available_replicas: Annotated[apimachinery.Int32, pydantic.Field(ge=0)] = 0
     """v1beta2: API server pods that are available."""
-    up_to_date_replicas: Annotated[Int32, pydantic.Field(ge=0)] = 0
+    up_to_date_replicas: Annotated[apimachinery.Int32, pydantic.Field(ge=0)] = 0
     """v1beta2: API server pods with the desired spec."""
-    updated_replicas: Annotated[Int32, pydantic.Field(ge=0)] = 0
+    updated_replicas: Annotated[apimachinery.Int32, pydantic.Field(ge=0)] = 0
     """v1beta1: API server pods with the desired spec."""
-    unavailable_replicas: Annotated[Int32, pydantic.Field(ge=0)] = 0
+    unavailable_replicas: Annotated[apimachinery.Int32, pydantic.Field(ge=0)] = 0
     """v1beta1: API server pods that are not available."""
     selector: str | None = None
     """Label selector of the API server pods (for the scale subresource)."""
     observed_generation: Annotated[int, pydantic.Field(ge=0)] | None = None
     """The ``metadata.generation`` this status was computed for."""
-    conditions: list[common.conditions.Condition] = pydantic.Field(
-        default_factory=list, json_schema_extra=_MAP_BY_TYPE
-    )
+    conditions: apimachinery.Conditions = pydantic.Field(default_factory=list)
     """Available, Ready, IntentDelivered, SiteConnected, StatusFresh, TenantControlPlaneReady,
     SecretsSynced, Deleting, Paused."""
     site: SiteStatus = pydantic.Field(default_factory=SiteStatus)
     """The site's liveness and backlog, as the hub sees them."""
 
 
-# Objects ------------------------------------------------------------------------------------
+# Object -------------------------------------------------------------------------------------
 
 
-class OwnerReference(Model):
-    api_version: str
-    kind: str
-    name: str
-    uid: str
-    controller: bool | None = None
-    block_owner_deletion: bool | None = None
-
-
-class ObjectMeta(Model):
-    """The ``metadata`` fields the hub reads."""
-
-    name: str = ""
-    namespace: str = ""
-    uid: str = ""
-    generation: int = 0
-    resource_version: str = ""
-    creation_timestamp: dt.datetime | None = None
-    deletion_timestamp: dt.datetime | None = None
-    labels: dict[str, str] = pydantic.Field(default_factory=dict)
-    annotations: dict[str, str] = pydantic.Field(default_factory=dict)
-    owner_references: list[OwnerReference] = pydantic.Field(default_factory=list)
-    finalizers: list[str] = pydantic.Field(default_factory=list)
-
-
-class RemoteKamajiControlPlane(Model):
+class RemoteKamajiControlPlane(apimachinery.Object):
     """A Kamaji TenantControlPlane run at a remote site, for a Cluster API Cluster."""
 
     api_version: str = API_VERSION
     kind: str = KIND
-    metadata: ObjectMeta = pydantic.Field(default_factory=ObjectMeta)
     spec: Spec
     status: Status = pydantic.Field(default_factory=Status)
-
-    @classmethod
-    def parse(cls, obj: dict[str, Any]) -> Self:
-        """From the API server's dict; raises pydantic.ValidationError naming the bad fields."""
-        return cls.model_validate(obj)
-
-
-# Cluster API Cluster (read-only view) -------------------------------------------------------
-
-
-class NetworkRanges(Model):
-    cidr_blocks: list[str] = pydantic.Field(default_factory=list)
-
-
-class ClusterNetwork(Model):
-    api_server_port: int | None = None
-    services: NetworkRanges | None = None
-    pods: NetworkRanges | None = None
-    service_domain: str | None = None
-
-
-class ObjectReference(Model):
-    api_version: str = ""
-    kind: str = ""
-    name: str = ""
-    namespace: str = ""
-    uid: str = ""
-
-
-class ClusterSpec(Model):
-    paused: bool = False
-    cluster_network: ClusterNetwork | None = None
-    control_plane_endpoint: Endpoint | None = None
-    control_plane_ref: ObjectReference | None = None
-
-
-class Cluster(Model):
-    """The fields of a ``cluster.x-k8s.io`` Cluster the hub reads (everything else is ignored)."""
-
-    api_version: str = "cluster.x-k8s.io/v1beta1"
-    kind: str = "Cluster"
-    metadata: ObjectMeta = pydantic.Field(default_factory=ObjectMeta)
-    spec: ClusterSpec = pydantic.Field(default_factory=ClusterSpec)
-
-    @classmethod
-    def parse(cls, obj: dict[str, Any]) -> Self:
-        return cls.model_validate(obj)
-
-    @property
-    def paused(self) -> bool:
-        """``spec.paused`` or the ``cluster.x-k8s.io/paused`` annotation (either pauses providers)."""
-        return self.spec.paused or "cluster.x-k8s.io/paused" in self.metadata.annotations

@@ -1,10 +1,9 @@
 """Generate the RemoteKamajiControlPlane and Site CRDs from the pydantic models in ``hub.api``
 and ``hub.site_api``.
 
-Owns the translation of pydantic's JSON Schema into a Kubernetes *structural* OpenAPI v3 schema
-(every node typed, no ``$ref``, no ``anyOf`` for optionality, ``x-kubernetes-preserve-unknown-
-fields`` for free-form objects) and the CRD around it: names, CAPI contract labels, printer
-columns, the ``status`` and ``scale`` subresources. Talks to nothing but the file it writes.
+Owns the CRD around each schema: names, CAPI contract labels, printer columns, the ``status``
+and ``scale`` subresources, and the files in ``deploy/crds/``. The schemas themselves are the
+models' as ``hub.structural`` translates them. Talks to nothing but the files it writes.
 
     python -m hub.crdgen            # (re)write deploy/crds/<group>_<plural>.yaml, both kinds
     python -m hub.crdgen --check    # exit 1 when a committed file differs from the models
@@ -15,20 +14,18 @@ columns, the ``status`` and ``scale`` subresources. Talks to nothing but the fil
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+import pydantic
 import yaml
 
-from hub import api, site_api
+from hub import api, apimachinery, site_api, structural
 
-Schema = dict[str, Any]
-
-FILENAME: Final = f"{api.GROUP}_{api.PLURAL}.yaml"
-SITE_FILENAME: Final = f"{site_api.GROUP}_{site_api.PLURAL}.yaml"
+FILENAME: Final = f"{api.NAMES.group}_{api.NAMES.plural}.yaml"
+SITE_FILENAME: Final = f"{site_api.NAMES.group}_{site_api.NAMES.plural}.yaml"
 """The Site CRD's file, next to the RKCP's (``--output``'s directory)."""
 DEFAULT_OUTPUT: Final = Path("deploy") / "crds" / FILENAME
 
@@ -43,175 +40,56 @@ def _header(kind: str, source: str) -> str:
 HEADER: Final = _header(api.KIND, "hub/api.py")
 SITE_HEADER: Final = _header(site_api.KIND, "hub/site_api.py")
 
-# Keywords a structural schema node may carry after translation; anything else pydantic emits
-# (const, $ref, anyOf for unions, ...) means a model uses a shape Kubernetes cannot express, and
-# generation fails rather than writing a schema the API server would refuse.
-ALLOWED: Final = frozenset(
-    {
-        "type",
-        "format",
-        "description",
-        "default",
-        "enum",
-        "pattern",
-        "minimum",
-        "maximum",
-        "minLength",
-        "maxLength",
-        "minItems",
-        "maxItems",
-        "properties",
-        "required",
-        "items",
-        "additionalProperties",
-        "nullable",
-        "x-kubernetes-preserve-unknown-fields",
-        "x-kubernetes-list-type",
-        "x-kubernetes-list-map-keys",
-        "x-kubernetes-map-type",
-        "x-kubernetes-int-or-string",
-    }
-)
 
-
-class SchemaError(ValueError):
-    """A model cannot be written as a structural schema; the message names the JSON path."""
-
-
-def _resolve(node: Schema, defs: Mapping[str, Schema]) -> Schema:
-    # A $ref with siblings (a field's description or default next to a model's $ref): the
-    # field's keys win over the referenced model's, as pydantic intends.
-    node = dict(node)
-    if "allOf" in node and len(node["allOf"]) == 1:
-        node = {**node.pop("allOf")[0], **node}
-    ref = node.pop("$ref", None)
-    if ref is not None:
-        name = str(ref).rsplit("/", 1)[-1]
-        node = {**_resolve(defs[name], defs), **node}
-    return node
-
-
-def _drop_null(node: Schema, path: str) -> Schema:
-    # ``X | None = None`` becomes anyOf [X, null] with default null. In a CRD an absent field is
-    # the "None", and the wire form never carries nulls (Model.to_dict drops them), so the field
-    # is simply X, not nullable.
-    options = node.get("anyOf")
-    if options is None:
-        return node
-    rest = [o for o in options if o != {"type": "null"}]
-    if len(rest) != 1:
-        raise SchemaError(f"{path}: unions are not structural (anyOf {options!r})")
-    merged = {**rest[0], **{k: v for k, v in node.items() if k != "anyOf"}}
-    if merged.get("default", ...) is None:
-        del merged["default"]
-    return merged
-
-
-def _description(text: str) -> str:
-    # Docstrings wrap at the code's line length; `kubectl explain` wraps by itself, so keep only
-    # paragraph breaks. reStructuredText literals (``x``) read better as Markdown there.
-    paragraphs = (" ".join(p.split()) for p in text.split("\n\n"))
-    return "\n\n".join(p for p in paragraphs if p).replace("``", "`")
-
-
-def _convert(node: Schema, defs: Mapping[str, Schema], path: str) -> Schema:
-    node = _drop_null(_resolve(node, defs), path)
-    node = _resolve(node, defs)  # again: the branch anyOf left behind may itself be a $ref
-    node.pop("title", None)
-    if "description" in node:
-        node["description"] = _description(str(node["description"]))
-    additional = node.get("additionalProperties")
-    if additional is True or (additional == {} and node.get("type") == "object"):
-        # Free-form object (dict[str, Any], or a model with extra="allow"): keep what the user
-        # wrote instead of pruning it; additionalProperties must not sit next to properties.
-        del node["additionalProperties"]
-        node["x-kubernetes-preserve-unknown-fields"] = True
-    elif additional is False:
-        del node["additionalProperties"]
-    elif isinstance(additional, dict):
-        node["additionalProperties"] = _convert(additional, defs, f"{path}[*]")
-    if "properties" in node:
-        node["properties"] = {
-            key: _convert(sub, defs, f"{path}.{key}") for key, sub in node["properties"].items()
-        }
-    if isinstance(node.get("items"), dict):
-        node["items"] = _convert(node["items"], defs, f"{path}[]")
-    unexpected = set(node) - ALLOWED
-    if unexpected:
-        raise SchemaError(f"{path}: keywords a structural schema cannot carry: {sorted(unexpected)}")
-    if "type" not in node and not node.get("x-kubernetes-preserve-unknown-fields"):
-        raise SchemaError(f"{path}: every node of a structural schema needs a type")
-    if "properties" in node and "additionalProperties" in node:
-        raise SchemaError(f"{path}: properties and additionalProperties are mutually exclusive")
-    return node
-
-
-def structural(json_schema: Schema, *, path: str = "") -> Schema:
-    """A pydantic ``model_json_schema()`` as a structural schema (raises SchemaError if impossible)."""
-    schema = copy.deepcopy(json_schema)
-    defs: Mapping[str, Schema] = schema.pop("$defs", {})
-    return _convert(schema, defs, path or ".")
-
-
-def open_api_schema() -> Schema:
-    """The ``openAPIV3Schema`` of the RemoteKamajiControlPlane version."""
-    described = "" if api.RemoteKamajiControlPlane.__doc__ is None else api.RemoteKamajiControlPlane.__doc__
+def _object_schema(
+    kind: type[apimachinery.Object], spec: structural.Schema, status: type[pydantic.BaseModel]
+) -> structural.Schema:
+    """An object's ``openAPIV3Schema``: its docstring, apiVersion, kind, metadata, spec, status."""
     return {
-        "description": described.strip(),
+        "description": (kind.__doc__ or "").strip(),
         "type": "object",
-        "required": ["spec"],
         "properties": {
             "apiVersion": {"type": "string", "description": "APIVersion of this object."},
             "kind": {"type": "string", "description": "Kind of this object."},
             "metadata": {"type": "object"},
-            "spec": structural(api.Spec.model_json_schema(mode="validation"), path="spec"),
-            "status": structural(api.Status.model_json_schema(mode="validation"), path="status"),
+            "spec": spec,
+            "status": structural.of(status, path="status"),
         },
     }
 
 
-def crd() -> dict[str, Any]:
-    """The CustomResourceDefinition, as a dict."""
+def open_api_schema() -> structural.Schema:
+    """The ``openAPIV3Schema`` of the RemoteKamajiControlPlane version."""
+    spec = structural.of(api.Spec, path="spec")
+    return {**_object_schema(api.RemoteKamajiControlPlane, spec, api.Status), "required": ["spec"]}
+
+
+def site_open_api_schema() -> structural.Schema:
+    """The ``openAPIV3Schema`` of the Site version (spec optional: ``{}`` means the defaults)."""
+    spec = {**structural.of(site_api.SiteSpec, path="spec"), "default": {}}
+    return _object_schema(site_api.Site, spec, site_api.SiteStatus)
+
+
+def _crd(names: apimachinery.Names, *, scope: str, version: dict[str, Any]) -> dict[str, Any]:
+    """The CustomResourceDefinition of ``names`` with its one served and stored ``version``."""
+    listed: dict[str, Any] = {
+        "kind": names.kind,
+        "listKind": names.list_kind,
+        "plural": names.plural,
+        "singular": names.singular,
+    }
+    if names.short_names:
+        listed["shortNames"] = list(names.short_names)
+    listed["categories"] = list(names.categories)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {
-            "name": f"{api.PLURAL}.{api.GROUP}",
-            # The CAPI contract: Cluster API resolves which of our versions implements each of
-            # its contract versions from these labels.
-            "labels": {
-                "cluster.x-k8s.io/v1beta1": api.VERSION,
-                "cluster.x-k8s.io/v1beta2": api.VERSION,
-            },
-        },
+        "metadata": {"name": f"{names.plural}.{names.group}"},
         "spec": {
-            "group": api.GROUP,
-            "names": {
-                "kind": api.KIND,
-                "listKind": api.LIST_KIND,
-                "plural": api.PLURAL,
-                "singular": api.SINGULAR,
-                "shortNames": list(api.SHORT_NAMES),
-                "categories": list(api.CATEGORIES),
-            },
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": api.VERSION,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {
-                        "status": {},
-                        "scale": {
-                            "specReplicasPath": ".spec.replicas",
-                            "statusReplicasPath": ".status.replicas",
-                            "labelSelectorPath": ".status.selector",
-                        },
-                    },
-                    "additionalPrinterColumns": _printer_columns(),
-                    "schema": {"openAPIV3Schema": open_api_schema()},
-                }
-            ],
+            "group": names.group,
+            "names": listed,
+            "scope": scope,
+            "versions": [{"name": names.version, "served": True, "storage": True, **version}],
         },
     }
 
@@ -220,75 +98,59 @@ def _column(name: str, type_: str, path: str, description: str) -> dict[str, str
     return {"name": name, "type": type_, "jsonPath": path, "description": description}
 
 
-def _printer_columns() -> list[dict[str, str]]:
+def crd() -> dict[str, Any]:
+    """The RemoteKamajiControlPlane CustomResourceDefinition, as a dict."""
     column = _column
-    return [
-        column("Site", "string", ".spec.site", "Site running the TenantControlPlane"),
-        column("Version", "string", ".spec.version", "Kubernetes version"),
-        column("Ready", "boolean", ".status.ready", "The control plane serves"),
-        column("Endpoint", "string", ".spec.controlPlaneEndpoint.host", "API server host"),
-        column("Age", "date", ".metadata.creationTimestamp", "Time since creation"),
-    ]
-
-
-def site_open_api_schema() -> Schema:
-    """The ``openAPIV3Schema`` of the Site version (spec optional: ``{}`` means the defaults)."""
-    described = "" if site_api.Site.__doc__ is None else site_api.Site.__doc__
-    spec = structural(site_api.SiteSpec.model_json_schema(mode="validation"), path="spec")
-    spec["default"] = {}
-    return {
-        "description": described.strip(),
-        "type": "object",
-        "properties": {
-            "apiVersion": {"type": "string", "description": "APIVersion of this object."},
-            "kind": {"type": "string", "description": "Kind of this object."},
-            "metadata": {"type": "object"},
-            "spec": spec,
-            "status": structural(site_api.SiteStatus.model_json_schema(mode="validation"), path="status"),
+    made = _crd(
+        api.NAMES,
+        scope="Namespaced",
+        version={
+            "subresources": {
+                "status": {},
+                "scale": {
+                    "specReplicasPath": ".spec.replicas",
+                    "statusReplicasPath": ".status.replicas",
+                    "labelSelectorPath": ".status.selector",
+                },
+            },
+            "additionalPrinterColumns": [
+                column("Site", "string", ".spec.site", "Site running the TenantControlPlane"),
+                column("Version", "string", ".spec.version", "Kubernetes version"),
+                column("Ready", "boolean", ".status.ready", "The control plane serves"),
+                column("Endpoint", "string", ".spec.controlPlaneEndpoint.host", "API server host"),
+                column("Age", "date", ".metadata.creationTimestamp", "Time since creation"),
+            ],
+            "schema": {"openAPIV3Schema": open_api_schema()},
         },
+    )
+    # The CAPI contract: Cluster API resolves which of our versions implements each of its
+    # contract versions from these labels.
+    made["metadata"]["labels"] = {
+        "cluster.x-k8s.io/v1beta1": api.NAMES.version,
+        "cluster.x-k8s.io/v1beta2": api.NAMES.version,
     }
+    return made
 
 
 def site_crd() -> dict[str, Any]:
     """The Site CustomResourceDefinition (cluster-scoped, status subresource), as a dict."""
     column = _column
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{site_api.PLURAL}.{site_api.GROUP}"},
-        "spec": {
-            "group": site_api.GROUP,
-            "names": {
-                "kind": site_api.KIND,
-                "listKind": site_api.LIST_KIND,
-                "plural": site_api.PLURAL,
-                "singular": site_api.SINGULAR,
-                "categories": list(site_api.CATEGORIES),
-            },
-            "scope": "Cluster",
-            "versions": [
-                {
-                    "name": site_api.VERSION,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": [
-                        column("Connected", "boolean", ".status.connected", "The agent's heartbeat is fresh"),
-                        column(
-                            "Heartbeat", "date", ".status.lastHeartbeatTime", "Time since the last heartbeat"
-                        ),
-                        column(
-                            "Backlog", "integer", ".status.backlog", "Intents the agent has not processed"
-                        ),
-                        column("Control Planes", "integer", ".status.controlPlanes", "RKCPs placed here"),
-                        column("Agent Version", "string", ".status.agentVersion", "Version of the agent"),
-                        column("Age", "date", ".metadata.creationTimestamp", "Time since creation"),
-                    ],
-                    "schema": {"openAPIV3Schema": site_open_api_schema()},
-                }
+    return _crd(
+        site_api.NAMES,
+        scope="Cluster",
+        version={
+            "subresources": {"status": {}},
+            "additionalPrinterColumns": [
+                column("Connected", "boolean", ".status.connected", "The agent's heartbeat is fresh"),
+                column("Heartbeat", "date", ".status.lastHeartbeatTime", "Time since the last heartbeat"),
+                column("Backlog", "integer", ".status.backlog", "Intents the agent has not processed"),
+                column("Control Planes", "integer", ".status.controlPlanes", "RKCPs placed here"),
+                column("Agent Version", "string", ".status.agentVersion", "Version of the agent"),
+                column("Age", "date", ".metadata.creationTimestamp", "Time since creation"),
             ],
+            "schema": {"openAPIV3Schema": site_open_api_schema()},
         },
-    }
+    )
 
 
 def render() -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hub import api
+from hub import api, apimachinery, cluster_api
 from protocol.coordinates import Coordinates
 
 
@@ -42,11 +42,11 @@ def coordinates(rkcp: api.RemoteKamajiControlPlane) -> Coordinates:
     spec = rkcp.spec
     namespace = spec.target_namespace or rkcp.metadata.namespace
     name = spec.tenant_control_plane_name or rkcp.metadata.name
-    if not namespace or not api.dns1123_label(namespace):
+    if not namespace or not apimachinery.dns1123_label(namespace):
         raise InvalidCoordinates(
             f"target namespace {namespace!r} is not a DNS-1123 label: set spec.targetNamespace"
         )
-    if not api.dns1035_label(name):
+    if not apimachinery.dns1035_label(name):
         raise InvalidCoordinates(
             f"TenantControlPlane name {name!r} is not a DNS-1035 label (a letter, then lower-case letters, "
             "digits or '-', at most 63): set spec.tenantControlPlaneName"
@@ -71,7 +71,7 @@ def _service(network: api.Network) -> dict[str, Any]:
     return service
 
 
-def _network_profile(network: api.Network, cluster: api.Cluster | None) -> dict[str, Any]:
+def _network_profile(network: api.Network, cluster: cluster_api.Cluster | None) -> dict[str, Any]:
     profile: dict[str, Any] = {}
     if network.service_address:
         profile["address"] = network.service_address
@@ -103,7 +103,7 @@ def _kubernetes(spec: api.Spec) -> dict[str, Any]:
     return kubernetes
 
 
-def tcp_spec(rkcp: api.RemoteKamajiControlPlane, cluster: api.Cluster | None) -> dict[str, Any]:
+def tcp_spec(rkcp: api.RemoteKamajiControlPlane, cluster: cluster_api.Cluster | None) -> dict[str, Any]:
     """The TenantControlPlane ``spec`` for ``rkcp``, with the network fields of its owner ``cluster``.
 
     ``cluster`` None (no owner Cluster yet) maps the RKCP alone; the hub waits for the owner before

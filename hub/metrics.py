@@ -8,6 +8,7 @@ content. prometheus_client appends ``_total`` to counter names on exposition.
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -19,58 +20,46 @@ FIRST_READY_BUCKETS: Final = (5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        r = self.registry
-        self.intents_published = Counter(
-            "kb_hub_intents_published", "Intents published, by site and operation", ["site", "op"], registry=r
+        counter = functools.partial(Counter, registry=self.registry)
+        gauge = functools.partial(Gauge, registry=self.registry)
+        self.intents_published = counter(
+            "kb_hub_intents_published", "Intents published, by site and operation", ["site", "op"]
         )
-        self.status_received = Counter(
-            "kb_hub_status_received", "Status messages received and decoded", registry=r
-        )
+        self.status_received = counter("kb_hub_status_received", "Status messages received and decoded")
         self.first_ready_seconds = Histogram(
             "kb_hub_first_ready_seconds",
             "Seconds from RKCP creation to its first Ready",
             buckets=FIRST_READY_BUCKETS,
-            registry=r,
+            registry=self.registry,
         )
-        self.secrets_written = Counter(
-            "kb_hub_secrets_written",
-            "Kubeconfig and CA Secrets written in the management cluster",
-            registry=r,
+        self.secrets_written = counter(
+            "kb_hub_secrets_written", "Kubeconfig and CA Secrets written in the management cluster"
         )
-        self.sites_connected = Gauge(
-            "kb_hub_sites_connected",
-            "Known sites whose heartbeat is fresh (at most 3 intervals old)",
-            registry=r,
+        self.sites_connected = gauge(
+            "kb_hub_sites_connected", "Known sites whose heartbeat is fresh (at most 3 intervals old)"
         )
-        self.site_backlog = Gauge(
+        self.site_backlog = gauge(
             "kb_hub_site_backlog",
             "Intents not yet acknowledged by a site's agent (pending + ack pending)",
             ["site"],
-            registry=r,
         )
-        self.secrets_refused = Counter(
+        self.secrets_refused = counter(
             "kb_hub_secrets_refused",
             "Sealed secrets not written for an RKCP naming their coordinates, by reason "
             "(OwnerMismatch, NotAuthorized, Conflict, Paused); once per message and RKCP",
             ["reason"],
-            registry=r,
         )
-        self.reconcile_errors = Counter(
-            "kb_hub_reconcile_errors", "Reconciliations that ended in an error", registry=r
-        )
-        self.released_pending = Gauge(
+        self.reconcile_errors = counter("kb_hub_reconcile_errors", "Reconciliations that ended in an error")
+        self.released_pending = gauge(
             "kb_hub_released_deletions_pending",
             "Deletions released by siteUnavailableDeletionTimeout that the site has not confirmed yet",
-            registry=r,
         )
-        self.released_purged = Counter(
+        self.released_purged = counter(
             "kb_hub_released_deletions_purged",
             "Released deletions the site confirmed, whose messages the hub then purged",
-            registry=r,
         )
-        self.bus_rejected = Counter(
+        self.bus_rejected = counter(
             "kb_hub_bus_rejected",
             "Messages from the bus the hub could not use, by stream and reason",
             ["stream", "reason"],
-            registry=r,
         )

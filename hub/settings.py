@@ -13,14 +13,14 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from common.durations import Duration
-from common.settings import ProcessSettings, check_labels, split
+from common.settings import ExistingFile, ProcessSettings, check_labels, split
 from protocol import streams
 
 
 class HubSettings(ProcessSettings):
     model_config = SettingsConfigDict(env_prefix="KB_HUB_", extra="forbid", use_attribute_docstrings=True)
 
-    signing_key: Path
+    signing_key: ExistingFile
     """The Ed25519 key that signs intents (``keys generate``: signing.key)."""
     sealing_keys: Path
     """Directory of X25519 private keys (``keys generate``: sealing/); all are used to open secrets."""
@@ -56,13 +56,6 @@ class HubSettings(ProcessSettings):
     @classmethod
     def _sites(cls, v: str) -> str:
         return check_labels(v, what="site")
-
-    @field_validator("signing_key")
-    @classmethod
-    def _signing_key_exists(cls, v: Path | None) -> Path | None:
-        if v is not None and not v.is_file():
-            raise ValueError(f"file {str(v)!r} does not exist")
-        return v
 
     @field_validator("sealing_keys")
     @classmethod

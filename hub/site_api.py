@@ -3,9 +3,10 @@
 Owns the pydantic models of ``Site``: its spec (which management namespaces may place control
 planes at the site, and into which of the site's namespaces) and its status (the hub's
 inventory of the site: connectedness, last heartbeat, backlog, control planes, agent version,
-the hub key ids the agent trusts). Like ``hub.api`` for the RKCP, they are the single source of
-the CRD (``hub.crdgen`` writes ``deploy/crds/kamaji-broker.io_sites.yaml``). ``manifest``
-builds the object ``kamaji-broker site add`` writes next to the site's credentials.
+the hub key ids the agent trusts). Like ``hub.api`` for the RKCP (both build on
+``hub.apimachinery``), they are the single source of the CRD (``hub.crdgen`` writes
+``deploy/crds/kamaji-broker.io_sites.yaml``). ``manifest`` builds the object ``kamaji-broker
+site add`` writes next to the site's credentials.
 
 A placement is authorized by ``hub.placements``; this module only describes. Pure: talks to
 nothing.
@@ -25,21 +26,20 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from typing import Annotated, Any, Final, Self
+from typing import Annotated, Any, Final
 
 import pydantic
 
-import common.conditions
-from hub import api
+from hub import apimachinery
 
-GROUP: Final = "kamaji-broker.io"
-VERSION: Final = "v1alpha1"
-API_VERSION: Final = f"{GROUP}/{VERSION}"
-KIND: Final = "Site"
-LIST_KIND: Final = "SiteList"
-PLURAL: Final = "sites"
-SINGULAR: Final = "site"
-CATEGORIES: Final = ("kamaji-broker",)
+NAMES: Final = apimachinery.Names(
+    group="kamaji-broker.io",
+    version="v1alpha1",
+    kind="Site",
+    categories=("kamaji-broker",),
+)
+API_VERSION: Final = NAMES.api_version
+KIND: Final = NAMES.kind
 
 # Condition types a Site shows.
 CONNECTED: Final = "Connected"
@@ -49,10 +49,12 @@ SIGNING_KEY_TRUSTED: Final = "SigningKeyTrusted"
 
 _SET: Final[dict[str, Any]] = {"x-kubernetes-list-type": "set"}
 
-NamespaceList = Annotated[list[api.DNS1123Label], pydantic.Field(min_length=1, json_schema_extra=_SET)]
+NamespaceList = Annotated[
+    list[apimachinery.DNS1123Label], pydantic.Field(min_length=1, json_schema_extra=_SET)
+]
 
 
-class Placement(api.Model):
+class Placement(apimachinery.Model):
     """A grant: RKCPs in these management namespaces may target these namespaces at the site."""
 
     namespaces: NamespaceList
@@ -61,7 +63,7 @@ class Placement(api.Model):
     """Namespaces at the site (``spec.targetNamespace``) those RKCPs may place control planes in."""
 
 
-class SiteSpec(api.Model):
+class SiteSpec(apimachinery.Model):
     """Who may place control planes at this site, and where."""
 
     placements: list[Placement] = pydantic.Field(default_factory=list)
@@ -72,7 +74,7 @@ class SiteSpec(api.Model):
     (the default rule, for one namespace per tenant on both sides)."""
 
 
-class SiteStatus(api.Model):
+class SiteStatus(apimachinery.Model):
     """The site as the hub sees it (written by the hub only, on change)."""
 
     connected: bool | None = None
@@ -90,26 +92,17 @@ class SiteStatus(api.Model):
     old to say)."""
     observed_generation: Annotated[int, pydantic.Field(ge=0)] | None = None
     """The ``metadata.generation`` this status was computed for."""
-    conditions: list[common.conditions.Condition] = pydantic.Field(
-        default_factory=list,
-        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
-    )
+    conditions: apimachinery.Conditions = pydantic.Field(default_factory=list)
     """Connected, SigningKeyTrusted."""
 
 
-class Site(api.Model):
+class Site(apimachinery.Object):
     """A site (control-plane cluster running an agent) and who may place control planes there."""
 
     api_version: str = API_VERSION
     kind: str = KIND
-    metadata: api.ObjectMeta = pydantic.Field(default_factory=api.ObjectMeta)
     spec: SiteSpec = pydantic.Field(default_factory=SiteSpec)
     status: SiteStatus = pydantic.Field(default_factory=SiteStatus)
-
-    @classmethod
-    def parse(cls, obj: dict[str, Any]) -> Self:
-        """From the API server's dict; raises pydantic.ValidationError naming the bad fields."""
-        return cls.model_validate(obj)
 
 
 def manifest(name: str, *, placements: Sequence[Placement] = ()) -> dict[str, Any]:

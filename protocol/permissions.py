@@ -22,7 +22,7 @@ A site may publish:
   nine tokens; checked against nats-server 2.15, which sends it with or without a JetStream
   domain, so the twelve-token domain form is not granted: a server that sent it would fail
   the agent's acks loudly, with a PermissionDenied naming the subject, and the positive tests
-  in tests/common/test_bus_permissions.py and tests/security/test_nats_attacks.py);
+  in tests/common/bus/test_permissions.py and tests/security/test_nats_attacks.py);
 - Direct Get of the latest message on its own intent subjects
   (``$JS.API.DIRECT.GET.<intents>.<prefix>.intent.<site>.*.*``), a grant beyond DESIGN §4 so
   that anti-entropy can tell a TenantControlPlane whose intent was purged (an orphan) and

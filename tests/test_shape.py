@@ -21,22 +21,15 @@ CONSTRUCTOR_PARAMS = 6
 
 KNOWN: frozenset[str] = frozenset(
     {
-        "module common/keyfiles.py",
-        "module hub/api.py",
-        "module hub/crdgen.py",
         "module hub/ingest.py",
         "module hub/reconcile/rkcp.py",
         "module hub/reconcile/rkcp_status.py",
-        "module kamaji_broker/cli.py",
         "module sandbox/kamaji/reconcile.py",
         "module sandbox/kamaji/simulator.py",
         "module sandbox/launcher/topology.py",
-        "function common/keyfiles.py:generate",
         "function hub/controllers/published.py:PublishedIntents.publish",
-        "function hub/metrics.py:Metrics.__init__",
         "function hub/reconcile/rkcp.py:reconcile_delete",
         "function hub/reconcile/rkcp.py:reconcile_normal",
-        "function kamaji_broker/cli.py:_parser",
         "function sandbox/launcher/topology.py:Topology.__init__",
         "constructor hub/ingest.py:Ingest",
         "constructor sandbox/launcher/topology.py:Topology",

@@ -19,7 +19,7 @@ import pydantic
 from common import objects
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
-from hub import api, mapping, placements
+from hub import api, cluster_api, mapping, placements
 from hub.controllers import acting, checksums, informing, published, status_writes, writing
 from hub.controllers import site as site_controller
 from hub.controllers.config import Deps, Settings
@@ -164,7 +164,7 @@ class Reconciler:
             if found is None:
                 problem = f"waiting for Cluster {r.metadata.namespace}/{cluster_name}"
             else:
-                cluster = api.Cluster.parse(found)
+                cluster = cluster_api.Cluster.parse(found)
         try:
             coords = mapping.coordinates(r)
         except mapping.InvalidCoordinates as exc:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from hub import api
+from hub import api, cluster_api
 from hub.reconcile import rkcp_status
 from protocol import messages
 
@@ -70,7 +70,7 @@ class SiteReport:
 @dataclass(frozen=True)
 class Observed:
     rkcp: api.RemoteKamajiControlPlane
-    cluster: api.Cluster | None
+    cluster: cluster_api.Cluster | None
     cluster_problem: str
     """Why there is no usable owner Cluster ("" when there is one)."""
     desired_spec: dict[str, Any] | None

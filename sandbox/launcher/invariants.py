@@ -33,7 +33,7 @@ from cryptography.exceptions import InvalidSignature
 
 from agent import tcps
 from common.kube import resources
-from hub import api, mapping
+from hub import api, cluster_api, mapping
 from sandbox.launcher.topology import Topology
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
@@ -82,7 +82,7 @@ async def _wanted_spec(world: Topology, rkcp: dict[str, Any]) -> dict[str, Any]:
     for ref in model.metadata.owner_references:
         if ref.kind == "Cluster" and ref.api_version.startswith("cluster.x-k8s.io/"):
             found = await world.mgmt.get_or_none(CLUSTER, ref.name, namespace=model.metadata.namespace)
-            cluster = api.Cluster.parse(found) if found is not None else None
+            cluster = cluster_api.Cluster.parse(found) if found is not None else None
     return mapping.tcp_spec(model, cluster)
 
 

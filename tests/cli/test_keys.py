@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from common import files, keyfiles
+from common import files, keyfiles, keyretire
 from kamaji_broker import cli
 from protocol import keys, messages, sealing, signing
 from tests import helpers
@@ -186,8 +186,8 @@ def test_a_restored_retired_key_is_refused_then_retired_again(
 
 
 def test_generate_and_rotate_keep_what_was_retired(rotated: Rotated) -> None:
-    keyfiles.retire(rotated.out, rotated.old_signing)
-    keyfiles.retire(rotated.out, rotated.old_sealing)
+    keyretire.retire(rotated.out, rotated.old_signing)
+    keyretire.retire(rotated.out, rotated.old_sealing)
     again = keyfiles.generate(rotated.out, rotate_signing=True, rotate_sealing=True)
     public = public_of(rotated.out)
     assert public.retired == tuple(sorted((rotated.old_signing, rotated.old_sealing)))

@@ -141,28 +141,23 @@ def test_set_condition_is_idempotent() -> None:
     assert once == twice
 
 
-def test_delete_condition() -> None:
-    before = [cond("A", c.TRUE), cond("B", c.FALSE)]
-    assert [x.type for x in c.delete_condition(before, "A")] == ["B"]
-    assert c.delete_condition(before, "Z") == before
-
-
 # lookups ------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("conds", "expected"),
     [
-        pytest.param([], (False, False, True), id="absent"),
-        pytest.param([cond("A", c.TRUE)], (True, False, False), id="true"),
-        pytest.param([cond("A", c.FALSE)], (False, True, False), id="false"),
-        pytest.param([cond("A", c.UNKNOWN)], (False, False, True), id="unknown"),
-        pytest.param([cond("B", c.TRUE)], (False, False, True), id="other-type"),
+        pytest.param([], None, id="absent"),
+        pytest.param([cond("A", c.TRUE)], c.TRUE, id="true"),
+        pytest.param([cond("A", c.FALSE)], c.FALSE, id="false"),
+        pytest.param([cond("A", c.UNKNOWN)], c.UNKNOWN, id="unknown"),
+        pytest.param([cond("B", c.TRUE)], None, id="other-type"),
     ],
 )
-def test_lookups(conds: list[c.Condition], expected: tuple[bool, bool, bool]) -> None:
-    assert (c.is_true(conds, "A"), c.is_false(conds, "A"), c.is_unknown(conds, "A")) == expected
-    assert (c.get(conds, "A") is not None) == any(x.type == "A" for x in conds)
+def test_get(conds: list[c.Condition], expected: c.Status | None) -> None:
+    found = c.get(conds, "A")
+    assert (found.status if found is not None else None) == expected
+    assert found is None or found.type == "A"
 
 
 # summary ------------------------------------------------------------------------------------

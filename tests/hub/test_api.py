@@ -9,7 +9,7 @@ import pydantic
 import pytest
 
 from common import conditions
-from hub import api
+from hub import api, apimachinery, cluster_api
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
 
@@ -82,11 +82,12 @@ def test_parses_a_stored_object() -> None:
     assert r.spec.tenant_control_plane_name == "tcp1"
     assert r.spec.network.cert_sans == ["a.example.com"]
     assert r.spec.addons.core_dns == api.ImageAddon(image_tag="v1.11.1")
-    assert r.spec.control_plane_endpoint == api.Endpoint(host="10.0.0.1", port=6443)
+    assert r.spec.control_plane_endpoint == cluster_api.Endpoint(host="10.0.0.1", port=6443)
     assert r.spec.site_unavailable_deletion_timeout_seconds == 600.0
     assert r.status.initialization.control_plane_initialized is True
     assert r.status.up_to_date_replicas == 2
-    assert conditions.is_true(r.status.conditions, api.AVAILABLE)
+    available = conditions.get(r.status.conditions, api.AVAILABLE)
+    assert available is not None and available.status == conditions.TRUE
     assert r.status.site.last_heartbeat_time == T0
 
 
@@ -152,12 +153,12 @@ def test_duplicate_address_types_are_refused() -> None:
     ],
 )
 def test_cluster_paused(meta: dict[str, Any], spec: dict[str, Any], paused: bool) -> None:
-    c = api.Cluster.parse({"metadata": {"name": "c", **meta}, "spec": spec})
+    c = cluster_api.Cluster.parse({"metadata": {"name": "c", **meta}, "spec": spec})
     assert c.paused is paused
 
 
 def test_cluster_parses_capi_objects_with_an_unset_endpoint() -> None:
-    c = api.Cluster.parse(
+    c = cluster_api.Cluster.parse(
         {
             "metadata": {"name": "c"},
             "spec": {
@@ -170,7 +171,7 @@ def test_cluster_parses_capi_objects_with_an_unset_endpoint() -> None:
     assert c.spec.control_plane_endpoint is not None
     assert c.spec.control_plane_endpoint.is_set is False
     assert c.spec.cluster_network is not None
-    assert c.spec.cluster_network.pods == api.NetworkRanges(cidr_blocks=["10.0.0.0/16"])
+    assert c.spec.cluster_network.pods == cluster_api.NetworkRanges(cidr_blocks=["10.0.0.0/16"])
 
 
 @pytest.mark.parametrize(
@@ -186,4 +187,4 @@ def test_cluster_parses_capi_objects_with_an_unset_endpoint() -> None:
     ],
 )
 def test_label_predicates(value: str, label1123: bool, label1035: bool) -> None:
-    assert (api.dns1123_label(value), api.dns1035_label(value)) == (label1123, label1035)
+    assert (apimachinery.dns1123_label(value), apimachinery.dns1035_label(value)) == (label1123, label1035)

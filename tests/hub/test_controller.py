@@ -10,7 +10,7 @@ import msgspec
 import yaml
 
 from common.kube import resources
-from hub import api, mapping
+from hub import api, cluster_api, mapping
 from hub.reconcile import rkcp
 from protocol import keys, messages, streams, subjects
 from tests import helpers
@@ -56,7 +56,7 @@ async def test_rkcp_to_ready_with_exact_spec_status_and_secrets(world: World) ->
     assert rkcp.FINALIZER in obj["metadata"]["finalizers"]
     # The intent carries exactly the mapped spec, signed by the hub.
     [intent] = await world.intents()
-    expected = mapping.tcp_spec(api.RemoteKamajiControlPlane.parse(obj), api.Cluster.parse(cl))
+    expected = mapping.tcp_spec(api.RemoteKamajiControlPlane.parse(obj), cluster_api.Cluster.parse(cl))
     assert intent.spec == expected and intent.owner.uid == obj["metadata"]["uid"] and intent.key_id
     tcp = await world.site.get(TCP, "cp1", namespace="tenants")
     assert tcp["spec"]["networkProfile"]["port"] == 6443 and tcp["spec"]["kubernetes"]["version"] == "v1.31.0"

@@ -16,7 +16,7 @@ import pytest
 
 from common import kube as ckube
 from common.kube import resources
-from hub import api, mapping
+from hub import api, cluster_api, mapping
 from sandbox import kubeapi
 from tests import helpers
 
@@ -33,8 +33,8 @@ def rkcp(name: str = "cp1", *, namespace: str = "default", **spec: Any) -> api.R
     )
 
 
-def cluster(**network: Any) -> api.Cluster:
-    return api.Cluster.parse(
+def cluster(**network: Any) -> cluster_api.Cluster:
+    return cluster_api.Cluster.parse(
         {
             "apiVersion": "cluster.x-k8s.io/v1beta1",
             "kind": "Cluster",
@@ -198,7 +198,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("r", "c", "want"), CASES)
-def test_tcp_spec(r: api.RemoteKamajiControlPlane, c: api.Cluster | None, want: dict[str, Any]) -> None:
+def test_tcp_spec(
+    r: api.RemoteKamajiControlPlane, c: cluster_api.Cluster | None, want: dict[str, Any]
+) -> None:
     assert mapping.tcp_spec(r, c) == want
 
 
@@ -312,7 +314,7 @@ _ABSENT = _Absent()
 
 @pytest.mark.parametrize(("r", "c", "want"), CASES)
 async def test_every_spec_is_a_valid_tenant_control_plane(
-    site: ckube.Kube, r: api.RemoteKamajiControlPlane, c: api.Cluster | None, want: dict[str, Any]
+    site: ckube.Kube, r: api.RemoteKamajiControlPlane, c: cluster_api.Cluster | None, want: dict[str, Any]
 ) -> None:
     _, _, name = mapping.coordinates(r)
     spec = mapping.tcp_spec(r, c)

@@ -3,7 +3,7 @@ checker, with an error naming the field and the name.
 
 ``re.match`` with a pattern ending in ``$`` accepted ``site-c\\n`` (Python's ``$`` also matches
 before a final newline): `site add $'site-c\\n'` wrote an ``auth.conf`` that nats-server
-refuses, and ``hub.api.dns1035_label`` took ``cp1\\n`` for a TenantControlPlane name. Each
+refuses, and ``hub.apimachinery.dns1035_label`` took ``cp1\\n`` for a TenantControlPlane name. Each
 name below is tried on each checker: the subject builders and parser, ``labels.check``, the
 site permissions, `kamaji-broker site add`, the hub's API validators and the agent's ``--site``,
 and the Kubernetes emulator's name and schema-pattern validation (which must refuse what a real
@@ -24,7 +24,7 @@ import pytest
 
 from agent import settings as agent_settings
 from common import natsfiles
-from hub import api
+from hub import api, apimachinery
 from kamaji_broker import cli
 from protocol import errors, labels, messages, permissions, subjects
 from sandbox import natsd
@@ -96,8 +96,8 @@ def refused_by_site_add(name: str, tmp_path: Path) -> None:
 
 
 def refused_by_hub_validators(name: str, _: Path) -> None:
-    assert not api.dns1123_label(name)
-    assert not api.dns1035_label(name)
+    assert not apimachinery.dns1123_label(name)
+    assert not apimachinery.dns1035_label(name)
     for field, value in (("site", name), ("targetNamespace", name), ("tenantControlPlaneName", name)):
         spec = {"site": "site-a", "version": "v1.31.0", field: value}
         with pytest.raises(pydantic.ValidationError) as exc:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from common import conditions as c
-from hub import api
+from hub import api, cluster_api
 from hub.reconcile import rkcp
 from hub.reconcile.rkcp_status import SiteView
 from protocol import messages
@@ -83,7 +83,7 @@ def published(
 def observed(r: api.RemoteKamajiControlPlane | None = None, **kw: Any) -> rkcp.Observed:
     defaults: dict[str, Any] = {
         "rkcp": r or rkcp_obj(),
-        "cluster": api.Cluster.parse({"metadata": {"name": "cluster-1", "namespace": "default"}}),
+        "cluster": cluster_api.Cluster.parse({"metadata": {"name": "cluster-1", "namespace": "default"}}),
         "cluster_problem": "",
         "desired_spec": SPEC,
         "published": published(),
@@ -170,7 +170,7 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
     (
         "paused Cluster: Paused, no intent",
         observed(
-            cluster=api.Cluster.parse(
+            cluster=cluster_api.Cluster.parse(
                 {"metadata": {"name": "c", "annotations": {"cluster.x-k8s.io/paused": ""}}}
             ),
             published=None,
@@ -257,7 +257,7 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
     (
         "paused: secrets are not written",
         observed(
-            cluster=api.Cluster.parse({"metadata": {"name": "c"}, "spec": {"paused": True}}),
+            cluster=cluster_api.Cluster.parse({"metadata": {"name": "c"}, "spec": {"paused": True}}),
             report=rkcp.SiteReport(status=status(), secrets_checksum="abc", secrets_owner_uid=UID),
         ),
         [],
@@ -292,7 +292,12 @@ REFUSALS = [
     ("owner mismatch", {"report": OTHERS}, "OwnerMismatch", []),
     ("conflict", {"conflict_with": "default/older", "report": OWN}, "Conflict", []),
     ("not authorized", {"not_authorized": "no", "report": OWN}, "NotAuthorized", []),
-    ("paused", {"cluster": api.Cluster.parse({"spec": {"paused": True}}), "report": OWN}, "Paused", []),
+    (
+        "paused",
+        {"cluster": cluster_api.Cluster.parse({"spec": {"paused": True}}), "report": OWN},
+        "Paused",
+        [],
+    ),
     ("conflict, nothing sealed", {"conflict_with": "default/older", "report": rkcp.SiteReport()}, "", []),
     ("own secrets: written, naming their owner", {"report": OWN}, "", [UID]),
 ]  # fmt: skip
@@ -655,7 +660,7 @@ VANISHED: list[tuple[str, rkcp.Observed, list[str], str | None, tuple[str, str]]
     (
         "paused Cluster: Recreating shown, nothing published",
         observed(
-            cluster=api.Cluster.parse(
+            cluster=cluster_api.Cluster.parse(
                 {"metadata": {"name": "c", "annotations": {"cluster.x-k8s.io/paused": ""}}}
             ),
             report=rkcp.SiteReport(status=status("Deleted", seq=5, endpoint=False)),

@@ -1,0 +1,106 @@
+"""``kamaji-broker hub|agent|sandbox``: the long-lived processes.
+
+``hub`` and ``agent`` take every field of their settings as a flag (``kamaji_broker.flags``) and
+run ``hub.main`` / ``agent.main``; ``sandbox`` runs the whole system on this machine
+(``sandbox.run``). Each imports its process only when chosen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from pathlib import Path
+
+from agent.settings import AgentSettings
+from common import logs
+from hub.settings import HubSettings
+from kamaji_broker import flags
+
+_FLAGS_AND_ENV = "Every flag can also be set by its environment variable (shown in brackets)."
+
+
+def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    hub = sub.add_parser(
+        "hub",
+        help="run the hub: the Cluster API provider of RemoteKamajiControlPlane, working through NATS",
+        description=_FLAGS_AND_ENV,
+    )
+    flags.add(hub, HubSettings)
+    agent = sub.add_parser(
+        "agent",
+        help="run the site agent: apply intents to TenantControlPlanes, report status and sealed secrets",
+        description=_FLAGS_AND_ENV,
+    )
+    flags.add(agent, AgentSettings)
+    _add_sandbox(sub)
+
+
+def _add_sandbox(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sb = sub.add_parser(
+        "sandbox",
+        help="run the whole system on this machine: NATS, emulated clusters, Kamaji simulators, hub, agents",
+        description="Start everything as local processes on 127.0.0.1, create one Cluster + "
+        "RemoteKamajiControlPlane per control plane, show progress until all are Ready, print kubectl "
+        "commands to look around, then run until Ctrl-C (which stops every process).",
+    )
+    sb.add_argument("--sites", type=int, default=2, help="number of sites: site-a, site-b, ... (default: 2)")
+    sb.add_argument(
+        "--control-planes", type=int, default=2, metavar="M", help="control planes per site (default: 2)"
+    )
+    sb.add_argument(
+        "--kamaji-delay",
+        type=float,
+        default=3.0,
+        metavar="SECONDS",
+        help="seconds the Kamaji simulators take to make a control plane Ready (default: 3)",
+    )
+    sb.add_argument(
+        "--dir", type=Path, default=Path(".sandbox"), help="working directory (default: .sandbox)"
+    )
+    sb.add_argument(
+        "--exit-when-ready",
+        action="store_true",
+        help="stop everything and exit 0 once every control plane is Ready and its kubeconfig Secret exists",
+    )
+    sb.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="seconds after creating the control planes until all must be Ready; past it, "
+        "--exit-when-ready exits 1 naming what is missing (default: 300)",
+    )
+
+
+def agent(args: argparse.Namespace) -> int:
+    from agent import main as agent_main
+
+    settings = flags.load(AgentSettings, args)
+    logs.configure(level=os.environ.get("KB_LOG_LEVEL", "info"))
+    asyncio.run(agent_main.run(settings))
+    return 0
+
+
+def hub(args: argparse.Namespace) -> int:
+    from hub import main as hub_main
+
+    settings = flags.load(HubSettings, args)
+    logs.configure(level=os.environ.get("KB_LOG_LEVEL", "info"))
+    asyncio.run(hub_main.run(settings))
+    return 0
+
+
+def sandbox(args: argparse.Namespace) -> int:
+    # Imported here: only this command needs the sandbox (and its nats-server wheel).
+    from sandbox import run
+
+    options = run.Options(
+        directory=args.dir,
+        sites=args.sites,
+        control_planes=args.control_planes,
+        kamaji_delay=args.kamaji_delay,
+        exit_when_ready=args.exit_when_ready,
+        timeout=args.timeout,
+    )
+    return run.main(options)
