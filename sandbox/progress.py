@@ -15,6 +15,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from protocol import names
+
 __all__ = [
     "ControlPlane",
     "SiteProgress",
@@ -142,7 +144,7 @@ def new_control_plane(obj: Mapping[str, Any], *, secrets: Collection[tuple[str, 
     namespace = str(metadata.get("namespace") or "")
     cluster = _cluster_name(obj)
     ready = status.get("ready") is True
-    kubeconfig = (namespace, f"{cluster}-kubeconfig") in secrets
+    kubeconfig = (namespace, names.capi_kubeconfig(cluster)) in secrets
     endpoint = spec.get("controlPlaneEndpoint") or {}
     return ControlPlane(
         namespace=namespace,

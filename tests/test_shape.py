@@ -36,8 +36,6 @@ KNOWN: frozenset[str] = frozenset(
         "module hub/reconcile/rkcp.py",
         "module hub/reconcile/rkcp_status.py",
         "module kamaji_broker/cli.py",
-        "module sandbox/kamaji/reconcile.py",
-        "module sandbox/kamaji/simulator.py",
         "module sandbox/kubeapi/handlers.py",
         "module sandbox/kubeapi/schema.py",
         "module sandbox/kubeapi/store.py",

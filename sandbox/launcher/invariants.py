@@ -34,6 +34,7 @@ from cryptography.exceptions import InvalidSignature
 from agent import tcps
 from common.kube import resources
 from hub import api, mapping
+from protocol import names
 from sandbox.launcher.topology import Topology
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
@@ -95,14 +96,15 @@ def _spec_differs(want: dict[str, Any], tcp: dict[str, Any]) -> str:
 
 async def _secrets(world: Topology, rkcp: dict[str, Any], site: str, target: str) -> str:
     namespace, name = rkcp["metadata"]["namespace"], rkcp["metadata"]["name"]
-    kubeconfig = await world.mgmt.get_or_none(SECRET, f"{name}-kubeconfig", namespace=namespace)
-    ca = await world.mgmt.get_or_none(SECRET, f"{name}-ca", namespace=namespace)
+    kubeconfig = await world.mgmt.get_or_none(SECRET, names.capi_kubeconfig(name), namespace=namespace)
+    ca = await world.mgmt.get_or_none(SECRET, names.capi_ca(name), namespace=namespace)
     if kubeconfig is None or ca is None:
         return MISSING_SECRETS
-    at_site = await world.site_kube(site).get_or_none(SECRET, f"{name}-admin-kubeconfig", namespace=target)
-    if at_site is None or _b64(kubeconfig, "value") != _b64(at_site, "admin.conf"):
+    at_site = await world.site_kube(site).get_or_none(SECRET, names.kamaji_kubeconfig(name), namespace=target)
+    value = _b64(kubeconfig, names.CAPI_KUBECONFIG_KEY)
+    if at_site is None or value != _b64(at_site, names.ADMIN_KUBECONFIG_KEY):
         return "<cluster>-kubeconfig is not the site's current admin kubeconfig"
-    config = yaml.safe_load(_b64(kubeconfig, "value"))
+    config = yaml.safe_load(value)
     [user] = config["users"]
     cert = x509.load_pem_x509_certificate(base64.b64decode(user["user"]["client-certificate-data"]))
     try:
