@@ -3,7 +3,7 @@
 Pure: turns listed RemoteKamajiControlPlanes and the names of the CAPI Secrets beside them into a
 ``Snapshot`` (a phase per control plane; requested / provisioning / ready per site), and renders
 it as a table (redrawn in place on a terminal) or as one line per change (logs, pipes, CI).
-``sandbox.launcher.topology`` does the listing; ``sandbox.run`` does the printing.
+``sandbox.launcher.controlplanes`` does the listing; ``sandbox.run`` does the printing.
 
 A control plane is done when its RKCP says ``status.ready`` *and* its ``<cluster>-kubeconfig``
 Secret exists: that is when a CAPI user could reach the tenant cluster.

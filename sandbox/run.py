@@ -26,8 +26,8 @@ from typing import TextIO
 
 from common import aiotasks
 from common.kube import errors as kerrors
-from sandbox import natsd, progress
-from sandbox.launcher import processes, topology, workload
+from sandbox import launcher, natsd, progress
+from sandbox.launcher import processes, workload
 
 __all__ = ["Options", "main"]
 
@@ -100,7 +100,7 @@ def _quote(path: Path) -> str:
     return shlex.quote(str(path))
 
 
-def kubectl_commands(t: topology.Topology, snapshot: progress.Snapshot) -> list[str]:
+def kubectl_commands(t: launcher.Topology, snapshot: progress.Snapshot) -> list[str]:
     """What to try once it is ready: RKCPs and Sites in the management cluster, TCPs at each site,
     a tenant kubeconfig read from its Secret."""
     mgmt = _quote(t.mgmt_kubeconfig)
@@ -115,12 +115,12 @@ def kubectl_commands(t: topology.Topology, snapshot: progress.Snapshot) -> list[
     return lines
 
 
-async def _create(t: topology.Topology, options: Options) -> None:
+async def _create(t: launcher.Topology, options: Options) -> None:
     for name, site in workload.control_plane_names(t.sites, per_site=options.control_planes):
         await t.create_control_plane(name, site=site)
 
 
-async def _watch(t: topology.Topology, options: Options, screen: Screen, stop: asyncio.Event) -> int:
+async def _watch(t: launcher.Topology, options: Options, screen: Screen, stop: asyncio.Event) -> int:
     loop = asyncio.get_running_loop()
     began = loop.time()
     deadline = began + options.timeout
@@ -163,7 +163,7 @@ async def _watch(t: topology.Topology, options: Options, screen: Screen, stop: a
 
 
 def _print_ready(
-    t: topology.Topology, snapshot: progress.Snapshot, screen: Screen, *, elapsed: float, staying: bool
+    t: launcher.Topology, snapshot: progress.Snapshot, screen: Screen, *, elapsed: float, staying: bool
 ) -> None:
     count = len(snapshot.control_planes)
     screen.say("")
@@ -188,9 +188,8 @@ async def _run(options: Options, out: TextIO) -> int:
     # Heartbeats every 2 s instead of production's 10 s: the hub counts a site as connected only
     # after a beat, and RKCP's Ready condition (a summary including SiteConnected) should settle
     # within a breath of status.ready on a laptop rather than ten seconds later.
-    t = topology.Topology(
-        options.directory, sites=names, kamaji_delay=options.kamaji_delay, heartbeat_interval=HEARTBEAT
-    )
+    made = launcher.Options(sites=names, kamaji_delay=options.kamaji_delay, heartbeat_interval=HEARTBEAT)
+    t = launcher.Topology(options.directory, made)
     screen.say(
         f"kamaji-broker sandbox: starting nats-server, {len(names) + 1} emulated clusters (mgmt, "
         f"{', '.join(names)}), {len(names)} Kamaji simulators, the hub and {len(names)} agents "

@@ -39,7 +39,6 @@ KNOWN: frozenset[str] = frozenset(
         "module sandbox/kubeapi/handlers.py",
         "module sandbox/kubeapi/schema.py",
         "module sandbox/kubeapi/store.py",
-        "module sandbox/launcher/topology.py",
         "function agent/main.py:Agent.start",
         "function common/keyfiles.py:generate",
         "function common/kube/client.py:Kube.watch",
@@ -55,14 +54,12 @@ KNOWN: frozenset[str] = frozenset(
         "function sandbox/kubeapi/resources.py:builtins",
         "function sandbox/kubeapi/store.py:Store.create",
         "function sandbox/kubeapi/store.py:Store.update",
-        "function sandbox/launcher/topology.py:Topology.__init__",
         "constructor agent/apply/loop.py:ApplyLoop",
         "constructor agent/cleanup/loop.py:CleanupLoop",
         "constructor agent/heartbeat.py:Heartbeat",
         "constructor agent/status/loop.py:StatusLoop",
         "constructor hub/controllers/rkcp.py:Controller",
         "constructor hub/ingest.py:Ingest",
-        "constructor sandbox/launcher/topology.py:Topology",
     }
 )
 

@@ -23,7 +23,7 @@ from sandbox import kubeapi
 from sandbox.kamaji import crds as kamaji_crds
 from sandbox.kamaji import reconcile_status as kamaji_status
 from sandbox.launcher import Topology
-from tests import helpers
+from tests import helpers, topologies
 from tests.e2e.conftest import BASE, KAMAJI_CRD, SITES, until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -191,8 +191,8 @@ async def test_updates_reach_the_site_and_deletes_purge_the_site_and_the_bus(
     await until(mine_ready)
 
     # Update: a version at site-a, replicas at site-b.
-    await world.update_control_plane("life-a-1", version="v1.32.0")
-    await world.update_control_plane("life-b-1", replicas=3)
+    await topologies.update_control_plane(world, "life-a-1", version="v1.32.0")
+    await topologies.update_control_plane(world, "life-b-1", replicas=3)
 
     async def updated() -> bool:
         tcp_a = await world.site_kube("site-a").get(TCP, "life-a-1", namespace=world.namespace)
@@ -213,7 +213,7 @@ async def test_updates_reach_the_site_and_deletes_purge_the_site_and_the_bus(
     # Delete: gone from the management cluster and the site, and every subject purged.
     deleted = [("life-a-2", "site-a"), ("life-b-2", "site-b")]
     for name, _ in deleted:
-        await world.delete_control_plane(name)
+        await topologies.delete_control_plane(world, name)
 
     await until(lambda: _gone(world, deleted))
     for name, site in deleted:
