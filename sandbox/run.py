@@ -26,6 +26,7 @@ from typing import TextIO
 
 from common import aiotasks
 from common.kube import errors as kerrors
+from protocol import names
 from sandbox import launcher, natsd, progress
 from sandbox.launcher import processes, workload
 
@@ -109,8 +110,8 @@ def kubectl_commands(t: launcher.Topology, snapshot: progress.Snapshot) -> list[
     if snapshot.control_planes:
         cp = snapshot.control_planes[0]
         lines.append(
-            f"kubectl --kubeconfig {mgmt} -n {cp.namespace} get secret {cp.cluster}-kubeconfig "
-            "-o jsonpath='{.data.value}' | base64 -d"
+            f"kubectl --kubeconfig {mgmt} -n {cp.namespace} get secret {names.capi_kubeconfig(cp.cluster)} "
+            f"-o jsonpath='{{.data.{names.CAPI_KUBECONFIG_KEY}}}' | base64 -d"
         )
     return lines
 
@@ -184,15 +185,15 @@ async def _run(options: Options, out: TextIO) -> int:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     screen = Screen(out)
-    names = workload.site_names(options.sites)
+    sites = workload.site_names(options.sites)
     # Heartbeats every 2 s instead of production's 10 s: the hub counts a site as connected only
     # after a beat, and RKCP's Ready condition (a summary including SiteConnected) should settle
     # within a breath of status.ready on a laptop rather than ten seconds later.
-    made = launcher.Options(sites=names, kamaji_delay=options.kamaji_delay, heartbeat_interval=HEARTBEAT)
+    made = launcher.Options(sites=sites, kamaji_delay=options.kamaji_delay, heartbeat_interval=HEARTBEAT)
     t = launcher.Topology(options.directory, made)
     screen.say(
-        f"kamaji-broker sandbox: starting nats-server, {len(names) + 1} emulated clusters (mgmt, "
-        f"{', '.join(names)}), {len(names)} Kamaji simulators, the hub and {len(names)} agents "
+        f"kamaji-broker sandbox: starting nats-server, {len(sites) + 1} emulated clusters (mgmt, "
+        f"{', '.join(sites)}), {len(sites)} Kamaji simulators, the hub and {len(sites)} agents "
         f"in {options.directory}/ (logs in {t.logs_dir}/)"
     )
     try:
@@ -209,7 +210,7 @@ async def _run(options: Options, out: TextIO) -> int:
         starting.result()
         screen.say(
             f"started: NATS {t.nats_url}, hub {t.hub_health_url}; creating "
-            f"{options.control_planes * len(names)} Cluster + RemoteKamajiControlPlane pairs"
+            f"{options.control_planes * len(sites)} Cluster + RemoteKamajiControlPlane pairs"
         )
         await _create(t, options)
         code = await _watch(t, options, screen, stop)
