@@ -157,7 +157,9 @@ async def nats_totals(url: str) -> tuple[int, int]:
 async def broker(k: int, n: int, *, rate: float | None, work: Path, timeout: float) -> dict[str, Any]:
     sites = workload.site_names(n)
     names = spread(k, sites)
-    topo = launcher.Topology(work / "broker", sites=sites, kamaji_delay=0.0, env={"KB_LOG_LEVEL": "warning"})
+    topo = launcher.Topology(
+        work / "broker", launcher.Options(sites=sites, kamaji_delay=0.0, env={"KB_LOG_LEVEL": "warning"})
+    )
     await topo.start()
     try:
         tracker = Tracker({name for name, _ in names})

@@ -3,7 +3,7 @@
 Pure: turns listed RemoteKamajiControlPlanes and the names of the CAPI Secrets beside them into a
 ``Snapshot`` (a phase per control plane; requested / provisioning / ready per site), and renders
 it as a table (redrawn in place on a terminal) or as one line per change (logs, pipes, CI).
-``sandbox.launcher.topology`` does the listing; ``sandbox.run`` does the printing.
+``sandbox.launcher.controlplanes`` does the listing; ``sandbox.run`` does the printing.
 
 A control plane is done when its RKCP says ``status.ready`` *and* its ``<cluster>-kubeconfig``
 Secret exists: that is when a CAPI user could reach the tenant cluster.
@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from protocol import names
 
 __all__ = [
     "ControlPlane",
@@ -142,7 +144,7 @@ def new_control_plane(obj: Mapping[str, Any], *, secrets: Collection[tuple[str, 
     namespace = str(metadata.get("namespace") or "")
     cluster = _cluster_name(obj)
     ready = status.get("ready") is True
-    kubeconfig = (namespace, f"{cluster}-kubeconfig") in secrets
+    kubeconfig = (namespace, names.capi_kubeconfig(cluster)) in secrets
     endpoint = spec.get("controlPlaneEndpoint") or {}
     return ControlPlane(
         namespace=namespace,

@@ -26,8 +26,9 @@ from typing import TextIO
 
 from common import aiotasks
 from common.kube import errors as kerrors
-from sandbox import natsd, progress
-from sandbox.launcher import processes, topology, workload
+from protocol import names
+from sandbox import launcher, natsd, progress
+from sandbox.launcher import processes, workload
 
 __all__ = ["Options", "main"]
 
@@ -100,7 +101,7 @@ def _quote(path: Path) -> str:
     return shlex.quote(str(path))
 
 
-def kubectl_commands(t: topology.Topology, snapshot: progress.Snapshot) -> list[str]:
+def kubectl_commands(t: launcher.Topology, snapshot: progress.Snapshot) -> list[str]:
     """What to try once it is ready: RKCPs and Sites in the management cluster, TCPs at each site,
     a tenant kubeconfig read from its Secret."""
     mgmt = _quote(t.mgmt_kubeconfig)
@@ -109,18 +110,18 @@ def kubectl_commands(t: topology.Topology, snapshot: progress.Snapshot) -> list[
     if snapshot.control_planes:
         cp = snapshot.control_planes[0]
         lines.append(
-            f"kubectl --kubeconfig {mgmt} -n {cp.namespace} get secret {cp.cluster}-kubeconfig "
-            "-o jsonpath='{.data.value}' | base64 -d"
+            f"kubectl --kubeconfig {mgmt} -n {cp.namespace} get secret {names.capi_kubeconfig(cp.cluster)} "
+            f"-o jsonpath='{{.data.{names.CAPI_KUBECONFIG_KEY}}}' | base64 -d"
         )
     return lines
 
 
-async def _create(t: topology.Topology, options: Options) -> None:
+async def _create(t: launcher.Topology, options: Options) -> None:
     for name, site in workload.control_plane_names(t.sites, per_site=options.control_planes):
         await t.create_control_plane(name, site=site)
 
 
-async def _watch(t: topology.Topology, options: Options, screen: Screen, stop: asyncio.Event) -> int:
+async def _watch(t: launcher.Topology, options: Options, screen: Screen, stop: asyncio.Event) -> int:
     loop = asyncio.get_running_loop()
     began = loop.time()
     deadline = began + options.timeout
@@ -163,7 +164,7 @@ async def _watch(t: topology.Topology, options: Options, screen: Screen, stop: a
 
 
 def _print_ready(
-    t: topology.Topology, snapshot: progress.Snapshot, screen: Screen, *, elapsed: float, staying: bool
+    t: launcher.Topology, snapshot: progress.Snapshot, screen: Screen, *, elapsed: float, staying: bool
 ) -> None:
     count = len(snapshot.control_planes)
     screen.say("")
@@ -184,16 +185,15 @@ async def _run(options: Options, out: TextIO) -> int:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     screen = Screen(out)
-    names = workload.site_names(options.sites)
+    sites = workload.site_names(options.sites)
     # Heartbeats every 2 s instead of production's 10 s: the hub counts a site as connected only
     # after a beat, and RKCP's Ready condition (a summary including SiteConnected) should settle
     # within a breath of status.ready on a laptop rather than ten seconds later.
-    t = topology.Topology(
-        options.directory, sites=names, kamaji_delay=options.kamaji_delay, heartbeat_interval=HEARTBEAT
-    )
+    made = launcher.Options(sites=sites, kamaji_delay=options.kamaji_delay, heartbeat_interval=HEARTBEAT)
+    t = launcher.Topology(options.directory, made)
     screen.say(
-        f"kamaji-broker sandbox: starting nats-server, {len(names) + 1} emulated clusters (mgmt, "
-        f"{', '.join(names)}), {len(names)} Kamaji simulators, the hub and {len(names)} agents "
+        f"kamaji-broker sandbox: starting nats-server, {len(sites) + 1} emulated clusters (mgmt, "
+        f"{', '.join(sites)}), {len(sites)} Kamaji simulators, the hub and {len(sites)} agents "
         f"in {options.directory}/ (logs in {t.logs_dir}/)"
     )
     try:
@@ -210,7 +210,7 @@ async def _run(options: Options, out: TextIO) -> int:
         starting.result()
         screen.say(
             f"started: NATS {t.nats_url}, hub {t.hub_health_url}; creating "
-            f"{options.control_planes * len(names)} Cluster + RemoteKamajiControlPlane pairs"
+            f"{options.control_planes * len(sites)} Cluster + RemoteKamajiControlPlane pairs"
         )
         await _create(t, options)
         code = await _watch(t, options, screen, stop)

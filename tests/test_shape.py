@@ -24,15 +24,10 @@ KNOWN: frozenset[str] = frozenset(
         "module hub/ingest.py",
         "module hub/reconcile/rkcp.py",
         "module hub/reconcile/rkcp_status.py",
-        "module sandbox/kamaji/reconcile.py",
-        "module sandbox/kamaji/simulator.py",
-        "module sandbox/launcher/topology.py",
         "function hub/controllers/published.py:PublishedIntents.publish",
         "function hub/reconcile/rkcp.py:reconcile_delete",
         "function hub/reconcile/rkcp.py:reconcile_normal",
-        "function sandbox/launcher/topology.py:Topology.__init__",
         "constructor hub/ingest.py:Ingest",
-        "constructor sandbox/launcher/topology.py:Topology",
     }
 )
 

@@ -15,8 +15,11 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sandbox.launcher import Topology
+from common.kube import resources
+from sandbox.launcher import Options, Topology
 from tests import helpers
+
+RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 
 
 def alive(pid: int) -> bool:
@@ -31,9 +34,10 @@ def alive(pid: int) -> bool:
 async def running(
     directory: Path, *, sites: Sequence[str], base: Sequence[tuple[str, str]], **options: Any
 ) -> AsyncIterator[Topology]:
-    """``options`` go to ``Topology`` (e.g. ``nats_nodes=3``, ``hub_replicas=2``, ``kamaji_delay=1.0``)."""
+    """``options`` are ``sandbox.launcher.Options`` fields (e.g. ``nats_nodes=3``, ``hub_replicas=2``,
+    ``kamaji_delay=1.0``)."""
     settings: dict[str, Any] = {"kamaji_delay": 0.3, "heartbeat_interval": 2.0, **options}
-    topology = Topology(directory, sites=sites, **settings)
+    topology = Topology(directory, Options(sites=tuple(sites), **settings))
     await topology.start()
     # Clients of the tests verify this topology's servers with the CA its nats-config made.
     for url in topology.nats_urls:
@@ -52,3 +56,19 @@ async def running(
         await topology.stop()
     # stop() is part of what is tested: by PID, nothing it started may outlive it.
     assert [pid for pid in pids if alive(pid)] == []
+
+
+async def update_control_plane(
+    world: Topology, name: str, *, namespace: str = "default", **spec: Any
+) -> dict[str, Any]:
+    """Merge ``spec`` into RKCP ``name``'s spec (e.g. ``version="v1.32.0"``, ``replicas=3``)."""
+    return await world.mgmt.patch(RKCP, name, {"spec": spec}, namespace=namespace)
+
+
+async def delete_control_plane(world: Topology, name: str, *, namespace: str = "default") -> None:
+    """Delete RKCP ``name`` and then its Cluster, as CAPI's Cluster controller does.
+
+    Returns at once; the RKCP goes away when the hub has seen the TCP deleted at its site.
+    """
+    await world.mgmt.delete(RKCP, name, namespace=namespace)
+    await world.mgmt.delete(resources.CLUSTER, name, namespace=namespace)

@@ -7,9 +7,11 @@ Sleeping), the endpoint, and real ``<tcp>-ca`` / ``<tcp>-admin-kubeconfig`` Secr
 written against the public API with the project's one Kubernetes client, ``common.kube``: it runs
 on the sandbox's emulator or on any real cluster, and never imports ``sandbox.kubeapi``.
 
-Modules: ``reconcile`` (pure decisions), ``pki`` (pure certificates and kubeconfigs),
-``addresses`` (endpoint pool), ``simulator`` (the watch and the per-TCP workers), ``crds``
-(installing CRD files on a cluster).
+Modules: ``reconcile`` (pure decisions: finalizer, Secrets, deletion), ``reconcile_status`` (the
+pure phase lifecycle and the status written), ``pki`` (pure certificates and kubeconfigs),
+``addresses`` (endpoint pool), ``simulator`` (the informer and the per-TCP workers), ``visiting``
+(one worker's visit: observe, reconcile, execute, write status), ``crds`` (installing CRD files
+on a cluster).
 
     sim = Simulator(api_client_or_kubeconfig_path, ready_delay=3, delete_delay=0)
     await sim.start()
@@ -19,7 +21,8 @@ Modules: ``reconcile`` (pure decisions), ``pki`` (pure certificates and kubeconf
 
 from __future__ import annotations
 
-from sandbox.kamaji.reconcile import FINALIZER, Phase
+from sandbox.kamaji.reconcile import FINALIZER
+from sandbox.kamaji.reconcile_status import Phase
 from sandbox.kamaji.simulator import Simulator
 
 __all__ = ["FINALIZER", "Phase", "Simulator"]

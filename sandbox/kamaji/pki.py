@@ -87,22 +87,35 @@ def new_ca(common_name: str = "kubernetes", *, now: datetime.datetime) -> Certif
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     public = key.public_key()
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(public)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + CA_VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            _key_usage(cert_sign=True),
-            critical=True,
-        )
+        _builder(name, name, public, now=now, validity=CA_VALIDITY, ca=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
         .sign(key, hashes.SHA256())
     )
     return CertificateAuthority(cert_pem=cert.public_bytes(serialization.Encoding.PEM), key_pem=_key_pem(key))
+
+
+def _builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    public: ec.EllipticCurvePublicKey,
+    *,
+    now: datetime.datetime,
+    validity: datetime.timedelta,
+    ca: bool,
+) -> x509.CertificateBuilder:
+    """What every certificate here has, as kubeadm issues them: names, key, a random serial, a
+    backdated validity, basic constraints and key usage (both critical)."""
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(now + validity)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=ca), critical=True)
+    )
 
 
 def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
@@ -145,18 +158,7 @@ def new_client_certificate(
         + [x509.NameAttribute(NameOID.COMMON_NAME, identity.user)]
     )
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + CLIENT_VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            _key_usage(cert_sign=False),
-            critical=True,
-        )
+        _builder(subject, ca_cert.subject, key.public_key(), now=now, validity=CLIENT_VALIDITY, ca=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False

@@ -5,27 +5,21 @@ Pure: no await, no clients, no clock reads (``now`` is a monotonic time passed i
 the plan's actions in order, writes the status, keeps :class:`Memory` for the next visit and
 comes back after ``requeue_after`` seconds.
 
-Lifecycle, following Kamaji's ``status.kubernetesResources.version.status``:
-
-- replicas 0 → ``Sleeping`` (at once);
-- never installed → ``Provisioning`` → ``Ready`` after ``ready_delay``;
-- installed version ≠ spec version → ``Upgrading`` → ``Ready`` after ``ready_delay``;
-- woken from ``Sleeping`` → ``NotReady`` → ``Ready`` after ``ready_delay``;
-- deleting → the finalizer is removed ``delete_delay`` after the deletion was first seen.
-
-Delays are measured from when the simulator first saw the transition (its :class:`Memory`), not
-from API timestamps: those have one-second resolution and come from another clock.
+Finalizer first; the ``<tcp>-ca`` and ``<tcp>-admin-kubeconfig`` Secrets (re)written when missing or
+not ours or pointing elsewhere; deleting → the finalizer is removed ``delete_delay`` after the
+deletion was first seen (:class:`Memory`). The phase lifecycle and the status it writes are
+:mod:`sandbox.kamaji.reconcile_status`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from common import objects
+from sandbox.kamaji import reconcile_status
 
 __all__ = [
     "DEFAULT_PORT",
@@ -35,19 +29,13 @@ __all__ = [
     "AddFinalizer",
     "Memory",
     "Observed",
-    "Phase",
     "Plan",
     "RemoveFinalizer",
     "SecretsObserved",
     "Timings",
     "WriteAdminKubeconfig",
     "WriteCA",
-    "admin_kubeconfig_secret_name",
-    "ca_secret_name",
-    "endpoint",
-    "is_subset",
     "new_observed",
-    "new_status",
     "reconcile",
     "reconcile_delete",
     "reconcile_normal",
@@ -58,26 +46,6 @@ DEFAULT_PORT = 6443
 """Kamaji's default for ``spec.networkProfile.port``."""
 DEFAULT_REPLICAS = 2
 """Kamaji's default for ``spec.controlPlane.deployment.replicas``."""
-DEFAULT_DATA_STORE = "default"
-"""``status.storage.dataStoreName`` when ``spec.dataStore`` is unset (Kamaji's default DataStore)."""
-
-
-class Phase(enum.StrEnum):
-    """Values of ``status.kubernetesResources.version.status`` (Kamaji's enum; the simulator uses five)."""
-
-    UNKNOWN = "Unknown"
-    PROVISIONING = "Provisioning"
-    CA_ROTATING = "CertificateAuthorityRotating"
-    UPGRADING = "Upgrading"
-    MIGRATING = "Migrating"
-    READY = "Ready"
-    NOT_READY = "NotReady"
-    SLEEPING = "Sleeping"
-    WRITE_LIMITED = "WriteLimited"
-
-
-# Phases that last ready_delay and then become Ready.
-_TRANSITIONAL = frozenset({Phase.PROVISIONING, Phase.UPGRADING, Phase.NOT_READY})
 
 
 @dataclass(frozen=True)
@@ -174,14 +142,6 @@ class Plan:
     """Seconds until the next visit is due even without an event; None: only on events."""
 
 
-def ca_secret_name(name: str) -> str:
-    return f"{name}-ca"
-
-
-def admin_kubeconfig_secret_name(name: str) -> str:
-    return f"{name}-admin-kubeconfig"
-
-
 def new_observed(
     tcp: Mapping[str, Any],
     *,
@@ -215,11 +175,6 @@ def new_observed(
     )
 
 
-def endpoint(host: str, port: int) -> str:
-    """``host:port`` as Kamaji writes ``status.controlPlaneEndpoint`` (IPv6 in brackets)."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 def reconcile(observed: Observed, memory: Memory, *, now: float, timings: Timings) -> Plan:
     """The plan for one visit; ``memory`` is what the previous visit's plan returned."""
     if memory.uid != observed.uid:
@@ -247,102 +202,20 @@ def reconcile_normal(observed: Observed, memory: Memory, *, now: float, timings:
     if FINALIZER not in observed.finalizers:
         actions.append(AddFinalizer())
     host = observed.address or observed.allocated_address
-    server = f"https://{endpoint(host, observed.port)}"
+    server = f"https://{reconcile_status.endpoint(host, observed.port)}"
     svc_server = f"https://{observed.name}.{observed.namespace}.svc:{observed.port}"
     if not observed.secrets.ca:
         # A new CA invalidates every certificate signed by the old one: reissue the kubeconfigs too.
         actions += [WriteCA(), WriteAdminKubeconfig(server=server, svc_server=svc_server)]
     elif observed.secrets.admin_kubeconfig_server != server:
         actions.append(WriteAdminKubeconfig(server=server, svc_server=svc_server))
-    phase, installed, memory, requeue_after = _next_phase(observed, memory, now=now, timings=timings)
-    status = new_status(observed, phase=phase, installed=installed, host=host)
+    phase, installed, memory, requeue_after = reconcile_status.next_phase(
+        observed, memory, now=now, timings=timings
+    )
+    status = reconcile_status.new_status(observed, phase=phase, installed=installed, host=host)
     return Plan(
         actions=tuple(actions),
-        status=None if is_subset(status, observed.status) else status,
+        status=None if reconcile_status.is_subset(status, observed.status) else status,
         memory=memory,
         requeue_after=requeue_after,
     )
-
-
-def _target_phase(observed: Observed, installed: str) -> Phase:
-    if observed.replicas == 0:
-        return Phase.SLEEPING
-    if not installed:
-        return Phase.PROVISIONING
-    if installed != observed.version:
-        return Phase.UPGRADING
-    if objects.dig(observed.status, "kubernetesResources", "version", "status") in (
-        Phase.SLEEPING,
-        Phase.NOT_READY,
-    ):
-        return Phase.NOT_READY
-    return Phase.READY
-
-
-def _next_phase(
-    observed: Observed, memory: Memory, *, now: float, timings: Timings
-) -> tuple[Phase, str, Memory, float | None]:
-    """(phase, installed version, memory, requeue_after) for this visit."""
-    installed = str(objects.dig(observed.status, "kubernetesResources", "version", "version") or "")
-    target = _target_phase(observed, installed)
-    if target not in _TRANSITIONAL:
-        return target, installed, dataclasses.replace(memory, phase="", target="", since=None), None
-    timed = memory.phase == target and memory.target == observed.version and memory.since is not None
-    since = memory.since if timed and memory.since is not None else now
-    remaining = since + timings.ready_delay - now
-    if remaining > 0:
-        memory = dataclasses.replace(memory, phase=target, target=observed.version, since=since)
-        return target, installed, memory, remaining
-    return Phase.READY, observed.version, dataclasses.replace(memory, phase="", target="", since=None), None
-
-
-def _replica_counts(phase: Phase, replicas: int) -> dict[str, int]:
-    """The Deployment's counts as Kamaji mirrors them, for a rollout with maxUnavailable 0."""
-    if phase is Phase.SLEEPING:
-        replicas = 0
-    ready = replicas if phase in (Phase.READY, Phase.UPGRADING) else 0
-    # During an upgrade the old pods stay available while none runs the new version yet.
-    updated = 0 if phase is Phase.UPGRADING else replicas
-    return {
-        "replicas": replicas,
-        "readyReplicas": ready,
-        "availableReplicas": ready,
-        "updatedReplicas": updated,
-        "unavailableReplicas": replicas - ready,
-    }
-
-
-def new_status(observed: Observed, *, phase: Phase, installed: str, host: str) -> dict[str, Any]:
-    """The status fields the simulator owns (a merge patch: other fields are left alone)."""
-    version: dict[str, Any] = {"status": str(phase)}
-    if installed:
-        version["version"] = installed
-    return {
-        "observedGeneration": observed.generation,
-        "controlPlaneEndpoint": endpoint(host, observed.port),
-        "kubeconfig": {"admin": {"secretName": admin_kubeconfig_secret_name(observed.name)}},
-        "certificates": {"ca": {"secretName": ca_secret_name(observed.name)}},
-        "storage": {"dataStoreName": observed.data_store or DEFAULT_DATA_STORE},
-        "kubernetesResources": {
-            "version": version,
-            "deployment": {
-                "name": observed.name,
-                "namespace": observed.namespace,
-                "selector": f"kamaji.clastix.io/name={observed.name}",
-                **_replica_counts(phase, observed.replicas),
-            },
-        },
-    }
-
-
-def is_subset(part: Mapping[str, Any], whole: Mapping[str, Any]) -> bool:
-    """True when applying ``part`` as a merge patch to ``whole`` would change nothing."""
-    for key, value in part.items():
-        if key not in whole:
-            return False
-        if isinstance(value, Mapping):
-            if not isinstance(whole[key], Mapping) or not is_subset(value, whole[key]):
-                return False
-        elif whole[key] != value:
-            return False
-    return True

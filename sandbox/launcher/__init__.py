@@ -1,16 +1,24 @@
 """Start and stop the whole kamaji-broker topology on this machine, as separate OS processes.
 
-processes   one child process: start, wait until it serves (/readyz or its log), stop by PID
-workload    the example Cluster + RemoteKamajiControlPlane manifests and the sandbox's names
-topology    Topology: credentials, nats-server, emulated clusters, Kamaji simulators, hub, agents;
-            faults injected by name (kill, pause, resume, start_again) and the logs' error lines
-invariants  what a healed topology holds (every RKCP Ready with its TCP and Secrets, no orphan...)
+options        Options: the sites, delays, timeouts, NATS nodes and hub replicas of a topology
+layout         the sandbox directory (its marker, prepare_directory) and every path in it
+processes      one child process: start, wait until it serves (/readyz or its log), stop by PID
+children       the topology's children: spawn, stop in order, faults by name, the logs' error lines
+natsnodes      the nats-servers (one, or a JetStream cluster): ports, configuration, leaders
+clusters       emulated API servers and their clients, Site objects, a Kamaji simulator per site
+broker         the hub replicas (leader election) and an agent per site
+controlplanes  Cluster + RemoteKamajiControlPlane pairs in mgmt, and progress
+topology       Topology: those layers in one object, and the order of start() and stop()
+workload       the example Cluster + RemoteKamajiControlPlane manifests and the sandbox's names
+invariants     what a healed topology holds (every RKCP Ready with its TCP and Secrets, no orphan...)
 
 Used by ``kamaji-broker sandbox`` (``sandbox.run``), ``tests/e2e``, ``tests/faults`` and ``bench/``.
 """
 
 from sandbox.launcher import invariants, processes, workload
+from sandbox.launcher.layout import prepare_directory
+from sandbox.launcher.options import Options
 from sandbox.launcher.processes import LaunchError
-from sandbox.launcher.topology import Topology, prepare_directory
+from sandbox.launcher.topology import Topology
 
-__all__ = ["LaunchError", "Topology", "invariants", "prepare_directory", "processes", "workload"]
+__all__ = ["LaunchError", "Options", "Topology", "invariants", "prepare_directory", "processes", "workload"]

@@ -25,7 +25,7 @@ import collections
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 import yaml
 from cryptography import x509
@@ -34,6 +34,7 @@ from cryptography.exceptions import InvalidSignature
 from agent import tcps
 from common.kube import resources
 from hub import api, cluster_api, mapping
+from protocol import names
 from sandbox.launcher.topology import Topology
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
@@ -95,14 +96,15 @@ def _spec_differs(want: dict[str, Any], tcp: dict[str, Any]) -> str:
 
 async def _secrets(world: Topology, rkcp: dict[str, Any], site: str, target: str) -> str:
     namespace, name = rkcp["metadata"]["namespace"], rkcp["metadata"]["name"]
-    kubeconfig = await world.mgmt.get_or_none(SECRET, f"{name}-kubeconfig", namespace=namespace)
-    ca = await world.mgmt.get_or_none(SECRET, f"{name}-ca", namespace=namespace)
+    kubeconfig = await world.mgmt.get_or_none(SECRET, names.capi_kubeconfig(name), namespace=namespace)
+    ca = await world.mgmt.get_or_none(SECRET, names.capi_ca(name), namespace=namespace)
     if kubeconfig is None or ca is None:
         return MISSING_SECRETS
-    at_site = await world.site_kube(site).get_or_none(SECRET, f"{name}-admin-kubeconfig", namespace=target)
-    if at_site is None or _b64(kubeconfig, "value") != _b64(at_site, "admin.conf"):
+    at_site = await world.site_kube(site).get_or_none(SECRET, names.kamaji_kubeconfig(name), namespace=target)
+    value = _b64(kubeconfig, names.CAPI_KUBECONFIG_KEY)
+    if at_site is None or value != _b64(at_site, names.ADMIN_KUBECONFIG_KEY):
         return "<cluster>-kubeconfig is not the site's current admin kubeconfig"
-    config = yaml.safe_load(_b64(kubeconfig, "value"))
+    config = yaml.safe_load(value)
     [user] = config["users"]
     cert = x509.load_pem_x509_certificate(base64.b64decode(user["user"]["client-certificate-data"]))
     try:
@@ -158,61 +160,61 @@ def unexplained(lines: Iterable[str], allowed: Sequence[str | re.Pattern[str]]) 
     return [line for line in lines if not any(p.search(line) for p in patterns)]
 
 
-async def findings(
-    world: Topology,
-    *,
-    deleted: Iterable[Deleted] = (),
-    since: Mapping[str, int] | None = None,
-    allowed_errors: Sequence[str | re.Pattern[str]] = (),
-) -> list[Finding]:
-    """Everything that does not hold now. ``deleted``: RKCPs the scenario deleted (gone, with
-    their TCPs); ``since``: ``world.log_marks()`` from before the fault, to check the logs from
-    there (error lines matching ``allowed_errors`` are the injected causes)."""
+class Expected(TypedDict, total=False):
+    """What a scenario did, which ``findings`` takes into account."""
+
+    deleted: Iterable[Deleted]
+    """RKCPs the scenario deleted: they must be gone, with their TCPs."""
+    since: Mapping[str, int] | None
+    """``world.log_marks()`` from before the fault: the logs are checked from there."""
+    allowed_errors: Sequence[str | re.Pattern[str]]
+    """The causes the scenario injected: error lines matching one are expected."""
+
+
+async def _rkcps(world: Topology) -> tuple[list[Finding], set[str]]:
+    """What is wrong with each RKCP in ``mgmt``, and the uids of the live ones."""
     found: list[Finding] = []
     owners: set[str] = set()
     for rkcp in (await world.mgmt.list(RKCP)).items:
         meta = rkcp["metadata"]
         if meta.get("deletionTimestamp"):
             deleting = conditions(rkcp).get("Deleting")
-            found.append(
-                Finding(
-                    "stuck", f"RKCP {meta['namespace']}/{meta['name']} is still being deleted ({deleting})"
-                )
-            )
+            where = f"RKCP {meta['namespace']}/{meta['name']}"
+            found.append(Finding("stuck", f"{where} is still being deleted ({deleting})"))
             continue
         owners.add(meta["uid"])
         found.extend(await _live(world, rkcp))
+    return found, owners
+
+
+async def _gone(world: Topology, deleted: Iterable[Deleted]) -> list[Finding]:
+    """Each RKCP the scenario deleted is gone, and so is its TCP."""
+    found: list[Finding] = []
     for namespace, name, site in deleted:
         if await world.mgmt.get_or_none(RKCP, name, namespace=namespace) is not None:
             found.append(Finding("stuck", f"deleted RKCP {namespace}/{name} still exists"))
         if await world.site_kube(site).get_or_none(TCP, name, namespace=world.namespace) is not None:
             found.append(Finding("orphaned", f"deleted RKCP {namespace}/{name}: its TCP is still at {site}"))
-    found.extend(await _tcps(world, owners))
-    found.extend(Finding("crashed", line) for line in world.failures())
-    if since is not None:
-        found.extend(
-            Finding("errors", line) for line in unexplained(world.errors_since(since), allowed_errors)
-        )
     return found
 
 
-async def violations(
-    world: Topology,
-    *,
-    deleted: Iterable[Deleted] = (),
-    since: Mapping[str, int] | None = None,
-    allowed_errors: Sequence[str | re.Pattern[str]] = (),
-) -> list[str]:
+async def findings(world: Topology, **expected: Unpack[Expected]) -> list[Finding]:
+    """Everything that does not hold now, given what the scenario did (``Expected``)."""
+    found, owners = await _rkcps(world)
+    found += await _gone(world, expected.get("deleted", ()))
+    found += await _tcps(world, owners)
+    found += [Finding("crashed", line) for line in world.failures()]
+    since = expected.get("since")
+    if since is not None:
+        lines = unexplained(world.errors_since(since), expected.get("allowed_errors", ()))
+        found += [Finding("errors", line) for line in lines]
+    return found
+
+
+async def violations(world: Topology, **expected: Unpack[Expected]) -> list[str]:
     """``findings`` as lines (``<kind>: <what>``), for assertions that name what is wrong."""
-    found = await findings(world, deleted=deleted, since=since, allowed_errors=allowed_errors)
-    return [str(f) for f in found]
+    return [str(f) for f in await findings(world, **expected)]
 
 
-async def converged(
-    world: Topology,
-    *,
-    deleted: Iterable[Deleted] = (),
-    since: Mapping[str, int] | None = None,
-    allowed_errors: Sequence[str | re.Pattern[str]] = (),
-) -> bool:
-    return not await findings(world, deleted=deleted, since=since, allowed_errors=allowed_errors)
+async def converged(world: Topology, **expected: Unpack[Expected]) -> bool:
+    return not await findings(world, **expected)

@@ -2,7 +2,7 @@
 
 Pure builders of the manifests a platform engineer would apply to the management cluster (the
 Cluster first, then the RKCP it points at, owned by it), and the sandbox's naming scheme.
-Talks to nothing; ``sandbox.launcher.topology`` creates them through ``common.kube``.
+Talks to nothing; ``sandbox.launcher.controlplanes`` creates them through ``common.kube``.
 """
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ from common.kube import resources
 from protocol import streams, subjects
 from sandbox import kubeapi
 from sandbox.kamaji import crds as kamaji_crds
-from sandbox.kamaji import reconcile as kamaji_reconcile
+from sandbox.kamaji import reconcile_status as kamaji_status
 from sandbox.launcher import Topology
-from tests import helpers
+from tests import helpers, topologies
 from tests.e2e.conftest import BASE, SITES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -100,7 +100,7 @@ async def test_every_site_tcp_validates_against_the_real_kamaji_crd(world: Topol
                     created = await real.create(TCP, body, namespace=site)
                 except kerrors.Invalid as exc:
                     pytest.fail(f"TCP {site}/{meta['name']} is invalid for Kamaji: {exc}")
-                assert kamaji_reconcile.is_subset(tcp["spec"], created["spec"]), meta["name"]
+                assert kamaji_status.is_subset(tcp["spec"], created["spec"]), meta["name"]
                 checked += 1
         assert checked >= len(BASE)
     finally:
@@ -189,8 +189,8 @@ async def test_updates_reach_the_site_and_deletes_purge_the_site_and_the_bus(
     await helpers.eventually(mine_ready, every=0.2, within=60)
 
     # Update: a version at site-a, replicas at site-b.
-    await world.update_control_plane("life-a-1", version="v1.32.0")
-    await world.update_control_plane("life-b-1", replicas=3)
+    await topologies.update_control_plane(world, "life-a-1", version="v1.32.0")
+    await topologies.update_control_plane(world, "life-b-1", replicas=3)
 
     async def updated() -> bool:
         tcp_a = await world.site_kube("site-a").get(TCP, "life-a-1", namespace=world.namespace)
@@ -211,7 +211,7 @@ async def test_updates_reach_the_site_and_deletes_purge_the_site_and_the_bus(
     # Delete: gone from the management cluster and the site, and every subject purged.
     deleted = [("life-a-2", "site-a"), ("life-b-2", "site-b")]
     for name, _ in deleted:
-        await world.delete_control_plane(name)
+        await topologies.delete_control_plane(world, name)
 
     await helpers.eventually(lambda: _gone(world, deleted), every=0.2, within=60)
     for name, site in deleted:

@@ -20,7 +20,7 @@ from common import bus
 from common.kube import resources
 from protocol import streams, subjects
 from sandbox.launcher import Topology, invariants
-from tests import helpers
+from tests import helpers, topologies
 from tests.faults.measure import Measure
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module")]
@@ -86,7 +86,7 @@ async def _tcp(world: Topology, name: str, site: str) -> dict[str, Any]:
 async def _delete_all(world: Topology, names: Sequence[str], site: str) -> None:
     """Leave the world as the scenario found it: its control planes deleted, the invariants hold."""
     for name in names:
-        await world.delete_control_plane(name)
+        await topologies.delete_control_plane(world, name)
     deleted = [(NS, name, site) for name in names]
 
     async def gone() -> bool:
@@ -160,7 +160,7 @@ async def test_agent_paused_past_the_heartbeat_timeout_shows_the_site_unavailabl
     world.pause(agent)
     try:
         # An edit while the agent cannot answer: applied once it continues.
-        await world.update_control_plane(names[0], replicas=3)
+        await topologies.update_control_plane(world, names[0], replicas=3)
 
         async def unavailable() -> bool:
             for name in names:
@@ -213,7 +213,7 @@ async def test_agent_offline_across_several_changes_applies_only_the_last(
     async with _hub_bus(world) as nc:
         last_seq = 0
         for change in CHANGES:
-            await world.update_control_plane(name, **change)
+            await topologies.update_control_plane(world, name, **change)
             # Each change is published before the next, so the agent could have seen each one.
 
             async def published(seen: int = last_seq) -> bool:

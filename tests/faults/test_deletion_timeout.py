@@ -18,7 +18,7 @@ from common import bus
 from common.kube import resources
 from protocol import messages, streams, subjects
 from sandbox.launcher import Topology, invariants
-from tests import helpers
+from tests import helpers, topologies
 from tests.faults.measure import Measure
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module")]
@@ -80,7 +80,7 @@ async def release_while_dark(world: Topology, fault: Measure, name: str, *, work
         world, fault=f"agent-{SITE} SIGKILL, RKCP deleted past the {TIMEOUT} site timeout", workload=workload
     )
     await world.kill(f"agent-{SITE}")
-    await world.delete_control_plane(name)
+    await topologies.delete_control_plane(world, name)
 
     async def released() -> bool:
         return await world.mgmt.get_or_none(RKCP, name, namespace=NS) is None
@@ -147,7 +147,7 @@ async def test_recreated_under_the_same_name_before_the_site_returns(
     await fault.converges(world)
     await ready(world, name)
     # Left as every scenario leaves the topology: only the base control planes and its own.
-    await world.delete_control_plane(name)
+    await topologies.delete_control_plane(world, name)
     deleted = [(NS, name, SITE)]
     await helpers.eventually(lambda: invariants.converged(world, deleted=deleted), within=60, every=0.3)
     assert await owners_in_streams(hub_conn, world, name) == {}

@@ -20,7 +20,7 @@ import pytest
 from agent import tcps
 from common.kube import resources
 from sandbox.launcher import Topology, invariants
-from tests import helpers
+from tests import helpers, topologies
 from tests.faults.measure import Measure
 
 # The timeout covers the module's topology start too (pytest-timeout counts fixture setup in
@@ -89,7 +89,7 @@ async def test_a_field_removed_from_the_rkcp_is_removed_at_the_site(world: Topol
     assert before["spec"]["networkProfile"]["certSANs"] == SANS and service_labels(before) == LABELS
 
     fault.inject(world, fault="certSANs and service labels removed from the RKCP", workload="1 Ready RKCP")
-    await world.update_control_plane(name, network={"certSANs": None, "serviceLabels": None})
+    await topologies.update_control_plane(world, name, network={"certSANs": None, "serviceLabels": None})
     await fault.lifted(world)
 
     async def removed() -> bool:

@@ -23,7 +23,7 @@ import pytest_asyncio
 from common.kube import resources
 from hub.controllers.writing import CLUSTER_NAME_LABEL
 from sandbox.launcher import Topology, invariants
-from sandbox.launcher.topology import HUB_LEASE
+from sandbox.launcher.broker import HUB_LEASE
 from tests import helpers, topologies
 from tests.faults.conftest import BASE, SITES
 from tests.faults.measure import Measure
@@ -73,7 +73,7 @@ async def remove(world: Topology, names: Names) -> None:
     """Delete the scenario's control planes and wait until they are gone with their TCPs, so
     the next scenario starts from the base alone."""
     for name, _ in names:
-        await world.delete_control_plane(name)
+        await topologies.delete_control_plane(world, name)
     deleted = [(NS, name, site) for name, site in names]
     await helpers.eventually(lambda: invariants.converged(world, deleted=deleted), within=120, every=0.5)
 

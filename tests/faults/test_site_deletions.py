@@ -14,7 +14,7 @@ import pytest
 from agent import tcps
 from common.kube import resources
 from sandbox.launcher import Topology, invariants, workload
-from tests import helpers
+from tests import helpers, topologies
 from tests.faults.measure import Measure
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module")]
@@ -86,7 +86,7 @@ async def test_tcp_deleted_at_the_site_is_recreated(world: Topology, fault: Meas
     # Deleted to answer, so it published nothing new.
     assert await _intent_seq(world, name, site) == seq
 
-    await world.delete_control_plane(name)
+    await topologies.delete_control_plane(world, name)
     deleted = [(NS, name, site)]
     await helpers.eventually(lambda: invariants.converged(world, deleted=deleted), within=60, every=0.3)
     assert await invariants.violations(world, deleted=deleted) == []
@@ -130,7 +130,7 @@ async def test_rkcp_the_site_refused_is_deleted(world: Topology, fault: Measure)
     await helpers.eventually(refused, within=60, every=0.2)
 
     fault.inject(world, fault="refused RKCP deleted", workload="1 RKCP refused by site-b")
-    await world.delete_control_plane(name)
+    await topologies.delete_control_plane(world, name)
     await fault.lifted(world)
     deleted = [(NS, name, site)]
 

@@ -27,7 +27,7 @@ import pytest_asyncio
 import yaml
 
 from common.kube import resources
-from sandbox.launcher import Topology, workload
+from sandbox.launcher import Options, Topology, workload
 from tests import helpers
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -72,7 +72,9 @@ async def _secret_material(topology: Topology, scan: Scan) -> None:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def scan(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Scan]:
-    topology = Topology(tmp_path_factory.mktemp("plaintext") / "sandbox", sites=SITES, kamaji_delay=0.2)
+    topology = Topology(
+        tmp_path_factory.mktemp("plaintext") / "sandbox", Options(sites=SITES, kamaji_delay=0.2)
+    )
     await topology.start()
     try:
         names = workload.control_plane_names(SITES, per_site=1)

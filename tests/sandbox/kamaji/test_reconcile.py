@@ -6,18 +6,18 @@ from typing import Any
 
 import pytest
 
-from sandbox.kamaji import reconcile
+from sandbox.kamaji import reconcile, reconcile_status
 from sandbox.kamaji.reconcile import (
     FINALIZER,
     AddFinalizer,
     Memory,
-    Phase,
     RemoveFinalizer,
     SecretsObserved,
     Timings,
     WriteAdminKubeconfig,
     WriteCA,
 )
+from sandbox.kamaji.reconcile_status import Phase
 
 UID = "uid-1"
 POOL_ADDRESS = "10.240.0.7"
@@ -320,14 +320,16 @@ def test_reconcile_normal(
     ],
 )
 def test_deployment_counts_follow_the_phase(phase: Phase, counts: dict[str, int]) -> None:
-    new = reconcile.new_status(observe(tcp()), phase=phase, installed="v1.30.2", host=POOL_ADDRESS)
+    new = reconcile_status.new_status(observe(tcp()), phase=phase, installed="v1.30.2", host=POOL_ADDRESS)
     deployment = new["kubernetesResources"]["deployment"]
     assert {k: deployment[k] for k in counts} == counts
     assert deployment["selector"] == "kamaji.clastix.io/name=tcp1"
 
 
 def test_new_status_names_the_secrets_and_the_endpoint() -> None:
-    new = reconcile.new_status(observe(tcp()), phase=Phase.READY, installed="v1.30.2", host=POOL_ADDRESS)
+    new = reconcile_status.new_status(
+        observe(tcp()), phase=Phase.READY, installed="v1.30.2", host=POOL_ADDRESS
+    )
     assert new == status(Phase.READY, "v1.30.2", READY_COUNTS)
 
 
@@ -463,4 +465,4 @@ def test_new_observed_applies_kamajis_defaults() -> None:
     ],
 )
 def test_is_subset(part: dict[str, Any], whole: dict[str, Any], expected: bool) -> None:
-    assert reconcile.is_subset(part, whole) is expected
+    assert reconcile_status.is_subset(part, whole) is expected

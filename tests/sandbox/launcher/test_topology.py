@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.launcher import LaunchError, Topology, prepare_directory, processes, workload
-from sandbox.launcher import topology as topology_module
+from sandbox.launcher import LaunchError, Options, Topology, layout, prepare_directory, processes, workload
 from tests import helpers
 
 
@@ -50,7 +49,7 @@ def test_rkcp_is_owned_by_its_cluster_and_placed_at_its_site() -> None:
 def test_prepare_directory_creates_and_wipes_only_a_sandbox_directory(tmp_path: Path) -> None:
     d = tmp_path / "sb"
     prepare_directory(d)
-    assert (d / topology_module.MARKER).read_text().strip() == str(os.getpid())
+    assert (d / layout.MARKER).read_text().strip() == str(os.getpid())
     (d / "jetstream").mkdir()
     prepare_directory(d)  # an earlier sandbox of this process: wiped
     assert not (d / "jetstream").exists()
@@ -65,15 +64,15 @@ def test_prepare_directory_refuses_a_foreign_directory(tmp_path: Path) -> None:
 
 def test_prepare_directory_refuses_a_running_sandbox(tmp_path: Path) -> None:
     # PID 1 is always alive and never this process: a sandbox is running there.
-    (tmp_path / topology_module.MARKER).write_text("1\n")
+    (tmp_path / layout.MARKER).write_text("1\n")
     with pytest.raises(LaunchError, match=r"a sandbox \(pid 1\) is running"):
         prepare_directory(tmp_path)
-    assert (tmp_path / topology_module.MARKER).exists()
+    assert (tmp_path / layout.MARKER).exists()
 
 
 def test_topology_rejects_a_site_named_like_the_management_cluster(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="names the management cluster"):
-        Topology(tmp_path, sites=("mgmt",))
+        Topology(tmp_path, Options(sites=("mgmt",)))
 
 
 NAME_ERROR = "NameError: name 'x' is not defined"
@@ -170,7 +169,7 @@ async def test_started_again_is_ready_only_on_its_own_ready_line(tmp_path: Path)
 
 
 def test_failures_do_not_count_an_injected_exit(tmp_path: Path) -> None:
-    topology = Topology(tmp_path, sites=("site-a",))
+    topology = Topology(tmp_path, Options(sites=("site-a",)))
     crashed = processes.Child(
         name="agent-site-a", args=[sys.executable, "-c", "pass"], log=tmp_path / "a.log"
     )

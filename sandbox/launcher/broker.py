@@ -1,0 +1,90 @@
+"""kamaji-broker's own processes in the topology: the hub (one or more replicas) and an agent per site.
+
+Owns their command lines (``kamaji-broker hub`` / ``agent`` with every path, URL and interval as
+a flag, as a deployment would pass them), their health ports and, with ``hub_replicas`` > 1,
+leader election through the Lease ``kamaji-broker-hub`` in ``default`` of ``mgmt`` (``leader()``
+reads its holder). A layer of ``sandbox.launcher.topology.Topology``, on top of the NATS nodes
+(their URLs) and the clusters (their kubeconfigs, ``mgmt``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from common.kube import resources
+from sandbox import natsd
+from sandbox.launcher import processes
+from sandbox.launcher.children import CLI
+from sandbox.launcher.clusters import Clusters
+from sandbox.launcher.natsnodes import NatsNodes
+from sandbox.launcher.options import Options
+
+__all__ = ["HUB_LEASE", "Broker"]
+
+HUB_LEASE = "kamaji-broker-hub"
+
+
+class Broker(NatsNodes, Clusters):
+    """After ``start()``: ``hub_health_url``, ``hub_health_urls``, ``agent_health_urls``."""
+
+    def __init__(self, directory: Path, options: Options) -> None:
+        super().__init__(directory, options)
+        self.hub_health_url = ""
+        """The first hub replica's; ``hub_health_urls`` has every replica's by child name."""
+        self.hub_health_urls: dict[str, str] = {}
+        self.agent_health_urls: dict[str, str] = {}
+
+    async def leader(self) -> str:
+        """The name of the hub replica that holds the Lease (with ``hub_replicas`` > 1)."""
+        lease = await self.mgmt.get(resources.LEASE, HUB_LEASE, namespace="default")
+        return str(lease["spec"]["holderIdentity"])
+
+    def _start_hubs(self) -> list[processes.Child]:
+        return [self._hub(i) for i in range(self.options.hub_replicas)]
+
+    def _hub(self, index: int = 0) -> processes.Child:
+        name = "hub" if index == 0 else f"hub-{index}"
+        port = natsd.free_port()
+        self.hub_health_urls[name] = f"http://127.0.0.1:{port}"
+        self.hub_health_url = self.hub_health_urls["hub"]
+        args = [
+            sys.executable, *CLI, "hub",
+            "--kubeconfig", str(self.mgmt_kubeconfig),
+            "--nats-url", ",".join(self.nats_urls),
+            "--nats-seed", str(self.hub_seed),
+            "--nats-ca-file", str(self.nats_ca_file),
+            "--signing-key", str(self.keys_dir / "signing.key"),
+            "--sealing-keys", str(self.keys_dir / "sealing"),
+            "--all-namespaces",
+            "--sites", ",".join(self.sites),
+            "--heartbeat-interval", str(self.options.heartbeat_interval),
+            "--stream-replicas", str(self.stream_replicas),
+            "--listen", f"127.0.0.1:{port}",
+        ]  # fmt: skip
+        if self.options.hub_replicas > 1:
+            args += [
+                "--leader-elect", "--lease-namespace", "default", "--lease-name", HUB_LEASE,
+                "--lease-duration", str(self.options.lease_duration), "--identity", name,
+            ]  # fmt: skip
+        return self._spawn(name, args, health_url=self.hub_health_urls[name])
+
+    def _start_agents(self) -> list[processes.Child]:
+        return [self._agent(site) for site in self.sites]
+
+    def _agent(self, site: str) -> processes.Child:
+        port = natsd.free_port()
+        self.agent_health_urls[site] = f"http://127.0.0.1:{port}"
+        args = [
+            sys.executable, *CLI, "agent",
+            "--site", site,
+            "--nats-url", ",".join(self.nats_urls),
+            "--nats-seed", str(self.site_seed(site)),
+            "--nats-ca-file", str(self.nats_ca_file),
+            "--hub-public-keys", str(self.hub_public_keys),
+            "--kubeconfig", str(self.kubeconfig(site)),
+            "--namespaces", self.namespace,
+            "--heartbeat-interval", str(self.options.heartbeat_interval),
+            "--listen", f"127.0.0.1:{port}",
+        ]  # fmt: skip
+        return self._spawn(f"agent-{site}", args, health_url=self.agent_health_urls[site])

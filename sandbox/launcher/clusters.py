@@ -1,0 +1,113 @@
+"""The topology's clusters: emulated API servers, their clients, and a Kamaji simulator per site.
+
+Owns one ``sandbox.kubeapi`` emulator per cluster (``mgmt`` with the RKCP, Site and CAPI Cluster
+CRDs, one per site with the compact TenantControlPlane CRD; their kubeconfigs DIR/<cluster>.kubeconfig),
+the ``common.kube`` client of each, what an operator applies before the broker starts (the
+``Site`` objects ``site add`` wrote, the target namespace at each site) and one
+``sandbox.kamaji`` simulator per site with an address pool of its own. A layer of
+``sandbox.launcher.topology.Topology``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from common import kube
+from common.kube import errors as kerrors
+from common.kube import resources
+from hub import crdgen
+from sandbox import crds
+from sandbox.launcher import processes
+from sandbox.launcher.children import Children
+from sandbox.launcher.options import MGMT, Options
+
+__all__ = ["Clusters"]
+
+
+def _address_pool(index: int) -> str:
+    """Site ``index``'s endpoint network: the (index+1)-th /16 of 10.0.0.0/8, so the endpoints
+    of different sites never collide and each site has room for 65,000 control planes."""
+    if not 0 <= index < 255:
+        raise ValueError(f"at most 255 sites, got index {index}")
+    return str(ipaddress.ip_network(f"10.{index + 1}.0.0/16"))
+
+
+class Clusters(Children):
+    """After ``start()``: ``mgmt`` and ``site_kube(site)``, clients of ``common.kube``."""
+
+    def __init__(self, directory: Path, options: Options) -> None:
+        super().__init__(directory, options)
+        self._api_clients: dict[str, Any] = {}
+        self._kubes: dict[str, kube.Kube] = {}
+
+    @property
+    def mgmt(self) -> kube.Kube:
+        return self._kube(MGMT)
+
+    def site_kube(self, site: str) -> kube.Kube:
+        return self._kube(site)
+
+    def _kube(self, cluster: str) -> kube.Kube:
+        try:
+            return self._kubes[cluster]
+        except KeyError:
+            raise RuntimeError(f"no client for cluster {cluster!r}: is the topology started?") from None
+
+    def _start_emulators(self) -> list[processes.Child]:
+        """Start ``mgmt``'s emulator and every site's (not waited for: see ``_ready``)."""
+        emulators = [self._emulator(MGMT, [*self._render_crds(), crds.CLUSTER])]
+        return emulators + [self._emulator(site, [crds.TENANT_CONTROL_PLANE]) for site in self.sites]
+
+    async def _connect(self) -> None:
+        """A client per cluster, and what an operator applies before the broker starts."""
+        for cluster in (MGMT, *self.sites):
+            api_client = await kube.api_client_from_kubeconfig(self.kubeconfig(cluster))
+            self._api_clients[cluster] = api_client
+            self._kubes[cluster] = kube.Kube(api_client)
+        for site in self.sites:
+            # The placement authorization: what `site add` wrote, applied as an operator would.
+            manifest = yaml.safe_load(self.site_manifest(site).read_text())
+            with contextlib.suppress(kerrors.Conflict):
+                await self.mgmt.create(resources.SITE, manifest)
+            with contextlib.suppress(kerrors.Conflict):
+                await self._kubes[site].create(resources.NAMESPACE, {"metadata": {"name": self.namespace}})
+
+    async def _disconnect(self) -> None:
+        for api_client in self._api_clients.values():
+            with contextlib.suppress(Exception):
+                await api_client.close()
+        self._api_clients.clear()
+        self._kubes.clear()
+
+    def _start_simulators(self) -> list[processes.Child]:
+        """A Kamaji simulator per site (not waited for: see ``_ready``)."""
+        return [self._simulator(i, site) for i, site in enumerate(self.sites)]
+
+    def _render_crds(self) -> list[Path]:
+        """The RKCP and Site CRDs, as ``python -m hub.crdgen`` renders them, in DIR/crds/."""
+        rkcp = self.crds_dir / crdgen.FILENAME
+        site = self.crds_dir / crdgen.SITE_FILENAME
+        self.crds_dir.mkdir(parents=True, exist_ok=True)
+        rkcp.write_text(crdgen.render())
+        site.write_text(crdgen.render_site())
+        return [rkcp, site]
+
+    def _emulator(self, cluster: str, crd_files: list[Path]) -> processes.Child:
+        kubeconfig = self.kubeconfig(cluster)
+        args = [sys.executable, "-m", "sandbox.kubeapi", "--port", "0", "--kubeconfig", str(kubeconfig)]
+        args += ["--name", cluster]
+        for path in crd_files:
+            args += ["--crd", str(path)]
+        # The emulator prints this line once it serves and its kubeconfig is written.
+        return self._spawn(f"kubeapi-{cluster}", args, ready_text="(kubeconfig:")
+
+    def _simulator(self, index: int, site: str) -> processes.Child:
+        args = [sys.executable, "-m", "sandbox.kamaji", "--kubeconfig", str(self.kubeconfig(site))]
+        args += ["--ready-delay", str(self.options.kamaji_delay), "--address-pool", _address_pool(index)]
+        return self._spawn(f"kamaji-{site}", args, ready_text="kamaji simulator running")

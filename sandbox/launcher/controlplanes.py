@@ -1,0 +1,60 @@
+"""The workload on a running topology: Cluster + RKCP pairs created in ``mgmt``, and progress.
+
+Owns what a CAPI user would do to ask for a control plane at a site (a ``Cluster`` and its
+``RemoteKamajiControlPlane``, from ``sandbox.launcher.workload``'s manifests) and reading how far
+every control plane is (``sandbox.progress``). Talks to ``mgmt`` through ``common.kube``. A layer
+of ``sandbox.launcher.topology.Topology``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common import objects
+from common.kube import resources
+from sandbox import progress
+from sandbox.launcher import workload
+from sandbox.launcher.clusters import Clusters
+
+__all__ = ["ControlPlanes"]
+
+RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
+
+
+class ControlPlanes(Clusters):
+    async def create_control_plane(
+        self,
+        name: str,
+        *,
+        site: str,
+        namespace: str = "default",
+        version: str = workload.DEFAULT_VERSION,
+        replicas: int = 2,
+        **spec: Any,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Create Cluster ``name`` and its RKCP ``name`` (placed at ``site``); returns both as stored."""
+        if site not in self.sites:
+            raise ValueError(f"unknown site {site!r}; the topology has {', '.join(self.sites)}")
+        cluster = await self.mgmt.create(
+            resources.CLUSTER, workload.cluster(name, namespace=namespace), namespace=namespace
+        )
+        body = workload.remote_kamaji_control_plane(
+            name,
+            namespace=namespace,
+            cluster_uid=str(cluster["metadata"]["uid"]),
+            site=site,
+            target_namespace=self.namespace,
+            version=version,
+            replicas=replicas,
+            **spec,
+        )
+        rkcp = await self.mgmt.create(RKCP, body, namespace=namespace)
+        return cluster, rkcp
+
+    async def progress(self) -> progress.Snapshot:
+        """Every RKCP's phase and every site's counts, as the management cluster shows them now."""
+        rkcps = await self.mgmt.list(RKCP)
+        # The CAPI Secrets carry this label (the hub writes it); existence is enough here.
+        secrets = await self.mgmt.list(resources.SECRET, label_selector="cluster.x-k8s.io/cluster-name")
+        names = {objects.key(s) for s in secrets.items}
+        return progress.new_snapshot(rkcps.items, secrets=names)

@@ -1,0 +1,106 @@
+"""The sandbox directory: making it safe to (re)use, and where everything in it lives.
+
+Owns the directory's marker (only a sandbox's own directory is ever wiped) and every path the
+topology writes or hands to a process: keys, NATS credentials and TLS files, kubeconfigs, CRDs,
+logs. Pure paths, no I/O but ``prepare_directory``. ``Layout`` is the first layer of
+``sandbox.launcher.topology.Topology``, which every other layer reads its paths from.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from common import natsfiles
+from sandbox.launcher import processes
+from sandbox.launcher.options import MGMT, Options
+
+__all__ = ["MARKER", "Layout", "prepare_directory"]
+
+MARKER = ".kamaji-broker-sandbox"
+"""Written into every sandbox directory (with the launcher's PID): only such a directory is ever
+wiped, so ``--dir ~`` by mistake fails instead of deleting a home directory."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def prepare_directory(directory: Path) -> None:
+    """Make ``directory`` an empty sandbox directory: create it, or wipe an earlier sandbox's.
+
+    Wiping matters: an earlier run's JetStream store would replay its intents into the fresh
+    emulated clusters. Refuses a non-empty directory that is not a sandbox's, and one whose
+    sandbox is still running.
+    """
+    marker = directory / MARKER
+    if directory.exists():
+        if not directory.is_dir():
+            raise processes.LaunchError(f"{directory} exists and is not a directory")
+        if any(directory.iterdir()):
+            if not marker.is_file():
+                raise processes.LaunchError(
+                    f"{directory} is not empty and is not a sandbox directory (no {MARKER}); "
+                    "choose another --dir"
+                )
+            owner = marker.read_text().strip()
+            if owner.isdigit() and int(owner) != os.getpid() and _alive(int(owner)):
+                raise processes.LaunchError(
+                    f"a sandbox (pid {owner}) is running in {directory}; stop it first "
+                    f"(or delete {marker} if that process is not a sandbox)"
+                )
+            shutil.rmtree(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    marker.write_text(f"{os.getpid()}\n")
+
+
+class Layout:
+    """``options`` and the paths under ``directory``, fixed when the topology is made."""
+
+    def __init__(self, directory: Path, options: Options) -> None:
+        self.directory = directory
+        self.options = options
+        self.keys_dir = directory / "keys"
+        """What ``keys generate`` wrote: the signing key, the sealing keys, the hub's public keys."""
+        self.nats_dir = directory / "nats"
+        """What ``nats-config`` and ``site add`` wrote: server configuration, seeds, Site manifests."""
+        self.logs_dir = directory / "logs"
+        self.crds_dir = directory / "crds"
+        """The RKCP and Site CRDs as ``hub.crdgen`` renders them."""
+        self.tls_dir = self.nats_dir / "tls"
+        """The CA (ca.crt, ca.key) and the server certificate ``nats-config --tls-generate`` made."""
+        self.nats_ca_file = self.tls_dir / "ca.crt"
+        """What hub and agents (and any client of this topology) verify the server with."""
+        self.hub_seed = self.nats_dir / "hub.nk"
+        self.hub_public_keys = self.keys_dir / "hub-public-keys.json"
+        self.mgmt_kubeconfig = self.kubeconfig(MGMT)
+
+    @property
+    def sites(self) -> tuple[str, ...]:
+        return self.options.sites
+
+    @property
+    def namespace(self) -> str:
+        """The target namespace at every site."""
+        return self.options.namespace
+
+    def site_seed(self, site: str) -> Path:
+        return self.nats_dir / "sites" / f"{site}.nk"
+
+    def site_manifest(self, site: str) -> Path:
+        """The ``Site`` object ``site add`` wrote for ``site``."""
+        return self.nats_dir / natsfiles.SITES_DIR / f"{site}.site.yaml"
+
+    def kubeconfig(self, cluster: str) -> Path:
+        """DIR/<cluster>.kubeconfig for ``mgmt`` or a site."""
+        return self.directory / f"{cluster}.kubeconfig"
+
+    def log(self, name: str) -> Path:
+        return self.logs_dir / f"{name}.log"

@@ -1,0 +1,55 @@
+"""``Options``: what a sandbox topology is made of and how long it waits for its parts.
+
+Pure data, checked when made. Given to ``sandbox.launcher.topology.Topology`` whole, which reads
+it where it needs it (``topology.options``) rather than copying fields across. Made by
+``sandbox.run`` (the ``kamaji-broker sandbox`` command), ``tests/topologies.py`` and ``bench/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["MGMT", "Options"]
+
+MGMT = "mgmt"
+"""The management cluster's name (its emulator, its kubeconfig); no site may take it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    sites: tuple[str, ...] = ("site-a", "site-b")
+    """One emulated cluster, Kamaji simulator and agent each."""
+    kamaji_delay: float = 3.0
+    """Seconds the Kamaji simulators take from Provisioning (or Upgrading) to Ready."""
+    namespace: str = "tenants"
+    """The target namespace at every site."""
+    rkcp_namespaces: tuple[str, ...] = ("default",)
+    """Management namespaces the sites' ``Site`` objects let place control planes in ``namespace``."""
+    heartbeat_interval: float = 10.0
+    """Seconds between the hub's and the agents' heartbeats."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Added to the hub's and the agents' environment (e.g. ``KB_LOG_LEVEL``): for settings the
+    fields here do not cover."""
+    start_timeout: float = 60.0
+    """Seconds each part (and a child started again) has to become ready."""
+    stop_timeout: float = 10.0
+    """Seconds a child has after SIGTERM before SIGKILL."""
+    nats_nodes: int = 1
+    """More than one: a JetStream cluster of that many nodes (children ``nats-0``.., server names
+    alike) with streams at ``min(3, nats_nodes)`` replicas."""
+    hub_replicas: int = 1
+    """More than one: the replicas elect a leader through a Lease in ``default`` of ``mgmt``
+    (children ``hub``, ``hub-1``, ...)."""
+    lease_duration: float = 4.0
+    """Seconds of the hub's Lease, with ``hub_replicas`` > 1."""
+
+    def __post_init__(self) -> None:
+        if not self.sites:
+            raise ValueError("a topology needs at least one site")
+        if self.nats_nodes < 1:
+            raise ValueError(f"nats_nodes must be at least 1, got {self.nats_nodes}")
+        if self.hub_replicas < 1:
+            raise ValueError(f"hub_replicas must be at least 1, got {self.hub_replicas}")
+        if MGMT in self.sites:
+            raise ValueError(f"{MGMT!r} names the management cluster; choose another site name")
