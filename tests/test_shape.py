@@ -32,7 +32,6 @@ KNOWN: frozenset[str] = frozenset(
         "module hub/api.py",
         "module hub/controllers/rkcp.py",
         "module hub/crdgen.py",
-        "module hub/ingest.py",
         "module kamaji_broker/cli.py",
         "module sandbox/kamaji/reconcile.py",
         "module sandbox/kamaji/simulator.py",
@@ -59,7 +58,6 @@ KNOWN: frozenset[str] = frozenset(
         "constructor agent/heartbeat.py:Heartbeat",
         "constructor agent/status/loop.py:StatusLoop",
         "constructor hub/controllers/rkcp.py:Controller",
-        "constructor hub/ingest.py:Ingest",
         "constructor sandbox/launcher/topology.py:Topology",
     }
 )

@@ -3,9 +3,10 @@
 Talks to the management cluster (``common.kube``: RKCPs, Clusters, Sites, Secrets, Events) and
 to NATS (``common.bus``: the latest intent per control plane, publishing, purging). Caches RKCPs,
 Clusters and Sites from their watches; everything the site said comes from
-``hub.observations`` (fed by ``hub.ingest``) and ``hub.sites``. One worker per key at a time
-(``queue.WorkQueue``). Placement is authorized by the Site (``hub.placements``) before anything
-is published; the Site status is written by ``hub.controllers.site`` from the same caches.
+``hub.observations`` (fed by ``hub.ingest``, read through ``hub.intake``) and ``hub.sites``.
+One worker per key at a time (``queue.WorkQueue``). Placement is authorized by the Site
+(``hub.placements``) before anything is published; the Site status is written by
+``hub.controllers.site`` from the same caches.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from common import kube as ckube
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from common.kube import resources, watching
-from hub import api, ingest, mapping, placements, sites
+from hub import api, intake, mapping, placements, sites
 from hub import metrics as hub_metrics
 from hub import observations as hub_observations
 from hub.controllers import cache, queue, writing
@@ -62,7 +63,7 @@ class Controller:
         conn: bus.Connection,
         signer: nacl.signing.SigningKey,
         observations: hub_observations.Observations,
-        ingest: ingest.Ingest,
+        intake: intake.Intake,
         sites: sites.Sites,
         metrics: hub_metrics.Metrics,
         namespaces: tuple[str, ...] = (),
@@ -80,7 +81,7 @@ class Controller:
         self.signing_key_id = protocol_keys.key_id(bytes(signer.verify_key))
         self._own_key = {protocol_keys.key_id(bytes(signer.verify_key)): signer.verify_key}
         self.observations = observations
-        self.ingest = ingest
+        self.intake = intake
         self.sites = sites
         self.metrics = metrics
         self.namespaces = namespaces
@@ -412,8 +413,6 @@ class Controller:
         except mapping.InvalidCoordinates as exc:
             problem = problem or str(exc)
             coords = Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
-        if coords.site not in self._topology_sites and coords.site in self.known_sites():
-            await self.ensure_topology()
         desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
         report = await self._report(coords)
         published = await self._published(coords, report.status)
@@ -447,6 +446,7 @@ class Controller:
             known_initialized=r.metadata.uid in self._initialized,
             now=now,
             signing_key_id=self.signing_key_id,
+            topology_ready=coords.site in self._topology_sites or coords.site not in self.known_sites(),
         )
 
     def _denial(self, coords: Coordinates, namespace: str) -> str:
@@ -530,13 +530,11 @@ class Controller:
         )
 
     async def _report(self, coords: Coordinates) -> rkcp.SiteReport:
-        # Loaded once per process, whatever the consumer recorded before: a restarted hub's
-        # consumer never delivers again what the previous process acknowledged (the sealed
-        # secrets, typically), however many newer statuses it delivers first (issue 11 §2).
-        if self.observations.loaded(coords):
-            seen = self.observations.get(coords)
-        else:
-            seen = await self.ingest.load(coords)
+        # Loaded once per process (the intake reads the streams the first time), whatever the
+        # consumer recorded before: a restarted hub's consumer never delivers again what the
+        # previous process acknowledged (the sealed secrets, typically), however many newer
+        # statuses it delivers first (issue 11 §2).
+        seen = await self.intake.load(coords)
         if seen is None:
             return rkcp.SiteReport()
         return rkcp.SiteReport(
@@ -558,10 +556,10 @@ class Controller:
             patch = {"metadata": {"finalizers": finalizers, "resourceVersion": r.metadata.resource_version}}
             try:
                 await self.kube.patch(RKCP, name, patch, namespace=ns)
-            except kerrors.Conflict:
+            except (kerrors.Conflict, kerrors.NotFound):
                 return False
-            except kerrors.NotFound:
-                return False
+        elif isinstance(action, rkcp.EnsureTopology):
+            await self.ensure_topology()
         elif isinstance(action, rkcp.Publish):
             return await self._publish(action, r, o)
         elif isinstance(action, rkcp.Purge):
@@ -578,7 +576,9 @@ class Controller:
             coords = Coordinates(*mapping.coordinates(r))
             self.released.track(coords, r.metadata.uid, action.seq)
         elif isinstance(action, rkcp.WriteSecrets):
-            return await self._write_secrets(action, r, o)
+            return await writing.write_latest(
+                self.kube, self.intake, action, r, cluster_name=o.cluster_name, metrics=self.metrics
+            )
         elif isinstance(action, rkcp.SetEndpoint):
             await self.kube.patch(
                 RKCP,
@@ -588,23 +588,6 @@ class Controller:
             )
         elif isinstance(action, rkcp.Event):
             await writing.record_event(self.kube, action, r)
-        return True
-
-    async def _write_secrets(
-        self, action: rkcp.WriteSecrets, r: api.RemoteKamajiControlPlane, o: rkcp.Observed
-    ) -> bool:
-        """Fetch, open, write: the box is read from the stream whenever it is to be written, so
-        nothing secret is held between reconciles, and one that a hub process acknowledged and
-        died before writing is written by the next. False when the box is no longer the one
-        decided on (what was found is recorded: the next reconcile decides from it)."""
-        opened = await self.ingest.open_latest(mapping.coordinates(r))
-        if opened is None:
-            return False
-        sealed, payload = opened
-        if (sealed.checksum, sealed.owner_uid) != (action.checksum, action.owner_uid):
-            return False
-        await writing.write_secrets(self.kube, action, payload, r, cluster_name=o.cluster_name)
-        self.metrics.secrets_written.inc()
         return True
 
     async def _publish(self, action: rkcp.Publish, r: api.RemoteKamajiControlPlane, o: rkcp.Observed) -> bool:

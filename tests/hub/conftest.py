@@ -22,7 +22,7 @@ from agent.status import loop as status_loop
 from common import bus, health
 from common import kube as ckube
 from common.kube import resources
-from hub import crdgen, ingest, observations, sites
+from hub import crdgen, ingest, intake, observations, sites
 from hub import metrics as hub_metrics
 from hub.controllers import rkcp as rkcp_controller
 from protocol import keys, messages, sealing, streams, subjects
@@ -101,18 +101,19 @@ class World:
         ingest only, so a test decides when ``Controller.sync`` reconciles."""
         seen = observations.Observations()
         state = sites.Sites()
-        ref: list[rkcp_controller.Controller] = []
-        ing = ingest.Ingest(
-            conn=self.conn, observations=seen, keyring=self.keyring, prefix=self.prefix,
-            metrics=self.hub_metrics, on_change=lambda c: ref[0].on_observation(c),
-            sites=lambda: ref[0].known_sites(), maps=lambda c: ref[0].maps(c), rescan_interval=0.2,
-        )  # fmt: skip
+        reader = intake.Intake(
+            intake.Deps(conn=self.conn, observations=seen, keyring=self.keyring, metrics=self.hub_metrics),
+            prefix=self.prefix,
+        )
         c = rkcp_controller.Controller(
-            kube=self.mgmt, conn=self.conn, signer=self.signer, observations=seen, ingest=ing, sites=state,
+            kube=self.mgmt, conn=self.conn, signer=self.signer, observations=seen, intake=reader, sites=state,
             metrics=self.hub_metrics, static_sites=[SITE], prefix=self.prefix, workers=workers,
             heartbeat_interval=0.3,
         )  # fmt: skip
-        ref.append(c)
+        ing = ingest.Ingest(
+            ingest.Deps(intake=reader, sites=c.known_sites, maps=c.maps, on_change=c.on_observation),
+            ingest.Settings(rescan_interval=0.2),
+        )
 
         async def poll() -> None:
             await sites.run(state, self.conn, sites_provider=c.known_sites, prefix=self.prefix,

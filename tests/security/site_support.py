@@ -30,7 +30,7 @@ from agent.status import loop as status_loop
 from common import bus, health
 from common import kube as ckube
 from common.kube import resources
-from hub import crdgen, ingest, observations, sites
+from hub import crdgen, ingest, intake, observations, sites
 from hub import metrics as hub_metrics
 from hub.controllers import rkcp as rkcp_controller
 from protocol import keys, messages, sealing, streams, subjects
@@ -85,18 +85,21 @@ class World:
     def start_hub(self, *, intent_check_interval: float = 30.0) -> rkcp_controller.Controller:
         seen = observations.Observations()
         state = sites.Sites()
-        ref: list[rkcp_controller.Controller] = []
-        ing = ingest.Ingest(
-            conn=self.hub_conn, observations=seen, keyring=self.keyring, prefix=PREFIX,
-            metrics=self.hub_metrics, on_change=lambda c: ref[0].on_observation(c),
-            sites=lambda: ref[0].known_sites(), maps=lambda c: ref[0].maps(c), rescan_interval=0.2,
-        )  # fmt: skip
+        reader = intake.Intake(
+            intake.Deps(
+                conn=self.hub_conn, observations=seen, keyring=self.keyring, metrics=self.hub_metrics
+            ),
+            prefix=PREFIX,
+        )
         c = rkcp_controller.Controller(
-            kube=self.mgmt, conn=self.hub_conn, signer=self.signer, observations=seen, ingest=ing,
+            kube=self.mgmt, conn=self.hub_conn, signer=self.signer, observations=seen, intake=reader,
             sites=state, metrics=self.hub_metrics, static_sites=[SITE], prefix=PREFIX, workers=2,
             heartbeat_interval=0.3, intent_check_interval=intent_check_interval,
         )  # fmt: skip
-        ref.append(c)
+        ing = ingest.Ingest(
+            ingest.Deps(intake=reader, sites=c.known_sites, maps=c.maps, on_change=c.on_observation),
+            ingest.Settings(rescan_interval=0.2),
+        )
 
         async def poll() -> None:
             await sites.run(state, self.hub_conn, sites_provider=c.known_sites, prefix=PREFIX,

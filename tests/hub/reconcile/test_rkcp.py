@@ -116,6 +116,18 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
         {},
     ),
     (
+        "a site that appeared after the start: its topology first, then the finalizer",
+        observed(rkcp_obj(finalizer=False), published=None, topology_ready=False),
+        ["EnsureTopology", "AddFinalizer"],
+        {},
+    ),
+    (
+        "a site that appeared after the start: its topology first, then the intent",
+        observed(published=None, report=rkcp.SiteReport(), topology_ready=False),
+        ["EnsureTopology", "Publish"],
+        {"IntentDelivered": ("Unknown", "NotPublished")},
+    ),
+    (
         "new object: publish the intent",
         observed(published=None, report=rkcp.SiteReport()),
         ["Publish"],
@@ -367,6 +379,11 @@ def test_change_only_status_is_stable() -> None:
 
 DELETES: list[tuple[str, rkcp.Observed, list[str]]] = [
     ("publish the delete intent", observed(rkcp_obj(deleting=True)), ["Publish"]),
+    (
+        "a site that appeared after the start: its topology before the delete intent",
+        observed(rkcp_obj(deleting=True), topology_ready=False),
+        ["EnsureTopology", "Publish"],
+    ),
     (
         "wait for the site",
         observed(
