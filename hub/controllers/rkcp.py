@@ -36,7 +36,7 @@ from hub.controllers import site as site_controller
 from hub.reconcile import rkcp, rkcp_status
 from protocol import errors as protocol_errors
 from protocol import keys as protocol_keys
-from protocol import messages, signing, streams, subjects
+from protocol import messages, names, signing, streams, subjects
 from protocol.coordinates import Coordinates
 
 log = logging.getLogger(__name__)
@@ -428,7 +428,7 @@ class Controller:
         await self._secrets_synced.wait()
         checksums = {
             secret: self._secret_checksums[(r.metadata.namespace, secret)]
-            for secret in (f"{name}-kubeconfig", f"{name}-ca")
+            for secret in (names.capi_kubeconfig(name), names.capi_ca(name))
             if (r.metadata.namespace, secret) in self._secret_checksums
         }
         return rkcp.Observed(
