@@ -32,10 +32,6 @@ Key = tuple[str, str, str]
 """What the methods accept: a ``Coordinates`` or a plain ``(site, namespace, name)`` tuple."""
 
 
-def coordinates_of(message: messages.Status | messages.SealedSecrets) -> Coordinates:
-    return Coordinates.of(message)
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DecryptError:
     """Why sealed secrets could not be used. The message names the key id, never the content."""
@@ -99,7 +95,7 @@ def disagreement(subject_coords: Key, message: messages.Status | messages.Sealed
     The server lets a site publish only under its own subjects, so the subject is the trusted
     part; a body naming other coordinates is a bug or an attempt to report for someone else.
     """
-    claimed = coordinates_of(message)
+    claimed = Coordinates.of(message)
     if tuple(claimed) == tuple(subject_coords):
         return None
     return (
