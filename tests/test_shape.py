@@ -27,9 +27,6 @@ KNOWN: frozenset[str] = frozenset(
         "module common/keyfiles.py",
         "module hub/api.py",
         "module hub/crdgen.py",
-        "module hub/ingest.py",
-        "module hub/reconcile/rkcp.py",
-        "module hub/reconcile/rkcp_status.py",
         "module kamaji_broker/cli.py",
         "module sandbox/kamaji/reconcile.py",
         "module sandbox/kamaji/simulator.py",
@@ -41,8 +38,6 @@ KNOWN: frozenset[str] = frozenset(
         "function common/keyfiles.py:generate",
         "function hub/controllers/published.py:PublishedIntents.publish",
         "function hub/metrics.py:Metrics.__init__",
-        "function hub/reconcile/rkcp.py:reconcile_delete",
-        "function hub/reconcile/rkcp.py:reconcile_normal",
         "function kamaji_broker/cli.py:_parser",
         "function sandbox/kubeapi/admission.py:metadata_causes",
         "function sandbox/kubeapi/resources.py:builtins",
@@ -52,7 +47,6 @@ KNOWN: frozenset[str] = frozenset(
         "constructor agent/apply/loop.py:ApplyLoop",
         "constructor agent/cleanup/loop.py:CleanupLoop",
         "constructor agent/heartbeat.py:Heartbeat",
-        "constructor hub/ingest.py:Ingest",
         "constructor sandbox/launcher/topology.py:Topology",
     }
 )

@@ -102,7 +102,7 @@ class PublishedIntents:
             i = messages.decode_intent(stored.data)
         except protocol_errors.DecodeError as exc:
             log.error("undecodable intent on %s: %s", stored.subject, exc)
-            return rkcp.Published(seq=stored.seq, op="invalid", generation=-1, owner_uid="", spec_digest="")
+            return rkcp.Published.undecodable(stored.seq)
         for uid in i.replaces:
             self.released.track(coords, uid, stored.seq)
         try:
@@ -113,7 +113,7 @@ class PublishedIntents:
             signed = False
         return rkcp.Published(
             seq=stored.seq,
-            op=i.op,
+            op=rkcp.Op(i.op),
             generation=i.generation,
             owner_uid=i.owner.uid,
             spec_digest=rkcp.spec_digest(i.spec),
@@ -176,7 +176,7 @@ class PublishedIntents:
         self._published_checked[Coordinates(site, ns, name)] = asyncio.get_running_loop().time()
         self._published_cache[Coordinates(site, ns, name)] = rkcp.Published(
             seq=ack.seq,
-            op=action.op,
+            op=rkcp.Op(action.op),
             generation=r.metadata.generation,
             owner_uid=r.metadata.uid,
             spec_digest=digest,
