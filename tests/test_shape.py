@@ -36,7 +36,6 @@ KNOWN: frozenset[str] = frozenset(
         "module sandbox/launcher/topology.py",
         "function agent/main.py:Agent.start",
         "function common/keyfiles.py:generate",
-        "function hub/controllers/published.py:PublishedIntents.publish",
         "function hub/metrics.py:Metrics.__init__",
         "function kamaji_broker/cli.py:_parser",
         "function sandbox/kubeapi/admission.py:metadata_causes",
