@@ -141,7 +141,7 @@ class _Entry:
     """False after ``forget``: the entry then only keeps its sequences and version, so a late
     redelivery of a purged message stays ignored and versions never go back."""
     loaded: bool = False
-    """The streams' last messages were read for these coordinates (``hub.ingest.Ingest.load``)."""
+    """The streams' last messages were read for these coordinates (``hub.intake.Intake.load``)."""
 
 
 def _order(held: int, seq: int, *, again: bool = False) -> Outcome:

@@ -5,8 +5,9 @@ last refusal counted, the uid seen Ready once), each dropped by ``forget``, and 
 reconcile uses: the record of published intents (``published``), the CAPI Secret checksums
 (``checksums``), the status writer (``status_writes``) and the hands (``acting``). Reads the
 RKCPs, Clusters and the index from ``informing``, what the sites said from ``hub.observations``
-(loaded through ``hub.intake`` once per process) and ``hub.sites``, and each Site's grant from
-``site.SiteSync``.
+(loaded through ``hub.intake`` once per process) and ``hub.sites``, each Site's grant from
+``site.SiteSync``, and whether the site's topology is ready from ``topology``. Observing only
+reads: what it finds missing (a new site's topology) is an action (``EnsureTopology``).
 """
 
 from __future__ import annotations
@@ -197,8 +198,7 @@ class Reconciler:
             cluster_name=name,
             conflict_with=self.index.conflict(coords, r, self.denial),
             not_authorized=self.denial(coords, r.metadata.namespace),
-            known_initialized=self._initialized.get((r.metadata.namespace, r.metadata.name))
-            == r.metadata.uid,
+            known_initialized=self._known_initialized(r),
             now=now,
             signing_key_id=self.signing_key_id,
             topology_ready=self.topology.ready(coords.site),
