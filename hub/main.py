@@ -19,7 +19,7 @@ import nacl.signing
 
 from common import aiotasks, bus, health, keyfiles, leader, service
 from common import kube as ckube
-from hub import ingest, observations, sites
+from hub import ingest, intake, observations, sites
 from hub import metrics as hub_metrics
 from hub.controllers import config
 from hub.controllers import rkcp as rkcp_controller
@@ -112,23 +112,18 @@ class Hub(service.Service):
         conn = self.conn
         seen = observations.Observations()
         site_state = sites.Sites()
-        ref: list[rkcp_controller.Controller] = []  # the ingest reports to the controller made below
-        ing = ingest.Ingest(
-            conn=conn,
-            observations=seen,
-            keyring=keyring,
-            prefix=s.prefix,
-            metrics=self.metrics,
-            on_change=lambda coords: ref[0].on_observation(coords),
-            sites=lambda: ref[0].known_sites(),
-            maps=lambda coords: ref[0].maps(coords),
+        reader = intake.Intake(
+            intake.Deps(conn=conn, observations=seen, keyring=keyring, metrics=self.metrics), prefix=s.prefix
         )
         deps = config.Deps(
-            kube=kube, conn=conn, signer=signer, observations=seen, ingest=ing, sites=site_state,
+            kube=kube, conn=conn, signer=signer, observations=seen, intake=reader, sites=site_state,
             metrics=self.metrics,
         )  # fmt: skip
         controller = rkcp_controller.Controller(config.Settings.of(s), deps)
-        ref.append(controller)
+        # One way: the ingest tells the controller what changed; the controller knows it not.
+        consumer = ingest.Ingest(
+            ingest.Deps(reader, controller.known_sites, controller.maps, controller.on_observation)
+        )
         self.controller = controller
 
         async def poll_sites() -> None:
@@ -142,7 +137,7 @@ class Hub(service.Service):
                 on_change=controller.on_site_change,
             )
 
-        return [("rkcp controller", controller.run), ("ingest", ing.run), ("sites", poll_sites)]
+        return [("rkcp controller", controller.run), ("ingest", consumer.run), ("sites", poll_sites)]
 
     def _activate(self, loops: list[Loop]) -> None:
         self.active = [asyncio.create_task(aiotasks.supervise(name, run), name=name) for name, run in loops]

@@ -1,7 +1,8 @@
 """The hub's Prometheus metrics, on a registry of its own (one per hub, so tests can run several).
 
-Every module of the hub counts here: intents by the publisher, statuses and bus rejections by
-``hub.ingest``, sites by ``hub.sites``, secrets and reconcile errors by the controllers.
+Every module of the hub counts here: intents by the publisher, statuses by ``hub.ingest``, bus
+rejections by ``hub.intake``, sites by ``hub.sites``, secrets and reconcile errors by the
+controllers.
 Labels carry sites, operations, stream names and reasons only, never names of secrets or their
 content. prometheus_client appends ``_total`` to counter names on exposition.
 """

@@ -1,19 +1,18 @@
 """What the hub knows of each remote control plane from the bus: the pure, in-memory view.
 
 Owns, per control plane coordinates ``(site, namespace, name)``, the latest ``Status`` and what
-is needed to decide about the latest ``SealedSecrets`` (``SealedRef``: checksum, owner, key id;
-and why it did not open, if it did not), each with the stream sequence it came at, and a
+is needed to decide about the latest ``SealedSecrets`` (``SealedRef``: checksum and owner; and
+why it did not open, if it is known not to), each with the stream sequence it came at, and a
 ``version`` that grows with every recorded change. Nothing secret is kept: the box stays in the
 stream, the last message on its subject, and the hub fetches, opens and writes it in one step
-(``hub.ingest.Ingest.open_latest``) whenever the CAPI Secrets do not carry its checksum. The
-hub's RKCP controller reads it through ``get``; ``hub.ingest`` writes it from the hub's durable
-consumers and from the streams' last messages after a restart, only for coordinates an RKCP
-maps to (``retain`` drops the rest), so its size follows the RKCPs, never what a site sends.
+(``hub.controllers.writing.write_latest``) whenever the CAPI Secrets do not carry its checksum.
+The hub's RKCP controller reads it through ``hub.intake.Intake.load``; ``hub.intake`` writes it
+from the hub's durable consumers and from the streams' last messages, only for coordinates an
+RKCP maps to (``retain`` drops the rest), so its size follows the RKCPs, never what a site sends.
 
 Pure: no I/O, no clock. Both writers may deliver the same message (the consumer and a
 ``load`` racing after a restart) or an older one (a redelivery): stream sequences decide,
-so the result does not depend on which arrives first.
-"""
+so the result does not depend on which arrives first."""
 
 from __future__ import annotations
 
@@ -33,10 +32,6 @@ Key = tuple[str, str, str]
 """What the methods accept: a ``Coordinates`` or a plain ``(site, namespace, name)`` tuple."""
 
 
-def coordinates_of(message: messages.Status | messages.SealedSecrets) -> Coordinates:
-    return Coordinates.of(message)
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DecryptError:
     """Why sealed secrets could not be used. The message names the key id, never the content."""
@@ -51,13 +46,10 @@ class SealedRef:
 
     checksum: str
     owner_uid: str
-    recipient_key_id: str
 
     @classmethod
     def of(cls, sealed: messages.SealedSecrets) -> SealedRef:
-        return cls(
-            checksum=sealed.checksum, owner_uid=sealed.owner_uid, recipient_key_id=sealed.recipient_key_id
-        )
+        return cls(checksum=sealed.checksum, owner_uid=sealed.owner_uid)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -103,7 +95,7 @@ def disagreement(subject_coords: Key, message: messages.Status | messages.Sealed
     The server lets a site publish only under its own subjects, so the subject is the trusted
     part; a body naming other coordinates is a bug or an attempt to report for someone else.
     """
-    claimed = coordinates_of(message)
+    claimed = Coordinates.of(message)
     if tuple(claimed) == tuple(subject_coords):
         return None
     return (
@@ -149,13 +141,15 @@ class _Entry:
     """False after ``forget``: the entry then only keeps its sequences and version, so a late
     redelivery of a purged message stays ignored and versions never go back."""
     loaded: bool = False
-    """The streams' last messages were read for these coordinates (``hub.ingest.Ingest.load``)."""
+    """The streams' last messages were read for these coordinates (``hub.intake.Intake.load``)."""
 
 
-def _order(held: int, seq: int) -> Outcome:
+def _order(held: int, seq: int, *, again: bool = False) -> Outcome:
+    """``again``: the message is the stream's last one, read for a slot that holds nothing
+    (forgotten, or never kept): the stream has it now, so it is held again at its sequence."""
     if seq < held:
         return Outcome.STALE
-    if seq == held:
+    if seq == held and not again:
         return Outcome.DUPLICATE
     return Outcome.RECORDED
 
@@ -166,14 +160,19 @@ class Observations:
     def __init__(self) -> None:
         self._entries: dict[Coordinates, _Entry] = {}
 
-    def apply_status(self, subject_coords: Key, status: messages.Status, seq: int) -> Applied:
-        """Record ``status`` (stream sequence ``seq``) unless it is older than what is held."""
+    def apply_status(
+        self, subject_coords: Key, status: messages.Status, seq: int, *, last: bool = False
+    ) -> Applied:
+        """Record ``status`` (stream sequence ``seq``) unless it is older than what is held.
+
+        ``last``: read as the stream's last message (``hub.intake.Intake.load``), which is held
+        again after ``unload`` (a redelivery of the same sequence is not)."""
         why = disagreement(subject_coords, status)
         if why is not None:
             return Applied(Outcome.MISMATCH, why)
         coords = Coordinates(*subject_coords)
         entry = self._entries.setdefault(coords, _Entry())
-        outcome = _order(entry.status_seq, seq)
+        outcome = _order(entry.status_seq, seq, again=last and entry.status is None)
         if outcome is not Outcome.RECORDED:
             return Applied(outcome, f"status at sequence {seq}, holding {entry.status_seq}")
         entry.status, entry.status_seq = status, seq
@@ -184,10 +183,14 @@ class Observations:
         self,
         coords: Key,
         sealed: messages.SealedSecrets,
-        payload_or_error: messages.SecretsPayload | DecryptError,
+        payload_or_error: messages.SecretsPayload | DecryptError | None,
         seq: int,
+        *,
+        last: bool = False,
     ) -> Applied:
-        """Record ``sealed`` with what opening it gave, unless it is older than what is held.
+        """Record ``sealed`` with what opening it gave (None: not opened), unless it is older
+        than what is held (``last`` as for ``apply_status``); a box held unopened that turns out
+        not to open records why.
 
         Only its ``SealedRef`` and the error, if any, are kept; an opened payload is not.
         """
@@ -196,11 +199,12 @@ class Observations:
             return Applied(Outcome.MISMATCH, why)
         coords = Coordinates(*coords)
         entry = self._entries.setdefault(coords, _Entry())
-        outcome = _order(entry.sealed_seq, seq)
-        if outcome is not Outcome.RECORDED:
+        error = payload_or_error if isinstance(payload_or_error, DecryptError) else None
+        outcome = _order(entry.sealed_seq, seq, again=last and entry.sealed is None)
+        learned = outcome is Outcome.DUPLICATE and entry.sealed is not None and entry.secrets_error is None
+        if outcome is not Outcome.RECORDED and not (learned and error is not None):
             return Applied(outcome, f"sealed secrets at sequence {seq}, holding {entry.sealed_seq}")
-        entry.sealed, entry.sealed_seq = SealedRef.of(sealed), seq
-        entry.secrets_error = payload_or_error if isinstance(payload_or_error, DecryptError) else None
+        entry.sealed, entry.sealed_seq, entry.secrets_error = SealedRef.of(sealed), seq, error
         self._touch(entry)
         return Applied(Outcome.RECORDED)
 

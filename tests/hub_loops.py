@@ -8,7 +8,7 @@ from typing import Any
 
 from common import bus
 from common import kube as ckube
-from hub import ingest, observations, sites
+from hub import ingest, intake, observations, sites
 from hub import metrics as hub_metrics
 from hub.controllers import config
 from hub.controllers import rkcp as rkcp_controller
@@ -27,17 +27,17 @@ def start(
     """Start the three loops; the controller and their tasks (the caller cancels them)."""
     seen = observations.Observations()
     state = sites.Sites()
-    ref: list[rkcp_controller.Controller] = []
-    ing = ingest.Ingest(
-        conn=conn, observations=seen, keyring=keyring, prefix=settings.prefix, metrics=metrics,
-        on_change=lambda c: ref[0].on_observation(c), sites=lambda: ref[0].known_sites(),
-        maps=lambda c: ref[0].maps(c), rescan_interval=0.2,
-    )  # fmt: skip
+    reader = intake.Intake(
+        intake.Deps(conn=conn, observations=seen, keyring=keyring, metrics=metrics), prefix=settings.prefix
+    )
     deps = config.Deps(
-        kube=kube, conn=conn, signer=signer, observations=seen, ingest=ing, sites=state, metrics=metrics
+        kube=kube, conn=conn, signer=signer, observations=seen, intake=reader, sites=state, metrics=metrics
     )
     c = rkcp_controller.Controller(settings, deps)
-    ref.append(c)
+    ing = ingest.Ingest(
+        ingest.Deps(intake=reader, sites=c.known_sites, maps=c.maps, on_change=c.on_observation),
+        ingest.Settings(rescan_interval=0.2),
+    )
 
     async def poll() -> None:
         await sites.run(state, conn, sites_provider=c.known_sites, prefix=settings.prefix, metrics=metrics,

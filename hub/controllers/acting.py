@@ -1,9 +1,10 @@
 """The RKCP controller's hands: each ``rkcp.Action`` of a plan, carried out.
 
 Owns nothing: finalizers and the endpoint are patched on the RKCP and Events recorded
-(``common.kube``), intents published through ``published.PublishedIntents``, subjects purged
-(``common.bus``), released deletions handed to ``released.ReleasedDeletions``, and sealed secrets
-fetched, opened (``hub.ingest``) and written as CAPI Secrets (``writing``).
+(``common.kube``), the known sites' NATS topology ensured (``topology``), intents published
+through ``published.PublishedIntents``, subjects purged (``common.bus``), released deletions
+handed to ``released.ReleasedDeletions``, and sealed secrets fetched, opened (``hub.intake``) and
+written as CAPI Secrets in one path (``writing.write_latest``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from hub.controllers import published as published_intents
 from hub.controllers import writing
 from hub.controllers.config import Deps, Settings
 from hub.controllers.released import ReleasedDeletions
+from hub.controllers.topology import Topology
 from hub.reconcile import rkcp
 from protocol import streams, subjects
 
@@ -30,15 +32,17 @@ class Executor:
         *,
         published: published_intents.PublishedIntents,
         released: ReleasedDeletions,
+        topology: Topology,
     ) -> None:
         self.kube = deps.kube
         self.conn = deps.conn
         self.prefix = settings.prefix
         self.observations = deps.observations
-        self.ingest = deps.ingest
+        self.intake = deps.intake
         self.metrics = deps.metrics
         self.published = published
         self.released = released
+        self.topology = topology
 
     async def execute(self, action: rkcp.Action, r: api.RemoteKamajiControlPlane, o: rkcp.Observed) -> bool:
         """Carry ``action`` out; False when fenced or raced (the caller observes again)."""
@@ -50,10 +54,10 @@ class Executor:
             patch = {"metadata": {"finalizers": finalizers, "resourceVersion": r.metadata.resource_version}}
             try:
                 await self.kube.patch(RKCP, name, patch, namespace=ns)
-            except kerrors.Conflict:
+            except (kerrors.Conflict, kerrors.NotFound):
                 return False
-            except kerrors.NotFound:
-                return False
+        elif isinstance(action, rkcp.EnsureTopology):
+            await self.topology.ensure()
         elif isinstance(action, rkcp.Publish):
             return await self.published.publish(action, r, o)
         elif isinstance(action, rkcp.Purge):
@@ -69,7 +73,9 @@ class Executor:
             coords = mapping.coordinates(r)
             self.released.track(coords, r.metadata.uid, action.seq)
         elif isinstance(action, rkcp.WriteSecrets):
-            return await self._write_secrets(action, r, o)
+            return await writing.write_latest(
+                self.kube, self.intake, action, r, cluster_name=o.cluster_name, metrics=self.metrics
+            )
         elif isinstance(action, rkcp.SetEndpoint):
             await self.kube.patch(
                 RKCP,
@@ -79,21 +85,4 @@ class Executor:
             )
         elif isinstance(action, rkcp.Event):
             await writing.record_event(self.kube, action, r)
-        return True
-
-    async def _write_secrets(
-        self, action: rkcp.WriteSecrets, r: api.RemoteKamajiControlPlane, o: rkcp.Observed
-    ) -> bool:
-        """Fetch, open, write: the box is read from the stream whenever it is to be written, so
-        nothing secret is held between reconciles, and one that a hub process acknowledged and
-        died before writing is written by the next. False when the box is no longer the one
-        decided on (what was found is recorded: the next reconcile decides from it)."""
-        opened = await self.ingest.open_latest(mapping.coordinates(r))
-        if opened is None:
-            return False
-        sealed, payload = opened
-        if (sealed.checksum, sealed.owner_uid) != (action.checksum, action.owner_uid):
-            return False
-        await writing.write_secrets(self.kube, action, payload, r, cluster_name=o.cluster_name)
-        self.metrics.secrets_written.inc()
         return True

@@ -2,7 +2,8 @@
 
 ``Settings`` is the part of ``hub.settings.HubSettings`` the controller reads (``Settings.of``),
 plus the intervals tests shorten; ``Deps`` the connections, keys and state shared with the ingest
-and the site poller. Both frozen: the controller's parts read them and never copy them about.
+(``hub.intake``, ``hub.observations``) and the site poller. Both frozen: the controller's parts
+read them and never copy them about.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import nacl.signing
 
 from common import bus
 from common import kube as ckube
-from hub import ingest, sites
+from hub import intake, sites
 from hub import metrics as hub_metrics
 from hub import observations as hub_observations
 from hub.reconcile import rkcp
@@ -60,7 +61,8 @@ class Deps:
     signer: nacl.signing.SigningKey
     observations: hub_observations.Observations
     """What the sites said, per coordinates (fed by the ingest)."""
-    ingest: ingest.Ingest
+    intake: intake.Intake
+    """Reads the streams' last messages into ``observations`` and opens the latest box."""
     sites: sites.Sites
     """Each site's heartbeat and backlog (fed by ``hub.sites.run``)."""
     metrics: hub_metrics.Metrics

@@ -4,8 +4,9 @@ Owns the record (``rkcp.Published`` or None per coordinates) and when each entry
 from, or written to, the stream. An entry is read from the stream once, then kept current by our
 own publishes and purges (one leader writes); ``publish`` is fenced on the sequence the record
 says is last, and a fenced publish that fails drops the entry, so the next reconcile reads the
-stream. The stream is read again as ``rkcp.recheck_published`` says. Intents naming released
-owners are handed to ``released.ReleasedDeletions``. Talks to NATS only (``common.bus``).
+stream. The stream is read again as ``rkcp.recheck_published`` says. The owners an intent names
+as replaced are handed to ``released.ReleasedDeletions`` when it is recorded (read or
+published). Talks to NATS only (``common.bus``).
 """
 
 from __future__ import annotations
@@ -59,10 +60,17 @@ class PublishedIntents:
         self._published_checked: dict[Coordinates, float] = {}
         """Loop time each record was last read from, or written to, the stream."""
 
-    def record(self, coords: Coordinates, published: rkcp.Published | None) -> None:
-        """What the stream holds at ``coords`` now, as our own write left it."""
+    def record(
+        self, coords: Coordinates, published: rkcp.Published | None, *, at: float | None = None
+    ) -> None:
+        """What the stream holds at ``coords`` as of loop time ``at`` (now by default): as our own
+        write left it, or as read. The one place an intent's ``replaces`` (earlier owners whose
+        released deletion it carries on) reach ``released.ReleasedDeletions``."""
         self._published_cache[coords] = published
-        self._published_checked[coords] = asyncio.get_running_loop().time()
+        self._published_checked[coords] = asyncio.get_running_loop().time() if at is None else at
+        if published is not None:
+            for uid in published.replaces:
+                self.released.track(coords, uid, published.seq)
 
     def drop(self, coords: Coordinates) -> None:
         """Forget ``coords``: the next ``get`` reads the stream."""
@@ -89,8 +97,7 @@ class PublishedIntents:
                 held.seq if held else "none",
                 found.seq if found else "none",
             )
-        self._published_cache[coords] = found
-        self._published_checked[coords] = now
+        self.record(coords, found, at=now)
         return found
 
     async def _read_published(self, coords: Coordinates) -> rkcp.Published | None:
@@ -102,9 +109,7 @@ class PublishedIntents:
             i = messages.decode_intent(stored.data)
         except protocol_errors.DecodeError as exc:
             log.error("undecodable intent on %s: %s", stored.subject, exc)
-            return rkcp.Published(seq=stored.seq, op="invalid", generation=-1, owner_uid="", spec_digest="")
-        for uid in i.replaces:
-            self.released.track(coords, uid, stored.seq)
+            return rkcp.Published.undecodable(stored.seq)
         try:
             signing.verify(stored.data, self._own_key)
             signed = True
@@ -113,7 +118,7 @@ class PublishedIntents:
             signed = False
         return rkcp.Published(
             seq=stored.seq,
-            op=i.op,
+            op=rkcp.Op(i.op),
             generation=i.generation,
             owner_uid=i.owner.uid,
             spec_digest=rkcp.spec_digest(i.spec),
@@ -124,40 +129,18 @@ class PublishedIntents:
         )
 
     async def publish(self, action: rkcp.Publish, r: api.RemoteKamajiControlPlane, o: rkcp.Observed) -> bool:
-        site, ns, name = mapping.coordinates(r)
-        intent = messages.Intent(
-            op=action.op,
-            site=site,
-            namespace=ns,
-            name=name,
-            owner=messages.Owner(
-                uid=r.metadata.uid,
-                namespace=r.metadata.namespace,
-                name=r.metadata.name,
-                cluster=o.cluster_name,
-            ),
-            generation=r.metadata.generation,
-            issued_at=o.now,
-            spec=action.spec,
-            kubeconfig_key=r.spec.kubeconfig_secret_key,
-            replaces=action.replaces,
-        )
-        body = messages.encode(signing.sign(intent, self.signer))
+        """Sign and publish ``action``'s intent, fenced on ``action.expected_last_seq``, and record
+        it; False when another writer moved the subject on (the entry is dropped: the next reconcile
+        reads the stream). A ``BusError`` drops the entry too (the publish may have landed)."""
+        coords = mapping.coordinates(r)
+        body = messages.encode(signing.sign(_intent(action, r, o), self.signer))
         digest = rkcp.spec_digest(action.spec)
-        # The sequence it is fenced on is part of the id: publishing the same intent again over a
-        # replayed or purged one is a new message, which the duplicate window must not drop; a
-        # retry of this very publish (same fence) still is one. The key id too: the same intent signed
-        # again after a rotation is a new message.
-        msg_id = (
-            f"intent:{r.metadata.uid}:{r.metadata.generation}:{action.op}:{digest[:16]}"
-            f":{action.expected_last_seq}:{self.signing_key_id}"
-        )
         try:
             ack = await bus.publish(
                 self.conn,
-                subjects.intent(site, ns, name, prefix=self.prefix),
+                subjects.intent(*coords, prefix=self.prefix),
                 body,
-                msg_id=msg_id,
+                msg_id=self._msg_id(action, r, digest),
                 expected_last_subject_seq=action.expected_last_seq,
             )
         except bus_errors.WrongLastSequence as exc:
@@ -167,26 +150,14 @@ class PublishedIntents:
                 r.metadata.name,
                 exc,
             )
-            self._published_cache.pop(Coordinates(site, ns, name), None)
+            self.drop(coords)
             return False
         except bus_errors.BusError:
             # The outcome is unknown (the publish may have landed): read the stream next time.
-            self._published_cache.pop(Coordinates(site, ns, name), None)
+            self.drop(coords)
             raise
-        self._published_checked[Coordinates(site, ns, name)] = asyncio.get_running_loop().time()
-        self._published_cache[Coordinates(site, ns, name)] = rkcp.Published(
-            seq=ack.seq,
-            op=action.op,
-            generation=r.metadata.generation,
-            owner_uid=r.metadata.uid,
-            spec_digest=digest,
-            kubeconfig_key=r.spec.kubeconfig_secret_key,
-            key_id=self.signing_key_id,
-            replaces=action.replaces,
-        )
-        for uid in action.replaces:
-            self.released.track(Coordinates(site, ns, name), uid, ack.seq)
-        self.metrics.intents_published.labels(site=site, op=action.op).inc()
+        self.record(coords, self._published(action, r, ack.seq, digest))
+        self.metrics.intents_published.labels(site=coords.site, op=action.op).inc()
         log.info(
             "published %s intent for %s/%s (generation %d) as seq %d",
             action.op,
@@ -196,3 +167,50 @@ class PublishedIntents:
             ack.seq,
         )
         return True
+
+    def _msg_id(self, action: rkcp.Publish, r: api.RemoteKamajiControlPlane, digest: str) -> str:
+        # The sequence it is fenced on is part of the id: publishing the same intent again over a
+        # replayed or purged one is a new message, which the duplicate window must not drop; a
+        # retry of this very publish (same fence) still is one. The key id too: the same intent signed
+        # again after a rotation is a new message.
+        return (
+            f"intent:{r.metadata.uid}:{r.metadata.generation}:{action.op}:{digest[:16]}"
+            f":{action.expected_last_seq}:{self.signing_key_id}"
+        )
+
+    def _published(
+        self, action: rkcp.Publish, r: api.RemoteKamajiControlPlane, seq: int, digest: str
+    ) -> rkcp.Published:
+        """The record of the intent just published as ``seq``."""
+        return rkcp.Published(
+            seq=seq,
+            op=rkcp.Op(action.op),
+            generation=r.metadata.generation,
+            owner_uid=r.metadata.uid,
+            spec_digest=digest,
+            kubeconfig_key=r.spec.kubeconfig_secret_key,
+            key_id=self.signing_key_id,
+            replaces=action.replaces,
+        )
+
+
+def _intent(action: rkcp.Publish, r: api.RemoteKamajiControlPlane, o: rkcp.Observed) -> messages.Intent:
+    """The intent ``action`` publishes for ``r`` (unsigned)."""
+    coords = mapping.coordinates(r)
+    return messages.Intent(
+        op=action.op,
+        site=coords.site,
+        namespace=coords.namespace,
+        name=coords.name,
+        owner=messages.Owner(
+            uid=r.metadata.uid,
+            namespace=r.metadata.namespace,
+            name=r.metadata.name,
+            cluster=o.cluster_name,
+        ),
+        generation=r.metadata.generation,
+        issued_at=o.now,
+        spec=action.spec,
+        kubeconfig_key=r.spec.kubeconfig_secret_key,
+        replaces=action.replaces,
+    )

@@ -5,8 +5,9 @@ last refusal counted, the uid seen Ready once), each dropped by ``forget``, and 
 reconcile uses: the record of published intents (``published``), the CAPI Secret checksums
 (``checksums``), the status writer (``status_writes``) and the hands (``acting``). Reads the
 RKCPs, Clusters and the index from ``informing``, what the sites said from ``hub.observations``
-(loaded through ``hub.ingest`` once per process) and ``hub.sites``, and each Site's grant from
-``site.SiteSync``.
+(loaded through ``hub.intake`` once per process) and ``hub.sites``, each Site's grant from
+``site.SiteSync``, and whether the site's topology is ready from ``topology``. Observing only
+reads: what it finds missing (a new site's topology) is an action (``EnsureTopology``).
 """
 
 from __future__ import annotations
@@ -46,8 +47,7 @@ class Reconciler:
     ) -> None:
         self.settings = settings
         self.kube = deps.kube
-        self.observations = deps.observations
-        self.ingest = deps.ingest
+        self.intake = deps.intake
         self.sites = deps.sites
         self.metrics = deps.metrics
         self.rkcps = informers.rkcps
@@ -68,7 +68,9 @@ class Reconciler:
         self.signing_key_id = self.published.signing_key_id
         self.checksums = checksums.SecretChecksums()
         self.status_writes = status_writes.StatusWrites(deps.kube)
-        self.executor = acting.Executor(settings, deps, published=self.published, released=released)
+        self.executor = acting.Executor(
+            settings, deps, published=self.published, released=released, topology=topology
+        )
         self._initialized: dict[Key, str] = {}
         """The uid of each RKCP seen Ready once (first-ready metric and event exactly once per object)."""
         self._refused: dict[Key, tuple[str, int]] = {}
@@ -170,8 +172,6 @@ class Reconciler:
         except mapping.InvalidCoordinates as exc:
             problem = problem or str(exc)
             coords = Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
-        if coords.site not in self.topology.sites and coords.site in self.topology.known_sites():
-            await self.topology.ensure()
         desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
         report = await self._report(coords)
         published = await self.published.get(coords, report.status)
@@ -198,10 +198,10 @@ class Reconciler:
             cluster_name=name,
             conflict_with=self.index.conflict(coords, r, self.denial),
             not_authorized=self.denial(coords, r.metadata.namespace),
-            known_initialized=self._initialized.get((r.metadata.namespace, r.metadata.name))
-            == r.metadata.uid,
+            known_initialized=self._known_initialized(r),
             now=now,
             signing_key_id=self.signing_key_id,
+            topology_ready=self.topology.ready(coords.site),
         )
 
     def _known_initialized(self, r: api.RemoteKamajiControlPlane) -> bool:
@@ -215,13 +215,11 @@ class Reconciler:
         )
 
     async def _report(self, coords: Coordinates) -> rkcp.SiteReport:
-        # Loaded once per process, whatever the consumer recorded before: a restarted hub's
-        # consumer never delivers again what the previous process acknowledged (the sealed
-        # secrets, typically), however many newer statuses it delivers first (issue 11 §2).
-        if self.observations.loaded(coords):
-            seen = self.observations.get(coords)
-        else:
-            seen = await self.ingest.load(coords)
+        # Loaded once per process (the intake reads the streams the first time), whatever the
+        # consumer recorded before: a restarted hub's consumer never delivers again what the
+        # previous process acknowledged (the sealed secrets, typically), however many newer
+        # statuses it delivers first (issue 11 §2).
+        seen = await self.intake.load(coords)
         if seen is None:
             return rkcp.SiteReport()
         return rkcp.SiteReport(

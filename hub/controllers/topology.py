@@ -1,8 +1,9 @@
 """Which sites the hub serves, and their NATS topology (streams and consumers), made to exist.
 
-Owns the set of sites whose topology was last ensured. A site is known when ``--sites`` names it
-or a Site object does (``site.SiteSync``'s cache): the hub keeps streams and consumers for those
-and no other, so a tenant cannot make the hub create a consumer for a site name it invents.
+Owns the set of sites whose topology was last ensured (at start, and by the reconcile's
+``EnsureTopology`` when a site appears). A site is known when ``--sites`` names it or a Site
+object does (``site.SiteSync``'s cache): the hub keeps streams and consumers for those and no
+other, so a tenant cannot make the hub create a consumer for a site name it invents.
 Talks to NATS (``common.bus.ensure_topology``).
 """
 
@@ -26,6 +27,11 @@ class Topology:
         consumers and polls their heartbeats. An RKCP naming any other site is not authorized,
         so a tenant cannot make the hub create a consumer for a site name it invents."""
         return self.settings.static_sites | {name for _, name in self.site_objects}
+
+    def ready(self, site: str) -> bool:
+        """Whether nothing is to be created for ``site``: its topology was ensured, or it is not
+        known (an RKCP placed there is not authorized). Else the reconcile plans ``EnsureTopology``."""
+        return site in self.sites or site not in self.known_sites()
 
     async def ensure(self) -> None:
         wanted = self.known_sites()

@@ -3,6 +3,11 @@
 ``<cluster>-kubeconfig`` (key ``value``) and ``<cluster>-ca`` (``tls.crt``, ``tls.key``), type
 ``cluster.x-k8s.io/secret``, labelled with the cluster name, owned by the RKCP (controller), and
 annotated with the plaintext checksum so an unchanged payload is never written twice.
+
+``write_latest`` is the one path from a sealed box to the CAPI Secrets: fetch it from the stream
+and open it (``hub.intake.Intake.open_latest``), check it is the box decided on, write. Nothing
+secret is held between reconciles, and a box that a hub process acknowledged and died before
+writing is written by the next.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from typing import Any, Final
 from common import kube as ckube
 from common.kube import errors as kerrors
 from common.kube import events, resources
-from hub import api
+from hub import api, intake, mapping
+from hub import metrics as hub_metrics
 from hub.reconcile import rkcp
 from protocol import messages, names
 
@@ -78,16 +84,27 @@ def new_secrets(
     ]
 
 
-async def write_secrets(
+async def write_latest(
     kube: ckube.Kube,
+    reader: intake.Intake,
     action: rkcp.WriteSecrets,
-    payload: messages.SecretsPayload,
     r: api.RemoteKamajiControlPlane,
     *,
     cluster_name: str,
-) -> None:
+    metrics: hub_metrics.Metrics,
+) -> bool:
+    """Fetch, open, write. False when the box is no longer the one decided on or does not open
+    (what was found is recorded: the next reconcile decides from it)."""
+    opened = await reader.open_latest(mapping.coordinates(r))
+    if opened is None:
+        return False
+    sealed, payload = opened
+    if (sealed.checksum, sealed.owner_uid) != (action.checksum, action.owner_uid):
+        return False
     for body in new_secrets(action, payload, r, cluster_name=cluster_name):
         await kube.create_or_replace(resources.SECRET, body, namespace=r.metadata.namespace, attempts=3)
+    metrics.secrets_written.inc()
+    return True
 
 
 async def record_event(kube: ckube.Kube, e: rkcp.Event, r: api.RemoteKamajiControlPlane) -> None:

@@ -8,6 +8,7 @@ fields from the site's latest Status message; ``initialized`` never goes back to
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from dataclasses import dataclass
 
 from common import conditions as c
@@ -27,6 +28,33 @@ class SiteView:
     backlog: int | None = None
 
 
+class Secrets(enum.StrEnum):
+    """Where the site's sealed secrets stand for this RKCP (its ``SecretsSynced`` condition)."""
+
+    SYNCED = "Synced"
+    """The CAPI Secrets carry the latest box's checksum (or are written in this reconcile)."""
+    DECRYPT_FAILED = "DecryptFailed"
+    WAITING = "Waiting"
+    """Nothing sealed yet (or the box of a replaced owner)."""
+    # Withheld: the secrets are someone else's, or this placement may not have them.
+    OWNER_MISMATCH = "OwnerMismatch"
+    NOT_AUTHORIZED = "NotAuthorized"
+    CONFLICT = "Conflict"
+    PAUSED = "Paused"
+
+
+_SECRETS_CONDITION: dict[Secrets, tuple[c.Status, str]] = {
+    Secrets.SYNCED: (c.TRUE, "Synced"),
+    Secrets.DECRYPT_FAILED: (c.FALSE, "DecryptFailed"),
+    Secrets.WAITING: (c.UNKNOWN, "WaitingForSecrets"),
+    Secrets.OWNER_MISMATCH: (c.FALSE, "OwnerMismatch"),
+    Secrets.NOT_AUTHORIZED: (c.FALSE, "NotAuthorized"),
+    Secrets.CONFLICT: (c.FALSE, "Conflict"),
+    Secrets.PAUSED: (c.FALSE, "Paused"),
+}
+"""The ``SecretsSynced`` status and reason of each state."""
+
+
 @dataclass(frozen=True)
 class Facts:
     """Everything the conditions are computed from."""
@@ -37,8 +65,7 @@ class Facts:
     published_seq: int
     """Stream sequence of the latest intent published for this control plane (0: none)."""
     site: SiteView
-    secrets: str
-    """Synced | Pending | DecryptFailed | Waiting | OwnerMismatch | NotAuthorized | Conflict."""
+    secrets: Secrets
     secrets_message: str = ""
     paused: bool = False
     deleting: bool = False
@@ -58,169 +85,107 @@ def _set(status: api.Status, cond: c.Condition, now: dt.datetime) -> None:
     status.conditions = c.set_condition(status.conditions, cond, now=now)
 
 
+def _new(
+    type_: str, value: c.Status, reason: str, message: str, f: Facts, *, now: dt.datetime
+) -> c.Condition:
+    """A condition of ``type_`` observed at the RKCP's generation."""
+    return c.new_condition(type_, value, reason, message, observed_generation=f.generation, now=now)
+
+
 def set_site_connected_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
-    g = f.generation
     if f.site.connected is None:
-        cond = c.new_condition(
-            api.SITE_CONNECTED,
-            c.UNKNOWN,
-            "NoHeartbeat",
-            "no heartbeat from the site yet",
-            observed_generation=g,
-            now=now,
+        cond = _new(
+            api.SITE_CONNECTED, c.UNKNOWN, "NoHeartbeat", "no heartbeat from the site yet", f, now=now
         )
     elif f.site.connected:
-        cond = c.new_condition(
-            api.SITE_CONNECTED, c.TRUE, "HeartbeatReceived", "", observed_generation=g, now=now
-        )
+        cond = _new(api.SITE_CONNECTED, c.TRUE, "HeartbeatReceived", "", f, now=now)
     else:
         when = f.site.last_heartbeat_time.isoformat() if f.site.last_heartbeat_time else "never"
-        cond = c.new_condition(
-            api.SITE_CONNECTED,
-            c.FALSE,
-            "HeartbeatMissing",
-            f"last heartbeat {when}",
-            observed_generation=g,
-            now=now,
-        )
+        cond = _new(api.SITE_CONNECTED, c.FALSE, "HeartbeatMissing", f"last heartbeat {when}", f, now=now)
     _set(status, cond, now)
 
 
 def set_intent_delivered_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
-    g = f.generation
     if f.published_seq == 0:
-        cond = c.new_condition(
-            api.INTENT_DELIVERED,
-            c.UNKNOWN,
-            "NotPublished",
-            "no intent published yet",
-            observed_generation=g,
-            now=now,
-        )
+        cond = _new(api.INTENT_DELIVERED, c.UNKNOWN, "NotPublished", "no intent published yet", f, now=now)
     elif f.status is not None and f.status.intent_seq >= f.published_seq:
-        cond = c.new_condition(
-            api.INTENT_DELIVERED, c.TRUE, "Acknowledged", "", observed_generation=g, now=now
-        )
+        cond = _new(api.INTENT_DELIVERED, c.TRUE, "Acknowledged", "", f, now=now)
     else:
-        cond = c.new_condition(
+        cond = _new(
             api.INTENT_DELIVERED,
             c.FALSE,
             "Pending",
             f"waiting for the site to apply intent {f.published_seq}",
-            observed_generation=g,
+            f,
             now=now,
         )
     _set(status, cond, now)
 
 
 def set_status_fresh_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
-    g = f.generation
     if f.status is None:
-        cond = c.new_condition(
-            api.STATUS_FRESH,
-            c.UNKNOWN,
-            "NoStatus",
-            "no status from the site yet",
-            observed_generation=g,
-            now=now,
-        )
+        cond = _new(api.STATUS_FRESH, c.UNKNOWN, "NoStatus", "no status from the site yet", f, now=now)
     elif f.site.connected is False:
-        cond = c.new_condition(
+        cond = _new(
             api.STATUS_FRESH,
             c.FALSE,
             "SiteSilent",
             "the site is not connected; its last status may be outdated",
-            observed_generation=g,
+            f,
             now=now,
         )
     elif f.status.intent_seq < f.published_seq:
-        cond = c.new_condition(
-            api.STATUS_FRESH,
-            c.FALSE,
-            "Outdated",
-            "the status answers an older intent",
-            observed_generation=g,
-            now=now,
-        )
+        cond = _new(api.STATUS_FRESH, c.FALSE, "Outdated", "the status answers an older intent", f, now=now)
     else:
-        cond = c.new_condition(api.STATUS_FRESH, c.TRUE, "UpToDate", "", observed_generation=g, now=now)
+        cond = _new(api.STATUS_FRESH, c.TRUE, "UpToDate", "", f, now=now)
     _set(status, cond, now)
 
 
 def set_tenant_control_plane_ready_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
-    g = f.generation
     s = f.status
     if f.replacing and not f.deleting:
-        cond = c.new_condition(
+        cond = _new(
             api.TENANT_CONTROL_PLANE_READY,
             c.FALSE,
             REPLACING_PREVIOUS_OWNER,
             f"the TenantControlPlane of the previous owner (uid {', '.join(f.replacing)}), whose deletion "
             "was released while the site was unavailable, is deleted at the site before this one is created",
-            observed_generation=g,
+            f,
             now=now,
         )
     elif s is None:
-        cond = c.new_condition(
-            api.TENANT_CONTROL_PLANE_READY, c.UNKNOWN, "NoStatus", "", observed_generation=g, now=now
-        )
+        cond = _new(api.TENANT_CONTROL_PLANE_READY, c.UNKNOWN, "NoStatus", "", f, now=now)
     elif s.phase == "Deleted" and f.recreating:
-        cond = c.new_condition(
+        cond = _new(
             api.TENANT_CONTROL_PLANE_READY,
             c.FALSE,
             "Recreating",
             "the TenantControlPlane was deleted at the site; the provision intent recreates it",
-            observed_generation=g,
+            f,
             now=now,
         )
     elif s.phase in SERVING_PHASES:
-        cond = c.new_condition(
-            api.TENANT_CONTROL_PLANE_READY, c.TRUE, s.phase, s.message, observed_generation=g, now=now
-        )
+        cond = _new(api.TENANT_CONTROL_PLANE_READY, c.TRUE, s.phase, s.message, f, now=now)
     else:
         # Drifted: the site changed fields we own and the agent is reverting them (issue 11 §5).
         specific = s.phase in ("Rejected", "Failed") or s.reason == "Drifted"
         reason = s.reason if specific and s.reason else s.phase
-        cond = c.new_condition(
-            api.TENANT_CONTROL_PLANE_READY, c.FALSE, reason, s.message, observed_generation=g, now=now
-        )
+        cond = _new(api.TENANT_CONTROL_PLANE_READY, c.FALSE, reason, s.message, f, now=now)
     _set(status, cond, now)
 
 
 def set_secrets_synced_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
-    g = f.generation
-    table: dict[str, tuple[c.Status, str]] = {
-        "Synced": (c.TRUE, "Synced"),
-        "Pending": (c.FALSE, "Writing"),
-        "DecryptFailed": (c.FALSE, "DecryptFailed"),
-        "Waiting": (c.UNKNOWN, "WaitingForSecrets"),
-        # Withheld: the secrets are someone else's, or this placement may not have them.
-        "OwnerMismatch": (c.FALSE, "OwnerMismatch"),
-        "NotAuthorized": (c.FALSE, "NotAuthorized"),
-        "Conflict": (c.FALSE, "Conflict"),
-        "Paused": (c.FALSE, "Paused"),
-    }
-    value, reason = table[f.secrets]
-    _set(
-        status,
-        c.new_condition(api.SECRETS_SYNCED, value, reason, f.secrets_message, observed_generation=g, now=now),
-        now,
-    )
+    value, reason = _SECRETS_CONDITION[f.secrets]
+    _set(status, _new(api.SECRETS_SYNCED, value, reason, f.secrets_message, f, now=now), now)
 
 
 def set_paused_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
-    g = f.generation
     cond = (
-        c.new_condition(
-            api.PAUSED,
-            c.TRUE,
-            "Paused",
-            "the owner Cluster is paused: no intents are published",
-            observed_generation=g,
-            now=now,
+        _new(
+            api.PAUSED, c.TRUE, "Paused", "the owner Cluster is paused: no intents are published", f, now=now
         )
         if f.paused
-        else c.new_condition(api.PAUSED, c.FALSE, "NotPaused", "", observed_generation=g, now=now)
+        else _new(api.PAUSED, c.FALSE, "NotPaused", "", f, now=now)
     )
     _set(status, cond, now)
 
@@ -228,51 +193,39 @@ def set_paused_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> N
 def set_deleting_condition(
     status: api.Status, f: Facts, *, now: dt.datetime, reason: str = "", message: str = ""
 ) -> None:
-    g = f.generation
     cond = (
-        c.new_condition(api.DELETING, c.TRUE, reason or "Deleting", message, observed_generation=g, now=now)
+        _new(api.DELETING, c.TRUE, reason or "Deleting", message, f, now=now)
         if f.deleting
-        else c.new_condition(api.DELETING, c.FALSE, "NotDeleting", "", observed_generation=g, now=now)
+        else _new(api.DELETING, c.FALSE, "NotDeleting", "", f, now=now)
     )
     _set(status, cond, now)
 
 
 def set_available_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
-    g = f.generation
     cond = (
-        c.new_condition(api.AVAILABLE, c.TRUE, "Available", "", observed_generation=g, now=now)
+        _new(api.AVAILABLE, c.TRUE, "Available", "", f, now=now)
         if status.ready
-        else c.new_condition(
-            api.AVAILABLE,
-            c.FALSE,
-            "NotReady",
-            "the tenant control plane does not serve yet",
-            observed_generation=g,
-            now=now,
+        else _new(
+            api.AVAILABLE, c.FALSE, "NotReady", "the tenant control plane does not serve yet", f, now=now
         )
     )
     _set(status, cond, now)
 
 
 def set_ready_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
-    g = f.generation
     if f.not_authorized:
-        cond = c.new_condition(
-            api.READY, c.FALSE, "NotAuthorized", f.not_authorized, observed_generation=g, now=now
-        )
+        cond = _new(api.READY, c.FALSE, "NotAuthorized", f.not_authorized, f, now=now)
     elif f.conflict_with:
-        cond = c.new_condition(
+        cond = _new(
             api.READY,
             c.FALSE,
             "Conflict",
             f"the same TenantControlPlane is claimed by the older {f.conflict_with}",
-            observed_generation=g,
+            f,
             now=now,
         )
     elif f.waiting_for_cluster:
-        cond = c.new_condition(
-            api.READY, c.FALSE, "WaitingForCluster", f.waiting_for_cluster, observed_generation=g, now=now
-        )
+        cond = _new(api.READY, c.FALSE, "WaitingForCluster", f.waiting_for_cluster, f, now=now)
     else:
         cond = c.summary(
             status.conditions,
@@ -286,7 +239,7 @@ def set_ready_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> No
                 api.DELETING,
             ),
             negative=(api.PAUSED, api.DELETING),
-            observed_generation=g,
+            observed_generation=f.generation,
             now=now,
         )
     _set(status, cond, now)

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from common import bus
-from hub import ingest, observations
+from hub import ingest, intake, observations
 from hub import metrics as hub_metrics
 from protocol import messages, sealing, streams, subjects
 from protocol.coordinates import Coordinates
@@ -27,6 +27,7 @@ class Hub:
     """One hub process's ingest: its observations, metrics and the coordinates announced."""
 
     ingest: ingest.Ingest
+    intake: intake.Intake
     obs: observations.Observations
     metrics: hub_metrics.Metrics
     changes: list[Coordinates] = field(default_factory=list)
@@ -34,7 +35,7 @@ class Hub:
     """Coordinates an RKCP maps to (the controller's ``maps``); the ingest keeps nothing else."""
 
     def rejected(self, kind: subjects.Kind, reason: str, *, site: str = "site-a") -> float:
-        stream = helpers.stream(kind, self.ingest.prefix, site=site)
+        stream = helpers.stream(kind, self.intake.prefix, site=site)
         value = self.metrics.registry.get_sample_value(
             "kb_hub_bus_rejected_total", {"stream": stream, "reason": reason}
         )
@@ -47,18 +48,18 @@ def new_hub(conn: bus.Connection, prefix: str, *, sites: list[str] | None = None
     metrics = hub_metrics.Metrics()
     changes: list[Coordinates] = []
     mapped = {CP1, CP2}
+    reader = intake.Intake(
+        intake.Deps(conn=conn, observations=obs, keyring=sealing.Keyring([HUB]), metrics=metrics),
+        prefix=prefix,
+    )
     return Hub(
         ingest=ingest.Ingest(
-            conn=conn,
-            observations=obs,
-            keyring=sealing.Keyring([HUB]),
-            prefix=prefix,
-            metrics=metrics,
-            on_change=changes.append,
-            sites=lambda: known,
-            maps=mapped.__contains__,
-            rescan_interval=0.2,
+            ingest.Deps(
+                intake=reader, sites=lambda: known, maps=mapped.__contains__, on_change=changes.append
+            ),
+            ingest.Settings(rescan_interval=0.2),
         ),
+        intake=reader,
         obs=obs,
         metrics=metrics,
         changes=changes,
@@ -114,7 +115,7 @@ async def settled(conn: bus.Connection, prefix: str) -> None:
 
 
 async def test_status_and_secrets_reach_the_observations(conn: bus.Connection, hub: Hub) -> None:
-    prefix = hub.ingest.prefix
+    prefix = hub.intake.prefix
     status_seq = await publish_status(conn, prefix, helpers.status(phase="Ready"))
     sealed_seq = await publish_sealed(conn, prefix, sealed_to(HUB))
 
@@ -132,7 +133,7 @@ async def test_status_and_secrets_reach_the_observations(conn: bus.Connection, h
     assert hub.metrics.registry.get_sample_value("kb_hub_status_received_total") == 1.0
     await settled(conn, prefix)
     # Fetch and open: the one way to the plaintext, from the stream.
-    opened = await hub.ingest.open_latest(CP1)
+    opened = await hub.intake.open_latest(CP1)
     assert opened is not None and opened[1] == PAYLOAD
     assert held.sealed == observations.SealedRef.of(opened[0])
 
@@ -140,12 +141,12 @@ async def test_status_and_secrets_reach_the_observations(conn: bus.Connection, h
 async def test_messages_for_coordinates_no_rkcp_maps_to_are_counted_never_kept(
     conn: bus.Connection, hub: Hub
 ) -> None:
-    prefix = hub.ingest.prefix
+    prefix = hub.intake.prefix
     nobody = Coordinates("site-a", "tenants", "nobody")
     await publish_status(conn, prefix, helpers.status(name="nobody"))
     await publish_sealed(conn, prefix, sealed_to(HUB, name="nobody"))
     await settled(conn, prefix)
-    assert hub.rejected(subjects.Kind.STATUS, ingest.UNMAPPED) == 2.0
+    assert hub.rejected(subjects.Kind.STATUS, intake.UNMAPPED) == 2.0
     assert hub.obs.get(nobody) is None and not hub.obs.loaded(nobody)
     assert hub.obs.coordinates() == frozenset()
     assert hub.changes == []
@@ -153,13 +154,13 @@ async def test_messages_for_coordinates_no_rkcp_maps_to_are_counted_never_kept(
 
     # An RKCP appears: the stream kept both, and load reads them (the box opens only now).
     hub.mapped.add(nobody)
-    loaded = await hub.ingest.load(nobody)
+    loaded = await hub.intake.load(nobody)
     assert loaded is not None and loaded.status is not None and loaded.sealed is not None
     assert (loaded.status.name, loaded.secrets_error) == ("nobody", None)
 
 
 async def test_what_no_rkcp_maps_to_any_more_is_dropped(conn: bus.Connection, hub: Hub) -> None:
-    prefix = hub.ingest.prefix
+    prefix = hub.intake.prefix
     await publish_status(conn, prefix, helpers.status())
 
     async def recorded() -> bool:
@@ -172,10 +173,15 @@ async def test_what_no_rkcp_maps_to_any_more_is_dropped(conn: bus.Connection, hu
         return hub.obs.get(CP1) is None and not hub.obs.loaded(CP1)
 
     await helpers.eventually(dropped)
+    # An RKCP maps to it again (recreated, or a released owner's messages purged): the streams
+    # are read again, and what is on them is held again although it was held before.
+    hub.mapped.add(CP1)
+    loaded = await hub.intake.load(CP1)
+    assert loaded is not None and loaded.status == helpers.status()
 
 
 async def test_garbage_is_counted_terminated_and_the_ingest_lives_on(conn: bus.Connection, hub: Hub) -> None:
-    prefix = hub.ingest.prefix
+    prefix = hub.intake.prefix
     await publish(conn, subjects.status("site-a", "tenants", "cp1", prefix=prefix), b"not json")
     await publish(conn, subjects.secret("site-a", "tenants", "cp1", prefix=prefix), b'{"schema": "x"}')
     # A body naming cp1 on cp2's subject: refused, recorded under neither.
@@ -201,7 +207,7 @@ async def test_garbage_is_counted_terminated_and_the_ingest_lives_on(conn: bus.C
 
 
 async def test_secrets_sealed_to_an_unknown_key_are_a_decrypt_error(conn: bus.Connection, hub: Hub) -> None:
-    prefix = hub.ingest.prefix
+    prefix = hub.intake.prefix
     seq = await publish_sealed(conn, prefix, sealed_to(STRANGER))
 
     async def recorded() -> bool:
@@ -229,7 +235,7 @@ async def test_secrets_sealed_to_an_unknown_key_are_a_decrypt_error(conn: bus.Co
     held = hub.obs.get(CP1)
     assert held is not None
     assert held.secrets_error is None
-    opened = await hub.ingest.open_latest(CP1)
+    opened = await hub.intake.open_latest(CP1)
     assert opened is not None and opened[1] == PAYLOAD
 
 
@@ -242,7 +248,7 @@ async def test_an_older_status_does_not_replace_a_newer_one(conn: bus.Connection
     try:
         (early,) = await consumer.fetch(1, timeout=5.0)
         newer = await publish_status(conn, topology, helpers.status(phase="Ready"))
-        loaded = await hub.ingest.load(CP1)
+        loaded = await hub.intake.load(CP1)
         assert loaded is not None
         assert loaded.status is not None
         assert (loaded.status.phase, loaded.status_seq) == ("Ready", newer)
@@ -280,7 +286,7 @@ async def test_a_restarted_hub_loads_the_latest_from_the_streams(conn: bus.Conne
     # A new process: its durable consumers redeliver nothing, the streams still hold the latest.
     second = new_hub(conn, topology)
     async with running(second):
-        loaded = await second.ingest.load(CP1)
+        loaded = await second.intake.load(CP1)
         assert loaded is not None
         assert loaded.status is not None
         assert (loaded.status.phase, loaded.status_seq, loaded.sealed_seq) == (
@@ -290,7 +296,7 @@ async def test_a_restarted_hub_loads_the_latest_from_the_streams(conn: bus.Conne
         )
         assert loaded.secrets_error is None
         assert second.obs.loaded(CP1)
-        assert await second.ingest.load(CP2) is None
+        assert await second.intake.load(CP2) is None
         assert second.obs.loaded(CP2)
 
         # After the load, news arrives through the consumer as usual.
@@ -309,7 +315,7 @@ async def test_load_counts_garbage_in_the_stream_and_returns_nothing(
 ) -> None:
     await publish(conn, subjects.status("site-a", "tenants", "cp1", prefix=topology), b"\xff garbage")
     hub = new_hub(conn, topology)
-    assert await hub.ingest.load(CP1) is None
+    assert await hub.intake.load(CP1) is None
     assert hub.rejected(subjects.Kind.STATUS, "DecodeError") == 1.0
 
 
@@ -377,7 +383,7 @@ async def test_open_latest_fetches_records_and_opens_the_box_on_the_subject(
 
     # Another process, whose consumer redelivers nothing: the box is still on its subject.
     hub = new_hub(conn, topology)
-    opened = await hub.ingest.open_latest(CP1)
+    opened = await hub.intake.open_latest(CP1)
     assert opened is not None and opened[1] == PAYLOAD
     held = hub.obs.get(CP1)
     assert held is not None and (held.sealed_seq, held.sealed) == (seq, observations.SealedRef.of(opened[0]))
@@ -385,7 +391,7 @@ async def test_open_latest_fetches_records_and_opens_the_box_on_the_subject(
     # A newer box than the one held: recorded, and it is the one opened.
     newer = sealed_to(HUB, plaintext=messages.encode(msgspec.structs.replace(PAYLOAD, kubeconfig="renewed")))
     newer_seq = await publish_sealed(conn, topology, newer)
-    opened = await hub.ingest.open_latest(CP1)
+    opened = await hub.intake.open_latest(CP1)
     assert opened is not None and opened[1].kubeconfig == "renewed"
     held = hub.obs.get(CP1)
     assert held is not None
@@ -393,7 +399,7 @@ async def test_open_latest_fetches_records_and_opens_the_box_on_the_subject(
 
     # One that does not open: recorded with why, nothing returned.
     stranger_seq = await publish_sealed(conn, topology, sealed_to(STRANGER))
-    assert await hub.ingest.open_latest(CP1) is None
+    assert await hub.intake.open_latest(CP1) is None
     held = hub.obs.get(CP1)
     assert held is not None and held.sealed_seq == stranger_seq and held.secrets_error is not None
     assert hub.rejected(subjects.Kind.SECRET, "DecryptFailed") == 1.0
@@ -402,7 +408,7 @@ async def test_open_latest_fetches_records_and_opens_the_box_on_the_subject(
     await bus.purge_subject(
         conn, streams.site_stream_name("site-a", prefix=topology), subjects.secret(*CP1, prefix=topology)
     )
-    assert await hub.ingest.open_latest(CP1) is None
+    assert await hub.intake.open_latest(CP1) is None
     held = hub.obs.get(CP1)
     assert held is not None
     assert (held.sealed, held.secrets_error, held.sealed_seq) == (None, None, stranger_seq)

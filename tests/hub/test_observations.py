@@ -311,3 +311,46 @@ def test_unload_of_a_loaded_empty_entry_makes_the_next_look_read_the_streams() -
     assert not obs.loaded(CP1) and obs.get(CP1) is None
     obs.unload(CP2)  # never seen: nothing is created for it
     assert obs.retain(lambda _: False) == []
+
+
+def test_a_box_held_unopened_records_why_it_does_not_open_once_opened() -> None:
+    """``Intake.load`` records a box without opening it (observing only reads); the write path
+    opens it, and a box that does not open says so at the sequence already held."""
+    obs = observations.Observations()
+    box = sealed_to(STRANGER)
+    assert obs.apply_sealed(CP1, box, None, 3).recorded
+    held = obs.get(CP1)
+    assert held is not None and (held.sealed, held.secrets_error, held.version) == (
+        observations.SealedRef.of(box),
+        None,
+        1,
+    )
+    failed = _opened(box)
+    assert isinstance(failed, observations.DecryptError)
+    assert obs.apply_sealed(CP1, box, failed, 3).recorded
+    held = obs.get(CP1)
+    assert held is not None and (held.secrets_error, held.sealed_seq, held.version) == (failed, 3, 2)
+    # Known now: the same failure again, or the box unopened again, changes nothing.
+    assert obs.apply_sealed(CP1, box, failed, 3).outcome is observations.Outcome.DUPLICATE
+    assert obs.apply_sealed(CP1, box, None, 3).outcome is observations.Outcome.DUPLICATE
+    assert obs.get(CP1) == held
+
+
+def test_the_streams_last_message_is_held_again_after_unload() -> None:
+    """``unload`` (no RKCP maps to it, or a released owner's messages were purged): reading the
+    stream's last messages again holds them at their sequences; a redelivery still does not."""
+    obs = observations.Observations()
+    box = sealed_to(HUB)
+    obs.apply_status(CP1, helpers.status(), 4)
+    obs.apply_sealed(CP1, box, _opened(box), 5)
+    obs.unload(CP1)
+    assert obs.apply_status(CP1, helpers.status(), 4).outcome is observations.Outcome.DUPLICATE
+    assert obs.get(CP1) is None
+    assert obs.apply_status(CP1, helpers.status(), 4, last=True).recorded
+    assert obs.apply_sealed(CP1, box, None, 5, last=True).recorded
+    held = obs.get(CP1)
+    assert held is not None and (held.status_seq, held.sealed_seq) == (4, 5)
+    assert held.sealed == observations.SealedRef.of(box)
+    # Held now: the same message again, as the last one or redelivered, changes nothing.
+    assert obs.apply_status(CP1, helpers.status(), 4, last=True).outcome is observations.Outcome.DUPLICATE
+    assert obs.apply_sealed(CP1, box, None, 5, last=True).outcome is observations.Outcome.DUPLICATE

@@ -17,7 +17,7 @@ from agent import metrics as agent_metrics
 from agent.apply import loop
 from common import bus, health, keyfiles
 from common import kube as ckube
-from hub import ingest, observations
+from hub import ingest, intake, observations
 from hub import metrics as hub_metrics
 from kamaji_broker import cli
 from protocol import keys, messages, sealing
@@ -138,16 +138,18 @@ async def running_ingest(conn: bus.Connection, *, sealing_dir: Path, prefix: str
     """The hub's ingest of site-a's stream, as if an RKCP mapped every control plane there (the
     hub opens boxes only for coordinates an RKCP maps to)."""
     obs, metrics = observations.Observations(), hub_metrics.Metrics()
-    ing = ingest.Ingest(
-        conn=conn,
-        observations=obs,
-        keyring=keyfiles.keyring(sealing_dir),
+    reader = intake.Intake(
+        intake.Deps(conn=conn, observations=obs, keyring=keyfiles.keyring(sealing_dir), metrics=metrics),
         prefix=prefix,
-        metrics=metrics,
-        on_change=lambda coords: None,
-        sites=lambda: frozenset({"site-a"}),
-        maps=lambda coords: True,
-        rescan_interval=0.2,
+    )
+    ing = ingest.Ingest(
+        ingest.Deps(
+            intake=reader,
+            sites=lambda: frozenset({"site-a"}),
+            maps=lambda coords: True,
+            on_change=lambda coords: None,
+        ),
+        ingest.Settings(rescan_interval=0.2),
     )
     task = asyncio.create_task(ing.run())
     try:

@@ -215,7 +215,7 @@ async def test_a_box_sealed_to_a_retired_key_is_not_opened_by_the_hub(
         assert held.secrets_error.reason == "DecryptFailed"  # what SecretsSynced shows
         assert f"sealed to retired key id '{c.old_sealing_id}'" in held.secrets_error.message
         assert hub.rejected(secrets_stream, "DecryptFailed") == 1.0
-        assert c.old_sealing_id not in hub.ingest.keyring.key_ids
+        assert c.old_sealing_id not in hub.ingest.intake.deps.keyring.key_ids
         # Alive, and a box re-sealed to the current key opens.
         newer = await seal_and_send(c.sealing_public())
 
@@ -226,7 +226,7 @@ async def test_a_box_sealed_to_a_retired_key_is_not_opened_by_the_hub(
         await helpers.eventually(healed)
         held = hub.obs.get(cp1)
         assert held is not None and held.secrets_error is None
-        opened = await hub.ingest.open_latest(cp1)
+        opened = await hub.ingest.intake.open_latest(cp1)
         assert opened is not None and opened[1] == PAYLOAD
         assert not hub.task.done()
 

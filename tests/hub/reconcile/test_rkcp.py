@@ -10,7 +10,7 @@ import pytest
 
 from common import conditions as c
 from hub import api, cluster_api
-from hub.reconcile import rkcp
+from hub.reconcile import rkcp, rkcp_secrets
 from hub.reconcile.rkcp_status import SiteView
 from protocol import messages
 
@@ -73,7 +73,7 @@ def published(
 ) -> rkcp.Published:
     return rkcp.Published(
         seq=seq,
-        op=op,
+        op=rkcp.Op(op),
         generation=generation,
         owner_uid=owner,
         spec_digest=rkcp.spec_digest(SPEC if spec is None else spec),
@@ -114,6 +114,18 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
         observed(rkcp_obj(finalizer=False), published=None),
         ["AddFinalizer"],
         {},
+    ),
+    (
+        "a site that appeared after the start: its topology first, then the finalizer",
+        observed(rkcp_obj(finalizer=False), published=None, topology_ready=False),
+        ["EnsureTopology", "AddFinalizer"],
+        {},
+    ),
+    (
+        "a site that appeared after the start: its topology first, then the intent",
+        observed(published=None, report=rkcp.SiteReport(), topology_ready=False),
+        ["EnsureTopology", "Publish"],
+        {"IntentDelivered": ("Unknown", "NotPublished")},
     ),
     (
         "new object: publish the intent",
@@ -337,7 +349,7 @@ SECRETS: list[tuple[str, rkcp.SiteReport, dict[str, str], str, list[rkcp.WriteSe
 def test_secrets_are_decided_from_checksums(
     report: rkcp.SiteReport, checksums: dict[str, str], state: str, writes: list[rkcp.WriteSecrets]
 ) -> None:
-    decision = rkcp.decide_secrets(observed(report=report, secrets_checksums=checksums))
+    decision = rkcp_secrets.decide_secrets(observed(report=report, secrets_checksums=checksums))
     assert (decision.state, decision.actions) == (state, writes)
 
 
@@ -372,6 +384,11 @@ def test_change_only_status_is_stable() -> None:
 
 DELETES: list[tuple[str, rkcp.Observed, list[str]]] = [
     ("publish the delete intent", observed(rkcp_obj(deleting=True)), ["Publish"]),
+    (
+        "a site that appeared after the start: its topology before the delete intent",
+        observed(rkcp_obj(deleting=True), topology_ready=False),
+        ["EnsureTopology", "Publish"],
+    ),
     (
         "wait for the site",
         observed(
@@ -595,7 +612,7 @@ def test_an_intent_signed_by_a_rotated_out_key_is_signed_again(
     the old key (`keys retire`) leaves no intent the agents would refuse."""
     latest = rkcp.Published(
         seq=5,
-        op="delete" if deleting else "provision",
+        op=rkcp.Op.DELETE if deleting else rkcp.Op.PROVISION,
         generation=1,
         owner_uid=UID,
         spec_digest=rkcp.spec_digest({} if deleting else SPEC),

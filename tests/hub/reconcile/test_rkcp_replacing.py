@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from hub.reconcile import rkcp
+from hub.reconcile import rkcp, rkcp_intents
 from tests.hub.reconcile.test_rkcp import UID, cond, observed, published, rkcp_obj, status
 
 OLD = "old-uid"
@@ -43,13 +43,13 @@ OWNERS = [
 @pytest.mark.parametrize(("p", "s", "expected"), [c[1:] for c in OWNERS], ids=[c[0] for c in OWNERS])
 def test_replaced_owners(p: rkcp.Published | None, s: object, expected: tuple[str, ...]) -> None:
     o = observed(published=p, report=rkcp.SiteReport(status=s))  # type: ignore[arg-type]
-    assert rkcp.replaced_owners(o, s) == expected  # type: ignore[arg-type]
+    assert rkcp_intents.replaced_owners(o, s) == expected  # type: ignore[arg-type]
 
 
 def test_the_list_is_bounded_newest_kept() -> None:
     many = tuple(f"u{i}" for i in range(40))
     o = observed(published=replaced(published(op="delete", owner="last"), *many), report=rkcp.SiteReport())
-    got = rkcp.replaced_owners(o, None)
+    got = rkcp_intents.replaced_owners(o, None)
     assert len(got) == 16 and got[-1] == "last" and got[0] == "u25"
 
 

@@ -1,0 +1,217 @@
+"""Recording what a site sent about a control plane into ``hub.observations``: check, decode, record.
+
+Shared by the two ways a message reaches the hub: its durable consumer (``hub.ingest``, news)
+and the streams' last message per subject, read through ``common.bus`` (``load``: a restarted
+hub, whose consumers do not redeliver what was acknowledged before, rebuilds its view;
+``open_latest``: the box fetched to be opened and written). Every message is checked against
+its subject and decoded; what cannot be used is counted in
+``kb_hub_bus_rejected_total{stream,reason}`` (the stream names the site) and logged with its
+subject, never with secret material.
+
+Sealed secrets: the hub keeps of a box only what is needed to decide (``observations``: its
+sequence, checksum and owner, and why it did not open). The consumer opens a new box on arrival,
+only to know whether it opens (``SecretsSynced`` says ``DecryptFailed`` at once); ``load``
+records without opening (observing only reads); ``open_latest`` is the one way to the plaintext
+(fetch, open, for ``hub.controllers.writing`` to write at once). So acknowledging a box never
+risks it: a hub that dies before writing it reads it again from the stream (issue 11 §2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import logging
+
+from common import bus
+from common.bus import errors as bus_errors
+from hub import metrics as hub_metrics
+from hub import observations
+from protocol import errors as protocol_errors
+from protocol import messages, sealing, streams, subjects
+from protocol.coordinates import Coordinates
+
+log = logging.getLogger(__name__)
+
+DECODE_ERROR = "DecodeError"
+BAD_SUBJECT = "BadSubject"
+UNMAPPED = "Unmapped"
+"""A message for coordinates no RKCP maps to: acknowledged, counted, never opened or kept."""
+
+
+class Verdict(enum.Enum):
+    """What became of a message, and so how its delivery is settled."""
+
+    RECORDED = "recorded"
+    """News: acknowledged and announced."""
+    KEPT = "kept"
+    """Nothing new (held already, superseded, or kept by the stream only): acknowledged."""
+    REFUSED = "refused"
+    """Unusable, now and forever: terminated (never redelivered) and counted."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Deps:
+    conn: bus.Connection
+    observations: observations.Observations
+    keyring: sealing.Keyring
+    metrics: hub_metrics.Metrics
+
+
+class Intake:
+    def __init__(self, deps: Deps, *, prefix: str = subjects.DEFAULT_PREFIX) -> None:
+        self.deps = deps
+        self.observations = deps.observations
+        self.prefix = prefix
+
+    def stream(self, site: str) -> str:
+        return streams.site_stream_name(site, prefix=self.prefix)
+
+    # -- reading the streams' last messages ----------------------------------------------------
+
+    async def load(self, coords: observations.Key) -> observations.ControlPlaneObservation | None:
+        """What is held for ``coords``, reading the streams' last messages the first time.
+
+        The durable consumers do not redeliver what an earlier hub process acknowledged, so the
+        first look at a control plane after a start reads its latest status and sealed secrets
+        straight from the streams (the box is not opened: only its checksum and owner are kept).
+        Later looks use the cache: the consumers deliver anything newer. Raises
+        ``common.bus.errors.BusError`` when the streams cannot be read (nothing is marked loaded
+        then, so the next call tries again) and ``protocol.errors.SubjectError`` for coordinates
+        that are not DNS labels. Announces nothing: the caller holds the answer.
+        """
+        coords = Coordinates(*coords)
+        if self.observations.loaded(coords):
+            return self.observations.get(coords)
+        status_subject = subjects.status(*coords, prefix=self.prefix)
+        secret_subject = subjects.secret(*coords, prefix=self.prefix)
+        stream = self.stream(coords.site)
+        try:
+            stored_status = await bus.last_message(self.deps.conn, stream, status_subject)
+            stored_sealed = await bus.last_message(self.deps.conn, stream, secret_subject)
+        except bus_errors.NotFound:
+            # The site's stream does not exist yet (the reconcile plans EnsureTopology).
+            stored_status = stored_sealed = None
+        if stored_status is not None:
+            status = self.decode(messages.decode_status, stream, status_subject, stored_status.data)
+            if status is not None:
+                seq = stored_status.seq
+                self.record_status(coords, status, seq, stream=stream, subject=status_subject, last=True)
+        if stored_sealed is not None:
+            data = stored_sealed.data
+            sealed = self.decode(messages.decode_sealed_secrets, stream, secret_subject, data)
+            if sealed is not None:
+                seq = stored_sealed.seq
+                self.record_sealed(coords, sealed, seq, stream=stream, subject=secret_subject, last=True)
+        self.observations.mark_loaded(coords)
+        return self.observations.get(coords)
+
+    async def open_latest(
+        self, coords: observations.Key
+    ) -> tuple[messages.SealedSecrets, messages.SecretsPayload] | None:
+        """Fetch the latest sealed secrets of ``coords`` from the stream, record them and open
+        them: the box and its payload, or None when there is no usable box (what was found is
+        recorded, so the next reconcile decides from it). Raises ``common.bus.errors.BusError``."""
+        coords = Coordinates(*coords)
+        subject = subjects.secret(*coords, prefix=self.prefix)
+        stream = self.stream(coords.site)
+        stored = await bus.last_message(self.deps.conn, stream, subject)
+        sealed = None
+        if stored is not None:
+            sealed = self.decode(messages.decode_sealed_secrets, stream, subject, stored.data)
+        if stored is None or sealed is None or observations.disagreement(coords, sealed) is not None:
+            # Purged or replaced by something unusable behind the hub's back: nothing to write
+            # until the site sends a box again (it does when its Secrets change or it restarts).
+            self.observations.drop_sealed(coords)
+            return None
+        opened = observations.open_sealed(sealed, keyring=self.deps.keyring)
+        self.record_sealed(
+            coords, sealed, stored.seq, stream=stream, subject=subject, opened=opened, last=True
+        )
+        if isinstance(opened, observations.DecryptError):
+            return None
+        return sealed, opened
+
+    # -- checking, decoding, recording -------------------------------------------------------
+
+    def parse(self, stream: str, subject: str) -> subjects.Parsed | None:
+        try:
+            return subjects.parse(subject, prefix=self.prefix)
+        except protocol_errors.SubjectError as exc:
+            self.reject(stream, BAD_SUBJECT, subject, str(exc))
+            return None
+
+    def decode(
+        self, decoder: messages.Decoder[messages.T], stream: str, subject: str, data: bytes
+    ) -> messages.T | None:
+        try:
+            return decoder(data)
+        except protocol_errors.DecodeError as exc:
+            # The decoder's message names the field that failed, never the value (secrets
+            # travel only inside the ciphertext, which is decoded elsewhere).
+            self.reject(stream, DECODE_ERROR, subject, str(exc))
+            return None
+
+    def record_status(
+        self,
+        coords: Coordinates,
+        status: messages.Status,
+        seq: int,
+        *,
+        stream: str,
+        subject: str,
+        last: bool = False,
+    ) -> Verdict:
+        """Record the status at ``seq``; ``last``: read as its stream's last message."""
+        applied = self.observations.apply_status(coords, status, seq, last=last)
+        return self._verdict(applied, stream=stream, subject=subject, seq=seq)
+
+    def record_sealed(
+        self,
+        coords: Coordinates,
+        sealed: messages.SealedSecrets,
+        seq: int,
+        *,
+        stream: str,
+        subject: str,
+        opened: messages.SecretsPayload | observations.DecryptError | None = None,
+        open_new: bool = False,
+        last: bool = False,
+    ) -> Verdict:
+        """Record the box at ``seq`` with what opening it gave: ``opened`` (None: not opened),
+        or, with ``open_new``, open it here if it is newer than what is held (the consumer: only
+        to know whether it opens; the payload is not kept). ``last``: read as its stream's last
+        message (``observations.Observations.apply_sealed``)."""
+        why = observations.disagreement(coords, sealed)
+        if why is not None:
+            self.reject(stream, observations.Outcome.MISMATCH.value, subject, why)
+            return Verdict.REFUSED
+        if open_new:
+            if seq <= self.observations.held_seq(coords)[1]:
+                return Verdict.KEPT  # held already (the consumer and load both saw it) or superseded
+            opened = observations.open_sealed(sealed, keyring=self.deps.keyring)
+        if isinstance(opened, observations.DecryptError):
+            self.reject(stream, opened.reason, subject, opened.message)
+        applied = self.observations.apply_sealed(coords, sealed, opened, seq, last=last)
+        return self._verdict(applied, stream=stream, subject=subject, seq=seq)
+
+    def _verdict(self, applied: observations.Applied, *, stream: str, subject: str, seq: int) -> Verdict:
+        if applied.outcome is observations.Outcome.MISMATCH:
+            self.reject(stream, applied.outcome.value, subject, applied.message)
+            return Verdict.REFUSED
+        if not applied.recorded:
+            log.debug("%s seq %d ignored: %s (%s)", subject, seq, applied.outcome.value, applied.message)
+            return Verdict.KEPT
+        return Verdict.RECORDED
+
+    def reject(self, stream: str, reason: str, subject: str, detail: str) -> None:
+        self.deps.metrics.bus_rejected.labels(stream=stream, reason=reason).inc()
+        log.warning("rejected message on %s (%s): %s", subject, reason, detail)
+
+    def pass_over(self, coords: Coordinates, stream: str, subject: str) -> None:
+        """A message for coordinates no RKCP maps to: kept by the stream, not by us (``load``
+        reads it when an RKCP maps to them). Counted like a rejection, logged at debug: a site's
+        messages for control planes the hub does not manage (yet) are normal after an RKCP's
+        deletion and must not flood logs."""
+        self.observations.unload(coords)
+        self.deps.metrics.bus_rejected.labels(stream=stream, reason=UNMAPPED).inc()
+        log.debug("ignored message on %s (%s): %s", subject, UNMAPPED, "no RKCP maps to these coordinates")

@@ -1,0 +1,212 @@
+"""What the intent subject of an RKCP holds, and whether this owner's intent must go (again). Pure.
+
+``Published`` is the hub's record of the latest intent on the control plane's subject (read
+from the stream by ``hub.controllers.rkcp``); the predicates here compare it with the RKCP, the
+site's latest status and the hub's signing key, and ``provision`` plans the provision intent
+with the events that say why. ``hub.reconcile.rkcp`` composes them.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from hub.reconcile import rkcp_actions as actions
+from hub.reconcile import rkcp_status
+from protocol import messages, names
+
+if TYPE_CHECKING:
+    from hub.reconcile.rkcp import Observed
+
+
+class Op(enum.StrEnum):
+    PROVISION = "provision"
+    DELETE = "delete"
+    UNDECODABLE = "undecodable"
+    """The subject holds a message the hub cannot decode: nobody's intent, replaced like one."""
+
+
+@dataclass(frozen=True)
+class Published:
+    """The latest intent on the control plane's subject, as stored in the stream."""
+
+    seq: int
+    op: Op
+    generation: int
+    owner_uid: str
+    spec_digest: str
+    """``spec_digest`` of the intent's TCP spec (a digest, not the spec: the hub keeps one per
+    control plane, and ten thousand parsed specs cost a hundred megabytes)."""
+    kubeconfig_key: str = names.ADMIN_KUBECONFIG_KEY
+    key_id: str = ""
+    """The signing key id the intent names."""
+    signed: bool = True
+    """Signed by the hub's current key. Anyone with the hub's NATS credentials can publish on
+    the subject; what the hub did not sign is replaced (and, after a key rotation, re-signed)."""
+    replaces: tuple[str, ...] = ()
+    """The intent's ``replaces``: earlier owners whose released deletion it carries on."""
+
+    @classmethod
+    def undecodable(cls, seq: int) -> Published:
+        """A message at ``seq`` that is no intent at all: it names no owner and no generation."""
+        return cls(seq=seq, op=Op.UNDECODABLE, generation=0, owner_uid="", spec_digest="")
+
+
+def spec_digest(spec: dict[str, Any] | None) -> str:
+    """SHA-256 of the spec's canonical JSON (sorted keys): equal specs, equal digests."""
+    return hashlib.sha256(msgspec.json.encode(spec, order="sorted")).hexdigest()
+
+
+def recheck_published(
+    published: Published | None, status: messages.Status | None, *, age: float, max_age: float
+) -> bool:
+    """Whether the hub's record of the subject's latest intent must be read from the stream again.
+
+    The record is kept current by the hub's own publishes, but anyone with the hub's NATS
+    credentials can overwrite the subject (replay an older intent) or purge it. A site that
+    answers a sequence the hub never published says the subject moved; a purge leaves no trace
+    at the site, so the record is also checked against the stream every ``max_age`` seconds.
+    """
+    if status is not None and status.intent_seq > (published.seq if published is not None else 0):
+        return True
+    return age >= max_age
+
+
+def _confirmed(status: messages.Status | None) -> bool:
+    """The site answered for this owner's own TCP: no earlier owner's TCP stands there any more."""
+    return (
+        status is not None
+        and status.phase != "Rejected"
+        and status.reason != rkcp_status.REPLACING_PREVIOUS_OWNER
+    )
+
+
+def replaced_owners(o: Observed, status: messages.Status | None) -> tuple[str, ...]:
+    """Earlier owners of these coordinates whose TCP the site may still run (issue 11 §3).
+
+    The subject holds one intent: a new owner's provision overwrites a released owner's delete
+    (the site was away past ``siteUnavailableDeletionTimeout``), so the new intent carries the
+    released owners on, signed, and the agent deletes a TCP of theirs before creating the new one.
+    Derived from the stream alone (the latest intent and what it carried), so a restarted hub
+    knows them too: a delete of another owner adds that owner; our own intent keeps its list until
+    the site answers for our TCP. The newest ``messages.MAX_REPLACED`` are kept.
+    """
+    p, uid = o.published, o.rkcp.metadata.uid
+    if p is None or not p.signed:
+        return ()
+    if p.owner_uid == uid:
+        carried = () if _confirmed(status) else p.replaces
+    else:
+        carried = (*p.replaces, p.owner_uid) if p.op == Op.DELETE and p.owner_uid else ()
+    out = tuple(dict.fromkeys(u for u in carried if u and u != uid))
+    return out[-messages.MAX_REPLACED :]
+
+
+def signed_by_another_key(o: Observed) -> bool:
+    """The latest intent names a key the hub no longer signs with (a rotation): sign it again,
+    or agents refuse it once that key is retired (``keys retire``) and a site that comes back,
+    or an agent that re-reads the subject, would be left with an intent it cannot verify."""
+    p = o.published
+    return bool(o.signing_key_id) and p is not None and bool(p.key_id) and p.key_id != o.signing_key_id
+
+
+def displaced(o: Observed, status: messages.Status | None) -> str:
+    """Why the subject no longer holds this owner's intent although the site applied one ("" if it does)."""
+    p = o.published
+    if p is not None and not p.signed and not signed_by_another_key(o):
+        # (A message naming an older key of the hub's is a rotation, re-signed without a warning.)
+        return f"the intent subject holds a message (seq {p.seq}) not signed by the hub's current key"
+    if status is None or status.owner_uid != o.rkcp.metadata.uid or status.phase == "Deleted":
+        return ""
+    if p is None and status.intent_seq > 0:
+        return f"the intent subject is empty (purged) while the site applied intent {status.intent_seq}"
+    if p is not None and p.owner_uid == o.rkcp.metadata.uid and status.observed_generation > p.generation:
+        # An older, genuinely signed intent published again: the agent refuses it (StaleGeneration),
+        # but the subject must hold the current intent, or the site never gets it after a restart.
+        return (
+            f"the intent subject holds generation {p.generation} (seq {p.seq}) while the site runs "
+            f"generation {status.observed_generation}"
+        )
+    return ""
+
+
+def still_wanted(o: Observed, status: messages.Status | None) -> bool:
+    """The site reports this owner's TCP Deleted although the latest intent is its provision.
+
+    Someone deleted it at the site; the hub does not accept that (issue 11 §1): the agent
+    recreates it from the intent, and the RKCP says Recreating rather than Deleted meanwhile.
+    """
+    p = o.published
+    return (
+        status is not None
+        and status.phase == "Deleted"
+        and status.owner_uid == o.rkcp.metadata.uid
+        and p is not None
+        and p.op == Op.PROVISION
+        and p.owner_uid == o.rkcp.metadata.uid
+    )
+
+
+def vanished(o: Observed, status: messages.Status | None) -> bool:
+    """The Deleted answers the latest intent itself: nothing at the site will bring the TCP back
+    (the agent could not recreate it), so the intent is published again and applied anew."""
+    return (
+        still_wanted(o, status)
+        and status is not None
+        and o.published is not None
+        and (status.intent_seq >= o.published.seq)
+    )
+
+
+def wants_intent(o: Observed, status: messages.Status | None) -> bool:
+    # The generation alone does not count: the hub's own write of spec.controlPlaneEndpoint bumps
+    # it, as do fields that never reach the site (deletionPolicy). What the site must run does.
+    p, r = o.published, o.rkcp
+    return (
+        p is None
+        or p.op != Op.PROVISION
+        or p.owner_uid != r.metadata.uid
+        or p.spec_digest != spec_digest(o.desired_spec)
+        or p.kubeconfig_key != r.spec.kubeconfig_secret_key
+        or signed_by_another_key(o)
+        or bool(displaced(o, status))
+        or vanished(o, status)
+    )
+
+
+def provision(o: Observed, status: messages.Status | None, spec: dict[str, Any]) -> list[actions.Action]:
+    """The provision intent of ``spec``, fenced on the subject's sequence, and the events that
+    say why it goes (again)."""
+    r = o.rkcp
+    out: list[actions.Action] = []
+    if why := displaced(o, status):
+        out.append(actions.Event("Warning", "IntentDisplaced", f"{why}: publishing the current intent again"))
+    elif vanished(o, status):
+        out.append(
+            actions.Event(
+                "Warning",
+                "TenantControlPlaneVanished",
+                f"site {r.spec.site} reports the TenantControlPlane deleted while it is still wanted: "
+                "publishing the provision intent again",
+            )
+        )
+    replaces = replaced_owners(o, status)
+    if replaces and (o.published is None or o.published.owner_uid != r.metadata.uid):
+        out.append(
+            actions.Event(
+                "Normal",
+                rkcp_status.REPLACING_PREVIOUS_OWNER,
+                f"the deletion of the previous owner (uid {', '.join(replaces)}) was released while "
+                f"site {r.spec.site} was unavailable: its TenantControlPlane is replaced by this one",
+            )
+        )
+    seq = o.published.seq if o.published else 0
+    out.append(actions.Publish(op="provision", spec=spec, expected_last_seq=seq, replaces=replaces))
+    generation = r.metadata.generation
+    message = f"provision intent for generation {generation} sent to site {r.spec.site}"
+    out.append(actions.Event("Normal", "IntentPublished", message))
+    return out
