@@ -26,8 +26,9 @@ from hub.controllers import config
 from hub.controllers import rkcp as rkcp_controller
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi
-from tests import helpers, hub_loops
+from tests import helpers
 from tests.agent import wiring
+from tests.hub import loops as hub_loops
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = "site-a"
@@ -226,3 +227,31 @@ async def open_world(
 async def world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncIterator[World]:
     async with open_world(conn, prefix, tmp_path) as w:
         yield w
+
+
+async def create_pair(w: World, name: str = "cp1", **spec: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    cl = await w.mgmt.create(resources.CLUSTER, cluster_obj(f"{name}-cluster"), namespace="default")
+    obj = await w.mgmt.create(RKCP, rkcp_obj(name, cluster=cl, **spec), namespace="default")
+    return cl, obj
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> tuple[str, str]:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond["type"] == type_:
+            return cond["status"], cond["reason"]
+    return "", ""
+
+
+async def until_ready(w: World, name: str = "cp1") -> dict[str, Any]:
+    """The RKCP once Ready with its secrets synced."""
+
+    def ready(obj: dict[str, Any] | None) -> bool:
+        return (
+            obj is not None
+            and (obj.get("status") or {}).get("ready") is True
+            and condition(obj, "SecretsSynced")[0] == "True"
+        )
+
+    found = await helpers.eventually(lambda: w.rkcp(name), ready, within=30, what=f"{name} Ready")
+    assert found is not None
+    return found

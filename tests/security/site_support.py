@@ -34,9 +34,10 @@ from hub.controllers import config
 from hub.controllers import rkcp as rkcp_controller
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi, natsd
-from tests import helpers, hub_loops
+from tests import helpers
 from tests.agent import wiring
 from tests.hub import conftest as hub_conftest
+from tests.hub import loops as hub_loops
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = "site-a"

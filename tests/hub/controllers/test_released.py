@@ -17,8 +17,7 @@ from common import bus
 from common.kube import resources
 from protocol import messages, streams, subjects
 from tests import helpers
-from tests.hub.conftest import RKCP, SITE, World
-from tests.hub.test_controller import condition, create_pair, until_ready
+from tests.hub.conftest import RKCP, SITE, World, condition, create_pair, until_ready
 
 TCP = resources.TENANT_CONTROL_PLANE
 KINDS = (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET)

@@ -24,8 +24,7 @@ from hub.controllers import writing
 from protocol import streams, subjects
 from protocol.coordinates import Coordinates
 from tests import helpers
-from tests.hub.conftest import SITE, World
-from tests.hub.test_controller import condition, create_pair, until_ready
+from tests.hub.conftest import SITE, World, condition, create_pair, until_ready
 
 CP1 = Coordinates(SITE, "tenants", "cp1")
 KEY = ("default", "cp1")

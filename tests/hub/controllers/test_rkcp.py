@@ -14,38 +14,9 @@ from hub import api, cluster_api, mapping
 from hub.reconcile import rkcp
 from protocol import keys, messages, streams, subjects
 from tests import helpers
-from tests.hub.conftest import RKCP, SITE, World, cluster_obj, rkcp_obj
+from tests.hub.conftest import RKCP, SITE, World, cluster_obj, condition, create_pair, rkcp_obj, until_ready
 
 TCP = resources.TENANT_CONTROL_PLANE
-
-
-async def create_pair(w: World, name: str = "cp1", **spec: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    cl = await w.mgmt.create(resources.CLUSTER, cluster_obj(f"{name}-cluster"), namespace="default")
-    obj = await w.mgmt.create(RKCP, rkcp_obj(name, cluster=cl, **spec), namespace="default")
-    return cl, obj
-
-
-def condition(obj: dict[str, Any] | None, type_: str) -> tuple[str, str]:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
-        if cond["type"] == type_:
-            return cond["status"], cond["reason"]
-    return "", ""
-
-
-async def until_ready(w: World, name: str = "cp1") -> dict[str, Any]:
-    found: list[dict[str, Any]] = []
-
-    async def check() -> bool:
-        obj = await w.rkcp(name)
-        found[:] = [obj] if obj else []
-        return (
-            obj is not None
-            and (obj.get("status") or {}).get("ready") is True
-            and condition(obj, "SecretsSynced")[0] == "True"
-        )
-
-    await helpers.eventually(check, within=30)
-    return found[0]
 
 
 async def test_rkcp_to_ready_with_exact_spec_status_and_secrets(world: World) -> None:
