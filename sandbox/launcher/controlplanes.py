@@ -12,6 +12,7 @@ from typing import Any
 
 from common import objects
 from common.kube import resources
+from hub.controllers import writing
 from sandbox import progress
 from sandbox.launcher import workload
 from sandbox.launcher.clusters import Clusters
@@ -55,6 +56,6 @@ class ControlPlanes(Clusters):
         """Every RKCP's phase and every site's counts, as the management cluster shows them now."""
         rkcps = await self.mgmt.list(RKCP)
         # The CAPI Secrets carry this label (the hub writes it); existence is enough here.
-        secrets = await self.mgmt.list(resources.SECRET, label_selector="cluster.x-k8s.io/cluster-name")
+        secrets = await self.mgmt.list(resources.SECRET, label_selector=writing.CLUSTER_NAME_LABEL)
         names = {objects.key(s) for s in secrets.items}
         return progress.new_snapshot(rkcps.items, secrets=names)

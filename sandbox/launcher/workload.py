@@ -11,6 +11,7 @@ import string
 from typing import Any
 
 from common.kube import resources
+from hub.controllers import writing
 
 __all__ = ["DEFAULT_VERSION", "cluster", "control_plane_names", "remote_kamaji_control_plane", "site_names"]
 
@@ -82,7 +83,7 @@ def remote_kamaji_control_plane(
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {"cluster.x-k8s.io/cluster-name": name},
+            "labels": {writing.CLUSTER_NAME_LABEL: name},
             "ownerReferences": [
                 {"apiVersion": CLUSTER.api_version, "kind": CLUSTER.kind, "name": name, "uid": cluster_uid}
             ],
