@@ -18,7 +18,7 @@ from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
 import msgspec
 
-from protocol import errors, labels
+from protocol import errors, labels, names
 
 SCHEMA: Final = "kamaji-broker.io/v1"
 
@@ -84,7 +84,7 @@ class Intent(_Message, kw_only=True, frozen=True):
     generation: NonNegative = 0
     issued_at: dt.datetime
     spec: dict[str, Any] = msgspec.field(default_factory=dict)
-    kubeconfig_key: str = "admin.conf"
+    kubeconfig_key: str = names.ADMIN_KUBECONFIG_KEY
     """Key of the TCP's ``<tcp>-admin-kubeconfig`` Secret to seal back (RKCP kubeconfigSecretKey)."""
     replaces: Replaced = ()
     """Uids of earlier owners of these coordinates whose deletion the hub released before the site
@@ -138,7 +138,7 @@ class SealedSecrets(_Message, kw_only=True, frozen=True):
 class SecretsPayload(_Message, kw_only=True, frozen=True):
     """The plaintext inside ``SealedSecrets.ciphertext``: only the hub ever sees it."""
 
-    kubeconfig_key: str = "admin.conf"
+    kubeconfig_key: str = names.ADMIN_KUBECONFIG_KEY
     kubeconfig: str
     """The admin kubeconfig (the TCP's ``<tcp>-admin-kubeconfig`` Secret, key ``kubeconfig_key``)."""
     ca_crt: str

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import random
 from collections.abc import Callable
 
 from agent.apply import applying, keeper
@@ -30,10 +29,10 @@ REPLAY_ATTEMPTS = 3
 """Tries of the replay at start while the server is unavailable (then the resync remains)."""
 
 
-def retry_delay(failures: int, *, cap: float) -> float:
-    """Seconds before the next bind after ``failures`` failures in a row (jitter aside): a tenth
-    of ``cap``, doubling, at most ``cap``."""
-    return backoff.delay(max(1, failures), base=cap / 10, cap=cap, jitter=False)
+def retry_delay(failures: int, *, cap: float, jitter: bool = True) -> float:
+    """Seconds before the next bind after ``failures`` failures in a row: a tenth of ``cap``,
+    doubling, at most ``cap`` (0.5 to 1.0 times that with ``jitter``)."""
+    return backoff.delay(max(1, failures), base=cap / 10, cap=cap, jitter=jitter)
 
 
 class ApplyLoop:
@@ -127,7 +126,7 @@ class ApplyLoop:
         ``bind_retry`` would add up to its whole length after every failed try; the jitter keeps
         the agents of many sites from coming back in step."""
         self._failures += 1
-        return retry_delay(self._failures, cap=self.bind_retry) * random.uniform(0.5, 1.0)
+        return retry_delay(self._failures, cap=self.bind_retry)
 
     async def _replay(self) -> None:
         """Once per process, at the first bind: every current intent delivered again.

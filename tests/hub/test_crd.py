@@ -24,6 +24,7 @@ from common.kube import errors as kerrors
 from common.kube import resources
 from hub import api, crdgen, structural
 from sandbox import kubeapi
+from tests import helpers
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / crdgen.DEFAULT_OUTPUT
@@ -408,10 +409,7 @@ async def test_installs_through_the_api_like_kubectl_apply(tmp_path: Path) -> No
             kube = ckube.Kube(api_client)
             crd = yaml.safe_load(CRD_FILE.read_text())
             await kube.create(resources.CUSTOM_RESOURCE_DEFINITION, crd)
-            for _ in range(100):
-                if await kube.serves(RKCP):
-                    break
-                await asyncio.sleep(0.05)
+            await helpers.eventually(lambda: kube.serves(RKCP), what="the RKCP resource served")
             created = await kube.create(RKCP, rkcp(), namespace="default")
             assert created["spec"]["replicas"] == 2
         finally:

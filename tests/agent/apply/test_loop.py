@@ -396,4 +396,5 @@ async def test_nats_restart_mid_run_loses_nothing(
 )
 def test_retry_delay_grows_to_bind_retry(failures: int, expected: float) -> None:
     """A lost NATS node costs a leader election of seconds: the first retries come soon."""
-    assert loop.retry_delay(failures, cap=5.0) == expected
+    assert loop.retry_delay(failures, cap=5.0, jitter=False) == expected
+    assert expected / 2 <= loop.retry_delay(failures, cap=5.0) <= expected

@@ -14,6 +14,7 @@ from kubernetes_asyncio import watch as awatch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from sandbox import kubeapi
+from tests import helpers
 
 
 def _cm(
@@ -52,13 +53,14 @@ async def test_watch_resumes_from_list_resource_version_without_gaps(api_client:
 
 
 async def test_watch_without_resource_version_starts_with_synthetic_added(
-    api_client: aclient.ApiClient,
+    api_client: aclient.ApiClient, kube_server: kubeapi.Server
 ) -> None:
     core = aclient.CoreV1Api(api_client)
     await core.create_namespaced_config_map("default", _cm("x"))
 
     async def change_later() -> None:
-        await asyncio.sleep(0.2)
+        # Once the watch is open, so that "y" arrives as a live event.
+        await helpers.eventually(lambda: kube_server.store.history.watcher_count == 1, what="the watch")
         await core.create_namespaced_config_map("default", _cm("y"))
 
     changer = asyncio.create_task(change_later())
@@ -89,7 +91,7 @@ async def test_expired_resource_version_is_410_and_a_relist_recovers(api_client:
             assert len(relisted.items) == 6
 
             async def change_later() -> None:
-                await asyncio.sleep(0.2)
+                await helpers.eventually(lambda: server.store.history.watcher_count == 1, what="the watch")
                 await core.delete_namespaced_config_map("c0", "default")
 
             changer = asyncio.create_task(change_later())
@@ -241,8 +243,7 @@ async def test_a_watch_whose_client_left_is_released(kube_server: kubeapi.Server
         await resp.content.readline()
         assert kube_server.store.history.watcher_count == 1
         resp.close()
-    for _ in range(200):  # the server notices the closed connection asynchronously
-        if kube_server.store.history.watcher_count == 0:
-            break
-        await asyncio.sleep(0.05)
-    assert kube_server.store.history.watcher_count == 0
+    # The server notices the closed connection asynchronously.
+    await helpers.eventually(
+        lambda: kube_server.store.history.watcher_count == 0, what="the watcher released"
+    )
