@@ -125,7 +125,7 @@ class ReleasedDeletions:
             if maps(coords):
                 continue  # the RKCP's reconcile reads it, and tracks what it names
             stored = await bus.last_message(self.conn, stream, subject)
-            intent = _intent(stored)
+            intent = _reduce(stored, _intent)
             if intent is not None and intent.op == "delete":
                 self.track(coords, intent.owner_uid, intent.seq)
             if intent is not None:
@@ -157,9 +157,9 @@ class ReleasedDeletions:
         decision = released.decide(
             uid,
             seq,
-            intent=_intent(read[subjects.Kind.INTENT]),
-            status=_status(read[subjects.Kind.STATUS]),
-            secret=_secret(read[subjects.Kind.SECRET]),
+            intent=_reduce(read[subjects.Kind.INTENT], _intent),
+            status=_reduce(read[subjects.Kind.STATUS], _status),
+            secret=_reduce(read[subjects.Kind.SECRET], _secret),
         )
         for purge in decision.purge:
             stream = intent_stream if purge.kind is subjects.Kind.INTENT else site_stream
@@ -178,33 +178,29 @@ class ReleasedDeletions:
         return decision.done
 
 
-def _intent(stored: bus.StoredMessage | None) -> released.Stored | None:
+def _reduce(
+    stored: bus.StoredMessage | None, reduce: Callable[[bytes, int], released.Stored]
+) -> released.Stored | None:
+    """The last message of a subject as the decision needs it; undecodable: no owner."""
     if stored is None:
         return None
     try:
-        i = messages.decode_intent(stored.data)
+        return reduce(stored.data, stored.seq)
     except protocol_errors.DecodeError:
         return released.Stored(seq=stored.seq, owner_uid="")
-    return released.Stored(seq=stored.seq, owner_uid=i.owner.uid, op=i.op, replaces=tuple(i.replaces))
 
 
-def _status(stored: bus.StoredMessage | None) -> released.Stored | None:
-    if stored is None:
-        return None
-    try:
-        s = messages.decode_status(stored.data)
-    except protocol_errors.DecodeError:
-        return released.Stored(seq=stored.seq, owner_uid="")
+def _intent(data: bytes, seq: int) -> released.Stored:
+    i = messages.decode_intent(data)
+    return released.Stored(seq=seq, owner_uid=i.owner.uid, op=i.op, replaces=tuple(i.replaces))
+
+
+def _status(data: bytes, seq: int) -> released.Stored:
+    s = messages.decode_status(data)
     return released.Stored(
-        seq=stored.seq, owner_uid=s.owner_uid, phase=s.phase, reason=s.reason, intent_seq=s.intent_seq
+        seq=seq, owner_uid=s.owner_uid, phase=s.phase, reason=s.reason, intent_seq=s.intent_seq
     )
 
 
-def _secret(stored: bus.StoredMessage | None) -> released.Stored | None:
-    if stored is None:
-        return None
-    try:
-        sealed = messages.decode_sealed_secrets(stored.data)
-    except protocol_errors.DecodeError:
-        return released.Stored(seq=stored.seq, owner_uid="")
-    return released.Stored(seq=stored.seq, owner_uid=sealed.owner_uid)
+def _secret(data: bytes, seq: int) -> released.Stored:
+    return released.Stored(seq=seq, owner_uid=messages.decode_sealed_secrets(data).owner_uid)
