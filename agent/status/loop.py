@@ -61,12 +61,7 @@ class StatusLoop:
         self._secrets = cache.Secrets(self._tcps)
         self._due = Schedule(settings.status_min_interval)
         self._syncer = syncing.Syncer(
-            publisher=deps.publisher,
-            hub_keys=deps.hub_keys,
-            metrics=deps.metrics,
-            tcp_cache=self._tcps,
-            secret_cache=self._secrets,
-            schedule=self._due,
+            deps, tcp_cache=self._tcps, secret_cache=self._secrets, schedule=self._due
         )
         self._unsynced = {(kind, ns) for kind in WATCHED for ns in self._scopes()}
         self._synced = asyncio.Event()
