@@ -50,14 +50,7 @@ class Reconciler:
         self.informers = informers
         self.site_sync = site_sync
         self.topology = topology
-        self.published = published.PublishedIntents(
-            conn=deps.conn,
-            prefix=settings.prefix,
-            signer=deps.signer,
-            released=released,
-            metrics=deps.metrics,
-            max_age=settings.intent_check_interval,
-        )
+        self.published = published.PublishedIntents(settings, deps, released=released)
         self.signing_key_id = self.published.signing_key_id
         self.checksums = checksums.SecretChecksums()
         self.status_writes = status_writes.StatusWrites(deps.kube)
