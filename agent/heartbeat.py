@@ -69,18 +69,13 @@ class Heartbeat:
         agent_version: str = __version__,
         detect_interval: float = 60.0,
     ) -> None:
-        self.publisher = deps.publisher
-        self.kube = deps.kube
-        self.site = settings.site
+        self.settings = settings
+        self.deps = deps
         self.counts = counts
         """(managed, ready): TCPs of this site and those Ready (the status loop's ``counts``)."""
         self.last_intent_seq = last_intent_seq
         """Highest intent stream sequence handled (``ApplyLoop.last_seq``)."""
         self.agent_version = agent_version
-        self.interval = settings.heartbeat_interval
-        """Seconds between beats (DESIGN: 10 s; the hub judges liveness from it)."""
-        self.namespaces = settings.target_namespaces
-        """Target namespaces (the probe lists in the first: a namespaced Role cannot list cluster-wide)."""
         self.detect_interval = detect_interval
         """Seconds between Kamaji probes: a CRD appears rarely, a beat is every 10 s."""
         self.started_at = messages.utcnow()
@@ -95,7 +90,8 @@ class Heartbeat:
         self._failing = False
 
     async def run(self) -> None:
-        """Beat every ``interval`` seconds, on a fixed schedule, until cancelled."""
+        """Beat every ``heartbeat_interval`` seconds (DESIGN: 10 s; the hub judges liveness from it), on a
+        fixed schedule, until cancelled."""
         loop = asyncio.get_running_loop()
         due = loop.time()
         while True:
@@ -111,14 +107,14 @@ class Heartbeat:
                 if self._failing:
                     log.info("heartbeat published again")
                 self._failing = False
-            due = max(due + self.interval, loop.time())
+            due = max(due + self.settings.heartbeat_interval, loop.time())
             await asyncio.sleep(due - loop.time())
 
     async def beat(self) -> messages.Heartbeat:
         """Publish one heartbeat now (BusError when the server did not take it)."""
         managed, ready = self.counts()
         beat = new_heartbeat(
-            site=self.site,
+            site=self.settings.site,
             agent_version=self.agent_version,
             started_at=self.started_at,
             now=messages.utcnow(),
@@ -128,7 +124,7 @@ class Heartbeat:
             kamaji_detected=await self.kamaji_detected(),
             trusted_key_ids=self.trusted_key_ids,
         )
-        await self.publisher.heartbeat(beat)
+        await self.deps.publisher.heartbeat(beat)
         self.beats += 1
         return beat
 
@@ -137,9 +133,11 @@ class Heartbeat:
         now = asyncio.get_running_loop().time()
         if self._probed_at is not None and now - self._probed_at < self.detect_interval:
             return self._detected
-        namespace = self.namespaces[0] if self.namespaces else None
+        # The first target namespace: a namespaced Role cannot list cluster-wide.
+        namespaces = self.settings.target_namespaces
+        namespace = namespaces[0] if namespaces else None
         try:
-            await self.kube.list(tcps.TCP, namespace=namespace, label_selector=PROBE_SELECTOR)
+            await self.deps.kube.list(tcps.TCP, namespace=namespace, label_selector=PROBE_SELECTOR)
         except kerrors.NotFound:
             detected = False
         except kerrors.KubeError as exc:

@@ -17,7 +17,7 @@ from agent.cleanup import reading
 from agent.deps import Deps
 from agent.settings import AgentSettings
 from agent.status import loop as status_loop
-from common import bus, health, keyfiles, service
+from common import bus, keyfiles, service
 from common import kube as ckube
 from common.kube import errors as kerrors
 from common.kube import resources
@@ -25,7 +25,6 @@ from protocol import keys
 
 log = logging.getLogger(__name__)
 
-NATS_CHECK = "nats"
 KUBE_CHECK = "kubernetes"
 
 
@@ -36,7 +35,6 @@ class Agent(service.Service):
         super().__init__()
         self.settings = settings
         self.metrics = agent_metrics.Metrics()
-        self.readiness = health.Readiness()
         self.apply: apply_loop.ApplyLoop | None = None
         self.status: status_loop.StatusLoop | None = None
         self.cleanup: cleanup_loop.CleanupLoop | None = None
@@ -44,28 +42,20 @@ class Agent(service.Service):
 
     async def start(self) -> None:
         s = self.settings
-        self.readiness.declare(NATS_CHECK, KUBE_CHECK)
-        self.health_server = health.HealthServer(self.readiness, self.metrics.registry)
-        await self.health_server.start(s.listen)
+        await self.serve_health(s.listen, self.metrics.registry, KUBE_CHECK)
         hub_keys = self._hub_keys()
         kube = self.kube = await ckube.connect(in_cluster=s.in_cluster, kubeconfig=s.kubeconfig)
         self.spawn("kube-probe", lambda: self._probe_kube(kube))
-        self.conn = await bus.connect(
-            bus.Options(
-                servers=s.servers,
-                seed_file=s.nats_seed,
-                creds_file=s.nats_creds,
-                ca_file=s.nats_ca_file,
-                inbox_prefix=bus.site_inbox_prefix(s.site),
-                name=f"kamaji-broker-agent-{s.site}",
-            ),
-            report=lambda why: self.readiness.set(NATS_CHECK, False, why),
+        conn = await self.connect_bus(
+            s,
+            name=f"kamaji-broker-agent-{s.site}",
+            inbox_prefix=bus.site_inbox_prefix(s.site),
+            on=self._connected,
         )
-        self.spawn("nats-monitor", lambda: self.watch_nats(self.readiness, NATS_CHECK, self._connected))
-        publisher = publishing.Publisher(self.conn, site=s.site, prefix=s.prefix)
+        publisher = publishing.Publisher(conn, site=s.site, prefix=s.prefix)
         self._start_loops(
             Deps(
-                conn=self.conn,
+                conn=conn,
                 kube=kube,
                 publisher=publisher,
                 hub_keys=hub_keys,

@@ -6,14 +6,13 @@ invalid or missing value fails start-up with an error naming the flag.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from common.durations import Duration
-from common.settings import ProcessSettings
+from common.settings import ExistingFile, NamespaceList, ProcessSettings
 from protocol import labels
 
 
@@ -24,10 +23,10 @@ class AgentSettings(ProcessSettings):
 
     site: str
     """This site's name (a DNS-1123 label): the only intents it applies, its subjects."""
-    hub_public_keys: Path
+    hub_public_keys: ExistingFile
     """hub-public-keys.json from ``kamaji-broker keys generate``: keys trusted to sign intents,
     and keys to seal secrets to (the newest)."""
-    namespaces: str = ""
+    namespaces: NamespaceList = ""
     """Comma-separated target namespaces of TenantControlPlanes; empty with --all-namespaces."""
     orphan_policy: Literal["delete", "report"] = "report"
     """What to do with a managed TCP whose intent is gone: ``report`` by default, because a
@@ -51,13 +50,6 @@ class AgentSettings(ProcessSettings):
         why = labels.problem(v)
         if why:
             raise ValueError(f"site {v!r} is not a DNS-1123 label: {why}")
-        return v
-
-    @field_validator("hub_public_keys")
-    @classmethod
-    def _keys_exist(cls, v: Path) -> Path:
-        if not v.is_file():
-            raise ValueError(f"file {str(v)!r} does not exist")
         return v
 
     @property

@@ -1,7 +1,8 @@
-"""What hub and agent processes share: run until a signal, and stop tasks and connections cleanly.
+"""What hub and agent processes share: start, run until a signal, stop tasks and connections cleanly.
 
-``Service`` owns the long-lived tasks, the NATS connection, the Kubernetes client and the
-health server of one process; ``run_until_signalled`` starts it and stops it on SIGTERM/SIGINT.
+``Service`` owns the long-lived tasks, the readiness checks, the health server, the NATS
+connection (watched for readiness) and the Kubernetes client of one process;
+``run_until_signalled`` starts it and stops it on SIGTERM/SIGINT.
 """
 
 from __future__ import annotations
@@ -13,9 +14,16 @@ import signal
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
+import prometheus_client
+
 from common import aiotasks, bus, health, kube
+from common.bus import connection
+from common.settings import ProcessSettings
 
 log = logging.getLogger(__name__)
+
+NATS_CHECK = "nats"
+"""The readiness check that follows the NATS connection."""
 
 
 class Service:
@@ -26,6 +34,38 @@ class Service:
         self.conn: bus.Connection | None = None
         self.kube: kube.Kube | None = None
         self.health_server: health.HealthServer | None = None
+        self.readiness = health.Readiness()
+
+    async def serve_health(
+        self, listen: str, registry: prometheus_client.CollectorRegistry, *checks: str
+    ) -> None:
+        """Declare the NATS check and ``checks`` (not ready until set), serve /healthz, /readyz, /metrics."""
+        self.readiness.declare(NATS_CHECK, *checks)
+        self.health_server = health.HealthServer(self.readiness, registry)
+        await self.health_server.start(listen)
+
+    async def connect_bus(
+        self,
+        s: ProcessSettings,
+        *,
+        name: str,
+        inbox_prefix: str = connection.DEFAULT_INBOX_PREFIX,
+        on: Callable[[bool], None] | None = None,
+    ) -> bus.Connection:
+        """Connect to NATS as ``s`` says (retrying forever) and keep the NATS check in step."""
+        self.conn = conn = await bus.connect(
+            bus.Options(
+                servers=s.servers,
+                seed_file=s.nats_seed,
+                creds_file=s.nats_creds,
+                ca_file=s.nats_ca_file,
+                inbox_prefix=inbox_prefix,
+                name=name,
+            ),
+            report=lambda why: self.readiness.set(NATS_CHECK, False, why),
+        )
+        self.spawn("nats-monitor", lambda: self.watch_nats(on))
+        return conn
 
     def supervise(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
         self.tasks.append(asyncio.create_task(aiotasks.supervise(name, run), name=name))
@@ -34,9 +74,7 @@ class Service:
         """A task that handles its own errors (not restarted)."""
         self.tasks.append(asyncio.create_task(run(), name=name))
 
-    async def watch_nats(
-        self, readiness: health.Readiness, check: str, on: Callable[[bool], None] | None = None
-    ) -> None:
+    async def watch_nats(self, on: Callable[[bool], None] | None = None) -> None:
         """Keep a readiness check (and an optional gauge) in step with the NATS connection."""
         assert self.conn is not None
         while True:
@@ -44,7 +82,7 @@ class Service:
             # While reconnecting, say why the last attempt failed (a rotated CA, a refused TLS
             # handshake), not only that it did.
             why = self.conn.last_failure or "disconnected; reconnecting"
-            readiness.set(check, connected, "connected" if connected else why)
+            self.readiness.set(NATS_CHECK, connected, "connected" if connected else why)
             if on is not None:
                 on(connected)
             await asyncio.sleep(1.0)

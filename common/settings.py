@@ -6,6 +6,7 @@ Subclasses add their own fields; a flag on the command line wins over its enviro
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Annotated, Self
 
@@ -38,6 +39,12 @@ def check_labels(value: str, *, what: str) -> str:
     return value
 
 
+NamespaceList = Annotated[str, AfterValidator(functools.partial(check_labels, what="namespace"))]
+"""Comma-separated namespaces, each a DNS-1123 label."""
+SiteList = Annotated[str, AfterValidator(functools.partial(check_labels, what="site"))]
+"""Comma-separated site names, each a DNS-1123 label."""
+
+
 class ProcessSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -54,18 +61,13 @@ class ProcessSettings(BaseSettings):
     kubeconfig: ExistingFile | None = None
     """Kubeconfig of the cluster this process works in (or --in-cluster)."""
     in_cluster: bool = False
-    namespaces: str = ""
+    namespaces: NamespaceList = ""
     """Comma-separated namespaces to work in; empty with --all-namespaces."""
     all_namespaces: bool = False
     listen: str = ":8080"
     """Address of /healthz, /readyz and /metrics."""
     prefix: str = subjects.DEFAULT_PREFIX
     """Subject prefix shared by hub and agents."""
-
-    @field_validator("namespaces")
-    @classmethod
-    def _namespaces(cls, v: str) -> str:
-        return check_labels(v, what="namespace")
 
     @field_validator("prefix")
     @classmethod

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 
 import nacl.signing
 
-from common import aiotasks, bus, health, keyfiles, leader, service
+from common import aiotasks, keyfiles, leader, service
 from common import kube as ckube
 from hub import ingest, intake, observations, sites
 from hub import metrics as hub_metrics
@@ -28,7 +28,6 @@ from protocol import keys, sealing
 
 log = logging.getLogger(__name__)
 
-NATS_CHECK = "nats"
 LEADER_CHECK = "leader"
 Loop = tuple[str, Callable[[], Awaitable[None]]]
 
@@ -40,16 +39,13 @@ class Hub(service.Service):
         super().__init__()
         self.settings = settings
         self.metrics = hub_metrics.Metrics()
-        self.readiness = health.Readiness()
         self.controller: rkcp_controller.Controller | None = None
         self.elector: leader.Elector | None = None
         self.active: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         s = self.settings
-        self.readiness.declare(NATS_CHECK)
-        self.health_server = health.HealthServer(self.readiness, self.metrics.registry)
-        await self.health_server.start(s.listen)
+        await self.serve_health(s.listen, self.metrics.registry)
         # Group read is tolerated: Kubernetes mounts the key Secrets 0440 with the pod's fsGroup.
         signer = keyfiles.read_signing_key(s.signing_key, group_ok=True)
         keyring = keyfiles.keyring(s.sealing_keys)
@@ -73,17 +69,7 @@ class Hub(service.Service):
         """The management cluster's client and the NATS connection (watched for readiness)."""
         s = self.settings
         kube = self.kube = await ckube.connect(in_cluster=s.in_cluster, kubeconfig=s.kubeconfig)
-        self.conn = await bus.connect(
-            bus.Options(
-                servers=s.servers,
-                seed_file=s.nats_seed,
-                creds_file=s.nats_creds,
-                ca_file=s.nats_ca_file,
-                name="kamaji-broker-hub",
-            ),
-            report=lambda why: self.readiness.set(NATS_CHECK, False, why),
-        )
-        self.spawn("nats-monitor", lambda: self.watch_nats(self.readiness, NATS_CHECK))
+        await self.connect_bus(s, name="kamaji-broker-hub")
         return kube
 
     def _elect(self, kube: ckube.Kube, new_term: Callable[[], list[Loop]]) -> None:

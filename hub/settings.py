@@ -13,7 +13,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from common.durations import Duration
-from common.settings import ExistingFile, ProcessSettings, check_labels, split
+from common.settings import ExistingFile, NamespaceList, ProcessSettings, SiteList, split
 from protocol import streams
 
 
@@ -24,9 +24,9 @@ class HubSettings(ProcessSettings):
     """The Ed25519 key that signs intents (``keys generate``: signing.key)."""
     sealing_keys: Path
     """Directory of X25519 private keys (``keys generate``: sealing/); all are used to open secrets."""
-    namespaces: str = ""
+    namespaces: NamespaceList = ""
     """Comma-separated namespaces to watch for RemoteKamajiControlPlanes; empty with --all-namespaces."""
-    sites: str = ""
+    sites: SiteList = ""
     """Sites whose streams and consumers exist even before an object references them."""
     leader_elect: bool = False
     lease_namespace: str = ""
@@ -51,11 +51,6 @@ class HubSettings(ProcessSettings):
     workers: int = Field(default=8, ge=1, le=64)
     heartbeat_interval: Duration = 10.0
     """The agents' heartbeat interval: a site counts as connected for three of them after a beat."""
-
-    @field_validator("sites")
-    @classmethod
-    def _sites(cls, v: str) -> str:
-        return check_labels(v, what="site")
 
     @field_validator("sealing_keys")
     @classmethod

@@ -45,10 +45,8 @@ class ApplyLoop:
         bind_retry: float = 5.0,
         max_in_flight: int = 512,
     ) -> None:
-        self.conn = deps.conn
-        self.metrics = deps.metrics
-        self.readiness = deps.readiness
-        self.batch = settings.fetch_batch
+        self.settings = settings
+        self.deps = deps
         self.max_in_flight = max_in_flight
         self.bind_retry = bind_retry
         self.applier = applying.Applier(settings, deps, on_delete=on_delete, superseded=self.superseded)
@@ -64,7 +62,7 @@ class ApplyLoop:
         """The deliveries held (fetched, not yet settled), kept from redelivery while held."""
         self._failures = 0
         """Binds and fetches that failed in a row (``_retry_delay``)."""
-        self.readiness.declare(READY_CHECK)
+        self.deps.readiness.declare(READY_CHECK)
 
     @property
     def in_flight(self) -> int:
@@ -99,14 +97,14 @@ class ApplyLoop:
             await asyncio.gather(*self._workers.values(), keeping, return_exceptions=True)
 
     def _not_ready(self, reason: str, *, error: bool = False) -> None:
-        self.readiness.set(READY_CHECK, False, reason)
+        self.deps.readiness.set(READY_CHECK, False, reason)
         (log.error if error else log.warning)("%s", reason)
 
     async def _bind(self) -> bus.Consumer:
         d = self.definition
         while True:
             try:
-                consumer = await bus.bind(self.conn, d)
+                consumer = await bus.bind(self.deps.conn, d)
             except bus_errors.ConsumerNotFound as exc:
                 self._not_ready(str(exc))
             except bus_errors.PermissionDenied as exc:
@@ -115,7 +113,7 @@ class ApplyLoop:
             except bus_errors.BusError as exc:
                 self._not_ready(f"cannot bind consumer {d.durable_name}: {exc}")
             else:
-                self.readiness.set(READY_CHECK, True, f"bound to {d.stream}/{d.durable_name}")
+                self.deps.readiness.set(READY_CHECK, True, f"bound to {d.stream}/{d.durable_name}")
                 return consumer
             await asyncio.sleep(self._retry_delay())
 
@@ -140,7 +138,7 @@ class ApplyLoop:
         where = f"{d.stream}/{d.durable_name}"
         for attempt in range(1, REPLAY_ATTEMPTS + 1):
             try:
-                seq = await bus.replay(self.conn, d)
+                seq = await bus.replay(self.deps.conn, d)
             except (bus_errors.Unavailable, bus_errors.BusTimeout) as exc:
                 log.warning("replay of %s at start failed (attempt %d): %s", where, attempt, exc)
                 await asyncio.sleep(self._retry_delay())
@@ -157,15 +155,15 @@ class ApplyLoop:
             if self.in_flight >= self.max_in_flight:
                 await asyncio.wait(list(self._workers.values()), return_when=asyncio.FIRST_COMPLETED)
                 continue
-            deliveries = await consumer.fetch(self.batch, timeout=2.0)
+            deliveries = await consumer.fetch(self.settings.fetch_batch, timeout=2.0)
             self._failures = 0
             self.idle = not deliveries and not self._workers
             for delivery in deliveries:
                 self._enqueue(delivery)
             if deliveries:
-                self.metrics.consumer_pending.set(deliveries[-1].num_pending)
+                self.deps.metrics.consumer_pending.set(deliveries[-1].num_pending)
             else:
-                self.metrics.consumer_pending.set(0)
+                self.deps.metrics.consumer_pending.set(0)
 
     def _enqueue(self, delivery: bus.Delivery) -> None:
         self.keeper.hold(delivery)

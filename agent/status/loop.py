@@ -39,6 +39,8 @@ from common.kube import informer, resources
 
 SECRET_SELECTOR: Final = "kamaji.clastix.io/project=kamaji"
 """Kamaji labels every Secret it generates so; watching only those keeps other Secrets out."""
+WATCHED: Final = ("tcp", "secret")
+"""The kinds the loop watches in each target namespace: managed TCPs and Kamaji's Secrets."""
 
 Restore = Callable[[str, str, tcps.Applied | None], Awaitable[bool]]
 Revert = Callable[[str, str], Awaitable[bool]]
@@ -59,14 +61,9 @@ class StatusLoop:
         self._secrets = cache.Secrets(self._tcps)
         self._due = Schedule(settings.status_min_interval)
         self._syncer = syncing.Syncer(
-            publisher=deps.publisher,
-            hub_keys=deps.hub_keys,
-            metrics=deps.metrics,
-            tcp_cache=self._tcps,
-            secret_cache=self._secrets,
-            schedule=self._due,
+            deps, tcp_cache=self._tcps, secret_cache=self._secrets, schedule=self._due
         )
-        self._unsynced = {(kind, ns) for kind in ("tcp", "secret") for ns in self._scopes()}
+        self._unsynced = {(kind, ns) for kind in WATCHED for ns in self._scopes()}
         self._synced = asyncio.Event()
         # Counted when scraped, not on every watch event (that was O(TCPs) per event).
         deps.metrics.managed_tcps.set_function(self._tcps.count)
@@ -101,8 +98,8 @@ class StatusLoop:
         """Watch and publish until cancelled."""
         work: dict[str, Callable[[], Awaitable[None]]] = {"status-publishing": self._publishing}
         for ns in self._scopes():
-            work[f"status-tcps-{ns}"] = functools.partial(self._inform_tcps, ns)
-            work[f"status-secrets-{ns}"] = functools.partial(self._inform_secrets, ns)
+            for kind in WATCHED:
+                work[f"status-{kind}s-{ns}"] = functools.partial(self._inform, kind, ns)
         async with asyncio.TaskGroup() as group:
             for name, task in work.items():
                 # A bug in handling one object must not stop reporting: the task starts again.
@@ -154,24 +151,20 @@ class StatusLoop:
     def _scopes(self) -> tuple[str | None, ...]:
         return self.namespaces or (None,)
 
-    async def _inform_tcps(self, ns: str | None) -> None:
+    async def _inform(self, kind: str, ns: str | None) -> None:
+        """Feed the cache of ``kind`` (``WATCHED``) from its resource in ``ns``."""
+        watched: dict[str, tuple[resources.Resource, informer.Sink, str]] = {
+            "tcp": (tcps.TCP, self._tcps, tcps.selector(self.site)),
+            "secret": (resources.SECRET, self._secrets, SECRET_SELECTOR),
+        }
+        r, sink, selector = watched[kind]
         await informer.inform(
             self.kube,
-            tcps.TCP,
-            self._tcps,
+            r,
+            sink,
             namespace=ns,
-            label_selector=tcps.selector(self.site),
-            synced=lambda: self._mark_synced("tcp", ns),
-        )
-
-    async def _inform_secrets(self, ns: str | None) -> None:
-        await informer.inform(
-            self.kube,
-            resources.SECRET,
-            self._secrets,
-            namespace=ns,
-            label_selector=SECRET_SELECTOR,
-            synced=lambda: self._mark_synced("secret", ns),
+            label_selector=selector,
+            synced=lambda: self._mark_synced(kind, ns),
         )
 
     def _mark_synced(self, kind: str, namespace: str | None) -> None:

@@ -16,14 +16,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agent import metrics as agent_metrics
-from agent import publishing, tcps
+from agent import tcps
+from agent.deps import Deps
 from agent.status import cache, report
 from agent.status.schedule import Schedule, retry_delay
 from common.bus import errors
 from common.kube import errors as kerrors
 from protocol import errors as protocol_errors
-from protocol import keys, messages, names
+from protocol import messages, names
 
 log = logging.getLogger(__name__)
 
@@ -35,17 +35,13 @@ class Syncer:
 
     def __init__(
         self,
+        deps: Deps,
         *,
-        publisher: publishing.Publisher,
-        hub_keys: keys.HubPublicKeys,
-        metrics: agent_metrics.Metrics,
         tcp_cache: cache.Tcps,
         secret_cache: cache.Secrets,
         schedule: Schedule,
     ) -> None:
-        self.publisher = publisher
-        self.hub_keys = hub_keys
-        self.metrics = metrics
+        self.deps = deps
         self.tcp_cache = tcp_cache
         self.secret_cache = secret_cache
         self.schedule = schedule
@@ -175,7 +171,7 @@ class Syncer:
             return ""
         checksum = report.checksum(plaintext)
         try:
-            recipient = self.hub_keys.newest_sealing()
+            recipient = self.deps.hub_keys.newest_sealing()
         except protocol_errors.SealError as exc:
             # A configuration error (no sealing key): the Status still goes, without secrets.
             log.error("sealed secrets of tcp %s/%s not published: %s", namespace, name, exc)
@@ -183,10 +179,11 @@ class Syncer:
         if entry.sealed == (checksum, recipient.key_id):
             return checksum
         sealed = report.new_sealed(tcp, plaintext, site=self.site, recipient=recipient, now=now)
-        ack = await self.publisher.sealed(sealed, about=f"{cache.version(kubeconfig)}-{cache.version(ca)}")
+        about = f"{cache.version(kubeconfig)}-{cache.version(ca)}"
+        ack = await self.deps.publisher.sealed(sealed, about=about)
         entry.sealed = (checksum, recipient.key_id)
         entry.last_publish = asyncio.get_running_loop().time()
-        self.metrics.secrets_published.inc()
+        self.deps.metrics.secrets_published.inc()
         duplicate = ", duplicate" if ack.duplicate else ""
         log.info(
             "sealed secrets of tcp %s/%s published to key %s (stream seq %d%s)",
@@ -200,13 +197,13 @@ class Syncer:
     async def _publish_status(
         self, key: Key, entry: cache.Entry, status: messages.Status, *, about: str
     ) -> None:
-        ack = await self.publisher.status(status, about=about)
+        ack = await self.deps.publisher.status(status, about=about)
         changed_phase = entry.sent is None or entry.sent[0] != status.phase
         entry.sent = report.significant(status)
         entry.force = False
         entry.last_publish = asyncio.get_running_loop().time()
         self.published += 1
-        self.metrics.status_published.inc()
+        self.deps.metrics.status_published.inc()
         log.log(
             logging.INFO if changed_phase else logging.DEBUG,
             "status of tcp %s/%s published: %s (%s), stream seq %d",

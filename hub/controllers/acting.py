@@ -34,12 +34,8 @@ class Executor:
         released: ReleasedDeletions,
         topology: Topology,
     ) -> None:
-        self.kube = deps.kube
-        self.conn = deps.conn
-        self.prefix = settings.prefix
-        self.observations = deps.observations
-        self.intake = deps.intake
-        self.metrics = deps.metrics
+        self.settings = settings
+        self.deps = deps
         self.published = published
         self.released = released
         self.topology = topology
@@ -53,7 +49,7 @@ class Executor:
                 finalizers.append(rkcp.FINALIZER)
             patch = {"metadata": {"finalizers": finalizers, "resourceVersion": r.metadata.resource_version}}
             try:
-                await self.kube.patch(RKCP, name, patch, namespace=ns)
+                await self.deps.kube.patch(RKCP, name, patch, namespace=ns)
             except (kerrors.Conflict, kerrors.NotFound):
                 return False
         elif isinstance(action, rkcp.EnsureTopology):
@@ -64,25 +60,30 @@ class Executor:
             # Purge is planned only for a control plane we published to: its coordinates are valid.
             coords = mapping.coordinates(r)
             for kind in (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET):
-                subject = subjects.control_plane(kind, *coords, prefix=self.prefix)
-                stream = streams.stream_name(kind, site=coords.site, prefix=self.prefix)
-                await bus.purge_subject(self.conn, stream, subject)
-            self.observations.forget(coords)
+                subject = subjects.control_plane(kind, *coords, prefix=self.settings.prefix)
+                stream = streams.stream_name(kind, site=coords.site, prefix=self.settings.prefix)
+                await bus.purge_subject(self.deps.conn, stream, subject)
+            self.deps.observations.forget(coords)
             self.published.record(coords, None)
         elif isinstance(action, rkcp.Release):
             coords = mapping.coordinates(r)
             self.released.track(coords, r.metadata.uid, action.seq)
         elif isinstance(action, rkcp.WriteSecrets):
             return await writing.write_latest(
-                self.kube, self.intake, action, r, cluster_name=o.cluster_name, metrics=self.metrics
+                self.deps.kube,
+                self.deps.intake,
+                action,
+                r,
+                cluster_name=o.cluster_name,
+                metrics=self.deps.metrics,
             )
         elif isinstance(action, rkcp.SetEndpoint):
-            await self.kube.patch(
+            await self.deps.kube.patch(
                 RKCP,
                 name,
                 {"spec": {"controlPlaneEndpoint": {"host": action.host, "port": action.port}}},
                 namespace=ns,
             )
         elif isinstance(action, rkcp.Event):
-            await writing.record_event(self.kube, action, r)
+            await writing.record_event(self.deps.kube, action, r)
         return True

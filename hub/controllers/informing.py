@@ -85,10 +85,14 @@ class Informers:
         )
 
 
-class _RKCPs:
+class _Sink:
+    """An informer's sink that files what it sees in the ``Informers`` and tells their listener."""
+
     def __init__(self, informers: Informers) -> None:
         self.i = informers
 
+
+class _RKCPs(_Sink):
     def known(self) -> Iterable[Key]:
         return self.i.rkcps
 
@@ -108,28 +112,25 @@ class _RKCPs:
         self.i.listener.gone(key, self.i.index.forget(key))
 
 
-class _Clusters:
-    def __init__(self, informers: Informers) -> None:
-        self.i = informers
-
+class _Clusters(_Sink):
     def known(self) -> Iterable[Key]:
         return self.i.clusters
 
     def upsert(self, key: Key, obj: dict[str, Any]) -> None:
         self.i.clusters.put(key, obj)
-        for k in self.i.index.of_cluster(key):
-            self.i.listener.changed(k)
+        self._changed(key)
 
     def delete(self, key: Key) -> None:
         self.i.clusters.pop(key)
+        self._changed(key)
+
+    def _changed(self, key: Key) -> None:
+        """Reconcile the RKCPs of the Cluster at ``key``."""
         for k in self.i.index.of_cluster(key):
             self.i.listener.changed(k)
 
 
-class _Sites:
-    def __init__(self, informers: Informers) -> None:
-        self.i = informers
-
+class _Sites(_Sink):
     def known(self) -> Iterable[Key]:
         return self.i.site_sync.objects
 

@@ -16,12 +16,10 @@ import logging
 import math
 from collections.abc import Callable
 
-import nacl.signing
-
 from common import bus
 from common.bus import errors as bus_errors
 from hub import api, mapping
-from hub import metrics as hub_metrics
+from hub.controllers import config
 from hub.controllers import released as released_deletions
 from hub.reconcile import rkcp
 from protocol import errors as protocol_errors
@@ -35,24 +33,16 @@ log = logging.getLogger(__name__)
 class PublishedIntents:
     def __init__(
         self,
+        settings: config.Settings,
+        deps: config.Deps,
         *,
-        conn: bus.Connection,
-        prefix: str,
-        signer: nacl.signing.SigningKey,
         released: released_deletions.ReleasedDeletions,
-        metrics: hub_metrics.Metrics,
-        max_age: float,
     ) -> None:
-        self.conn = conn
-        self.prefix = prefix
-        self.signer = signer
-        self.signing_key_id = protocol_keys.key_id(bytes(signer.verify_key))
-        self._own_key = {self.signing_key_id: signer.verify_key}
+        self.settings = settings
+        self.deps = deps
+        self.signing_key_id = protocol_keys.key_id(bytes(deps.signer.verify_key))
+        self._own_key = {self.signing_key_id: deps.signer.verify_key}
         self.released = released
-        self.metrics = metrics
-        self.intent_check_interval = max_age
-        """Seconds between checks of each intent subject against the record (a purge or an
-        overwrite behind the hub's back)."""
         self._published_cache: dict[Coordinates, rkcp.Published | None] = {}
         """The latest intent per control plane: read from the stream once, then kept current by
         our own publishes and purges (one leader writes; a fenced publish that fails drops it), and
@@ -87,7 +77,8 @@ class PublishedIntents:
         known = coords in self._published_cache
         held = self._published_cache.get(coords)
         age = now - self._published_checked.get(coords, -math.inf)
-        if known and not rkcp.recheck_published(held, status, age=age, max_age=self.intent_check_interval):
+        max_age = self.settings.intent_check_interval
+        if known and not rkcp.recheck_published(held, status, age=age, max_age=max_age):
             return held
         found = await self._read_published(coords)
         if known and found != held:
@@ -101,8 +92,9 @@ class PublishedIntents:
         return found
 
     async def _read_published(self, coords: Coordinates) -> rkcp.Published | None:
-        stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.prefix)
-        stored = await bus.last_message(self.conn, stream, subjects.intent(*coords, prefix=self.prefix))
+        prefix = self.settings.prefix
+        stream = streams.stream_name(subjects.Kind.INTENT, prefix=prefix)
+        stored = await bus.last_message(self.deps.conn, stream, subjects.intent(*coords, prefix=prefix))
         if stored is None:
             return None
         try:
@@ -133,12 +125,12 @@ class PublishedIntents:
         it; False when another writer moved the subject on (the entry is dropped: the next reconcile
         reads the stream). A ``BusError`` drops the entry too (the publish may have landed)."""
         coords = mapping.coordinates(r)
-        body = messages.encode(signing.sign(_intent(action, r, o), self.signer))
+        body = messages.encode(signing.sign(_intent(action, r, o), self.deps.signer))
         digest = rkcp.spec_digest(action.spec)
         try:
             ack = await bus.publish(
-                self.conn,
-                subjects.intent(*coords, prefix=self.prefix),
+                self.deps.conn,
+                subjects.intent(*coords, prefix=self.settings.prefix),
                 body,
                 msg_id=self._msg_id(action, r, digest),
                 expected_last_subject_seq=action.expected_last_seq,
@@ -157,7 +149,7 @@ class PublishedIntents:
             self.drop(coords)
             raise
         self.record(coords, self._published(action, r, ack.seq, digest))
-        self.metrics.intents_published.labels(site=coords.site, op=action.op).inc()
+        self.deps.metrics.intents_published.labels(site=coords.site, op=action.op).inc()
         log.info(
             "published %s intent for %s/%s (generation %d) as seq %d",
             action.op,

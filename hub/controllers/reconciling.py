@@ -46,25 +46,11 @@ class Reconciler:
         released: ReleasedDeletions,
     ) -> None:
         self.settings = settings
-        self.kube = deps.kube
-        self.intake = deps.intake
-        self.sites = deps.sites
-        self.metrics = deps.metrics
-        self.rkcps = informers.rkcps
-        self.clusters = informers.clusters
-        self.index = informers.index
+        self.deps = deps
         self.informers = informers
         self.site_sync = site_sync
         self.topology = topology
-        self.heartbeat_interval = settings.heartbeat_interval
-        self.published = published.PublishedIntents(
-            conn=deps.conn,
-            prefix=settings.prefix,
-            signer=deps.signer,
-            released=released,
-            metrics=deps.metrics,
-            max_age=settings.intent_check_interval,
-        )
+        self.published = published.PublishedIntents(settings, deps, released=released)
         self.signing_key_id = self.published.signing_key_id
         self.checksums = checksums.SecretChecksums()
         self.status_writes = status_writes.StatusWrites(deps.kube)
@@ -84,7 +70,7 @@ class Reconciler:
             per_key.pop(key, None)
         self.status_writes.forget(key)
         # Read from the stream again if an RKCP maps there again.
-        self.published.retain(self.index.maps)
+        self.published.retain(self.informers.index.maps)
 
     async def handle(self, key: Key) -> float | None:
         """Reconcile ``key``, whatever goes wrong; seconds until it is looked at again (None: not)."""
@@ -92,22 +78,22 @@ class Reconciler:
             requeue = await self.sync(key)
             self._last_error.pop(key, None)
         except (kerrors.KubeError, bus_errors.BusError) as exc:
-            self.metrics.reconcile_errors.inc()
+            self.deps.metrics.reconcile_errors.inc()
             log.warning("reconciling %s/%s: %s; retrying", *key, exc)
             await self._error_event(key, str(exc))
             requeue = 5.0
         except Exception:
-            self.metrics.reconcile_errors.inc()
+            self.deps.metrics.reconcile_errors.inc()
             log.exception("reconciling %s/%s failed", *key)
             requeue = 10.0
-        if key not in self.rkcps:
+        if key not in self.informers.rkcps:
             self.forget(key)  # deleted while it was being reconciled: what was just noted goes too
             return None
         return requeue
 
     async def _error_event(self, key: Key, message: str) -> None:
         """A Warning event per distinct error (a retry loop of the same error records it once)."""
-        obj = self.rkcps.get(key)
+        obj = self.informers.rkcps.get(key)
         if obj is None or self._last_error.get(key) == message:
             return
         self._last_error[key] = message
@@ -115,10 +101,10 @@ class Reconciler:
             r = api.RemoteKamajiControlPlane.parse(obj)
         except pydantic.ValidationError:
             return
-        await writing.record_event(self.kube, rkcp.Event("Warning", "ReconcileError", message), r)
+        await writing.record_event(self.deps.kube, rkcp.Event("Warning", "ReconcileError", message), r)
 
     async def sync(self, key: Key) -> float | None:
-        obj = self.rkcps.get(key)
+        obj = self.informers.rkcps.get(key)
         if obj is None:
             return None
         try:
@@ -138,7 +124,7 @@ class Reconciler:
         if plan.first_ready:
             self._initialized[key] = r.metadata.uid
         if plan.first_ready and r.metadata.creation_timestamp is not None:
-            self.metrics.first_ready_seconds.observe(
+            self.deps.metrics.first_ready_seconds.observe(
                 (observed.now - r.metadata.creation_timestamp).total_seconds()
             )
         requeue = plan.requeue_after
@@ -152,7 +138,7 @@ class Reconciler:
         if self._refused.get(key) == (reason, seq):
             return
         self._refused[key] = (reason, seq)
-        self.metrics.secrets_refused.labels(reason=reason).inc()
+        self.deps.metrics.secrets_refused.labels(reason=reason).inc()
         log.warning("sealed secrets (seq %d) not written for %s/%s: %s", seq, *key, reason)
 
     async def observe(self, r: api.RemoteKamajiControlPlane) -> rkcp.Observed | None:
@@ -162,7 +148,7 @@ class Reconciler:
         if not cluster_name:
             problem = "waiting for an ownerReference to a Cluster (set by Cluster API)"
         else:
-            found = self.clusters.get((r.metadata.namespace, cluster_name))
+            found = self.informers.clusters.get((r.metadata.namespace, cluster_name))
             if found is None:
                 problem = f"waiting for Cluster {r.metadata.namespace}/{cluster_name}"
             else:
@@ -175,7 +161,7 @@ class Reconciler:
         desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
         report = await self._report(coords)
         published = await self.published.get(coords, report.status)
-        snap = self.sites.snapshot(coords.site, now, interval=self.heartbeat_interval)
+        snap = self.deps.sites.snapshot(coords.site, now, interval=self.settings.heartbeat_interval)
         site_view = rkcp_status.SiteView(
             connected=snap.connected if snap.last_heartbeat_time is not None else None,
             last_heartbeat_time=snap.last_heartbeat_time,
@@ -196,7 +182,7 @@ class Reconciler:
             site=site_view,
             secrets_checksums=checksums,
             cluster_name=name,
-            conflict_with=self.index.conflict(coords, r, self.denial),
+            conflict_with=self.informers.index.conflict(coords, r, self.denial),
             not_authorized=self.denial(coords, r.metadata.namespace),
             known_initialized=self._known_initialized(r),
             now=now,
@@ -219,7 +205,7 @@ class Reconciler:
         # consumer recorded before: a restarted hub's consumer never delivers again what the
         # previous process acknowledged (the sealed secrets, typically), however many newer
         # statuses it delivers first (issue 11 §2).
-        seen = await self.intake.load(coords)
+        seen = await self.deps.intake.load(coords)
         if seen is None:
             return rkcp.SiteReport()
         return rkcp.SiteReport(

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from common import aiotasks, bus
 from common.bus import errors as bus_errors
-from hub import metrics as hub_metrics
+from hub.controllers import config
 from hub.reconcile import released
 from protocol import errors as protocol_errors
 from protocol import messages, streams, subjects
@@ -39,19 +39,17 @@ publish) does not make the hub read the subjects again every time it reads the i
 class ReleasedDeletions:
     def __init__(
         self,
+        settings: config.Settings,
+        deps: config.Deps,
         *,
-        conn: bus.Connection,
-        prefix: str,
         on_purged: Callable[[Coordinates], None],
-        metrics: hub_metrics.Metrics,
         interval: float = CHECK_INTERVAL,
     ) -> None:
-        self.conn = conn
-        self.prefix = prefix
+        self.settings = settings
+        self.deps = deps
         self.on_purged = on_purged
         """Told the coordinates whose subjects lost messages (the caller drops what it holds)."""
         self.interval = interval
-        self.metrics = metrics
         self._pending: dict[tuple[Coordinates, str], int] = {}
         """(coordinates, released owner uid) → sequence of the intent that released it."""
         self._at: dict[Coordinates, int] = {}
@@ -71,7 +69,7 @@ class ReleasedDeletions:
         if uid and key not in self._pending and key not in self._done:
             self._pending[key] = seq
             self._at[coords] = self._at.get(coords, 0) + 1
-            self.metrics.released_pending.set(len(self._pending))
+            self.deps.metrics.released_pending.set(len(self._pending))
             self._wake.set()
 
     def _drop(self, key: tuple[Coordinates, str]) -> None:
@@ -84,7 +82,7 @@ class ReleasedDeletions:
         self._done[key] = None
         while len(self._done) > REMEMBERED:
             del self._done[next(iter(self._done))]
-        self.metrics.released_pending.set(len(self._pending))
+        self.deps.metrics.released_pending.set(len(self._pending))
 
     def poke(self, coords: Coordinates) -> None:
         """A message for ``coords`` arrived: check its released deletions now."""
@@ -112,20 +110,20 @@ class ReleasedDeletions:
 
     async def scan(self, maps: Callable[[Coordinates], bool]) -> None:
         """Track the delete intents no RKCP maps to: deletions released before this process."""
-        stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.prefix)
+        stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.settings.prefix)
         found = await bus.subjects_of(
-            self.conn, stream, subjects.globbed(subjects.Kind.INTENT, prefix=self.prefix)
+            self.deps.conn, stream, subjects.globbed(subjects.Kind.INTENT, prefix=self.settings.prefix)
         )
         for subject in sorted(found):
             try:
-                parsed = subjects.parse(subject, prefix=self.prefix)
+                parsed = subjects.parse(subject, prefix=self.settings.prefix)
             except protocol_errors.SubjectError:
                 continue
             coords = Coordinates(parsed.site, parsed.namespace, parsed.name)
             if maps(coords):
                 continue  # the RKCP's reconcile reads it, and tracks what it names
-            stored = await bus.last_message(self.conn, stream, subject)
-            intent = _intent(stored)
+            stored = await bus.last_message(self.deps.conn, stream, subject)
+            intent = _reduce(stored, _intent)
             if intent is not None and intent.op == "delete":
                 self.track(coords, intent.owner_uid, intent.seq)
             if intent is not None:
@@ -144,27 +142,27 @@ class ReleasedDeletions:
 
     async def check(self, coords: Coordinates, uid: str, seq: int) -> bool:
         """Purge what is left of owner ``uid`` at ``coords`` once the site confirmed; True when done."""
-        site_stream = streams.site_stream_name(coords.site, prefix=self.prefix)
-        intent_stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.prefix)
+        site_stream = streams.site_stream_name(coords.site, prefix=self.settings.prefix)
+        intent_stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.settings.prefix)
         read = {
             kind: await bus.last_message(
-                self.conn,
+                self.deps.conn,
                 intent_stream if kind is subjects.Kind.INTENT else site_stream,
-                subjects.control_plane(kind, *coords, prefix=self.prefix),
+                subjects.control_plane(kind, *coords, prefix=self.settings.prefix),
             )
             for kind in (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET)
         }
         decision = released.decide(
             uid,
             seq,
-            intent=_intent(read[subjects.Kind.INTENT]),
-            status=_status(read[subjects.Kind.STATUS]),
-            secret=_secret(read[subjects.Kind.SECRET]),
+            intent=_reduce(read[subjects.Kind.INTENT], _intent),
+            status=_reduce(read[subjects.Kind.STATUS], _status),
+            secret=_reduce(read[subjects.Kind.SECRET], _secret),
         )
         for purge in decision.purge:
             stream = intent_stream if purge.kind is subjects.Kind.INTENT else site_stream
-            subject = subjects.control_plane(purge.kind, *coords, prefix=self.prefix)
-            await bus.purge_subject(self.conn, stream, subject, up_to=purge.seq)
+            subject = subjects.control_plane(purge.kind, *coords, prefix=self.settings.prefix)
+            await bus.purge_subject(self.deps.conn, stream, subject, up_to=purge.seq)
         if decision.purge:
             log.info(
                 "site %s confirmed the released deletion of %s (owner uid %s): purged its %s",
@@ -173,38 +171,34 @@ class ReleasedDeletions:
                 uid,
                 ", ".join(p.kind.value for p in decision.purge),
             )
-            self.metrics.released_purged.inc()
+            self.deps.metrics.released_purged.inc()
             self.on_purged(coords)
         return decision.done
 
 
-def _intent(stored: bus.StoredMessage | None) -> released.Stored | None:
+def _reduce(
+    stored: bus.StoredMessage | None, reduce: Callable[[bytes, int], released.Stored]
+) -> released.Stored | None:
+    """The last message of a subject as the decision needs it; undecodable: no owner."""
     if stored is None:
         return None
     try:
-        i = messages.decode_intent(stored.data)
+        return reduce(stored.data, stored.seq)
     except protocol_errors.DecodeError:
         return released.Stored(seq=stored.seq, owner_uid="")
-    return released.Stored(seq=stored.seq, owner_uid=i.owner.uid, op=i.op, replaces=tuple(i.replaces))
 
 
-def _status(stored: bus.StoredMessage | None) -> released.Stored | None:
-    if stored is None:
-        return None
-    try:
-        s = messages.decode_status(stored.data)
-    except protocol_errors.DecodeError:
-        return released.Stored(seq=stored.seq, owner_uid="")
+def _intent(data: bytes, seq: int) -> released.Stored:
+    i = messages.decode_intent(data)
+    return released.Stored(seq=seq, owner_uid=i.owner.uid, op=i.op, replaces=tuple(i.replaces))
+
+
+def _status(data: bytes, seq: int) -> released.Stored:
+    s = messages.decode_status(data)
     return released.Stored(
-        seq=stored.seq, owner_uid=s.owner_uid, phase=s.phase, reason=s.reason, intent_seq=s.intent_seq
+        seq=seq, owner_uid=s.owner_uid, phase=s.phase, reason=s.reason, intent_seq=s.intent_seq
     )
 
 
-def _secret(stored: bus.StoredMessage | None) -> released.Stored | None:
-    if stored is None:
-        return None
-    try:
-        sealed = messages.decode_sealed_secrets(stored.data)
-    except protocol_errors.DecodeError:
-        return released.Stored(seq=stored.seq, owner_uid="")
-    return released.Stored(seq=stored.seq, owner_uid=sealed.owner_uid)
+def _secret(data: bytes, seq: int) -> released.Stored:
+    return released.Stored(seq=seq, owner_uid=messages.decode_sealed_secrets(data).owner_uid)

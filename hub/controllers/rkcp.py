@@ -21,7 +21,6 @@ from hub.controllers.config import Deps, Settings
 from hub.controllers.reconciling import Reconciler
 from hub.controllers.released import ReleasedDeletions
 from hub.controllers.topology import Topology
-from protocol import keys as protocol_keys
 from protocol.coordinates import Coordinates
 
 Key = objects.Key
@@ -34,12 +33,7 @@ class Controller:
         self.observations = deps.observations
         self.queue: queue.WorkQueue[Key] = queue.WorkQueue()
         self.site_sync = site_controller.SiteSync(
-            kube=deps.kube,
-            sites=deps.sites,
-            objects=cache.ObjectCache(),
-            control_planes=self.control_planes,
-            signing_key_id=protocol_keys.key_id(bytes(deps.signer.verify_key)),
-            heartbeat_interval=settings.heartbeat_interval,
+            settings, deps, objects=cache.ObjectCache(), control_planes=self.control_planes
         )
         self.informers = informing.Informers(
             namespaces=settings.namespaces, site_sync=self.site_sync, listener=self
@@ -47,9 +41,7 @@ class Controller:
         self.rkcps = self.informers.rkcps
         self.index = self.informers.index
         self.topology = Topology(settings, deps.conn, self.site_sync.objects)
-        self.released = ReleasedDeletions(
-            conn=deps.conn, prefix=settings.prefix, on_purged=self._released_purged, metrics=deps.metrics
-        )
+        self.released = ReleasedDeletions(settings, deps, on_purged=self._released_purged)
         """Deletions the site-unavailable timeout released, purged once the site confirms."""
         self.reconciler = Reconciler(
             settings, deps, informers=self.informers, site_sync=self.site_sync, topology=self.topology,

@@ -16,12 +16,12 @@ from typing import Any
 
 import pydantic
 
-from common import kube as ckube
 from common.kube import errors as kerrors
 from common.kube import resources
-from hub import site_api, sites
-from hub.controllers import cache, queue
+from hub import site_api
+from hub.controllers import cache, config, queue
 from hub.reconcile import site_status
+from protocol import keys as protocol_keys
 
 log = logging.getLogger(__name__)
 
@@ -36,22 +36,20 @@ def key(site: str) -> cache.Key:
 class SiteSync:
     def __init__(
         self,
+        settings: config.Settings,
+        deps: config.Deps,
         *,
-        kube: ckube.Kube,
-        sites: sites.Sites,
         objects: cache.ObjectCache,
         control_planes: Callable[[str], int],
-        signing_key_id: str,
-        heartbeat_interval: float = sites.HEARTBEAT_INTERVAL,
     ) -> None:
-        self.kube = kube
-        self.sites = sites
+        self.settings = settings
+        self.deps = deps
         self.objects = objects
         """The Site objects, by ``key(site)`` (filled by the controller's watch)."""
         self.control_planes = control_planes
-        self.signing_key_id = signing_key_id
-        self.heartbeat_interval = heartbeat_interval
-        self.resync = max(1.0, heartbeat_interval)
+        self.signing_key_id = protocol_keys.key_id(bytes(deps.signer.verify_key))
+        """The key id the hub signs with: a Site whose agent does not trust it is told so."""
+        self.resync = max(1.0, settings.heartbeat_interval)
         """Seconds between looks at one site: connectedness changes as a heartbeat ages."""
         self.queue: queue.WorkQueue[str] = queue.WorkQueue()
         self._specs: dict[str, site_api.SiteSpec | None] = {}
@@ -105,7 +103,7 @@ class SiteSync:
         except pydantic.ValidationError:
             return None
         now = dt.datetime.now(dt.UTC)
-        snap = self.sites.snapshot(site, now, interval=self.heartbeat_interval)
+        snap = self.deps.sites.snapshot(site, now, interval=self.settings.heartbeat_interval)
         beat = snap.heartbeat
         facts = site_status.Facts(
             generation=s.metadata.generation,
@@ -122,7 +120,7 @@ class SiteSync:
             try:
                 # Explicit nulls: a merge patch removes what is no longer known (a backlog).
                 body = status.model_dump(mode="json", by_alias=True)
-                await self.kube.patch(SITE, site, {"status": body}, subresource="status")
+                await self.deps.kube.patch(SITE, site, {"status": body}, subresource="status")
             except kerrors.NotFound:
                 return None
             # Keep our cache current: the watch brings the same object back, but a look before
