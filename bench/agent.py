@@ -34,7 +34,7 @@ from common import kube as ckube  # noqa: E402
 from common.bus import topology  # noqa: E402
 from common.kube import resources  # noqa: E402
 from protocol import keys, messages, signing, streams, subjects  # noqa: E402
-from sandbox import natsd  # noqa: E402
+from sandbox import natsd, ports  # noqa: E402
 
 SITE, NAMESPACE = "site-a", "bench"
 
@@ -106,7 +106,7 @@ async def raw_pull_ack(conn: bus.Connection, count: int, batch: int) -> float:
 
 
 async def run(count: int, batch: int, work: Path) -> None:
-    port = natsd.free_port()
+    port = ports.free_port()
     # TLS as in production: the figures include its cost.
     tls = tlsfiles.generate(work / "tls")
     main_conf, _ = natsfiles.nats_config(

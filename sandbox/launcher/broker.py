@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from common.kube import resources
-from sandbox import natsd
+from sandbox import ports
 from sandbox.launcher import processes
 from sandbox.launcher.children import CLI
 from sandbox.launcher.clusters import Clusters
@@ -45,7 +45,7 @@ class Broker(NatsNodes, Clusters):
 
     def _hub(self, index: int = 0) -> processes.Child:
         name = "hub" if index == 0 else f"hub-{index}"
-        port = natsd.free_port()
+        port = ports.free_port()
         self.hub_health_urls[name] = f"http://127.0.0.1:{port}"
         self.hub_health_url = self.hub_health_urls["hub"]
         args = [
@@ -73,7 +73,7 @@ class Broker(NatsNodes, Clusters):
         return [self._agent(site) for site in self.sites]
 
     def _agent(self, site: str) -> processes.Child:
-        port = natsd.free_port()
+        port = ports.free_port()
         self.agent_health_urls[site] = f"http://127.0.0.1:{port}"
         args = [
             sys.executable, *CLI, "agent",

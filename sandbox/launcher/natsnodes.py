@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from common import natsfiles
-from sandbox import natsd, natsmonitor
+from sandbox import natsd, natsmonitor, ports
 from sandbox.launcher import processes
 from sandbox.launcher.children import Children
 from sandbox.launcher.options import Options
@@ -133,11 +133,11 @@ class NatsNodes(Children):
     async def _configure_nats(self) -> None:
         """Pick every node's ports and write its configuration with ``nats-config``."""
         for name in self.nats_names:
-            self.nats_ports[name] = natsd.free_port()
-            self.nats_monitor_ports[name] = natsd.free_port()
+            self.nats_ports[name] = ports.free_port()
+            self.nats_monitor_ports[name] = ports.free_port()
         self.nats_port = self.nats_ports[self.nats_names[0]]
         self.nats_monitor_port = self.nats_monitor_ports[self.nats_names[0]]
-        route_ports = {name: natsd.free_port() for name in self.nats_names}
+        route_ports = {name: ports.free_port() for name in self.nats_names}
         single = self.options.nats_nodes == 1
         for name in self.nats_names:
             # One node at a time, all in one directory: they share auth.conf and the TLS files

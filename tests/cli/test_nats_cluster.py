@@ -12,7 +12,7 @@ import pytest
 from common import bus, tlsfiles
 from kamaji_broker import cli
 from protocol import streams
-from sandbox import natsd, natsmonitor
+from sandbox import natsd, natsmonitor, ports
 from tests import helpers
 
 NODES = ("nats-0", "nats-1", "nats-2")
@@ -20,14 +20,14 @@ NODES = ("nats-0", "nats-1", "nats-2")
 
 def _configure(directory: Path) -> list[natsd.NatsServer]:
     """One `nats-config` run per node, all in one directory (they share auth.conf and TLS)."""
-    ports = {name: natsd.free_port() for name in NODES}
-    route_ports = {name: natsd.free_port() for name in NODES}
+    client_ports = {name: ports.free_port() for name in NODES}
+    route_ports = {name: ports.free_port() for name in NODES}
     routes = ",".join(f"nats://127.0.0.1:{port}" for port in route_ports.values())
     servers = []
     for name in NODES:
-        monitor = natsd.free_port()
+        monitor = ports.free_port()
         argv = [
-            "nats-config", "--dir", str(directory), "--host", "127.0.0.1", "--port", str(ports[name]),
+            "nats-config", "--dir", str(directory), "--host", "127.0.0.1", "--port", str(client_ports[name]),
             "--config-file", f"{name}.conf", "--server-name", name,
             "--store-dir", str(directory / f"js-{name}"), "--monitor", f"127.0.0.1:{monitor}",
             "--tls-generate", str(directory / "tls"),
@@ -37,7 +37,7 @@ def _configure(directory: Path) -> list[natsd.NatsServer]:
         servers.append(
             natsd.NatsServer(
                 store_dir=directory / f"js-{name}",
-                port=ports[name],
+                port=client_ports[name],
                 config=directory / f"{name}.conf",
                 log_file=directory / f"{name}.log",
                 tls=tlsfiles.Paths(

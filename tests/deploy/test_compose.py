@@ -28,7 +28,7 @@ from pydantic_settings import BaseSettings
 from agent.settings import AgentSettings
 from hub.settings import HubSettings
 from kamaji_broker import cli
-from sandbox import natsd
+from sandbox import natsd, ports
 from tests.deploy import compose as c
 from tests.deploy import manifests as m
 
@@ -187,7 +187,7 @@ def test_dockerfile_builds_what_compose_uses() -> None:
 def _free_port(count: int = 1) -> int:
     """A port p with p .. p+count-1 free on 127.0.0.1."""
     for _ in range(50):
-        base = natsd.free_port()
+        base = ports.free_port()
         try:
             for p in range(base, base + count):
                 with socket.socket() as s:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from sandbox import natsd
+from sandbox import natsd, ports
 from tests.deploy import manifests as m
 
 CONF = m.DEPLOY / "nats" / "nats-server.conf"
@@ -197,7 +197,7 @@ def test_nodes_route_to_each_other_over_mutual_tls(tmp_path: Path) -> None:
     """Two nodes of the cluster config, with the certificate nats-config made: the routes come up
     (mutual TLS: each presents the server certificate as a client) and clients need TLS."""
     nats = _config_dir(tmp_path)
-    ports = [{k: natsd.free_port() for k in ("client", "monitor", "cluster", "leaf")} for _ in range(2)]
+    ports = [{k: ports.free_port() for k in ("client", "monitor", "cluster", "leaf")} for _ in range(2)]
     procs = []
     try:
         for i in range(2):

@@ -32,7 +32,7 @@ from common import kube as ckube
 from common.kube import resources
 from hub import crdgen
 from protocol import keys, messages, sealing, streams, subjects
-from sandbox import kubeapi, natsd
+from sandbox import kubeapi, natsd, ports
 from tests import helpers
 from tests.hub import conftest as hub_conftest
 
@@ -268,7 +268,7 @@ CRD_FILES = (crdgen.FILENAME, crdgen.SITE_FILENAME)
 async def stand(work: Path, *, hub_flags: tuple[str, ...] = ()) -> AsyncIterator[Stand]:
     """Start everything; stop every process by its handle at the end."""
     conf = work / "conf"
-    port = natsd.free_port()
+    port = ports.free_port()
     main, _ = natsfiles.nats_config(conf, host="127.0.0.1", port=port, store_dir=work / "store")
     for site in SITES:
         natsfiles.site_add(conf, site)

@@ -25,7 +25,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from common import bus, keyfiles, natsconfig, natsfiles, tlsfiles
 from common.bus import errors
-from sandbox import kubeapi, natsd
+from sandbox import kubeapi, natsd, ports
 from tests import helpers
 from tests.security import tls_support as ts
 
@@ -405,7 +405,7 @@ async def test_agent_facing_an_impostor_after_a_restart_says_why_and_stops_clean
     """Connected and ready, the agent's server is replaced by one with a certificate of another
     CA: /readyz names the CA file and the failure while the agent keeps trying, and SIGTERM still
     stops it at once (nats-py's close would wait forever on the failed TLS transport)."""
-    port = natsd.free_port()
+    port = ports.free_port()
     conf = tmp_path / "conf"
     main, _ = natsfiles.nats_config(
         conf, host="127.0.0.1", port=port, store_dir=tmp_path / "store", tls=helpers.nats_tls()

@@ -15,7 +15,7 @@ from common import bus
 from common.bus import errors
 from common.bus import topology as bus_topology
 from protocol import messages, streams, subjects
-from sandbox import natsd
+from sandbox import natsd, ports
 from tests import helpers
 
 K = subjects.Kind
@@ -331,7 +331,7 @@ async def test_publish_retries_until_the_server_is_back(
 
 
 async def test_connect_gives_up_only_at_the_deadline() -> None:
-    port = natsd.free_port()
+    port = ports.free_port()
     with pytest.raises(errors.Unavailable) as exc:
         await bus.connect(helpers.options(f"nats://127.0.0.1:{port}"), deadline=1.0)
     assert f"127.0.0.1:{port}" in str(exc.value)
