@@ -96,7 +96,8 @@ class Ingest:
                 continue
             consume = functools.partial(self._consume, definition)
             tasks[site] = asyncio.create_task(
-                aiotasks.supervise(f"ingest {site}", consume), name=f"ingest {site}"
+                aiotasks.supervise(f"ingest {site}", consume, max_backoff=self.settings.max_backoff),
+                name=f"ingest {site}",
             )
 
     async def _consume(self, definition: streams.ConsumerDef) -> None:

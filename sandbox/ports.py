@@ -5,13 +5,14 @@ configuration first), so in between anything else could take it. Two things did,
 ``make test`` runs side by side: an outgoing connection (the kernel gives those ports from the
 ephemeral range, 32768-60999 on Linux) and the other run picking the same port. So ports come
 from below the ephemeral range, where no connection is ever given one, and each pick is claimed
-for ``CLAIM_SECONDS`` by creating a file under ``CLAIMS`` (atomic, shared by every process on
-the machine), long enough for the server it is meant for to bind it. Talks to the operating
-system only.
+for ``CLAIM_SECONDS`` in a file under ``CLAIMS`` (locked while read and written, shared by
+every process of the user on the machine), long enough for the server it is meant for to bind
+it. Talks to the operating system only.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import socket
@@ -22,24 +23,36 @@ from typing import Final
 
 RANGE: Final = range(20000, 32768)
 """Below Linux's default ephemeral range (``net.ipv4.ip_local_port_range``)."""
-CLAIMS: Final = Path(tempfile.gettempdir()) / "kamaji-broker-ports"
+CLAIMS: Final = Path(tempfile.gettempdir()) / f"kamaji-broker-ports-{os.getuid()}"
+"""One directory per user: a second user on the machine claims in a directory of its own."""
 CLAIM_SECONDS: Final = 120.0
 
 
 def _claim(port: int) -> bool:
-    """Claim ``port`` for this process unless another claimed it within ``CLAIM_SECONDS``."""
-    path = CLAIMS / str(port)
+    """Claim ``port`` for this process unless another claimed it within ``CLAIM_SECONDS``.
+
+    The claim file holds the time of the last claim; it is read and written only under an
+    exclusive ``flock``, so of two processes picking the same port at once only one claims it.
+    """
+    fd = os.open(CLAIMS / str(port), os.O_CREAT | os.O_RDWR, 0o600)
     try:
-        if time.time() - path.stat().st_mtime < CLAIM_SECONDS:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # another process is claiming it right now
+        try:
+            claimed_at = float(os.read(fd, 64) or b"0")
+        except ValueError:
+            claimed_at = 0.0
+        now = time.time()
+        if now - claimed_at < CLAIM_SECONDS:
             return False
-        path.unlink(missing_ok=True)  # a stale claim: its server has bound the port, or died
-    except FileNotFoundError:
-        pass
-    try:
-        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        return False
-    return True
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, repr(now).encode())
+        return True
+    finally:
+        os.close(fd)  # and with it the lock
 
 
 def _bindable(port: int) -> bool:

@@ -132,7 +132,7 @@ class Controller:
 
     def gone(self, key: Key, coords: Coordinates | None) -> None:
         """The one place a deleted RKCP is forgotten: every part drops what it held for it."""
-        self.reconciler.forget(key)
+        self.reconciler.forget(key, coords)
         if coords is None:
             return
         for other in self.index.at(coords):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import fcntl
 import socket
 import time
 from pathlib import Path
@@ -38,6 +38,16 @@ def test_a_stale_claim_is_taken_over_and_a_fresh_one_is_not() -> None:
     port = ports.free_port()
     assert not ports._claim(port)  # ours, just now
     claim = ports.CLAIMS / str(port)
-    old = time.time() - ports.CLAIM_SECONDS - 1
-    os.utime(claim, (old, old))
+    claim.write_text(repr(time.time() - ports.CLAIM_SECONDS - 1))
+    assert ports._claim(port)
+    assert not ports._claim(port)  # claimed again, now
+
+
+def test_a_claim_being_made_elsewhere_is_not_taken() -> None:
+    port = ports.free_port()
+    claim = ports.CLAIMS / str(port)
+    claim.write_text("0")  # stale, but another process holds the lock while it claims
+    with claim.open("r+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert not ports._claim(port)
     assert ports._claim(port)
