@@ -22,8 +22,10 @@ import datetime as dt
 import json
 import logging
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import nacl.public
 import nacl.signing
@@ -33,6 +35,8 @@ from common import files
 from protocol import errors, keys, sealing
 
 log = logging.getLogger(__name__)
+
+_Key = TypeVar("_Key", nacl.signing.SigningKey, nacl.public.PrivateKey)
 
 SIGNING_FILE = "signing.key"
 SEALING_DIR = "sealing"
@@ -73,24 +77,25 @@ def check_private(path: Path, *, group_ok: bool = False) -> None:
         )
 
 
-def _read_private(path: Path, what: str, *, group_ok: bool) -> bytes:
+def _read_private(path: Path, load: Callable[[str], _Key], what: str, *, group_ok: bool) -> _Key:
+    """``load`` (``protocol.keys``) of the private key file at ``path``, checked first."""
     check_private(path, group_ok=group_ok)
     try:
-        return keys.from_text(path.read_text(), what=what)
+        return load(path.read_text())
     except (errors.SealError, UnicodeDecodeError) as exc:
         reason = str(exc) if isinstance(exc, errors.SealError) else f"{what}: not text"
         raise KeyFileError(f"{path}: {reason}") from None
 
 
 def read_signing_key(path: Path, *, group_ok: bool = False) -> nacl.signing.SigningKey:
-    return nacl.signing.SigningKey(_read_private(path, "signing key", group_ok=group_ok))
+    return _read_private(path, keys.load_signing_key, "signing key", group_ok=group_ok)
 
 
 def read_sealing_keys(directory: Path, *, group_ok: bool = False) -> dict[str, nacl.public.PrivateKey]:
     """Every ``<key-id>.key`` of ``directory`` by key id; a file named after another key is refused."""
     found: dict[str, nacl.public.PrivateKey] = {}
     for path in sorted(directory.glob("*.key")):
-        private = nacl.public.PrivateKey(_read_private(path, "sealing key", group_ok=group_ok))
+        private = _read_private(path, keys.load_sealing_key, "sealing key", group_ok=group_ok)
         kid = keys.key_id(bytes(private.public_key))
         if path.stem != kid:
             raise KeyFileError(f"{path}: holds key id {kid}, not {path.stem}")
