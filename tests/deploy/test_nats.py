@@ -197,11 +197,11 @@ def test_nodes_route_to_each_other_over_mutual_tls(tmp_path: Path) -> None:
     """Two nodes of the cluster config, with the certificate nats-config made: the routes come up
     (mutual TLS: each presents the server certificate as a client) and clients need TLS."""
     nats = _config_dir(tmp_path)
-    ports = [{k: ports.free_port() for k in ("client", "monitor", "cluster", "leaf")} for _ in range(2)]
+    node_ports = [{k: ports.free_port() for k in ("client", "monitor", "cluster", "leaf")} for _ in range(2)]
     procs = []
     try:
         for i in range(2):
-            config = _node_config(nats, tmp_path, i, ports)
+            config = _node_config(nats, tmp_path, i, node_ports)
             log = open(tmp_path / f"nats-{i}.log", "wb")  # noqa: SIM115 - closed with the process
             env = {**os.environ, "POD_NAME": f"nats-{i}"}
             argv = [natsd.find_binary(), "-c", str(config)]
@@ -211,7 +211,8 @@ def test_nodes_route_to_each_other_over_mutual_tls(tmp_path: Path) -> None:
         while time.monotonic() < deadline and len(routes) < 1:
             assert all(p.poll() is None for p, _ in procs), (tmp_path / "nats-0.log").read_text()[-2000:]
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{ports[0]['monitor']}/routez", timeout=2) as r:
+                routez = f"http://127.0.0.1:{node_ports[0]['monitor']}/routez"
+                with urllib.request.urlopen(routez, timeout=2) as r:
                     routes = json.load(r).get("routes") or []
             except OSError:
                 pass
@@ -226,9 +227,9 @@ def test_nodes_route_to_each_other_over_mutual_tls(tmp_path: Path) -> None:
         ] == []
         # Dialling the route port: TLS with the CA's client certificate, or nothing at all.
         secret = tmp_path / "nats-tls"
-        assert b"INFO " in _tls_dial(ports[0]["cluster"], secret, client_cert=True)
+        assert b"INFO " in _tls_dial(node_ports[0]["cluster"], secret, client_cert=True)
         with pytest.raises(ssl.SSLError):
-            _tls_dial(ports[0]["cluster"], secret, client_cert=False)
+            _tls_dial(node_ports[0]["cluster"], secret, client_cert=False)
     finally:
         for proc, log in procs:
             proc.terminate()
