@@ -17,12 +17,12 @@ the TenantControlPlane. Pure: talks to nothing.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Final, Literal
 
 import pydantic
 
 from common import durations
-from hub import apimachinery, cluster_api
+from hub import api_components, api_network, apimachinery, cluster_api
 from protocol import names
 
 NAMES: Final = apimachinery.Names(
@@ -56,14 +56,16 @@ PAUSED: Final = "Paused"
 """The owner Cluster is paused (negative polarity)."""
 
 # ^...$ for the CRD's schema, as apimachinery's DNS1035_PATTERN explains.
-VERSION_PATTERN: Final = r"^v?[0-9]+\.[0-9]+\.[0-9]+$"
-"""``v1.31.0`` or ``1.31.0``; [0-9] rather than \\d, which is Unicode-wide in pydantic's regex engine."""
+VERSION_PATTERN: Final = r"^v[0-9]+\.[0-9]+\.[0-9]+$"
+"""``v1.31.0``, what the CRD accepts: with the ``v``, so ``spec.version`` and ``status.version``
+agree (CAPI's topology controller compares them). [0-9] rather than \\d, which is Unicode-wide
+in pydantic's regex engine."""
+STORED_VERSION_PATTERN: Final = r"^v?[0-9]+\.[0-9]+\.[0-9]+$"
+"""What the model parses: also ``1.31.0``, which the CRD accepted before it required the ``v``
+(an object stored then must still reconcile and delete; ``hub.mapping`` adds the ``v``)."""
 DURATION_PATTERN: Final = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h|d))+$"
 """What ``common.durations.parse`` accepts with units: ``90s``, ``10m``, ``1h30m``, ``2d``."""
 
-ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
-AddressType = Literal["InternalIP", "ExternalIP", "Hostname", "InternalDNS", "ExternalDNS"]
-CgroupDriver = Literal["systemd", "cgroupfs"]
 DeletionPolicy = Literal["Delete", "Orphan"]
 # Kamaji's own enum (kamaji.clastix.io AdmissionControllers), so a name it does not know is
 # refused here rather than at the site.
@@ -107,92 +109,88 @@ AdmissionController = Literal[
     "ValidatingAdmissionWebhook",
 ]
 
-DEFAULT_ADDRESS_TYPES: Final[tuple[AddressType, ...]] = ("InternalIP", "ExternalIP", "Hostname")
-
+# The parts of the spec, by concept, under the names the rest of the hub uses.
+Network = api_network.Network
+Addons = api_components.Addons
+ImageAddon = api_components.ImageAddon
+CoreDNS = api_components.CoreDNS
+Kubelet = api_components.Kubelet
+Component = api_components.Component
+Kine = api_components.Kine
+Deployment = api_components.Deployment
+DataStoreOverride = api_components.DataStoreOverride
 
 # Spec ---------------------------------------------------------------------------------------
 
 
-class Network(apimachinery.Model):
-    """How the tenant API server is exposed at the site."""
-
-    service_type: ServiceType = "LoadBalancer"
-    """Type of the TCP's Service: ClusterIP, NodePort or LoadBalancer."""
-    service_address: str | None = None
-    """Address of the Service (a LoadBalancer IP to request, or the address in front of it)."""
-    advertise_address: str | None = None
-    """IP the API server advertises to the tenant's members (Kamaji ``networkProfile.advertiseAddress``)."""
-    cert_sans: list[str] = pydantic.Field(default_factory=list, alias="certSANs")
-    """Extra Subject Alternative Names for the API server certificate."""
-    service_labels: dict[str, str] = pydantic.Field(default_factory=dict)
-    """Labels added to the TCP's Service."""
-    service_annotations: dict[str, str] = pydantic.Field(default_factory=dict)
-    """Annotations added to the TCP's Service (load balancer settings, typically)."""
+def _fixed(field: str) -> pydantic.JsonValue:
+    """A spec-level rule: an optional ``field`` is neither added, changed nor removed after creation
+    (a field-level ``self == oldSelf`` would still let it be added or removed)."""
+    return apimachinery.rule(
+        f"has(self.{field}) == has(oldSelf.{field})"
+        f" && (!has(self.{field}) || self.{field} == oldSelf.{field})",
+        f"{field} cannot be added, changed or removed after creation",
+    )
 
 
-class ImageAddon(apimachinery.FreeForm):
-    """An addon deployed into the tenant cluster; present (even empty) means enabled."""
-
-    image_repository: str | None = None
-    """Repository of the addon's image; default: Kamaji's."""
-    image_tag: str | None = None
-    """Tag of the addon's image; default: Kamaji's for the Kubernetes version."""
-
-
-class Konnectivity(apimachinery.FreeForm):
-    """The Konnectivity addon (server next to the API server, agent in the tenant cluster)."""
-
-    agent: dict[str, Any] | None = None
-    """Kamaji's ``addons.konnectivity.agent`` (image, version, mode, tolerations, ...)."""
-    server: dict[str, Any] | None = None
-    """Kamaji's ``addons.konnectivity.server`` (image, version, port, resources, ...)."""
-
-
-class Addons(apimachinery.Model):
-    """Tenant-cluster addons Kamaji manages; an absent addon is not installed."""
-
-    core_dns: ImageAddon | None = pydantic.Field(default=None, alias="coreDNS")
-    """CoreDNS in the tenant cluster."""
-    kube_proxy: ImageAddon | None = None
-    """kube-proxy in the tenant cluster."""
-    konnectivity: Konnectivity | None = None
-    """Konnectivity, for API server to node traffic across networks."""
-
-
-def _unique(values: list[AddressType]) -> list[AddressType]:
-    if len(set(values)) != len(values):
-        raise ValueError("preferredAddressTypes must not repeat an address type")
-    return values
-
-
-class Kubelet(apimachinery.FreeForm):
-    """How the tenant API server reaches kubelets, and the cgroup driver the kubelets use."""
-
-    preferred_address_types: Annotated[
-        list[AddressType],
-        pydantic.AfterValidator(_unique),
-        pydantic.Field(min_length=1, json_schema_extra={"x-kubernetes-list-type": "set"}),
-    ] = list(DEFAULT_ADDRESS_TYPES)
-    """Node address types to try, in order, when connecting to a kubelet."""
-    cgroupfs: CgroupDriver = "systemd"
-    """The kubelets' cgroup driver."""
+# Coordinates fixed at creation: a change would move the control plane to other coordinates and
+# leave the first TCP behind. The DataStore user and schema: Kamaji refuses their removal.
+SPEC_RULES: Final[list[pydantic.JsonValue]] = [
+    _fixed("targetNamespace"),
+    _fixed("tenantControlPlaneName"),
+    apimachinery.rule(
+        "!has(oldSelf.dataStoreSchema) || has(self.dataStoreSchema)", "dataStoreSchema cannot be removed"
+    ),
+    apimachinery.rule(
+        "!has(oldSelf.dataStoreUsername) || has(self.dataStoreUsername)",
+        "dataStoreUsername cannot be removed",
+    ),
+]
 
 
 class Spec(apimachinery.Model):
     """Desired state of a RemoteKamajiControlPlane: the TenantControlPlane and where it runs."""
 
-    site: apimachinery.DNS1123Label
-    """The site (control-plane cluster) that runs the TenantControlPlane."""
+    model_config = pydantic.ConfigDict(json_schema_extra={"x-kubernetes-validations": SPEC_RULES})
+
+    site: Annotated[
+        apimachinery.DNS1123Label, pydantic.Field(json_schema_extra=apimachinery.immutable("site"))
+    ]
+    """The site (control-plane cluster) that runs the TenantControlPlane; immutable."""
     target_namespace: apimachinery.DNS1123Label | None = None
-    """Namespace of the TenantControlPlane at the site; default: this object's namespace."""
+    """Namespace of the TenantControlPlane at the site; default: this object's namespace; immutable."""
     tenant_control_plane_name: apimachinery.DNS1035Label | None = None
-    """Name of the TenantControlPlane at the site; default: this object's name."""
-    version: Annotated[str, pydantic.Field(pattern=VERSION_PATTERN)]
-    """Kubernetes version of the control plane (``v1.31.0``; a missing ``v`` is added)."""
+    """Name of the TenantControlPlane at the site; default: this object's name; immutable."""
+    version: Annotated[
+        str, pydantic.Field(pattern=STORED_VERSION_PATTERN, json_schema_extra={"pattern": VERSION_PATTERN})
+    ]
+    """Kubernetes version of the control plane, with the ``v``: ``v1.31.0``."""
     replicas: Annotated[apimachinery.Int32, pydantic.Field(ge=0)] = 2
     """Number of API server replicas."""
     data_store_name: str | None = None
     """Kamaji DataStore to use; default: the site's Kamaji default."""
+    data_store_schema: (
+        Annotated[str, pydantic.Field(json_schema_extra=apimachinery.immutable("dataStoreSchema"))] | None
+    ) = None
+    """Database name (relational DataStores) or key prefix (etcd); default: Kamaji's; immutable."""
+    data_store_username: (
+        Annotated[str, pydantic.Field(json_schema_extra=apimachinery.immutable("dataStoreUsername"))] | None
+    ) = None
+    """Database user (relational DataStores); default: Kamaji's, from namespace and name; immutable."""
+    data_store_overrides: list[api_components.DataStoreOverride] | None = None
+    """Resources kept in other DataStores."""
+    registry: str | None = None
+    """Registry of the control-plane images (air-gapped sites); default: Kamaji's, registry.k8s.io."""
+    api_server: Component | None = None
+    """kube-apiserver: extra arguments, resources, volume mounts, image name."""
+    controller_manager: Component | None = None
+    """kube-controller-manager: extra arguments, resources, volume mounts, image name."""
+    scheduler: Component | None = None
+    """kube-scheduler: extra arguments, resources, volume mounts, image name."""
+    kine: Kine | None = None
+    """kine: extra arguments and resources (kine-backed DataStores only)."""
+    deployment: Deployment | None = None
+    """The control-plane Deployment at the site: placement, metadata, extra containers and volumes."""
     # default {} in the CRD: the API server then fills the nested defaults (serviceType,
     # kubelet settings) too, so `kubectl get -o yaml` shows what the TCP will get.
     network: Network = pydantic.Field(default_factory=Network, json_schema_extra={"default": {}})

@@ -3,7 +3,8 @@
 Owns the pydantic base ``Model`` (camelCase on the wire, snake_case in Python, attribute
 docstrings as field descriptions) and ``FreeForm`` (unknown fields kept), the object around a
 spec and a status (``Object``: apiVersion, kind, ``ObjectMeta``, ``parse``), a custom resource's
-names (``Names``), and the name checks Kubernetes applies (DNS-1123 and DNS-1035 labels, int32).
+names (``Names``), CEL rules for the CRD (``rule``, ``immutable``), and the name checks
+Kubernetes applies (DNS-1123 and DNS-1035 labels, int32).
 ``hub.api`` (RemoteKamajiControlPlane), ``hub.site_api`` (Site) and ``hub.cluster_api`` (Cluster
 API's Cluster) build on it. Pure: talks to nothing.
 """
@@ -52,6 +53,16 @@ Conditions = Annotated[
     ),
 ]
 """A status's conditions: one per type (a map list keyed by ``type``, as ``metav1.Condition``s are)."""
+
+
+def rule(expression: str, message: str) -> pydantic.JsonValue:
+    """One CEL rule of an ``x-kubernetes-validations`` list."""
+    return {"rule": expression, "message": message}
+
+
+def immutable(what: str) -> dict[str, pydantic.JsonValue]:
+    """``json_schema_extra`` of a field that keeps its first value (the rule binds once it is set)."""
+    return {"x-kubernetes-validations": [rule("self == oldSelf", f"{what} is immutable")]}
 
 
 @dataclass(frozen=True)

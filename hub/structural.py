@@ -43,6 +43,7 @@ ALLOWED: Final = frozenset(
         "x-kubernetes-list-map-keys",
         "x-kubernetes-map-type",
         "x-kubernetes-int-or-string",
+        "x-kubernetes-validations",
     }
 )
 

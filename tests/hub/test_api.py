@@ -81,7 +81,7 @@ def test_parses_a_stored_object() -> None:
     assert r.metadata.creation_timestamp == T0
     assert r.spec.tenant_control_plane_name == "tcp1"
     assert r.spec.network.cert_sans == ["a.example.com"]
-    assert r.spec.addons.core_dns == api.ImageAddon(image_tag="v1.11.1")
+    assert r.spec.addons.core_dns == api.CoreDNS(image_tag="v1.11.1")
     assert r.spec.control_plane_endpoint == cluster_api.Endpoint(host="10.0.0.1", port=6443)
     assert r.spec.site_unavailable_deletion_timeout_seconds == 600.0
     assert r.status.initialization.control_plane_initialized is True

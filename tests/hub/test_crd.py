@@ -25,6 +25,7 @@ from common.kube import resources
 from hub import api, crdgen, structural
 from sandbox import kubeapi
 from tests import helpers
+from tests.hub import parity
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / crdgen.DEFAULT_OUTPUT
@@ -220,7 +221,7 @@ async def test_a_full_spec_round_trips(kube: ckube.Kube) -> None:
         "cp-full",
         targetNamespace="tenants",
         tenantControlPlaneName="tcp-full",
-        version="1.30.2",
+        version="v1.30.2",
         replicas=0,
         dataStoreName="etcd-a",
         network={
@@ -299,6 +300,70 @@ def test_the_models_refuse_what_the_crd_refuses(override: dict[str, Any], field:
     assert any(loc == wanted or loc.startswith(wanted + ".") for loc in locations), locations
 
 
+@pytest.mark.parametrize("row", parity.ROWS, ids=[row.id for row in parity.ROWS])
+async def test_every_kamaji_control_plane_field_is_kept(kube: ckube.Kube, row: parity.Row) -> None:
+    # A KamajiControlPlane spec moves over unchanged: the CRD keeps (does not prune) each field.
+    created = await kube.create(RKCP, rkcp(**row.kcp), namespace="default")
+    for key, value in row.kcp.items():
+        kept = created["spec"][key]
+        assert kept == value or (isinstance(value, dict) and kept == {**kept, **value}), key
+    assert (
+        api.RemoteKamajiControlPlane.parse(created).to_dict()["spec"]
+        == api.RemoteKamajiControlPlane.parse(rkcp(**row.kcp)).to_dict()["spec"]
+    )
+
+
+async def test_a_version_without_the_v_is_refused_but_still_parses(kube: ckube.Kube) -> None:
+    # spec.version and status.version must agree (CAPI's topology controller compares them), so
+    # the CRD wants the v; the model still parses an object stored before it did.
+    with pytest.raises(kerrors.Invalid) as info:
+        await kube.create(RKCP, rkcp(version="1.31.0"), namespace="default")
+    assert [cause["field"] for cause in info.value.details["causes"]] == ["spec.version"]
+    assert api.RemoteKamajiControlPlane.parse(rkcp(version="1.31.0")).spec.version == "1.31.0"
+
+
+def _rules(node: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(r["rule"], r["message"]) for r in node.get("x-kubernetes-validations", [])]
+
+
+# CEL rules (x-kubernetes-validations) are not evaluated by the emulator (sandbox.kubeapi says
+# so), so these tests read the generated CRD; a real API server enforces them.
+def test_placement_is_immutable_by_cel_rules() -> None:
+    spec = crdgen.open_api_schema()["properties"]["spec"]
+    assert _rules(spec["properties"]["site"]) == [("self == oldSelf", "site is immutable")]
+    rules = dict(_rules(spec))
+    for field in ("targetNamespace", "tenantControlPlaneName"):
+        expression = next(r for r in rules if r.startswith(f"has(self.{field})"))
+        assert expression == (
+            f"has(self.{field}) == has(oldSelf.{field})"
+            f" && (!has(self.{field}) || self.{field} == oldSelf.{field})"
+        )
+        assert rules[expression] == f"{field} cannot be added, changed or removed after creation"
+
+
+def test_data_store_and_load_balancer_rules_follow_kamaji() -> None:
+    spec = crdgen.open_api_schema()["properties"]["spec"]
+    for field in ("dataStoreSchema", "dataStoreUsername"):
+        assert _rules(spec["properties"][field]) == [("self == oldSelf", f"{field} is immutable")]
+        assert (f"!has(oldSelf.{field}) || has(self.{field})", f"{field} cannot be removed") in _rules(spec)
+    network = spec["properties"]["network"]
+    messages = [message for _, message in _rules(network)]
+    assert messages == [
+        "loadBalancerSourceRanges are supported only with the LoadBalancer service type",
+        "loadBalancerClass is supported only with the LoadBalancer service type",
+        "loadBalancerClass cannot be set or unset at runtime",
+        "ingress and gateway are mutually exclusive",
+    ]
+    balancer = network["properties"]["loadBalancerConfig"]["properties"]["loadBalancerClass"]
+    assert _rules(balancer) == [("self == oldSelf", "loadBalancerClass is immutable")]
+
+
+def test_committed_crd_carries_the_rules_and_the_version_pattern() -> None:
+    text = CRD_FILE.read_text()
+    assert "message: site is immutable" in text
+    assert "pattern: ^v[0-9]+\\.[0-9]+\\.[0-9]+$" in text
+
+
 async def test_missing_site_and_version_are_required(kube: ckube.Kube) -> None:
     body = rkcp()
     body["spec"] = {"replicas": 1}
@@ -371,7 +436,7 @@ async def test_kubectl_get_rkcp_prints_the_columns(
     await kube.create(
         RKCP, rkcp("cp1", controlPlaneEndpoint={"host": "10.0.0.7", "port": 6443}), namespace="default"
     )
-    await kube.create(RKCP, rkcp("cp2", site="site-b", version="1.30.1"), namespace="default")
+    await kube.create(RKCP, rkcp("cp2", site="site-b", version="v1.30.1"), namespace="default")
     await kube.patch(RKCP, "cp1", {"status": {"ready": True}}, namespace="default", subresource="status")
     kubeconfig = mgmt.write_kubeconfig(tmp_path / "kubectl.kubeconfig")
     proc = await asyncio.create_subprocess_exec(
@@ -398,7 +463,7 @@ async def test_kubectl_get_rkcp_prints_the_columns(
     ]
     assert [row[:5] for row in rows] == [
         ["cp1", "site-a", "v1.31.0", "true", "10.0.0.7"],
-        ["cp2", "site-b", "1.30.1", "", ""],
+        ["cp2", "site-b", "v1.30.1", "", ""],
     ]
 
 
