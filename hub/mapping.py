@@ -6,25 +6,26 @@ puts into a provision intent, and ``coordinates`` is the (site, namespace, name)
 Pure and deterministic: equal inputs give equal dicts, so the hub can compare the desired spec
 with the one it last published and stay silent on a resync.
 
-Mapping choices that are ours (the reference provider's Go structs decide them implicitly):
+The network fields are ``hub.mapping_network``'s, ``controlPlane.deployment`` is
+``hub.mapping_deployment``'s; this module assembles them with the version, kubelet, admission
+controllers, DataStore and addons. Mapping choices that are ours (the reference provider's Go
+structs decide them implicitly):
 
 - ``networkProfile``, ``kubernetes.kubelet`` and ``controlPlane.service`` are always present, so
   Kamaji's CRD defaults (port 6443, CIDRs, cluster.local) apply inside them, and the kubelet
   settings the hub sends are the ones the site runs.
-- Optional fields left empty (certSANs, service labels/annotations, dataStoreName) are left
-  out rather than sent empty, as Go's ``omitempty`` would.
+- Optional fields left empty (certSANs, service labels/annotations, dataStoreName, extraArgs,
+  ...) are left out rather than sent empty, as Go's ``omitempty`` would.
 - ``admissionControllers`` is sent only when set: unset means Kamaji's default list, while an
   explicit ``[]`` asks for none.
 - Addons are sent only when at least one is enabled; an enabled addon may be ``{}``.
-- Only the first CIDR block of services and pods is used (Kamaji's single-stack fields), as the
-  reference provider does.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
-from hub import api, apimachinery, cluster_api
+from hub import api, apimachinery, cluster_api, mapping_deployment, mapping_network
 from protocol.coordinates import Coordinates
 
 
@@ -59,39 +60,6 @@ def kubernetes_version(version: str) -> str:
     return version if version.startswith("v") else f"v{version}"
 
 
-def _service(network: api.Network) -> dict[str, Any]:
-    service: dict[str, Any] = {"serviceType": network.service_type}
-    metadata: dict[str, Any] = {}
-    if network.service_labels:
-        metadata["labels"] = dict(network.service_labels)
-    if network.service_annotations:
-        metadata["annotations"] = dict(network.service_annotations)
-    if metadata:
-        service["additionalMetadata"] = metadata
-    return service
-
-
-def _network_profile(network: api.Network, cluster: cluster_api.Cluster | None) -> dict[str, Any]:
-    profile: dict[str, Any] = {}
-    if network.service_address:
-        profile["address"] = network.service_address
-    if network.advertise_address:
-        profile["advertiseAddress"] = network.advertise_address
-    if network.cert_sans:
-        profile["certSANs"] = list(network.cert_sans)
-    cluster_network = cluster.spec.cluster_network if cluster is not None else None
-    if cluster_network is not None:
-        if cluster_network.api_server_port:
-            profile["port"] = cluster_network.api_server_port
-        if cluster_network.services is not None and cluster_network.services.cidr_blocks:
-            profile["serviceCidr"] = cluster_network.services.cidr_blocks[0]
-        if cluster_network.pods is not None and cluster_network.pods.cidr_blocks:
-            profile["podCidr"] = cluster_network.pods.cidr_blocks[0]
-        if cluster_network.service_domain:
-            profile["clusterDomain"] = cluster_network.service_domain
-    return profile
-
-
 def _kubernetes(spec: api.Spec) -> dict[str, Any]:
     kubernetes: dict[str, Any] = {
         "version": kubernetes_version(spec.version),
@@ -110,17 +78,60 @@ def tcp_spec(rkcp: api.RemoteKamajiControlPlane, cluster: cluster_api.Cluster | 
     publishing, this only keeps the function total.
     """
     spec = rkcp.spec
-    tcp: dict[str, Any] = {
-        "controlPlane": {
-            "deployment": {"replicas": spec.replicas},
-            "service": _service(spec.network),
-        },
-        "kubernetes": _kubernetes(spec),
-        "networkProfile": _network_profile(spec.network, cluster),
+    control_plane: dict[str, Any] = {
+        "deployment": mapping_deployment.deployment(spec),
+        "service": mapping_network.service(spec.network),
     }
-    if spec.data_store_name:
-        tcp["dataStore"] = spec.data_store_name
-    addons = spec.addons.to_dict()
+    for key, exposed in (
+        ("ingress", mapping_network.ingress(spec.network)),
+        ("gateway", mapping_network.gateway(spec.network)),
+    ):
+        if exposed is not None:
+            control_plane[key] = exposed
+    tcp: dict[str, Any] = {
+        "controlPlane": control_plane,
+        "kubernetes": _kubernetes(spec),
+        "networkProfile": mapping_network.network_profile(spec, cluster),
+    }
+    _data_store(spec, tcp)
+    addons = _addons(spec.addons)
     if addons:
         tcp["addons"] = addons
     return tcp
+
+
+def _data_store(spec: api.Spec, tcp: dict[str, Any]) -> None:
+    for key, value in (
+        ("dataStore", spec.data_store_name),
+        ("dataStoreSchema", spec.data_store_schema),
+        ("dataStoreUsername", spec.data_store_username),
+    ):
+        if value:
+            tcp[key] = value
+    if spec.data_store_overrides:
+        tcp["dataStoreOverrides"] = [override.to_dict() for override in spec.data_store_overrides]
+
+
+def _addons(addons: api.Addons) -> dict[str, Any]:
+    """Kamaji's addons: the RKCP's, less CoreDNS's ``dnsServiceIPs`` (they go to the networkProfile)."""
+    out = addons.to_dict()
+    if "coreDNS" in out:
+        out["coreDNS"].pop("dnsServiceIPs", None)
+    return out
+
+
+# The annotation kubectl apply keeps the whole last applied object in: the provider does not
+# copy it to the TCP (it describes the RKCP, and can be large).
+LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+# TODO(issue 13 §1): carry these in the provision intent and have the agent apply them beside its
+# own labels and annotations (and remove those no longer wanted); only the mapping exists yet.
+def tcp_metadata(rkcp: api.RemoteKamajiControlPlane) -> dict[str, dict[str, str]]:
+    """Labels and annotations of the TCP, as the provider propagates them from its control plane:
+    all the labels, all the annotations but kubectl's last-applied configuration."""
+    meta = rkcp.metadata
+    return {
+        "labels": dict(meta.labels),
+        "annotations": {k: v for k, v in meta.annotations.items() if k != LAST_APPLIED},
+    }

@@ -19,6 +19,7 @@ from common.kube import resources
 from hub import api, cluster_api, mapping
 from sandbox import kubeapi
 from tests import helpers
+from tests.hub import parity
 
 TCP = resources.TENANT_CONTROL_PLANE
 DEFAULT_KUBELET = {"preferredAddressTypes": ["InternalIP", "ExternalIP", "Hostname"], "cgroupfs": "systemd"}
@@ -61,6 +62,15 @@ def expected(
         "networkProfile": network_profile or {},
         **top,
     }
+
+
+def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``changes`` merged in, map by map (lists and scalars replace)."""
+    out = dict(base)
+    for key, value in changes.items():
+        old = out.get(key)
+        out[key] = merged(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
+    return out
 
 
 CASES = [
@@ -120,11 +130,29 @@ CASES = [
             network_profile={
                 "port": 16443,
                 "serviceCidr": "10.128.0.0/12",
+                "serviceCidrs": ["10.128.0.0/12", "fd00:10:96::/112"],
                 "podCidr": "10.200.0.0/16",
+                "podCidrs": ["10.200.0.0/16"],
                 "clusterDomain": "tenant.local",
             }
         ),
-        id="cluster-network-first-cidr-blocks",
+        id="cluster-network-every-cidr-block-and-the-first-in-the-deprecated-fields",
+    ),
+    pytest.param(
+        rkcp(),
+        cluster(
+            services={"cidrBlocks": ["fd00:10:96::/112", "10.96.0.0/16"]},
+            pods={"cidrBlocks": ["fd00:10:244::/56", "10.244.0.0/16"]},
+        ),
+        expected(
+            network_profile={
+                "serviceCidr": "fd00:10:96::/112",
+                "serviceCidrs": ["fd00:10:96::/112", "10.96.0.0/16"],
+                "podCidr": "fd00:10:244::/56",
+                "podCidrs": ["fd00:10:244::/56", "10.244.0.0/16"],
+            }
+        ),
+        id="dual-stack-ipv6-first",
     ),
     pytest.param(
         rkcp(),
@@ -194,6 +222,10 @@ CASES = [
         id="addons",
     ),
     pytest.param(rkcp(addons={}), None, expected(), id="no-addons-no-addons-key"),
+    *(
+        pytest.param(rkcp(**row.kcp), cluster(**row.cluster_network), merged(expected(), row.tcp), id=row.id)
+        for row in parity.ROWS
+    ),
 ]
 
 
