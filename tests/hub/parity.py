@@ -40,6 +40,15 @@ VOLUMES = [
 ]
 
 
+def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``changes`` merged in, map by map (lists and scalars replace)."""
+    out = dict(base)
+    for key, value in changes.items():
+        old = out.get(key)
+        out[key] = merged(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
+    return out
+
+
 def _component(image: str, arg: str) -> dict[str, Any]:
     return {
         "extraArgs": [arg],
@@ -333,3 +342,27 @@ ROWS = [
         {},
     ),
 ]
+
+
+def _everything() -> Row:
+    """The rows that do not exclude each other, as one KamajiControlPlane: no field hides another."""
+    kcp: dict[str, Any] = {}
+    tcp: dict[str, Any] = {}
+    for row in ROWS:
+        if row.id.startswith(
+            (
+                "network-gateway",
+                "network-ingress-minimal",
+                "apiServer-extraArgs-for",
+                "addons-coreDNS-without",
+                "empty-",
+            )
+        ):
+            continue  # a Gateway excludes an Ingress; the others replace a list another row sets
+        kcp, tcp = merged(kcp, row.kcp), merged(tcp, row.tcp)
+    cidrs = ["10.96.0.0/16", "fd00:10:96::/112"]
+    tcp = merged(tcp, {"networkProfile": {"serviceCidr": cidrs[0], "serviceCidrs": cidrs}})
+    return Row("everything-at-once", kcp, tcp, {"services": {"cidrBlocks": cidrs}})
+
+
+ROWS.append(_everything())

@@ -64,15 +64,6 @@ def expected(
     }
 
 
-def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with ``changes`` merged in, map by map (lists and scalars replace)."""
-    out = dict(base)
-    for key, value in changes.items():
-        old = out.get(key)
-        out[key] = merged(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
-    return out
-
-
 CASES = [
     pytest.param(rkcp(), None, expected(), id="minimal-without-cluster"),
     pytest.param(rkcp(), cluster(), expected(), id="minimal-with-empty-cluster-network"),
@@ -223,7 +214,9 @@ CASES = [
     ),
     pytest.param(rkcp(addons={}), None, expected(), id="no-addons-no-addons-key"),
     *(
-        pytest.param(rkcp(**row.kcp), cluster(**row.cluster_network), merged(expected(), row.tcp), id=row.id)
+        pytest.param(
+            rkcp(**row.kcp), cluster(**row.cluster_network), parity.merged(expected(), row.tcp), id=row.id
+        )
         for row in parity.ROWS
     ),
 ]
@@ -244,6 +237,23 @@ def test_tcp_spec_does_not_alias_the_model() -> None:
     assert mapping.tcp_spec(r, None) == mapping.tcp_spec(
         rkcp(network={"certSANs": ["a"], "serviceLabels": {"k": "v"}}), None
     )
+
+
+def test_free_form_fields_are_copied_not_shared() -> None:
+    # Containers, tolerations, resources are the model's objects: a caller changing the spec it
+    # got must not change the RKCP it came from (the hub compares later mappings with it).
+    r = rkcp(
+        deployment={"tolerations": [{"key": "a", "operator": "Exists"}]},
+        apiServer={"resources": {"limits": {"memory": "1Gi"}}},
+    )
+    spec = mapping.tcp_spec(r, None)
+    spec["controlPlane"]["deployment"]["tolerations"][0]["key"] = "b"
+    spec["controlPlane"]["deployment"]["resources"]["apiServer"]["limits"]["memory"] = "2Gi"
+    assert mapping.tcp_spec(r, None)["controlPlane"]["deployment"] == {
+        "replicas": 2,
+        "tolerations": [{"key": "a", "operator": "Exists"}],
+        "resources": {"apiServer": {"limits": {"memory": "1Gi"}}},
+    }
 
 
 def test_unknown_kubelet_fields_pass_through() -> None:
@@ -367,3 +377,42 @@ async def test_a_wrong_field_path_is_caught_by_the_subset_check(site: ckube.Kube
     assert _missing(spec, created["spec"]) == [
         "spec.networkProfile.certSans: sent ['cp1.example.com'], stored <absent>"
     ]
+
+
+# Metadata and hosts -------------------------------------------------------------------------
+
+
+def test_tcp_metadata_propagates_labels_and_annotations_but_kubectls_last_applied() -> None:
+    r = api.RemoteKamajiControlPlane.parse(
+        {
+            "metadata": {
+                "name": "cp1",
+                "namespace": "default",
+                "labels": {"cluster.x-k8s.io/cluster-name": "cp1", "team": "a"},
+                "annotations": {mapping.LAST_APPLIED: '{"kind":"RemoteKamajiControlPlane"}', "note": "x"},
+            },
+            "spec": {"site": "site-a", "version": "v1.31.0"},
+        }
+    )
+    assert mapping.tcp_metadata(r) == {
+        "labels": {"cluster.x-k8s.io/cluster-name": "cp1", "team": "a"},
+        "annotations": {"note": "x"},
+    }
+    assert mapping.tcp_metadata(rkcp()) == {"labels": {}, "annotations": {}}
+
+
+@pytest.mark.parametrize(
+    ("hostname", "san"),
+    [
+        ("cp1.example.com", "cp1.example.com"),
+        ("cp1.example.com:443", "cp1.example.com"),
+        ("[fd00::1]:6443", "fd00::1"),
+        ("fd00::1", "fd00::1"),
+        ("[fd00::1]", "[fd00::1]"),
+    ],
+)
+def test_an_ingress_host_becomes_a_san_without_its_port(hostname: str, san: str) -> None:
+    # As Go's net.SplitHostPort in the provider: host of host:port, the whole name otherwise.
+    spec = mapping.tcp_spec(rkcp(network={"ingress": {"hostname": hostname}}), None)
+    assert spec["networkProfile"]["certSANs"] == [san]
+    assert spec["controlPlane"]["ingress"]["hostname"] == hostname
