@@ -11,7 +11,8 @@ puts it into the TCP spec. Pure and deterministic.
 
 Where the provider always writes a struct (``extraArgs: {}``, empty resources, the default
 registry), empty values are left out here, as Go's ``omitempty`` would for a field: Kamaji
-treats both alike, and an unchanged RKCP keeps mapping to the spec it mapped to before.
+treats both alike, and an unchanged RKCP keeps mapping to the spec it mapped to before. A
+container port without a protocol gets ``TCP`` written out, the default the site would store.
 """
 
 from __future__ import annotations
@@ -79,6 +80,21 @@ def _components(spec: api.Spec, deployment: dict[str, Any]) -> None:
     _set(deployment, "additionalVolumeMounts", mounts)
 
 
+CONTAINER_LISTS: Final = frozenset({"additionalInitContainers", "additionalContainers"})
+
+
+def _with_port_protocols(containers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Containers whose ports name their protocol, ``TCP`` where they did not: Kamaji's CRD
+    defaults it at the site, and the agent compares a list whole with what it applied, so a
+    list stored with a default the intent lacks would look edited on every pass."""
+    out = copy.deepcopy(containers)
+    for container in out:
+        for port in container.get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+    return out
+
+
 def deployment(spec: api.Spec) -> dict[str, Any]:
     """``controlPlane.deployment``: replicas, the components, and the ``deployment`` fields."""
     out: dict[str, Any] = {"replicas": spec.replicas}
@@ -87,7 +103,8 @@ def deployment(spec: api.Spec) -> dict[str, Any]:
     if wanted is None:
         return out
     for attribute, key in PASSED:
-        _set(out, key, getattr(wanted, attribute))
+        value = getattr(wanted, attribute)
+        _set(out, key, _with_port_protocols(value) if key in CONTAINER_LISTS and value else value)
     for metadata, key in (
         (wanted.additional_metadata, "additionalMetadata"),
         (wanted.pod_additional_metadata, "podAdditionalMetadata"),

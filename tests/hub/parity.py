@@ -337,6 +337,19 @@ ROWS = [
         },
     ),
     Row(
+        "deployment-container-ports-get-the-protocol-the-site-would-default",
+        {"deployment": {"extraContainers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}]}]}},
+        {
+            "controlPlane": {
+                "deployment": {
+                    "additionalContainers": [
+                        {"name": "c", "image": "i", "ports": [{"containerPort": 80, "protocol": "TCP"}]}
+                    ]
+                }
+            }
+        },
+    ),
+    Row(
         "empty-components-and-deployment-send-nothing",
         {"apiServer": {}, "kine": {}, "deployment": {"additionalMetadata": {}}, "dataStoreOverrides": []},
         {},
