@@ -1,11 +1,11 @@
-"""Generate the RemoteKamajiControlPlane and Site CRDs from the pydantic models in ``hub.api``
-and ``hub.site_api``.
+"""Generate the RemoteKamajiControlPlane, its Template and Site CRDs from the pydantic models in
+``hub.api``, ``hub.template_api`` and ``hub.site_api``.
 
 Owns the CRD around each schema: names, CAPI contract labels, printer columns, the ``status``
 and ``scale`` subresources, and the files in ``deploy/crds/``. The schemas themselves are the
 models' as ``hub.structural`` translates them. Talks to nothing but the files it writes.
 
-    python -m hub.crdgen            # (re)write deploy/crds/<group>_<plural>.yaml, both kinds
+    python -m hub.crdgen            # (re)write deploy/crds/<group>_<plural>.yaml, every kind
     python -m hub.crdgen --check    # exit 1 when a committed file differs from the models
 
 ``tests/hub/test_crd.py`` runs the comparison too, so the models and the CRD cannot drift.
@@ -22,11 +22,13 @@ from typing import Any, Final
 import pydantic
 import yaml
 
-from hub import api, apimachinery, site_api, structural
+from hub import api, apimachinery, site_api, structural, template_api
 
 FILENAME: Final = f"{api.NAMES.group}_{api.NAMES.plural}.yaml"
 SITE_FILENAME: Final = f"{site_api.NAMES.group}_{site_api.NAMES.plural}.yaml"
 """The Site CRD's file, next to the RKCP's (``--output``'s directory)."""
+TEMPLATE_FILENAME: Final = f"{template_api.NAMES.group}_{template_api.NAMES.plural}.yaml"
+"""The RemoteKamajiControlPlaneTemplate CRD's file, next to the RKCP's."""
 DEFAULT_OUTPUT: Final = Path("deploy") / "crds" / FILENAME
 
 
@@ -39,6 +41,7 @@ def _header(kind: str, source: str) -> str:
 
 HEADER: Final = _header(api.KIND, "hub/api.py")
 SITE_HEADER: Final = _header(site_api.KIND, "hub/site_api.py")
+TEMPLATE_HEADER: Final = _header(template_api.KIND, "hub/template_api.py")
 
 
 def _object_schema(
@@ -153,6 +156,42 @@ def site_crd() -> dict[str, Any]:
     )
 
 
+def template_open_api_schema() -> structural.Schema:
+    """The ``openAPIV3Schema`` of the RemoteKamajiControlPlaneTemplate version (no status)."""
+    return {
+        "description": (template_api.RemoteKamajiControlPlaneTemplate.__doc__ or "").strip(),
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string", "description": "APIVersion of this object."},
+            "kind": {"type": "string", "description": "Kind of this object."},
+            "metadata": {"type": "object"},
+            "spec": structural.of(template_api.TemplateSpec, path="spec"),
+        },
+        "required": ["spec"],
+    }
+
+
+def template_crd() -> dict[str, Any]:
+    """The RemoteKamajiControlPlaneTemplate CustomResourceDefinition (CAPI's ControlPlaneTemplate)."""
+    made = _crd(
+        template_api.NAMES,
+        scope="Namespaced",
+        version={
+            "additionalPrinterColumns": [
+                _column("Site", "string", ".spec.template.spec.site", "Site of the control planes"),
+                _column("Age", "date", ".metadata.creationTimestamp", "Time since creation"),
+            ],
+            "schema": {"openAPIV3Schema": template_open_api_schema()},
+        },
+    )
+    # The same CAPI contract labels as the RKCP's: ClusterClass resolves the version by them.
+    made["metadata"]["labels"] = {
+        "cluster.x-k8s.io/v1beta1": template_api.NAMES.version,
+        "cluster.x-k8s.io/v1beta2": template_api.NAMES.version,
+    }
+    return made
+
+
 def render() -> str:
     """The RKCP CRD file's text (header comment plus YAML, keys sorted so the output is stable)."""
     return HEADER + yaml.safe_dump(crd(), sort_keys=True, width=100)
@@ -163,19 +202,28 @@ def render_site() -> str:
     return SITE_HEADER + yaml.safe_dump(site_crd(), sort_keys=True, width=100)
 
 
+def render_template() -> str:
+    """The RemoteKamajiControlPlaneTemplate CRD file's text."""
+    return TEMPLATE_HEADER + yaml.safe_dump(template_crd(), sort_keys=True, width=100)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    summary = "Generate the RemoteKamajiControlPlane and Site CRDs from the pydantic models in hub."
+    summary = "Generate the RKCP, RKCP template and Site CRDs from the pydantic models in hub."
     parser = argparse.ArgumentParser(prog="python -m hub.crdgen", description=summary)
     parser.add_argument(
         "--output",
         type=Path,
         default=DEFAULT_OUTPUT,
-        help=f"the RKCP CRD file (%(default)s); the Site CRD goes next to it as {SITE_FILENAME}",
+        help="the RKCP CRD file (%(default)s); the Site and template CRDs go next to it",
     )
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 when one differs")
     args = parser.parse_args(argv)
     output: Path = args.output
-    files = {output: render(), output.parent / SITE_FILENAME: render_site()}
+    files = {
+        output: render(),
+        output.parent / SITE_FILENAME: render_site(),
+        output.parent / TEMPLATE_FILENAME: render_template(),
+    }
     if args.check:
         stale = [t for t, text in files.items() if (t.read_text() if t.is_file() else "") != text]
         for target in stale:

@@ -32,7 +32,8 @@ def test_every_document_validates(docs: list[dict[str, Any]]) -> None:
     kinds = sorted(d["kind"] for d in docs)
     assert kinds == sorted(
         [
-            "Namespace", "CustomResourceDefinition", "CustomResourceDefinition", "ServiceAccount",
+            "Namespace", "CustomResourceDefinition", "CustomResourceDefinition", "CustomResourceDefinition",
+            "ServiceAccount",
             "ClusterRole", "ClusterRoleBinding",
             "Role", "RoleBinding", "Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget",
         ]
@@ -44,7 +45,12 @@ def test_every_document_validates(docs: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("filename", "render"), [(crdgen.FILENAME, crdgen.render), (crdgen.SITE_FILENAME, crdgen.render_site)]
+    ("filename", "render"),
+    [
+        (crdgen.FILENAME, crdgen.render),
+        (crdgen.SITE_FILENAME, crdgen.render_site),
+        (crdgen.TEMPLATE_FILENAME, crdgen.render_template),
+    ],
 )
 def test_the_crds_are_the_generated_ones(
     docs: list[dict[str, Any]], filename: str, render: Callable[[], str]
