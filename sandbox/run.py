@@ -1,8 +1,11 @@
 """``kamaji-broker sandbox``: the whole system on this machine, with live progress, until Ctrl-C.
 
 Owns the command's behaviour: start the ``sandbox.launcher.Topology`` (NATS, emulated clusters,
-Kamaji simulators, hub, agents as processes), create one Cluster + RemoteKamajiControlPlane per
-control plane, show progress (a table redrawn in place on a terminal, one line per change
+Kamaji simulators, hub, agents as processes) and the topology simulator ``sandbox.capi`` (CAPI's
+topology controller's stand-in, for ClusterClass-based Clusters), create one Cluster +
+RemoteKamajiControlPlane per control plane from ``deploy/templates/cluster-template.yaml`` (with
+``--topology``: one Cluster of the ClusterClass ``kamaji-broker`` each, whose RKCP the simulator
+makes), show progress (a table redrawn in place on a terminal, one line per change
 otherwise), print copy-pasteable ``kubectl`` commands once every control plane is Ready with
 its ``<cluster>-kubeconfig`` Secret, then keep running until Ctrl-C (or exit at once with
 ``--exit-when-ready``). Whatever happens (Ctrl-C, SIGTERM, a timeout, a crashed process), every
@@ -28,6 +31,7 @@ from common import aiotasks
 from common.kube import errors as kerrors
 from protocol import names
 from sandbox import launcher, natsd, progress
+from sandbox.capi import controller
 from sandbox.launcher import processes, workload
 
 __all__ = ["Options", "main"]
@@ -52,6 +56,8 @@ class Options:
     timeout: float = 300.0
     """Seconds from the creation of the control planes until all must be Ready (start-up has
     its own deadlines, so a slow start never reads as a slow broker)."""
+    topology: bool = False
+    """Clusters of the ClusterClass ``kamaji-broker`` (``spec.topology``) instead of Cluster + RKCP."""
 
     def __post_init__(self) -> None:
         if self.sites < 1 or self.sites > 255:
@@ -117,8 +123,12 @@ def kubectl_commands(t: launcher.Topology, snapshot: progress.Snapshot) -> list[
 
 
 async def _create(t: launcher.Topology, options: Options) -> None:
+    """Ask for every control plane, as a CAPI user would."""
     for name, site in workload.control_plane_names(t.sites, per_site=options.control_planes):
-        await t.create_control_plane(name, site=site)
+        if options.topology:
+            await t.create_topology_cluster(name, site=site)
+        else:
+            await t.create_control_plane(name, site=site)
 
 
 async def _watch(t: launcher.Topology, options: Options, screen: Screen, stop: asyncio.Event) -> int:
@@ -138,7 +148,12 @@ async def _watch(t: launcher.Topology, options: Options, screen: Screen, stop: a
         now = loop.time()
         if not ready or not screen.live:
             screen.show(snapshot, elapsed=now - began)
-        if snapshot.done and not ready:
+        # With --topology the RKCPs appear a moment after their Clusters: all of them, then done.
+        if (
+            snapshot.done
+            and len(snapshot.control_planes) >= options.control_planes * len(t.sites)
+            and not ready
+        ):
             ready = True
             screen.freeze()
             _print_ready(t, snapshot, screen, elapsed=now - began, staying=not options.exit_when_ready)
@@ -178,6 +193,27 @@ def _print_ready(
         screen.say("Running until Ctrl-C.")
 
 
+def _report(message: str) -> None:
+    print(f"kamaji-broker sandbox: topology simulator: {message}", file=sys.stderr)
+
+
+async def _work(t: launcher.Topology, options: Options, screen: Screen, stop: asyncio.Event) -> int:
+    """On the started topology: the topology simulator beside, the control planes, their progress."""
+    simulating = asyncio.create_task(controller.run(t.mgmt, stop=stop, report=_report))
+    asked = "Clusters of the ClusterClass kamaji-broker" if options.topology else "Cluster + RKCP pairs"
+    screen.say(
+        f"started: NATS {t.nats_url}, hub {t.hub_health_url}; creating "
+        f"{options.control_planes * len(t.sites)} {asked} from deploy/templates/"
+    )
+    try:
+        await _create(t, options)
+        return await _watch(t, options, screen, stop)
+    finally:
+        simulating.cancel()  # before the processes stop: it would only report them gone
+        with contextlib.suppress(asyncio.CancelledError):
+            await simulating
+
+
 async def _run(options: Options, out: TextIO) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -208,12 +244,7 @@ async def _run(options: Options, out: TextIO) -> int:
             return 130 if options.exit_when_ready else 0
         stopping.cancel()
         starting.result()
-        screen.say(
-            f"started: NATS {t.nats_url}, hub {t.hub_health_url}; creating "
-            f"{options.control_planes * len(sites)} Cluster + RemoteKamajiControlPlane pairs"
-        )
-        await _create(t, options)
-        code = await _watch(t, options, screen, stop)
+        code = await _work(t, options, screen, stop)
     except (processes.LaunchError, natsd.NatsServerNotFound) as exc:
         print(f"kamaji-broker sandbox: error: {exc}", file=sys.stderr)
         code = 1

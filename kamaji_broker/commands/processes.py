@@ -71,6 +71,12 @@ def _add_sandbox(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="seconds after creating the control planes until all must be Ready; past it, "
         "--exit-when-ready exits 1 naming what is missing (default: 300)",
     )
+    sb.add_argument(
+        "--topology",
+        action="store_true",
+        help="create Clusters of the ClusterClass kamaji-broker (deploy/templates/) instead of Cluster + "
+        "RKCP pairs; a topology simulator stands in for CAPI's topology controller",
+    )
 
 
 def agent(args: argparse.Namespace) -> int:
@@ -102,5 +108,6 @@ def sandbox(args: argparse.Namespace) -> int:
         kamaji_delay=args.kamaji_delay,
         exit_when_ready=args.exit_when_ready,
         timeout=args.timeout,
+        topology=args.topology,
     )
     return run.main(options)

@@ -1,15 +1,26 @@
 """The sandbox's compact CustomResourceDefinitions, shipped as package data.
 
-Owns ``tenantcontrolplane.yaml`` (Kamaji's TenantControlPlane) and ``cluster.yaml`` (Cluster API's
-Cluster): the third-party kinds a sandbox cluster needs, typed only where kamaji-broker reads or
-writes them. Talks to nothing; ``sandbox.kamaji.crds.install`` puts them on a cluster.
+Owns ``tenantcontrolplane.yaml`` (Kamaji's TenantControlPlane), ``cluster.yaml`` (Cluster API's
+Cluster) and, for ClusterClass-based Clusters, ``clusterclass.yaml`` with CAPD's
+``dockercluster.yaml`` and ``dockerclustertemplate.yaml`` (the example class's infrastructure):
+the third-party kinds a sandbox cluster needs, typed only where kamaji-broker (or the sandbox's
+topology simulator) reads or writes them. Talks to nothing; ``sandbox.kamaji.crds.install`` puts
+them on a cluster.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["ALL", "CLUSTER", "TENANT_CONTROL_PLANE"]
+__all__ = [
+    "ALL",
+    "CLUSTER",
+    "CLUSTER_CLASS",
+    "DOCKER_CLUSTER",
+    "DOCKER_CLUSTER_TEMPLATE",
+    "TENANT_CONTROL_PLANE",
+    "TOPOLOGY",
+]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -19,4 +30,16 @@ TENANT_CONTROL_PLANE: Path = _HERE / "tenantcontrolplane.yaml"
 CLUSTER: Path = _HERE / "cluster.yaml"
 """Cluster API ``Cluster``, ``cluster.x-k8s.io/v1beta1`` (what the management cluster holds)."""
 
-ALL: tuple[Path, ...] = (TENANT_CONTROL_PLANE, CLUSTER)
+CLUSTER_CLASS: Path = _HERE / "clusterclass.yaml"
+"""Cluster API ``ClusterClass``, ``cluster.x-k8s.io/v1beta1``."""
+
+DOCKER_CLUSTER: Path = _HERE / "dockercluster.yaml"
+"""CAPD's ``DockerCluster``, ``infrastructure.cluster.x-k8s.io/v1beta1`` (no controller runs for it)."""
+
+DOCKER_CLUSTER_TEMPLATE: Path = _HERE / "dockerclustertemplate.yaml"
+"""CAPD's ``DockerClusterTemplate``, what the example ClusterClass names as its infrastructure."""
+
+TOPOLOGY: tuple[Path, ...] = (CLUSTER_CLASS, DOCKER_CLUSTER, DOCKER_CLUSTER_TEMPLATE)
+"""What the management cluster needs for ClusterClass-based Clusters, beside ``CLUSTER``."""
+
+ALL: tuple[Path, ...] = (TENANT_CONTROL_PLANE, CLUSTER, *TOPOLOGY)

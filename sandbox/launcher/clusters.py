@@ -1,7 +1,8 @@
 """The topology's clusters: emulated API servers, their clients, and a Kamaji simulator per site.
 
-Owns one ``sandbox.kubeapi`` emulator per cluster (``mgmt`` with the RKCP, Site and CAPI Cluster
-CRDs, one per site with the compact TenantControlPlane CRD; their kubeconfigs DIR/<cluster>.kubeconfig),
+Owns one ``sandbox.kubeapi`` emulator per cluster (``mgmt`` with the RKCP, RKCP template, Site,
+CAPI Cluster and ClusterClass CRDs, and CAPD's DockerCluster and its template for the example
+class; one per site with the compact TenantControlPlane CRD; their kubeconfigs DIR/<cluster>.kubeconfig),
 the ``common.kube`` client of each, what an operator applies before the broker starts (the
 ``Site`` objects ``site add`` wrote, the target namespace at each site) and one
 ``sandbox.kamaji`` simulator per site with an address pool of its own. A layer of
@@ -61,7 +62,7 @@ class Clusters(Children):
 
     def _start_emulators(self) -> list[processes.Child]:
         """Start ``mgmt``'s emulator and every site's (not waited for: see ``_ready``)."""
-        emulators = [self._emulator(MGMT, [*self._render_crds(), crds.CLUSTER])]
+        emulators = [self._emulator(MGMT, [*self._render_crds(), crds.CLUSTER, *crds.TOPOLOGY])]
         return emulators + [self._emulator(site, [crds.TENANT_CONTROL_PLANE]) for site in self.sites]
 
     async def _connect(self) -> None:
@@ -90,13 +91,16 @@ class Clusters(Children):
         return [self._simulator(i, site) for i, site in enumerate(self.sites)]
 
     def _render_crds(self) -> list[Path]:
-        """The RKCP and Site CRDs, as ``python -m hub.crdgen`` renders them, in DIR/crds/."""
-        rkcp = self.crds_dir / crdgen.FILENAME
-        site = self.crds_dir / crdgen.SITE_FILENAME
+        """The RKCP, RKCP template and Site CRDs, as ``python -m hub.crdgen`` renders them, in DIR/crds/."""
+        rendered = {
+            crdgen.FILENAME: crdgen.render,
+            crdgen.TEMPLATE_FILENAME: crdgen.render_template,
+            crdgen.SITE_FILENAME: crdgen.render_site,
+        }
         self.crds_dir.mkdir(parents=True, exist_ok=True)
-        rkcp.write_text(crdgen.render())
-        site.write_text(crdgen.render_site())
-        return [rkcp, site]
+        for filename, render in rendered.items():
+            (self.crds_dir / filename).write_text(render())
+        return [self.crds_dir / filename for filename in rendered]
 
     def _emulator(self, cluster: str, crd_files: list[Path]) -> processes.Child:
         kubeconfig = self.kubeconfig(cluster)

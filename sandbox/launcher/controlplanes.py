@@ -1,9 +1,10 @@
 """The workload on a running topology: Cluster + RKCP pairs created in ``mgmt``, and progress.
 
 Owns what a CAPI user would do to ask for a control plane at a site (a ``Cluster`` and its
-``RemoteKamajiControlPlane``, from ``sandbox.launcher.workload``'s manifests) and reading how far
-every control plane is (``sandbox.progress``). Talks to ``mgmt`` through ``common.kube``. A layer
-of ``sandbox.launcher.topology.Topology``.
+``RemoteKamajiControlPlane``, from ``sandbox.launcher.workload``'s manifests; or the ClusterClass
+``kamaji-broker`` once and a Cluster of that class, whose RKCP the topology simulator
+``sandbox.capi`` makes) and reading how far every control plane is (``sandbox.progress``). Talks
+to ``mgmt`` through ``common.kube``. A layer of ``sandbox.launcher.topology.Topology``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from common import objects
 from common.kube import resources
 from hub.controllers import writing
 from sandbox import progress
+from sandbox.capi import controller
 from sandbox.launcher import workload
 from sandbox.launcher.clusters import Clusters
 
@@ -51,6 +53,32 @@ class ControlPlanes(Clusters):
         )
         rkcp = await self.mgmt.create(RKCP, body, namespace=namespace)
         return cluster, rkcp
+
+    async def create_topology_cluster(
+        self,
+        name: str,
+        *,
+        site: str,
+        namespace: str = "default",
+        version: str = workload.DEFAULT_VERSION,
+        replicas: int = 2,
+    ) -> dict[str, Any]:
+        """Create Cluster ``name`` of the ClusterClass ``kamaji-broker`` (applied to ``namespace``
+        first, with its templates), placed at ``site``; returns the Cluster as stored."""
+        if site not in self.sites:
+            raise ValueError(f"unknown site {site!r}; the topology has {', '.join(self.sites)}")
+        for obj in workload.cluster_class(namespace=namespace, target_namespace=self.namespace):
+            await self.mgmt.create_or_replace(controller.resource_of(obj), obj, namespace=namespace)
+        body = workload.topology_cluster(
+            name,
+            namespace=namespace,
+            site=site,
+            target_namespace=self.namespace,
+            version=version,
+            replicas=replicas,
+        )
+        created: dict[str, Any] = await self.mgmt.create(resources.CLUSTER, body, namespace=namespace)
+        return created
 
     async def progress(self) -> progress.Snapshot:
         """Every RKCP's phase and every site's counts, as the management cluster shows them now."""

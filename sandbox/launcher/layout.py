@@ -73,7 +73,7 @@ class Layout:
         """What ``nats-config`` and ``site add`` wrote: server configuration, seeds, Site manifests."""
         self.logs_dir = directory / "logs"
         self.crds_dir = directory / "crds"
-        """The RKCP and Site CRDs as ``hub.crdgen`` renders them."""
+        """The RKCP, RKCP template and Site CRDs as ``hub.crdgen`` renders them."""
         self.tls_dir = self.nats_dir / "tls"
         """The CA (ca.crt, ca.key) and the server certificate ``nats-config --tls-generate`` made."""
         self.nats_ca_file = self.tls_dir / "ca.crt"

@@ -6,7 +6,7 @@ Owns the order of things. ``start()``:
    ``kamaji-broker nats-config --tls-generate`` and ``kamaji-broker site add <site>``
    subprocesses (DIR/keys/, DIR/nats/, the CA and server certificate in DIR/nats/tls/; ``site
    add`` also writes each site's ``Site`` manifest, granting ``rkcp_namespaces`` the target
-   namespace), and the RKCP and Site CRDs rendered by ``hub.crdgen`` (DIR/crds/);
+   namespace), and the RKCP, RKCP template and Site CRDs rendered by ``hub.crdgen`` (DIR/crds/);
 2. nats-server from the wheel with that configuration (TLS required of every client, as in
    production; hub and agents verify it with DIR/nats/tls/ca.crt) — or, with ``nats_nodes=3``,
    a JetStream cluster of three, waited for until a meta leader is elected (the hub then makes

@@ -1,23 +1,45 @@
-"""The sandbox's example objects: one CAPI ``Cluster`` + ``RemoteKamajiControlPlane`` pair per control plane.
+"""The sandbox's example objects, made from ``deploy/templates/`` as ``clusterctl generate`` makes them.
 
-Pure builders of the manifests a platform engineer would apply to the management cluster (the
-Cluster first, then the RKCP it points at, owned by it), and the sandbox's naming scheme.
-Talks to nothing; ``sandbox.launcher.controlplanes`` creates them through ``common.kube``.
+A CAPI ``Cluster`` + ``RemoteKamajiControlPlane`` pair per control plane from
+``cluster-template.yaml`` (the RKCP then owned by its Cluster, as CAPI's Cluster controller sets
+it); with ``--topology``, a Cluster of ``cluster-template-topology.yaml`` and the ClusterClass
+``clusterclass-kamaji-broker.yaml`` it names. Variables are substituted by ``common.templating``
+(clusterctl's rules) from the sandbox's values. Also the sandbox's naming scheme. Reads the
+template files, talks to nothing; ``sandbox.launcher.controlplanes`` creates the objects through
+``common.kube``.
 """
 
 from __future__ import annotations
 
+import functools
 import string
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
+import yaml
+
+from common import templating
 from common.kube import resources
-from hub.controllers import writing
 
-__all__ = ["DEFAULT_VERSION", "cluster", "control_plane_names", "remote_kamaji_control_plane", "site_names"]
+__all__ = [
+    "DEFAULT_VERSION",
+    "cluster",
+    "cluster_class",
+    "control_plane_names",
+    "remote_kamaji_control_plane",
+    "site_names",
+    "template_values",
+    "topology_cluster",
+]
 
 DEFAULT_VERSION = "v1.31.0"
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 CLUSTER = resources.CLUSTER
+TEMPLATES: Final = Path(__file__).resolve().parents[2] / "deploy" / "templates"
+"""The repository's templates: the sandbox runs from a checkout (``make sandbox``)."""
+CLUSTER_TEMPLATE: Final = TEMPLATES / "cluster-template.yaml"
+TOPOLOGY_TEMPLATE: Final = TEMPLATES / "cluster-template-topology.yaml"
+CLUSTER_CLASS: Final = TEMPLATES / "clusterclass-kamaji-broker.yaml"
 
 
 def site_names(count: int) -> tuple[str, ...]:
@@ -46,22 +68,49 @@ def control_plane_names(sites: tuple[str, ...], *, per_site: int) -> list[tuple[
     return [(f"{site}-{i}", site) for site in sites for i in range(1, per_site + 1)]
 
 
-def cluster(name: str, *, namespace: str) -> dict[str, Any]:
-    """A CAPI Cluster whose control plane is the RKCP of the same name."""
+def template_values(
+    name: str,
+    *,
+    namespace: str,
+    site: str = "",
+    target_namespace: str = "",
+    version: str = DEFAULT_VERSION,
+    replicas: int = 2,
+) -> dict[str, str]:
+    """The variables ``clusterctl generate cluster NAME`` would be given for this control plane."""
     return {
-        "apiVersion": CLUSTER.api_version,
-        "kind": CLUSTER.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "clusterNetwork": {
-                "apiServerPort": 6443,
-                "services": {"cidrBlocks": ["10.96.0.0/16"]},
-                "pods": {"cidrBlocks": ["10.244.0.0/16"]},
-                "serviceDomain": "cluster.local",
-            },
-            "controlPlaneRef": {"apiVersion": RKCP.api_version, "kind": RKCP.kind, "name": name},
-        },
+        "CLUSTER_NAME": name,
+        "NAMESPACE": namespace,
+        "KAMAJI_BROKER_SITE": site,
+        "KAMAJI_BROKER_TARGET_NAMESPACE": target_namespace,
+        "KUBERNETES_VERSION": version,
+        "CONTROL_PLANE_MACHINE_COUNT": str(replicas),
     }
+
+
+@functools.cache
+def _text(path: Path) -> str:
+    return path.read_text()
+
+
+def rendered(path: Path, values: dict[str, str]) -> list[dict[str, Any]]:
+    """The objects of template ``path`` with ``values`` substituted (clusterctl's rules)."""
+    text = templating.substitute(_text(path), values)
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def _one(documents: list[dict[str, Any]], kind: str, path: Path) -> dict[str, Any]:
+    found = [d for d in documents if d.get("kind") == kind]
+    if len(found) != 1:
+        raise ValueError(f"{path} holds {len(found)} {kind} objects, the sandbox wants one")
+    return found[0]
+
+
+def cluster(name: str, *, namespace: str) -> dict[str, Any]:
+    """The CAPI Cluster of ``cluster-template.yaml``, whose control plane is the RKCP of the same name."""
+    return _one(
+        rendered(CLUSTER_TEMPLATE, template_values(name, namespace=namespace)), CLUSTER.kind, CLUSTER_TEMPLATE
+    )
 
 
 def remote_kamaji_control_plane(
@@ -75,24 +124,46 @@ def remote_kamaji_control_plane(
     replicas: int = 2,
     **spec: Any,
 ) -> dict[str, Any]:
-    """The RKCP of Cluster ``name`` (owned by it, as CAPI's Cluster controller would set), placed
-    at ``site`` in ``target_namespace``; extra ``spec`` fields pass through unchanged."""
-    return {
-        "apiVersion": RKCP.api_version,
-        "kind": RKCP.kind,
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {writing.CLUSTER_NAME_LABEL: name},
-            "ownerReferences": [
-                {"apiVersion": CLUSTER.api_version, "kind": CLUSTER.kind, "name": name, "uid": cluster_uid}
-            ],
-        },
-        "spec": {
-            "site": site,
-            "targetNamespace": target_namespace,
-            "version": version,
-            "replicas": replicas,
-            **spec,
-        },
-    }
+    """The RKCP of ``cluster-template.yaml`` for Cluster ``name``, owned by it (as CAPI's Cluster
+    controller sets it), placed at ``site`` in ``target_namespace``; extra ``spec`` fields are
+    added unchanged."""
+    values = template_values(
+        name,
+        namespace=namespace,
+        site=site,
+        target_namespace=target_namespace,
+        version=version,
+        replicas=replicas,
+    )
+    obj = _one(rendered(CLUSTER_TEMPLATE, values), RKCP.kind, CLUSTER_TEMPLATE)
+    owner = {"apiVersion": CLUSTER.api_version, "kind": CLUSTER.kind, "name": name, "uid": cluster_uid}
+    obj["metadata"]["ownerReferences"] = [owner]
+    obj["spec"].update(spec)
+    return obj
+
+
+def topology_cluster(
+    name: str,
+    *,
+    namespace: str,
+    site: str,
+    target_namespace: str,
+    version: str = DEFAULT_VERSION,
+    replicas: int = 2,
+) -> dict[str, Any]:
+    """The Cluster of ``cluster-template-topology.yaml``: class ``kamaji-broker``, placed by variables."""
+    values = template_values(
+        name,
+        namespace=namespace,
+        site=site,
+        target_namespace=target_namespace,
+        version=version,
+        replicas=replicas,
+    )
+    return _one(rendered(TOPOLOGY_TEMPLATE, values), CLUSTER.kind, TOPOLOGY_TEMPLATE)
+
+
+def cluster_class(*, namespace: str, target_namespace: str) -> list[dict[str, Any]]:
+    """``clusterclass-kamaji-broker.yaml``: the ClusterClass and the templates it names."""
+    values = {"NAMESPACE": namespace, "KAMAJI_BROKER_TARGET_NAMESPACE": target_namespace}
+    return rendered(CLUSTER_CLASS, values)

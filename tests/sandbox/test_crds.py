@@ -292,3 +292,29 @@ def test_compact_tcp_crd_keeps_every_field_kamaji_accepts() -> None:
         ):
             missing.append(f"{path}: {sorted(left_out)}")
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("path", "kind", "plural", "group"),
+    [
+        (crds.CLUSTER_CLASS, "ClusterClass", "clusterclasses", "cluster.x-k8s.io"),
+        (crds.DOCKER_CLUSTER, "DockerCluster", "dockerclusters", "infrastructure.cluster.x-k8s.io"),
+        (
+            crds.DOCKER_CLUSTER_TEMPLATE,
+            "DockerClusterTemplate",
+            "dockerclustertemplates",
+            "infrastructure.cluster.x-k8s.io",
+        ),
+    ],
+    ids=["clusterclass", "dockercluster", "dockerclustertemplate"],
+)
+def test_compact_topology_crds_are_valid(path: Path, kind: str, plural: str, group: str) -> None:
+    crd = load(path)
+    assert crd["metadata"]["name"] == f"{plural}.{group}"
+    names = crd["spec"]["names"]
+    assert (names["kind"], names["listKind"], names["plural"]) == (kind, f"{kind}List", plural)
+    assert crd["spec"]["scope"] == "Namespaced"
+    served = only_version(crd)
+    assert (served["name"], served["served"], served["storage"]) == ("v1beta1", True, True)
+    assert list(structural_violations(schema_of(crd))) == []
+    assert schema_of(crd)["properties"]["metadata"] == {"type": "object"}

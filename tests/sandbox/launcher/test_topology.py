@@ -41,6 +41,7 @@ def test_rkcp_is_owned_by_its_cluster_and_placed_at_its_site() -> None:
         "targetNamespace": "tenants",
         "version": "v1.31.0",
         "replicas": 3,
+        "network": {"serviceType": "LoadBalancer"},  # cluster-template.yaml's default
     }
     ref = workload.cluster("cp", namespace="default")["spec"]["controlPlaneRef"]
     assert (ref["kind"], ref["name"]) == ("RemoteKamajiControlPlane", "cp")

@@ -1,0 +1,106 @@
+"""The topology simulator's shell: ClusterClass-based Clusters in the management cluster get their
+control plane and InfraCluster, as Cluster API's topology controller would make them.
+
+Each pass lists the Clusters; for one with ``spec.topology`` it reads its ClusterClass and the two
+templates the class names, creates the InfraCluster and the control plane ``sandbox.capi.topology``
+makes of them, then points the Cluster at both (``controlPlaneRef``, ``infrastructureRef``); once
+made, it only brings the control plane to the topology's version and replicas. A failure (no
+class, a patch that cannot apply, a refused object) is reported once per Cluster and message, and
+tried again next pass. Talks to the management cluster through ``common.kube``; the sandbox
+command runs it beside its progress loop (``sandbox.run``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from common import aiotasks, kube
+from common.kube import errors as kerrors
+from common.kube import resources
+from sandbox.capi import topology
+
+__all__ = ["CLUSTER_CLASS", "reconcile", "resource_of", "run"]
+
+CLUSTER_CLASS: Final = resources.Resource("cluster.x-k8s.io", "v1beta1", "clusterclasses", "ClusterClass")
+INTERVAL: Final = 1.0
+"""Seconds between two passes: a Cluster applied with kubectl gets its control plane within one."""
+
+
+def resource_of(obj: Mapping[str, Any]) -> resources.Resource:
+    """The resource of an object or reference: its kind in lower case, pluralized as kubebuilder
+    does for the kinds here (``clusterclasses``, ``dockerclusters``); CAPI asks discovery instead."""
+    group, _, version = str(obj["apiVersion"]).rpartition("/")
+    kind = str(obj["kind"])
+    singular = kind.lower()
+    plural = f"{singular}es" if singular.endswith(("s", "x", "ch", "sh")) else f"{singular}s"
+    return resources.Resource(group, version, plural, kind)
+
+
+async def _template(k: kube.Kube, cluster_class: Mapping[str, Any], part: str) -> dict[str, Any]:
+    ref = ((cluster_class.get("spec") or {}).get(part) or {}).get("ref")
+    if not ref:
+        raise topology.TopologyError(f"ClusterClass {cluster_class['metadata']['name']} has no {part}.ref")
+    namespace = ref.get("namespace") or cluster_class["metadata"]["namespace"]
+    return await k.get(resource_of(ref), ref["name"], namespace=namespace)
+
+
+async def _create(k: kube.Kube, obj: Mapping[str, Any]) -> None:
+    # Conflict: made by an earlier pass that stopped before pointing the Cluster at it.
+    with contextlib.suppress(kerrors.Conflict):
+        await k.create(resource_of(obj), obj, namespace=obj["metadata"]["namespace"])
+
+
+async def reconcile(k: kube.Kube, cluster: Mapping[str, Any]) -> None:
+    """One Cluster: nothing without ``spec.topology``; else make, or follow the topology."""
+    spec = cluster.get("spec") or {}
+    wanted = spec.get("topology")
+    if not wanted:
+        return
+    namespace = cluster["metadata"]["namespace"]
+    ref = spec.get("controlPlaneRef")
+    if ref:
+        control = await k.get(resource_of(ref), ref["name"], namespace=namespace)
+        change = topology.drift(cluster, control)
+        if change:
+            await k.patch(resource_of(ref), ref["name"], change, namespace=namespace)
+        return
+    class_namespace = wanted.get("classNamespace") or namespace
+    cluster_class = await k.get(CLUSTER_CLASS, wanted["class"], namespace=class_namespace)
+    infrastructure = topology.infrastructure_cluster(
+        cluster, cluster_class, await _template(k, cluster_class, "infrastructure")
+    )
+    control = topology.control_plane(
+        cluster, cluster_class, await _template(k, cluster_class, "controlPlane")
+    )
+    await _create(k, infrastructure)
+    await _create(k, control)
+    patch = topology.references(control, infrastructure)
+    await k.patch(resources.CLUSTER, cluster["metadata"]["name"], patch, namespace=namespace)
+
+
+async def run(
+    k: kube.Kube, *, stop: asyncio.Event, report: Callable[[str], None], interval: float = INTERVAL
+) -> None:
+    """Pass over every Cluster until ``stop``; ``report`` hears each new failure once."""
+    reported: dict[str, str] = {}
+    while not stop.is_set():
+        try:
+            clusters = (await k.list(resources.CLUSTER)).items
+        except kerrors.KubeError as exc:
+            clusters = []
+            if reported.get("") != str(exc):
+                report(f"cannot list Clusters: {exc}")
+                reported[""] = str(exc)
+        for cluster in clusters:
+            key = f"{cluster['metadata']['namespace']}/{cluster['metadata']['name']}"
+            try:
+                await reconcile(k, cluster)
+                reported.pop(key, None)
+            except (topology.TopologyError, kerrors.KubeError) as exc:
+                if reported.get(key) != str(exc):
+                    report(f"Cluster {key}: {exc}")
+                    reported[key] = str(exc)
+        await aiotasks.wait_event(stop, interval)

@@ -1,0 +1,122 @@
+"""sandbox.capi.controller against an API server carrying the CRDs: a Cluster of the shipped
+ClusterClass gets its RKCP and DockerCluster, and follows an upgrade of its topology."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from common import kube as ckube
+from common.kube import resources
+from hub import crdgen
+from sandbox import crds, kubeapi
+from sandbox.capi import controller
+from sandbox.launcher import workload
+from tests import helpers
+
+CRDS = Path(__file__).resolve().parents[3] / "deploy" / "crds"
+RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
+NS = "team-a"
+
+
+@pytest.fixture
+async def mgmt(tmp_path: Path) -> AsyncIterator[ckube.Kube]:
+    server = kubeapi.Server(name="mgmt")
+    await server.start(port=0)
+    server.apply_crd_files(
+        [CRDS / crdgen.FILENAME, CRDS / crdgen.TEMPLATE_FILENAME, crds.CLUSTER, *crds.TOPOLOGY]
+    )
+    api_client = await ckube.api_client_from_kubeconfig(server.write_kubeconfig(tmp_path / "kubeconfig"))
+    k = ckube.Kube(api_client)
+    await k.create(resources.NAMESPACE, {"metadata": {"name": NS}})
+    yield k
+    await api_client.close()
+    await server.stop()
+
+
+async def _apply_class(k: ckube.Kube) -> None:
+    for obj in workload.cluster_class(namespace=NS, target_namespace="tenants"):
+        await k.create(controller.resource_of(obj), obj, namespace=NS)
+
+
+async def _cluster(k: ckube.Kube, name: str = "c1") -> dict[str, Any]:
+    body = workload.topology_cluster(name, namespace=NS, site="site-b", target_namespace="tenants")
+    created: dict[str, Any] = await k.create(resources.CLUSTER, body, namespace=NS)
+    return created
+
+
+async def test_a_topology_cluster_gets_its_control_plane_and_infrastructure(mgmt: ckube.Kube) -> None:
+    await _apply_class(mgmt)
+    cluster = await _cluster(mgmt)
+    await controller.reconcile(mgmt, cluster)
+    cluster = await mgmt.get(resources.CLUSTER, "c1", namespace=NS)
+    ref = cluster["spec"]["controlPlaneRef"]
+    assert (ref["kind"], ref["namespace"]) == ("RemoteKamajiControlPlane", NS)
+    rkcp = await mgmt.get(RKCP, ref["name"], namespace=NS)
+    assert rkcp["spec"]["site"] == "site-b"
+    assert rkcp["spec"]["targetNamespace"] == "tenants"
+    assert (rkcp["spec"]["version"], rkcp["spec"]["replicas"]) == ("v1.31.0", 2)
+    [owner] = rkcp["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"]) == ("Cluster", "c1", cluster["metadata"]["uid"])
+    infra_ref = cluster["spec"]["infrastructureRef"]
+    infra = await mgmt.get(controller.resource_of(infra_ref), infra_ref["name"], namespace=NS)
+    assert infra["kind"] == "DockerCluster"
+    # A second pass changes nothing.
+    before = rkcp["metadata"]["resourceVersion"]
+    await controller.reconcile(mgmt, cluster)
+    assert (await mgmt.get(RKCP, ref["name"], namespace=NS))["metadata"]["resourceVersion"] == before
+
+
+async def test_an_upgrade_of_the_topology_reaches_the_control_plane(mgmt: ckube.Kube) -> None:
+    await _apply_class(mgmt)
+    await controller.reconcile(mgmt, await _cluster(mgmt))
+    change = {"spec": {"topology": {"version": "v1.32.0", "controlPlane": {"replicas": 3}}}}
+    cluster = await mgmt.patch(resources.CLUSTER, "c1", change, namespace=NS)
+    await controller.reconcile(mgmt, cluster)
+    rkcp = await mgmt.get(RKCP, cluster["spec"]["controlPlaneRef"]["name"], namespace=NS)
+    assert (rkcp["spec"]["version"], rkcp["spec"]["replicas"]) == ("v1.32.0", 3)
+
+
+async def test_the_loop_reports_a_missing_class_once_then_makes_the_cluster(mgmt: ckube.Kube) -> None:
+    reports: list[str] = []
+    stop = asyncio.Event()
+    await _cluster(mgmt)
+    running = asyncio.create_task(controller.run(mgmt, stop=stop, report=reports.append, interval=0.05))
+    try:
+        await helpers.eventually(lambda: bool(reports), within=10)
+        await _apply_class(mgmt)
+
+        async def made() -> bool:
+            cluster = await mgmt.get(resources.CLUSTER, "c1", namespace=NS)
+            return "controlPlaneRef" in cluster["spec"]
+
+        await helpers.eventually(made, within=10)
+    finally:
+        stop.set()
+        await running
+    assert len(reports) == 1
+    assert reports[0].startswith(f"Cluster {NS}/c1: 404")
+    assert "kamaji-broker" in reports[0]
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "plural"),
+    [
+        ("cluster.x-k8s.io/v1beta1", "ClusterClass", "clusterclasses"),
+        ("cluster.x-k8s.io/v1beta1", "Cluster", "clusters"),
+        (
+            "controlplane.cluster.x-k8s.io/v1alpha1",
+            "RemoteKamajiControlPlaneTemplate",
+            "remotekamajicontrolplanetemplates",
+        ),
+        ("infrastructure.cluster.x-k8s.io/v1beta1", "DockerCluster", "dockerclusters"),
+        ("v1", "Namespace", "namespaces"),
+    ],
+)
+def test_resource_of(api_version: str, kind: str, plural: str) -> None:
+    made = controller.resource_of({"apiVersion": api_version, "kind": kind})
+    assert (made.api_version, made.plural, made.kind) == (api_version, plural, kind)
