@@ -83,11 +83,14 @@ def _selected(selector: Mapping[str, Any], template: Mapping[str, Any], target: 
     return bool((selector.get("matchResources") or {}).get(target))
 
 
-def _operations(patch: Mapping[str, Any], values: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _operations(
+    patch: Mapping[str, Any], values: Mapping[str, Any]
+) -> list[tuple[Mapping[str, Any], dict[str, Any]]]:
+    """(selector, JSON patch operation with its value resolved) of each of ``patch``'s definitions."""
     name = str(patch.get("name"))
     if "enabledIf" in patch or "external" in patch:
         raise TopologyError(f"patch {name!r}: enabledIf and external patches are not simulated")
-    operations = []
+    found = []
     for definition in patch.get("definitions") or ():
         for op in definition.get("jsonPatches") or ():
             made = {"op": op["op"], "path": op["path"]}
@@ -98,8 +101,8 @@ def _operations(patch: Mapping[str, Any], values: Mapping[str, Any]) -> list[dic
                 made["value"] = copy.deepcopy(_lookup(values, source["variable"], name))
             elif "value" in op:
                 made["value"] = copy.deepcopy(op["value"])
-            operations.append({**made, "_selector": definition.get("selector") or {}})
-    return operations
+            found.append((definition.get("selector") or {}, made))
+    return found
 
 
 def patched(
@@ -108,12 +111,13 @@ def patched(
     """``template`` with the class's patches for ``target`` (``controlPlane``, ``infrastructureCluster``)."""
     result = copy.deepcopy(dict(template))
     for patch in (cluster_class.get("spec") or {}).get("patches") or ():
-        for op in _operations(patch, values):
-            if _selected(op.pop("_selector"), template, target):
-                try:
-                    result = patching.json_patch(result, [op])
-                except patching.PatchError as exc:
-                    raise TopologyError(f"patch {patch.get('name')!r} on {_name(template)}: {exc}") from None
+        for selector, op in _operations(patch, values):
+            if not _selected(selector, template, target):
+                continue
+            try:
+                result = patching.json_patch(result, [op])
+            except patching.PatchError as exc:
+                raise TopologyError(f"patch {patch.get('name')!r} on {_name(template)}: {exc}") from None
     return result
 
 
