@@ -42,4 +42,5 @@ DOCKER_CLUSTER_TEMPLATE: Path = _HERE / "dockerclustertemplate.yaml"
 TOPOLOGY: tuple[Path, ...] = (CLUSTER_CLASS, DOCKER_CLUSTER, DOCKER_CLUSTER_TEMPLATE)
 """What the management cluster needs for ClusterClass-based Clusters, beside ``CLUSTER``."""
 
-ALL: tuple[Path, ...] = (TENANT_CONTROL_PLANE, CLUSTER, *TOPOLOGY)
+ALL: tuple[Path, ...] = (TENANT_CONTROL_PLANE, CLUSTER)
+"""The kinds kamaji-broker itself reads or writes (``TOPOLOGY`` is the sandbox's only)."""
