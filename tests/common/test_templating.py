@@ -16,6 +16,8 @@ LISTED = [
     ("default = (unset only)", "${A=x}", [Variable("A", "x", when_empty=False)]),
     ("default - (unset only)", "${A-x}", [Variable("A", "x", when_empty=False)]),
     ("first occurrence decides", "${B} ${A:=1} ${B:=2} ${A}", [Variable("A", "1"), Variable("B", None)]),
+    ("nested default, not listed", "${T:=${NS}}", [Variable("T", "${NS}")]),
+    ("nested default among text", "${T:=a-${NS}-b}", [Variable("T", "a-${NS}-b")]),
     ("escaped dollar", "cost: $$5 and $${NOT}", []),
     ("lone dollar", "a: $ b: $1 c: $(cmd)", []),
     ("none", "kind: Namespace", []),
@@ -40,6 +42,10 @@ SUBSTITUTED = [
     ("escaped dollar", "$${A} $$", {"A": "1"}, "${A} $"),
     ("lone dollar", "$1 $ $(x)", {}, "$1 $ $(x)"),
     ("several", "${A}-${B:=b}-${A}", {"A": "a"}, "a-b-a"),
+    ("nested default", "${T:=${NS}}", {"NS": "team-a"}, "team-a"),
+    ("nested default unused", "${T:=${NS}}", {"T": "t"}, "t"),
+    ("nested default without value: empty, as clusterctl", "[${T:=${NS}}]", {}, "[]"),
+    ("nested default with text", "${T:=a-${NS:=x}-b}", {}, "a-x-b"),
     ("value with dollar left alone", "${A}", {"A": "$B"}, "$B"),
 ]
 
@@ -57,7 +63,7 @@ def test_every_missing_variable_is_named() -> None:
     assert e.value.names == ["A", "C"]
 
 
-@pytest.mark.parametrize("text", ["$A", "x: $NAME", "${A/b/c}", "${#A}", "${A", "${}"])
+@pytest.mark.parametrize("text", ["$A", "x: $NAME", "${A/b/c}", "${#A}", "${A", "${}", "${A:=${B}"])
 def test_expressions_envsubst_would_read_are_refused(text: str) -> None:
     with pytest.raises(templating.TemplateError, match="unsupported expression"):
         templating.variables(text)
