@@ -1,22 +1,23 @@
-"""clusterctl's variables: list and substitute ``${VAR}`` / ``${VAR:=default}`` in a YAML text.
+"""clusterctl's variable substitution (``${VAR}``, ``${VAR:=default}``), for templates we ship.
 
-Pure; the one substitution helper of the project (the release's components file, the cluster
-templates of ``deploy/templates`` and the sandbox that creates clusters from them). It follows
-what clusterctl's simple processor does (drone/envsubst after turning ``${ VAR }`` into
-``${VAR}``), for the forms a provider's files use:
+Owns what ``clusterctl generate cluster`` and ``clusterctl init`` do to a YAML file's text before
+applying it (Cluster API's ``yamlprocessor.SimpleProcessor`` on ``drone/envsubst``), so the
+sandbox and the tests read ``deploy/templates/`` exactly as clusterctl would:
 
-- ``${VAR}`` — required: substituting without a value for it fails, naming every missing one
-  (clusterctl: "value for variables [A, B] is not set");
-- ``${VAR:=default}`` and ``${VAR:-default}`` — the default when VAR is unset or empty;
-  ``${VAR=default}`` and ``${VAR-default}`` — the default when VAR is unset;
-- a default may hold variables itself (``${TARGET:=${NAMESPACE}}``); as in clusterctl, those
-  are neither listed nor required, and one without a value there is empty;
-- ``$$`` — a literal ``$``.
+- ``${VAR}`` is VAR's value. ``${VAR:=word}`` (and ``=``, ``:-``, ``:?``, ``:+``, which drone's
+  envsubst treats alike) is the value, or ``word`` when VAR is unset or empty; ``word`` may hold
+  ``${OTHER}``. A dash without a colon belongs to the name (``${A-b}`` is variable ``A-b``).
+- ``${ VAR }`` (blanks inside) is read as ``${VAR}``, clusterctl's legacy form.
+- ``$$`` is a literal ``$`` (``$${VAR}`` stays ``${VAR}``) and ``$VAR`` without braces is text;
+  outside ``${...}``, ``\\\\`` and ``\\/`` lose their backslash, as in drone's scanner.
+- A variable is required when it has no default; ``substitute`` refuses a text whose required
+  variables are not all given, naming every missing one (a variable given as "" is given).
+  Like clusterctl, only outermost variables are listed and checked: ``OTHER`` inside a default
+  becomes "" when unset.
+- The other bash forms drone knows (``${#V}``, ``${V:1}``, ``${V/a/b}``, ``${V^^}``, ...) are
+  refused with ``TemplateError`` naming them: our templates do not use them.
 
-Anything else envsubst would read as an expression (``$VAR`` without braces, ``${VAR/a/b}``,
-``${#VAR}``, an unclosed ``${``) is refused here naming the offending text, rather than
-substituted as envsubst would do behind the author's back. A ``$`` before any other character is
-left as it is.
+Pure: talks to nothing.
 """
 
 from __future__ import annotations
@@ -24,135 +25,160 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
-_NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
-_OPS = (":=", ":-", "=", "-")
-_BARE = re.compile(r"[A-Za-z_]")
+__all__ = ["MissingVariables", "TemplateError", "Variable", "substitute", "variables"]
+
+_LEGACY: Final = re.compile(r"\$\{(\s+[A-Za-z0-9_$]+\s+|\s+[A-Za-z0-9_$]+|[A-Za-z0-9_$]+\s+)\}")
+_NAME: Final = re.compile(r"[^\W]|-")
+_DEFAULT_OPERATORS: Final = (":=", ":-", ":?", ":+", "=")
+
+
+class TemplateError(ValueError):
+    """The text is not a template clusterctl (or we) can read; the message says where."""
+
+
+class MissingVariables(TemplateError):
+    """Required variables without a value; ``names`` sorted, as clusterctl lists them."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = sorted(names)
+        super().__init__(
+            f"value for variables [{', '.join(self.names)}] is not set. Please set the value using "
+            "environment variables or the clusterctl config file"
+        )
 
 
 @dataclass(frozen=True)
 class Variable:
+    """One variable as ``clusterctl generate cluster --list-variables`` describes it."""
+
     name: str
-    default: str | None
-    """None: required (``${VAR}``); otherwise the default's text (``""`` for ``${VAR:=}``), a
-    variable in it written ``${NAME}`` (clusterctl's ``--list-variables``)."""
-    when_empty: bool = True
-    """Whether an empty value also takes the default (``:=``, ``:-``), not only an unset one."""
-
-    @property
-    def required(self) -> bool:
-        return self.default is None
-
-
-class TemplateError(ValueError):
-    """The text holds an expression this module (and a careful author) does not use."""
-
-
-class MissingVariables(ValueError):
-    """Required variables without a value; ``names`` sorted, all of them named in the message."""
-
-    def __init__(self, names: list[str]) -> None:
-        self.names = sorted(names)
-        super().__init__(f"value for variables [{', '.join(self.names)}] is not set")
+    required: bool
+    default: str = ""
+    """Its default as written, nested variables shown as ``${NAME}``."""
 
 
 @dataclass(frozen=True)
 class _Ref:
-    """One ``${...}``: the variable, and its default as parsed nodes (None: required)."""
-
     name: str
-    default: tuple[_Node, ...] | None
-    when_empty: bool
+    default: tuple[str | _Ref, ...] | None
+    """None: no default operator (required)."""
 
 
 _Node = str | _Ref
 
 
-def _parse(text: str, start: int = 0, *, nested: bool = False) -> tuple[list[_Node], int]:
-    """Nodes of ``text`` from ``start``, to its end or (``nested``) to the ``}`` closing a default;
-    and the index after what was read."""
-    nodes: list[_Node] = []
-    i = start
-    while i < len(text):
-        if nested and text[i] == "}":
-            return nodes, i + 1
-        if text[i] != "$":
-            j = i + 1
-            while j < len(text) and text[j] != "$" and not (nested and text[j] == "}"):
-                j += 1
-            nodes.append(text[i:j])
-            i = j
-        elif text.startswith("$$", i):
-            nodes.append("$")
-            i += 2
-        elif text.startswith("${", i):
-            ref, i = _parse_ref(text, i)
-            nodes.append(ref)
-        elif _BARE.match(text, i + 1):
-            raise TemplateError(f"unsupported expression {text[i : i + 20]!r}: write ${{NAME}}")
-        else:
-            nodes.append("$")
-            i += 1
-    if nested:
-        raise TemplateError(
-            f"unsupported expression {text[max(0, start - 20) : start + 20]!r}: no closing }}"
-        )
-    return nodes, i
+class _Parser:
+    """drone/envsubst's grammar, restricted to plain and default substitutions."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def where(self, at: int) -> str:
+        line = self.text.count("\n", 0, at) + 1
+        snippet = self.text[at : at + 40].split("\n", 1)[0]
+        return f"line {line}: {snippet!r}"
+
+    def document(self) -> list[_Node]:
+        nodes: list[_Node] = []
+        text: list[str] = []
+        while self.pos < len(self.text):
+            char = self.text[self.pos]
+            pair = self.text[self.pos : self.pos + 2]
+            if pair == "${":
+                nodes += ["".join(text)] if text else []
+                text = []
+                nodes.append(self.reference())
+                continue
+            if pair in ("$$", "\\\\", "\\/"):  # the escaped character stays, its escape goes
+                char = pair[1]
+                self.pos += 1
+            text.append(char)
+            self.pos += 1
+        return nodes + (["".join(text)] if text else [])
+
+    def reference(self) -> _Ref:
+        start = self.pos
+        self.pos += 2
+        name_start = self.pos
+        while self.pos < len(self.text) and _NAME.fullmatch(self.text[self.pos]):
+            self.pos += 1
+        name = self.text[name_start : self.pos]
+        if self.pos >= len(self.text):
+            raise TemplateError(f"bad substitution (no closing brace) at {self.where(start)}")
+        if not name:
+            raise TemplateError(f"unsupported or bad substitution at {self.where(start)}")
+        if self.text.startswith("}", self.pos):
+            self.pos += 1
+            return _Ref(name, None)
+        operator = next((op for op in _DEFAULT_OPERATORS if self.text.startswith(op, self.pos)), None)
+        if operator is None:
+            raise TemplateError(
+                f"unsupported substitution at {self.where(start)}: only ${{VAR}} and ${{VAR:=default}}"
+            )
+        self.pos += len(operator)
+        return _Ref(name, self.default(start))
+
+    def default(self, start: int) -> tuple[_Node, ...]:
+        parts: list[_Node] = []
+        while self.pos < len(self.text):
+            if self.text[self.pos] == "}":
+                self.pos += 1
+                return tuple(parts)
+            if self.text.startswith("${", self.pos):
+                parts.append(self.reference())
+                continue
+            ends = [i for i in (self.text.find("}", self.pos), self.text.find("${", self.pos)) if i >= 0]
+            end = min(ends, default=len(self.text))
+            parts.append(self.text[self.pos : end])
+            self.pos = end
+        raise TemplateError(f"bad substitution (no closing brace) at {self.where(start)}")
 
 
-def _parse_ref(text: str, at: int) -> tuple[_Ref, int]:
-    """The ``${...}`` at ``at``, and the index after its ``}``."""
-    name = _NAME.match(text, at + 2)
-    if name is not None:
-        i = name.end()
-        if text.startswith("}", i):
-            return _Ref(name.group(1), None, True), i + 1
-        for op in _OPS:
-            if text.startswith(op, i):
-                default, end = _parse(text, i + len(op), nested=True)
-                return _Ref(name.group(1), tuple(default), op.startswith(":")), end
-    close = text.find("}", at)
-    found = text[at : close + 1] if close >= 0 else text[at : at + 20]
-    raise TemplateError(f"unsupported expression {found!r}: write ${{NAME}} or ${{NAME:=default}}")
+def _parse(text: str) -> list[_Node]:
+    converted = _LEGACY.sub(lambda m: re.sub(r"\s", "", m.group(0)), text)
+    return _Parser(converted).document()
 
 
-def _text(nodes: tuple[_Node, ...]) -> str:
+def _first(nodes: list[_Node]) -> dict[str, _Ref]:
+    """Each outermost variable's first occurrence (clusterctl describes a variable by it)."""
+    first: dict[str, _Ref] = {}
+    for node in nodes:
+        if isinstance(node, _Ref):
+            first.setdefault(node.name, node)
+    return first
+
+
+def _shown(nodes: tuple[_Node, ...]) -> str:
     return "".join(n if isinstance(n, str) else f"${{{n.name}}}" for n in nodes)
 
 
 def variables(text: str) -> list[Variable]:
-    """Every variable of ``text``, sorted by name; a name's first occurrence says whether it has a
-    default (as clusterctl's ``GetVariables``, which ``--list-variables`` prints)."""
-    seen: dict[str, Variable] = {}
-    for node in _parse(text)[0]:
-        if isinstance(node, _Ref) and node.name not in seen:
-            default = None if node.default is None else _text(node.default)
-            seen[node.name] = Variable(node.name, default, when_empty=node.when_empty)
-    return [seen[name] for name in sorted(seen)]
+    """Every (outermost) variable of ``text``, once, by name; the first occurrence describes it.
+
+    ``${VAR:=}`` is listed as not required, yet ``substitute`` wants a value for it: clusterctl's
+    listing and its check differ there (an empty default is no default to the check)."""
+    first = _first(_parse(text))
+    return [Variable(n, first[n].default is None, _shown(first[n].default or ())) for n in sorted(first)]
 
 
-def _evaluate(nodes: list[_Node] | tuple[_Node, ...], values: Mapping[str, str]) -> str:
-    out: list[str] = []
+def _evaluate(nodes: tuple[_Node, ...] | list[_Node], values: Mapping[str, str]) -> str:
+    out = []
     for node in nodes:
         if isinstance(node, str):
             out.append(node)
             continue
-        value = values.get(node.name)
-        if node.default is not None and (value is None or (node.when_empty and value == "")):
-            out.append(_evaluate(node.default, values))
-        else:
-            out.append(value or "")
+        value = values.get(node.name, "")
+        out.append(value if value or not node.default else _evaluate(node.default, values))
     return "".join(out)
 
 
 def substitute(text: str, values: Mapping[str, str]) -> str:
-    """``text`` with each variable replaced by its value in ``values`` or its default.
-
-    Raises ``MissingVariables`` naming every required variable ``values`` lacks (clusterctl
-    checks the required ones as their first occurrence says), ``TemplateError`` for an
-    unsupported expression.
-    """
-    missing = [v.name for v in variables(text) if v.required and v.name not in values]
+    """``text`` with every variable replaced; MissingVariables if a required one has no value."""
+    nodes = _parse(text)
+    missing = [n for n, ref in _first(nodes).items() if not ref.default and n not in values]
     if missing:
         raise MissingVariables(missing)
-    return _evaluate(_parse(text)[0], values)
+    return _evaluate(nodes, values)

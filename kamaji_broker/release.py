@@ -55,9 +55,6 @@ VARIABLES = (
     Variable("KAMAJI_BROKER_IMAGE", "the hub's image"),
     Variable("KAMAJI_BROKER_STREAM_REPLICAS", "JetStream replicas of the streams: 3 in a NATS cluster, 1 "
              "with one server"),
-    Variable("KAMAJI_BROKER_WATCH_NAMESPACE", "the one namespace to watch (--namespace); empty: all"),
-    Variable("KAMAJI_BROKER_WATCH_FILTER", "reconcile only objects labelled "
-             "cluster.x-k8s.io/watch-filter=<value> (--watch-filter); empty: all"),
     Variable("KAMAJI_BROKER_LOG_LEVEL", "debug, info, warning or error"),
 )  # fmt: skip
 """The components file's variables, for the README and ``clusterctl init`` users."""
@@ -92,13 +89,10 @@ def _parameterize(deployment: dict[str, Any]) -> None:
     c = found[0]
     c["image"] = f"${{KAMAJI_BROKER_IMAGE:={c['image']}}}"
     replicas = _arg(c["args"], "--stream-replicas")
-    args = [a for a in c["args"] if a != "--all-namespaces" and not a.startswith("--stream-replicas=")]
-    c["args"] = [
-        *args,
-        f"--stream-replicas=${{KAMAJI_BROKER_STREAM_REPLICAS:={replicas}}}",
-        "--namespace=${KAMAJI_BROKER_WATCH_NAMESPACE:=}",
-        "--watch-filter=${KAMAJI_BROKER_WATCH_FILTER:=}",
-    ]
+    args = [a for a in c["args"] if not a.startswith("--stream-replicas=")]
+    # No variable for --namespace or --watch-filter: their default is empty, and clusterctl
+    # requires a variable whose default is empty (`${X:=}`) as if it had none.
+    c["args"] = [*args, f"--stream-replicas=${{KAMAJI_BROKER_STREAM_REPLICAS:={replicas}}}"]
     env = {e["name"]: e for e in c["env"]}
     env["KB_HUB_NATS_URL"]["value"] = "${KAMAJI_BROKER_NATS_URL}"
     env["KB_LOG_LEVEL"]["value"] = f"${{KAMAJI_BROKER_LOG_LEVEL:={env['KB_LOG_LEVEL']['value']}}}"

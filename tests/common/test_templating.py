@@ -1,4 +1,9 @@
-"""common.templating: clusterctl's variables listed and substituted, by tables."""
+"""common.templating reads templates as clusterctl does (SimpleProcessor on drone/envsubst).
+
+The substitution rows come from drone/envsubst's own test cases for the forms clusterctl
+templates use (defaults, nesting, escapes) and from clusterctl's variable listing and its
+missing-variable check.
+"""
 
 from __future__ import annotations
 
@@ -7,65 +12,86 @@ import pytest
 from common import templating
 from common.templating import Variable
 
-LISTED = [
-    ("required", "a: ${A}", [Variable("A", None)]),
-    ("legacy spaces", "a: ${ A }", [Variable("A", None)]),
-    ("default :=", "image: ${IMG:=kamaji-broker:0.1.0}", [Variable("IMG", "kamaji-broker:0.1.0")]),
-    ("empty default", "--namespace=${NS:=}", [Variable("NS", "")]),
-    ("default :-", "${A:-x}", [Variable("A", "x")]),
-    ("default = (unset only)", "${A=x}", [Variable("A", "x", when_empty=False)]),
-    ("default - (unset only)", "${A-x}", [Variable("A", "x", when_empty=False)]),
-    ("first occurrence decides", "${B} ${A:=1} ${B:=2} ${A}", [Variable("A", "1"), Variable("B", None)]),
-    ("nested default, not listed", "${T:=${NS}}", [Variable("T", "${NS}")]),
-    ("nested default among text", "${T:=a-${NS}-b}", [Variable("T", "a-${NS}-b")]),
-    ("escaped dollar", "cost: $$5 and $${NOT}", []),
-    ("lone dollar", "a: $ b: $1 c: $(cmd)", []),
-    ("none", "kind: Namespace", []),
+SUBSTITUTED = [
+    pytest.param({}, "abcdEFGH28ij", "abcdEFGH28ij", id="text-only"),
+    pytest.param({"var": "abc"}, "${var}", "abc", id="plain"),
+    pytest.param({"var": "abc"}, "${var=xyz}", "abc", id="default-not-used"),
+    pytest.param({}, "${var=xyz}", "xyz", id="default-used"),
+    pytest.param({}, "${var:=xyz}", "xyz", id="colon-equals"),
+    pytest.param({}, "${var:-xyz}", "xyz", id="colon-dash"),
+    pytest.param({"var": ""}, "${var:=xyz}", "xyz", id="empty-value-takes-the-default"),
+    pytest.param({"var": ""}, "${var=xyz}", "xyz", id="equals-alike-for-empty"),
+    pytest.param({"var": ""}, "a${var}b", "ab", id="given-empty"),
+    pytest.param({"d": "foo"}, "something ${var=${d}}", "something foo", id="nested-default"),
+    pytest.param({"d": "foo1"}, "foo: ${var=prefix${d}-suffix}", "foo: prefixfoo1-suffix", id="nested-mixed"),
+    pytest.param({}, "x: ${var:=${unset}}", "x: ", id="nested-unset-is-empty"),
+    pytest.param({"v": "abc"}, "$${v}", "${v}", id="escaped"),
+    pytest.param(
+        {"var01": "abcdEFGH28ij"},
+        "some text ${var01}$${var$${var01}$var01${var01}",
+        "some text abcdEFGH28ij${var${var01}$var01abcdEFGH28ij",
+        id="escapes-and-bare-dollar",
+    ),
+    pytest.param({"d": "foo"}, "something $${var=${d}}", "something ${var=foo}", id="escaped-with-nested"),
+    pytest.param({}, "price: 5$", "price: 5$", id="lone-dollar"),
+    pytest.param({}, "$$$", "$$", id="three-dollars"),
+    pytest.param({}, "a\\\\b \\/c \\d", "a\\b /c \\d", id="backslash-escapes"),
+    pytest.param({"VAR": "x"}, "${ VAR } ${ VAR} ${VAR }", "x x x", id="legacy-blanks"),
+    pytest.param({"A-b": "dash"}, "${A-b}", "dash", id="dash-is-part-of-the-name"),
+    pytest.param({"N": "3"}, "replicas: ${N:=2}\nn: ${N}", "replicas: 3\nn: 3", id="twice"),
 ]
 
 
-@pytest.mark.parametrize(("text", "expected"), [r[1:] for r in LISTED], ids=[r[0] for r in LISTED])
+@pytest.mark.parametrize(("values", "text", "expected"), SUBSTITUTED)
+def test_substitute(values: dict[str, str], text: str, expected: str) -> None:
+    assert templating.substitute(text, values) == expected
+
+
+LISTED = [
+    pytest.param("", [], id="none"),
+    pytest.param("${B} ${A}", [Variable("A", True), Variable("B", True)], id="sorted-required"),
+    pytest.param("${A:=1} ${A}", [Variable("A", False, "1")], id="first-occurrence-describes"),
+    pytest.param("${A} ${A:=1}", [Variable("A", True)], id="first-occurrence-required"),
+    pytest.param("${A:=x${B}y}", [Variable("A", False, "x${B}y")], id="nested-not-listed"),
+    pytest.param("${A:=}", [Variable("A", False)], id="empty-default-listed-optional"),
+    pytest.param("$${A} $A", [], id="escaped-and-bare-are-not-variables"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), LISTED)
 def test_variables(text: str, expected: list[Variable]) -> None:
     assert templating.variables(text) == expected
 
 
-SUBSTITUTED = [
-    ("value", "a: ${A}", {"A": "1"}, "a: 1"),
-    ("legacy spaces", "a: ${ A }", {"A": "1"}, "a: 1"),
-    ("default when unset", "${A:=d}", {}, "d"),
-    ("default when empty", "${A:=d}", {"A": ""}, "d"),
-    ("value over default", "${A:=d}", {"A": "v"}, "v"),
-    ("empty kept with =", "[${A=d}]", {"A": ""}, "[]"),
-    ("default with = when unset", "${A=d}", {}, "d"),
-    ("empty default", "--namespace=${NS:=}", {}, "--namespace="),
-    ("default with colons", "${IMG:=ghcr.io/x/y:v1}", {}, "ghcr.io/x/y:v1"),
-    ("escaped dollar", "$${A} $$", {"A": "1"}, "${A} $"),
-    ("lone dollar", "$1 $ $(x)", {}, "$1 $ $(x)"),
-    ("several", "${A}-${B:=b}-${A}", {"A": "a"}, "a-b-a"),
-    ("nested default", "${T:=${NS}}", {"NS": "team-a"}, "team-a"),
-    ("nested default unused", "${T:=${NS}}", {"T": "t"}, "t"),
-    ("nested default without value: empty, as clusterctl", "[${T:=${NS}}]", {}, "[]"),
-    ("nested default with text", "${T:=a-${NS:=x}-b}", {}, "a-x-b"),
-    ("value with dollar left alone", "${A}", {"A": "$B"}, "$B"),
+MISSING = [
+    pytest.param("${A} ${B:=b} ${C}", {}, ["A", "C"], id="required-without-value"),
+    pytest.param("${A} ${A:=x}", {}, ["A"], id="first-occurrence-decides"),
+    pytest.param("${A:=}", {}, ["A"], id="empty-default-is-no-default"),
+    pytest.param("${Z} ${Y}", {"Y": ""}, ["Z"], id="given-empty-is-given"),
 ]
 
 
-@pytest.mark.parametrize(
-    ("text", "values", "expected"), [r[1:] for r in SUBSTITUTED], ids=[r[0] for r in SUBSTITUTED]
-)
-def test_substitute(text: str, values: dict[str, str], expected: str) -> None:
-    assert templating.substitute(text, values) == expected
+@pytest.mark.parametrize(("text", "values", "missing"), MISSING)
+def test_missing_variables_are_named(text: str, values: dict[str, str], missing: list[str]) -> None:
+    with pytest.raises(templating.MissingVariables) as info:
+        templating.substitute(text, values)
+    assert info.value.names == missing
+    assert f"value for variables [{', '.join(missing)}] is not set" in str(info.value)
 
 
-def test_every_missing_variable_is_named() -> None:
-    with pytest.raises(templating.MissingVariables, match=r"value for variables \[A, C\] is not set") as e:
-        templating.substitute("${C} ${B:=x} ${A} ${C}", {})
-    assert e.value.names == ["A", "C"]
+REFUSED = [
+    pytest.param("a: ${#VAR}", "unsupported or bad substitution at line 1: '${#VAR}'", id="length"),
+    pytest.param("a\nb: ${V:1}", "unsupported substitution at line 2: '${V:1}'", id="substring"),
+    pytest.param("${V/a/b}", "unsupported substitution", id="replace"),
+    pytest.param("${V^^}", "unsupported substitution", id="upper"),
+    pytest.param("x: ${V", "(no closing brace) at line 1", id="unterminated"),
+    pytest.param("x: ${V:=abc", "(no closing brace) at line 1", id="unterminated-default"),
+    pytest.param("${}", "unsupported or bad substitution", id="empty"),
+]
 
 
-@pytest.mark.parametrize("text", ["$A", "x: $NAME", "${A/b/c}", "${#A}", "${A", "${}", "${A:=${B}"])
-def test_expressions_envsubst_would_read_are_refused(text: str) -> None:
-    with pytest.raises(templating.TemplateError, match="unsupported expression"):
-        templating.variables(text)
-    with pytest.raises(templating.TemplateError, match="unsupported expression"):
-        templating.substitute(text, {"A": "1", "NAME": "n"})
+@pytest.mark.parametrize(("text", "message"), REFUSED)
+def test_what_we_do_not_read_is_refused_naming_where(text: str, message: str) -> None:
+    with pytest.raises(templating.TemplateError) as info:
+        templating.substitute(text, {"V": "x", "VAR": "x"})
+    assert message in str(info.value)

@@ -14,6 +14,7 @@ and the CAPI Operator's ConfigMap carries exactly those two files.
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import re
 import shutil
@@ -42,8 +43,6 @@ SET = {  # what an operator sets in clusterctl.yaml or the environment
     "KAMAJI_BROKER_NATS_URL": NATS,
     "KAMAJI_BROKER_IMAGE": "registry.example.com/kamaji-broker:v9.9.9",
     "KAMAJI_BROKER_STREAM_REPLICAS": "1",
-    "KAMAJI_BROKER_WATCH_NAMESPACE": "team-a",
-    "KAMAJI_BROKER_WATCH_FILTER": "blue",
     "KAMAJI_BROKER_LOG_LEVEL": "debug",
 }
 
@@ -103,8 +102,8 @@ def test_variables_as_clusterctl_lists_them(text: str) -> None:
     assert [n for n, v in found.items() if v.required] == ["KAMAJI_BROKER_NATS_URL"]
     assert found["KAMAJI_BROKER_IMAGE"].default == f"kamaji-broker:{__version__}"
     assert found["KAMAJI_BROKER_STREAM_REPLICAS"].default == "3"
-    assert found["KAMAJI_BROKER_WATCH_NAMESPACE"].default == ""
-    assert found["KAMAJI_BROKER_WATCH_FILTER"].default == ""
+    # clusterctl would require a variable written ${X:=} (an empty default is none to its check).
+    assert all(v.default for v in found.values() if not v.required)
 
 
 def test_without_the_nats_url_clusterctl_refuses(text: str) -> None:
@@ -134,14 +133,22 @@ def test_substituted_it_is_what_clusterctl_installs(text: str, values: dict[str,
     assert "${" not in templating.substitute(text, values)
 
 
+RESTRICTED = ("--all-namespaces", ["--namespace=team-a", "--watch-filter=blue"])
+"""README's way to restrict the manager: --all-namespaces replaced by --namespace, a --watch-filter."""
+
+
 @pytest.mark.parametrize(
-    ("values", "namespaces", "watch_filter", "replicas"),
-    [({"KAMAJI_BROKER_NATS_URL": NATS}, (), "", 3), (SET, ("team-a",), "blue", 1)],
-    ids=["defaults", "all set"],
+    ("values", "edit", "namespaces", "watch_filter", "replicas"),
+    [
+        ({"KAMAJI_BROKER_NATS_URL": NATS}, None, (), "", 3),
+        (SET, None, (), "", 1),
+        ({"KAMAJI_BROKER_NATS_URL": NATS}, RESTRICTED, ("team-a",), "blue", 3),
+    ],
+    ids=["defaults", "all set", "restricted as README says"],
 )
 def test_the_manager_runs_the_hub_as_the_variables_say(
     text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, values: dict[str, str],
-    namespaces: tuple[str, ...], watch_filter: str, replicas: int,
+    edit: tuple[str, list[str]] | None, namespaces: tuple[str, ...], watch_filter: str, replicas: int,
 ) -> None:  # fmt: skip
     pod = m.one(_docs(text, values), "Deployment")["spec"]["template"]["spec"]
     [container] = pod["containers"]
@@ -153,11 +160,30 @@ def test_the_manager_runs_the_hub_as_the_variables_say(
     }
     mounts = m.materialize(pod, container, sources=sources, root=tmp_path)
     args = [_local(a, mounts) for a in container["args"]]
+    if edit is not None:
+        args.remove(edit[0])
+        args += edit[1]
     for e in container["env"]:
         monkeypatch.setenv(e["name"], e.get("value", "from-the-downward-api"))
     settings = flags.load(HubSettings, cli._parser().parse_args(args))
     assert settings.watch_namespaces == namespaces and settings.watch_filter == watch_filter
     assert settings.servers == tuple(NATS.split(",")) and settings.stream_replicas == replicas
+
+
+def test_only_what_clusterctl_rewrites_names_the_namespace(text: str) -> None:
+    """``clusterctl init --target-namespace`` moves the objects: it renames the Namespace and sets
+    every metadata.namespace and the bindings' ServiceAccount subjects, nothing else. So nothing
+    else may name the namespace (the Lease's namespace comes from the downward API)."""
+    docs = _docs(text, {"KAMAJI_BROKER_NATS_URL": NATS})
+    [namespace] = [d["metadata"]["name"] for d in m.of_kind(docs, "Namespace")]
+    for doc in docs:
+        doc = copy.deepcopy(doc)
+        doc["metadata"].pop("namespace", None)
+        if doc["kind"] == "Namespace":
+            doc["metadata"].pop("name")
+        for subject in doc.get("subjects") or ():
+            subject.pop("namespace")
+        assert namespace not in yaml.safe_dump(doc), f"{doc['kind']} {doc['metadata'].get('name')}"
 
 
 def _local(arg: str, mounts: dict[str, Path]) -> str:
