@@ -32,8 +32,7 @@ class HubSettings(ProcessSettings):
     """Comma-separated namespaces to watch for RemoteKamajiControlPlanes; empty with --all-namespaces."""
     namespace: str | None = None
     """The one namespace to watch (Cluster API providers' --namespace), instead of --namespaces or
-    --all-namespaces; given empty, as a components file renders it when its variable is unset:
-    every namespace."""
+    --all-namespaces; given empty, every namespace (as a provider's --namespace="")."""
     watch_filter: str = ""
     """Reconcile only the RemoteKamajiControlPlanes and Clusters labelled
     cluster.x-k8s.io/watch-filter=<value> (Cluster API providers' --watch-filter); empty: all."""
