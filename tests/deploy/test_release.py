@@ -126,6 +126,12 @@ def test_substituted_it_is_what_clusterctl_installs(text: str, values: dict[str,
         assert meta["labels"][release.PROVIDER_LABEL] == "control-plane-kamaji-broker", meta["name"]
         if doc["kind"] not in kustomizing.CLUSTER_SCOPED:
             assert meta["namespace"] == namespace["metadata"]["name"], meta["name"]
+    for crd in m.of_kind(docs, "CustomResourceDefinition"):
+        if crd["spec"]["group"].endswith("cluster.x-k8s.io"):
+            # CAPI reads the contract → version map from this label to resolve references.
+            served = {v["name"] for v in crd["spec"]["versions"] if v["served"]}
+            contract = crd["metadata"]["labels"][f"cluster.x-k8s.io/{release.CONTRACT}"]
+            assert set(contract.split("_")) <= served, crd["metadata"]["name"]
     deployment = m.one(docs, "Deployment")
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     assert container["name"] == "manager"
