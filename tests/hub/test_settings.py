@@ -31,7 +31,7 @@ def _load(argv: list[str]) -> HubSettings:
 
 SCOPES = [
     ("--namespace", ["--namespace=team-a"], ("team-a",)),
-    ("--namespace given empty: all, as providers' --namespace=\"\"", ["--namespace="], ()),
+    ('--namespace given empty: all, as providers\' --namespace=""', ["--namespace="], ()),
     ("--namespaces", ["--namespaces=b,a"], ("a", "b")),
     ("--all-namespaces", ["--all-namespaces"], ()),
 ]
