@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: sandbox test lint typecheck contracts pytest bench clean
+.PHONY: sandbox test lint typecheck contracts pytest bench clean release-manifests
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -39,8 +39,15 @@ pytest: $(VENV)/.installed-test
 
 test: lint typecheck contracts pytest
 
+# A clusterctl provider repository in out/release/control-plane-kamaji-broker/v<version>/
+# (metadata.yaml, control-plane-components.yaml, the cluster templates) and the Cluster API
+# Operator's ConfigMap in out/release/capi-operator/; built from deploy/ without kustomize.
+release-manifests: $(VENV)/.installed-server
+	rm -rf out/release
+	$(BIN)/python -m kamaji_broker.release --deploy deploy --out out/release
+
 bench: $(VENV)/.installed-test
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .sandbox .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .sandbox .mypy_cache .pytest_cache .ruff_cache out

@@ -13,6 +13,9 @@ import pydantic
 
 from hub import apimachinery
 
+WATCH_FILTER_LABEL = "cluster.x-k8s.io/watch-filter"
+"""The label a provider's ``--watch-filter`` value selects on (CAPI's ``clusterv1.WatchLabel``)."""
+
 
 class Endpoint(apimachinery.Model):
     """A host and port of an API server (Cluster API's APIEndpoint).

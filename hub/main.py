@@ -54,6 +54,11 @@ class Hub(service.Service):
             keys.key_id(bytes(signer.verify_key)),
             ", ".join(sorted(keyring.key_ids)),
         )
+        log.info(
+            "hub watches RemoteKamajiControlPlanes in %s%s",
+            ", ".join(s.watch_namespaces) or "every namespace",
+            f", labelled cluster.x-k8s.io/watch-filter={s.watch_filter}" if s.watch_filter else "",
+        )
         kube = await self._connect()
         # A fresh controller on every activation: what a standby remembers from an earlier term
         # (caches, observations) is stale, since the leader of the meantime consumed the streams.

@@ -6,6 +6,7 @@ start-up with an error naming the flag.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Self
 
@@ -14,7 +15,10 @@ from pydantic_settings import SettingsConfigDict
 
 from common.durations import Duration
 from common.settings import ExistingFile, NamespaceList, ProcessSettings, SiteList, split
-from protocol import streams
+from protocol import labels, streams
+
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
+"""A Kubernetes label value (at most 63 characters, checked apart)."""
 
 
 class HubSettings(ProcessSettings):
@@ -26,6 +30,12 @@ class HubSettings(ProcessSettings):
     """Directory of X25519 private keys (``keys generate``: sealing/); all are used to open secrets."""
     namespaces: NamespaceList = ""
     """Comma-separated namespaces to watch for RemoteKamajiControlPlanes; empty with --all-namespaces."""
+    namespace: str | None = None
+    """The one namespace to watch (Cluster API providers' --namespace), instead of --namespaces or
+    --all-namespaces; given empty, every namespace (as a provider's --namespace="")."""
+    watch_filter: str = ""
+    """Reconcile only the RemoteKamajiControlPlanes and Clusters labelled
+    cluster.x-k8s.io/watch-filter=<value> (Cluster API providers' --watch-filter); empty: all."""
     sites: SiteList = ""
     """Sites whose streams and consumers exist even before an object references them."""
     leader_elect: bool = False
@@ -59,6 +69,29 @@ class HubSettings(ProcessSettings):
             raise ValueError(f"directory {str(v)!r} holds no *.key file")
         return v
 
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, v: str | None) -> str | None:
+        why = labels.problem(v) if v else None
+        if why is not None:
+            raise ValueError(f"namespace {v!r} is not a DNS-1123 label: {why}")
+        return v
+
+    @field_validator("watch_filter")
+    @classmethod
+    def _watch_filter(cls, v: str) -> str:
+        if len(v) > labels.MAX_LENGTH or not _LABEL_VALUE.fullmatch(v):
+            raise ValueError(
+                f"{v!r} is not a label value: at most 63 characters, alphanumerics, '-', '_' and '.',"
+                " starting and ending with an alphanumeric"
+            )
+        return v
+
+    def _check_scope(self) -> None:
+        given = [self.namespace is not None, bool(self.namespace_list), self.all_namespaces]
+        if sum(given) != 1:
+            raise ValueError("give exactly one of --namespace NS, --namespaces a,b or --all-namespaces")
+
     @model_validator(mode="after")
     def _lease(self) -> Self:
         if self.leader_elect and not self.lease_namespace:
@@ -67,6 +100,9 @@ class HubSettings(ProcessSettings):
 
     @property
     def watch_namespaces(self) -> tuple[str, ...]:
+        """The namespaces watched; empty: all of them."""
+        if self.namespace is not None:
+            return (self.namespace,) if self.namespace else ()
         return self.namespace_list
 
     @model_validator(mode="after")

@@ -14,7 +14,7 @@ import nacl.signing
 
 from common import bus
 from common import kube as ckube
-from hub import intake, sites
+from hub import cluster_api, intake, sites
 from hub import metrics as hub_metrics
 from hub import observations as hub_observations
 from hub.reconcile import rkcp
@@ -26,6 +26,9 @@ from protocol import streams, subjects
 class Settings:
     namespaces: tuple[str, ...] = ()
     """Namespaces watched for RKCPs, Clusters and CAPI Secrets; empty: all of them."""
+    watch_filter: str = ""
+    """Only RKCPs and Clusters labelled ``cluster.x-k8s.io/watch-filter=<this>`` are watched; empty:
+    all. The Sites and the CAPI Secrets are the hub's own and never filtered."""
     static_sites: frozenset[str] = frozenset()
     """Sites whose streams and consumers exist even before a Site object names them."""
     prefix: str = subjects.DEFAULT_PREFIX
@@ -41,10 +44,16 @@ class Settings:
     """Seconds between checks of each intent subject against the hub's record (a purge or an
     overwrite behind the hub's back); every RKCP is also reconciled at least this often."""
 
+    @property
+    def label_selector(self) -> str | None:
+        """The selector of the RKCP and Cluster watches (``--watch-filter``)."""
+        return f"{cluster_api.WATCH_FILTER_LABEL}={self.watch_filter}" if self.watch_filter else None
+
     @classmethod
     def of(cls, s: HubSettings) -> Settings:
         return cls(
             namespaces=s.watch_namespaces,
+            watch_filter=s.watch_filter,
             static_sites=frozenset(s.static_sites),
             prefix=s.prefix,
             replicas=s.stream_replicas,

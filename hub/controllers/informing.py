@@ -42,9 +42,17 @@ class Listener(Protocol):
 
 class Informers:
     def __init__(
-        self, *, namespaces: tuple[str, ...], site_sync: site_controller.SiteSync, listener: Listener
+        self,
+        *,
+        namespaces: tuple[str, ...],
+        label_selector: str | None = None,
+        site_sync: site_controller.SiteSync,
+        listener: Listener,
     ) -> None:
         self.scopes: list[str | None] = list(namespaces) or [None]
+        self.label_selector = label_selector
+        """``--watch-filter``: the RKCPs and Clusters watched are those it selects; an object that
+        loses the label leaves the cache as if deleted, and is left alone from then on."""
         self.rkcps = cache.ObjectCache()
         self.clusters = cache.ObjectCache()
         self.index = index.Index()
@@ -65,8 +73,9 @@ class Informers:
             scope = ns or "*"
             found.append((f"rkcp watch {scope}", functools.partial(self._inform_rkcps, kube, ns)))
             clusters = functools.partial(
-                informer.inform, kube, resources.CLUSTER, _Clusters(self), namespace=ns
-            )
+                informer.inform, kube, resources.CLUSTER, _Clusters(self), namespace=ns,
+                label_selector=self.label_selector,
+            )  # fmt: skip
             found.append((f"cluster watch {scope}", clusters))
         sites = functools.partial(
             informer.inform, kube, resources.SITE, _Sites(self), synced=self.sites_synced.set
@@ -81,8 +90,9 @@ class Informers:
                 self.rkcps_synced.set()
 
         await informer.inform(
-            kube, resources.REMOTE_KAMAJI_CONTROL_PLANE, _RKCPs(self), namespace=namespace, synced=listed
-        )
+            kube, resources.REMOTE_KAMAJI_CONTROL_PLANE, _RKCPs(self), namespace=namespace,
+            label_selector=self.label_selector, synced=listed,
+        )  # fmt: skip
 
 
 class _Sink:

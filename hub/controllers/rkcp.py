@@ -36,8 +36,9 @@ class Controller:
             settings, deps, objects=cache.ObjectCache(), control_planes=self.control_planes
         )
         self.informers = informing.Informers(
-            namespaces=settings.namespaces, site_sync=self.site_sync, listener=self
-        )
+            namespaces=settings.namespaces, label_selector=settings.label_selector,
+            site_sync=self.site_sync, listener=self,
+        )  # fmt: skip
         self.rkcps = self.informers.rkcps
         self.index = self.informers.index
         self.topology = Topology(settings, deps.conn, self.site_sync.objects)

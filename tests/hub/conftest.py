@@ -97,12 +97,16 @@ class World:
     tasks: dict[str, list[asyncio.Task[None]]] = field(default_factory=dict)
     controller: rkcp_controller.Controller | None = None
 
-    def start_hub(self, *, workers: int = 2) -> rkcp_controller.Controller:
+    def start_hub(
+        self, *, workers: int = 2, namespaces: tuple[str, ...] = (), watch_filter: str = ""
+    ) -> rkcp_controller.Controller:
         """The hub's controller, ingest and site poller; ``workers=0`` runs its watches and
-        ingest only, so a test decides when ``Reconciler.sync`` reconciles."""
+        ingest only, so a test decides when ``Reconciler.sync`` reconciles. ``namespaces`` and
+        ``watch_filter`` are the hub's --namespace(s) and --watch-filter."""
         settings = config.Settings(
-            static_sites=frozenset({SITE}), prefix=self.prefix, workers=workers, heartbeat_interval=0.3
-        )
+            static_sites=frozenset({SITE}), prefix=self.prefix, workers=workers, heartbeat_interval=0.3,
+            namespaces=namespaces, watch_filter=watch_filter,
+        )  # fmt: skip
         c, self.tasks["hub"] = hub_loops.start(
             settings, kube=self.mgmt, conn=self.conn, signer=self.signer, keyring=self.keyring,
             metrics=self.hub_metrics,
