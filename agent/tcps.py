@@ -30,11 +30,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from agent import propagation
 from common import objects
 from common.kube import resources
 from protocol import messages, names
 
-DOMAIN: Final = "kamaji-broker.io"
+DOMAIN: Final = propagation.DOMAIN
 MANAGED_BY: Final = f"{DOMAIN}/managed-by"
 MANAGED_BY_VALUE: Final = "kamaji-broker"
 SITE: Final = f"{DOMAIN}/site"
@@ -100,11 +101,16 @@ def deleting(obj: Mapping[str, Any]) -> bool:
     return bool(meta(obj).get("deletionTimestamp"))
 
 
-def metadata_for(intent: messages.Intent, *, seq: int) -> dict[str, Any]:
+def metadata_for(
+    intent: messages.Intent, *, seq: int, observed: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Our labels and annotations, after those the intent propagates (``agent.propagation``)."""
     owned = leaves(intent.spec)
+    labels, annotations = propagation.merged(intent.labels, intent.annotations, observed)
     return {
-        "labels": {MANAGED_BY: MANAGED_BY_VALUE, SITE: intent.site},
+        "labels": {**labels, MANAGED_BY: MANAGED_BY_VALUE, SITE: intent.site},
         "annotations": {
+            **annotations,
             OWNER_UID: intent.owner.uid,
             OWNER: f"{intent.owner.namespace}/{intent.owner.name}",
             CLUSTER: intent.owner.cluster,
@@ -140,7 +146,7 @@ def patch_for(
     if observed is not None:
         before = owned_fields(observed) or []
         _null_removed(spec, observed.get("spec") or {}, before, leaves(intent.spec))
-    return {"metadata": metadata_for(intent, seq=seq), "spec": spec}
+    return {"metadata": metadata_for(intent, seq=seq, observed=observed), "spec": spec}
 
 
 def leaves(spec: Mapping[str, Any]) -> list[Path]:

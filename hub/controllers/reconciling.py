@@ -183,6 +183,7 @@ class Reconciler:
             cluster=cluster,
             cluster_problem=problem,
             desired_spec=desired,
+            desired_metadata=mapping.tcp_metadata(r) if desired is not None else {},
             published=published,
             report=report,
             site=site_view,

@@ -382,14 +382,19 @@ async def test_a_wrong_field_path_is_caught_by_the_subset_check(site: ckube.Kube
 # Metadata and hosts -------------------------------------------------------------------------
 
 
-def test_tcp_metadata_propagates_labels_and_annotations_but_kubectls_last_applied() -> None:
+def test_tcp_metadata_propagates_labels_and_annotations_but_kubectls_last_applied_and_ours() -> None:
     r = api.RemoteKamajiControlPlane.parse(
         {
             "metadata": {
                 "name": "cp1",
                 "namespace": "default",
-                "labels": {"cluster.x-k8s.io/cluster-name": "cp1", "team": "a"},
-                "annotations": {mapping.LAST_APPLIED: '{"kind":"RemoteKamajiControlPlane"}', "note": "x"},
+                "labels": {"cluster.x-k8s.io/cluster-name": "cp1", "team": "a", "kamaji-broker.io/x": "y"},
+                "annotations": {
+                    mapping.LAST_APPLIED: '{"kind":"RemoteKamajiControlPlane"}',
+                    "note": "x",
+                    "kamaji-broker.io/owner-identity": "id",
+                    "a.kamaji-broker.io/z": "",
+                },
             },
             "spec": {"site": "site-a", "version": "v1.31.0"},
         }
