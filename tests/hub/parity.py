@@ -350,6 +350,83 @@ ROWS = [
         },
     ),
     Row(
+        "probes-of-the-deployment-and-each-component",
+        {
+            "deployment": {"probes": {"liveness": {"timeoutSeconds": 5, "failureThreshold": 6}}},
+            "apiServer": {"probes": {"startup": {"periodSeconds": 20, "failureThreshold": 30}}},
+            "controllerManager": {"probes": {"readiness": {"initialDelaySeconds": 3}}},
+            "scheduler": {"probes": {"liveness": {"successThreshold": 1}}},
+        },
+        {
+            "controlPlane": {
+                "deployment": {
+                    "probes": {
+                        "liveness": {"timeoutSeconds": 5, "failureThreshold": 6},
+                        "apiServer": {"startup": {"periodSeconds": 20, "failureThreshold": 30}},
+                        "controllerManager": {"readiness": {"initialDelaySeconds": 3}},
+                        "scheduler": {"liveness": {"successThreshold": 1}},
+                    }
+                }
+            }
+        },
+    ),
+    Row(
+        "probes-of-one-component-alone-are-sent-unlike-the-provider",
+        {"apiServer": {"probes": {"liveness": {"timeoutSeconds": 10}}}},
+        {"controlPlane": {"deployment": {"probes": {"apiServer": {"liveness": {"timeoutSeconds": 10}}}}}},
+    ),
+    Row(
+        "network-allocateLoadBalancerNodePorts",
+        {"network": {"serviceType": "LoadBalancer", "allocateLoadBalancerNodePorts": False}},
+        {
+            "controlPlane": {
+                "service": {"serviceType": "LoadBalancer", "allocateLoadBalancerNodePorts": False}
+            }
+        },
+    ),
+    Row(
+        "network-additionalServicePorts-to-service-additionalPorts",
+        {
+            "network": {
+                "additionalServicePorts": [
+                    {"name": "csr-signer", "port": 9443, "targetPort": "signer"},
+                    {
+                        "name": "metrics",
+                        "port": 9100,
+                        "targetPort": 9100,
+                        "protocol": "UDP",
+                        "appProtocol": "http",
+                    },
+                ]
+            }
+        },
+        {
+            "controlPlane": {
+                "service": {
+                    "additionalPorts": [
+                        {"name": "csr-signer", "port": 9443, "targetPort": "signer", "protocol": "TCP"},
+                        {
+                            "name": "metrics",
+                            "port": 9100,
+                            "targetPort": 9100,
+                            "protocol": "UDP",
+                            "appProtocol": "http",
+                        },
+                    ]
+                }
+            }
+        },
+    ),
+    Row(
+        "network-certSANs-hosts-wildcards-and-ips",
+        {"network": {"certSANs": ["cp1.example.com", "*.tenants.example.com", "203.0.113.7", "fd00::7"]}},
+        {
+            "networkProfile": {
+                "certSANs": ["cp1.example.com", "*.tenants.example.com", "203.0.113.7", "fd00::7"]
+            }
+        },
+    ),
+    Row(
         "empty-components-and-deployment-send-nothing",
         {"apiServer": {}, "kine": {}, "deployment": {"additionalMetadata": {}}, "dataStoreOverrides": []},
         {},
@@ -369,6 +446,7 @@ def _everything() -> Row:
                 "apiServer-extraArgs-for",
                 "addons-coreDNS-without",
                 "empty-",
+                "network-certSANs-",
             )
         ):
             continue  # a Gateway excludes an Ingress; the others replace a list another row sets
