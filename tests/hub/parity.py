@@ -60,6 +60,74 @@ def _component(image: str, arg: str) -> dict[str, Any]:
 
 ROWS = [
     Row(
+        "replicas-and-version",
+        {"replicas": 3, "version": "v1.32.1"},
+        {"controlPlane": {"deployment": {"replicas": 3}}, "kubernetes": {"version": "v1.32.1"}},
+    ),
+    Row(
+        "kubelet",
+        {"kubelet": {"cgroupfs": "cgroupfs", "preferredAddressTypes": ["InternalIP", "Hostname"]}},
+        {
+            "kubernetes": {
+                "kubelet": {"cgroupfs": "cgroupfs", "preferredAddressTypes": ["InternalIP", "Hostname"]}
+            }
+        },
+    ),
+    Row(
+        "admissionControllers",
+        {"admissionControllers": ["LimitRanger", "ResourceQuota"]},
+        {"kubernetes": {"admissionControllers": ["LimitRanger", "ResourceQuota"]}},
+    ),
+    Row(
+        "network-serviceType-serviceAddress-advertiseAddress-serviceLabels-serviceAnnotations",
+        {
+            "network": {
+                "serviceType": "NodePort",
+                "serviceAddress": "192.0.2.10",
+                "advertiseAddress": "192.0.2.11",
+                "serviceLabels": {"team": "a"},
+                "serviceAnnotations": {"example.com/lb": "internal"},
+            }
+        },
+        {
+            "controlPlane": {
+                "service": {
+                    "serviceType": "NodePort",
+                    "additionalMetadata": {
+                        "labels": {"team": "a"},
+                        "annotations": {"example.com/lb": "internal"},
+                    },
+                }
+            },
+            "networkProfile": {"address": "192.0.2.10", "advertiseAddress": "192.0.2.11"},
+        },
+    ),
+    Row(
+        "addons-kubeProxy-konnectivity",
+        {"addons": {"kubeProxy": {}, "konnectivity": {"server": {"port": 8132}}}},
+        {"addons": {"kubeProxy": {}, "konnectivity": {"server": {"port": 8132}}}},
+    ),
+    Row(
+        "cluster-network-apiServerPort-dual-stack-cidrs-serviceDomain",
+        {},
+        {
+            "networkProfile": {
+                "port": 6444,
+                "serviceCidr": "10.96.0.0/16",
+                "serviceCidrs": ["10.96.0.0/16", "fd00:10:96::/112"],
+                "podCidr": "10.244.0.0/16",
+                "podCidrs": ["10.244.0.0/16", "fd00:10:244::/56"],
+                "clusterDomain": "tenant.local",
+            }
+        },
+        {
+            "apiServerPort": 6444,
+            "services": {"cidrBlocks": ["10.96.0.0/16", "fd00:10:96::/112"]},
+            "pods": {"cidrBlocks": ["10.244.0.0/16", "fd00:10:244::/56"]},
+            "serviceDomain": "tenant.local",
+        },
+    ),
+    Row(
         "registry",
         {"registry": "registry.example.com/k8s"},
         {"controlPlane": {"deployment": {"registrySettings": {"registry": "registry.example.com/k8s"}}}},
@@ -447,6 +515,7 @@ def _everything() -> Row:
                 "addons-coreDNS-without",
                 "empty-",
                 "network-certSANs-",
+                "cluster-network-",
             )
         ):
             continue  # a Gateway excludes an Ingress; the others replace a list another row sets
