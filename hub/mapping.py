@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from hub import api, apimachinery, cluster_api, mapping_deployment, mapping_network
+from protocol import messages
 from protocol.coordinates import Coordinates
 
 
@@ -143,3 +144,16 @@ def tcp_metadata(rkcp: api.RemoteKamajiControlPlane) -> dict[str, dict[str, str]
         "labels": {k: v for k, v in meta.labels.items() if _propagated(k)},
         "annotations": {k: v for k, v in meta.annotations.items() if _propagated(k)},
     }
+
+
+def metadata_problem(metadata: dict[str, dict[str, str]]) -> str:
+    """Why ``tcp_metadata``'s result cannot travel in an intent ("" when it can): Kubernetes
+    bounds each key and value already, the intent bounds how many (the agent's first defense)."""
+    for kind in ("labels", "annotations"):
+        count = len(metadata.get(kind) or {})
+        if count > messages.MAX_METADATA:
+            return (
+                f"metadata.{kind}: {count} entries, more than the {messages.MAX_METADATA} "
+                "kamaji-broker carries to the TenantControlPlane"
+            )
+    return ""

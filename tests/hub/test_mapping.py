@@ -17,6 +17,7 @@ import pytest
 from common import kube as ckube
 from common.kube import resources
 from hub import api, cluster_api, mapping
+from protocol import messages
 from sandbox import kubeapi
 from tests import helpers
 from tests.hub import parity
@@ -421,3 +422,12 @@ def test_an_ingress_host_becomes_a_san_without_its_port(hostname: str, san: str)
     spec = mapping.tcp_spec(rkcp(network={"ingress": {"hostname": hostname}}), None)
     assert spec["networkProfile"]["certSANs"] == [san]
     assert spec["controlPlane"]["ingress"]["hostname"] == hostname
+
+
+def test_metadata_beyond_what_an_intent_carries_is_a_problem_naming_the_field() -> None:
+    many = {f"k{i}": "v" for i in range(messages.MAX_METADATA + 1)}
+    assert mapping.metadata_problem({"labels": {}, "annotations": {}}) == ""
+    assert mapping.metadata_problem({"labels": many, "annotations": {}}).startswith(
+        f"metadata.labels: {messages.MAX_METADATA + 1} entries"
+    )
+    assert "metadata.annotations" in mapping.metadata_problem({"labels": {}, "annotations": many})
