@@ -6,11 +6,13 @@ so both survive agent restarts.
 
 Field ownership (issue 11 §5). The spec fields we own are the leaves of the intent's spec: a
 scalar, a list (lists are atomic: replaced whole, as SSA treats a list without a list-type) or
-an empty map (owned as "present"; whatever Kamaji defaults inside it is not ours). Two more
+an empty map (owned as "present"; whatever Kamaji defaults inside it is not ours). Inside a
+list of maps, we compare item by item only the fields we set (``agent.fieldpaths``), so a
+default the CRD writes into an item (a container port's protocol) is not drift. Two more
 annotations record them, like kubectl's last-applied-configuration but without the values:
 
-- ``applied-fields``: the JSON list of the owned leaf paths (each a list of keys: keys may hold
-  dots and slashes, service labels do);
+- ``applied-fields``: the JSON list of the compared paths (each a list of keys: keys may hold
+  dots and slashes, service labels do; an integer is an index into a list of maps);
 - ``applied-hash``: a SHA-256 of the values we applied at those paths.
 
 With them, ``patch_for`` nulls the fields we applied before and no longer want (a certSAN or a
@@ -24,17 +26,17 @@ record lives in annotations a site admin could edit (then the next apply writes 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from agent import fieldpaths, propagation
 from common import objects
 from common.kube import resources
 from protocol import messages, names
 
-DOMAIN: Final = "kamaji-broker.io"
+DOMAIN: Final = propagation.DOMAIN
 MANAGED_BY: Final = f"{DOMAIN}/managed-by"
 MANAGED_BY_VALUE: Final = "kamaji-broker"
 SITE: Final = f"{DOMAIN}/site"
@@ -47,8 +49,8 @@ KUBECONFIG_KEY: Final = f"{DOMAIN}/kubeconfig-key"
 APPLIED_FIELDS: Final = f"{DOMAIN}/applied-fields"
 APPLIED_HASH: Final = f"{DOMAIN}/applied-hash"
 
-Path = tuple[str, ...]
-"""Keys from ``spec`` down to one owned field."""
+Path = fieldpaths.Path
+Owned = fieldpaths.Owned
 
 TCP = resources.TENANT_CONTROL_PLANE
 
@@ -100,18 +102,23 @@ def deleting(obj: Mapping[str, Any]) -> bool:
     return bool(meta(obj).get("deletionTimestamp"))
 
 
-def metadata_for(intent: messages.Intent, *, seq: int) -> dict[str, Any]:
+def metadata_for(
+    intent: messages.Intent, *, seq: int, observed: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Our labels and annotations, after those the intent propagates (``agent.propagation``)."""
     owned = leaves(intent.spec)
+    labels, annotations = propagation.merged(intent.labels, intent.annotations, observed)
     return {
-        "labels": {MANAGED_BY: MANAGED_BY_VALUE, SITE: intent.site},
+        "labels": {**labels, MANAGED_BY: MANAGED_BY_VALUE, SITE: intent.site},
         "annotations": {
+            **annotations,
             OWNER_UID: intent.owner.uid,
             OWNER: f"{intent.owner.namespace}/{intent.owner.name}",
             CLUSTER: intent.owner.cluster,
             GENERATION: str(intent.generation),
             INTENT_SEQ: str(seq),
             KUBECONFIG_KEY: intent.kubeconfig_key,
-            APPLIED_FIELDS: _encode_paths(owned),
+            APPLIED_FIELDS: fieldpaths.encode(owned),
             APPLIED_HASH: fingerprint(intent.spec, owned),
         },
     }
@@ -138,72 +145,18 @@ def patch_for(
     """
     spec: dict[str, Any] = json.loads(json.dumps(intent.spec))
     if observed is not None:
-        before = owned_fields(observed) or []
-        _null_removed(spec, observed.get("spec") or {}, before, leaves(intent.spec))
-    return {"metadata": metadata_for(intent, seq=seq), "spec": spec}
+        before = fieldpaths.owned(owned_fields(observed) or [])
+        _null_removed(spec, observed.get("spec") or {}, before, fieldpaths.owned(leaves(intent.spec)))
+    return {"metadata": metadata_for(intent, seq=seq, observed=observed), "spec": spec}
 
 
-def leaves(spec: Mapping[str, Any]) -> list[Path]:
-    """The paths of the fields ``spec`` sets: scalars, lists and empty maps, sorted."""
-    out: list[Path] = []
-
-    def walk(node: Mapping[str, Any], path: Path) -> None:
-        for key, value in node.items():
-            here = (*path, str(key))
-            if value is None:
-                continue  # null is no value: a merge patch removes it, an API server prunes it
-            if isinstance(value, Mapping) and value:
-                walk(value, here)
-            else:
-                out.append(here)
-
-    walk(spec, ())
-    return sorted(out)
-
-
-_ABSENT: Final = {"$absent": True}
-
-
-def _at(spec: Any, path: Path) -> Any:
-    """The value at ``path`` as ownership sees it: ``_ABSENT`` when missing or null, ``{}`` for
-    any map (we own an empty map's presence, not what others put inside it)."""
-    node = spec
-    for key in path:
-        if not isinstance(node, Mapping) or node.get(key) is None:
-            return _ABSENT
-        node = node[key]
-    if isinstance(node, Mapping):
-        return {}
-    if isinstance(node, float) and node.is_integer():
-        return int(node)  # JSON has one number type: 2.0 from one writer is 2 from another
-    return node
-
-
-def fingerprint(spec: Mapping[str, Any], paths: Iterable[Path]) -> str:
-    """SHA-256 of the values of ``spec`` at ``paths`` (canonical JSON; never the values themselves)."""
-    projected = [[list(p), _at(spec, p)] for p in sorted(paths)]
-    text = json.dumps(projected, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _encode_paths(paths: Sequence[Path]) -> str:
-    return json.dumps([list(p) for p in paths], separators=(",", ":"), ensure_ascii=False)
+leaves = fieldpaths.leaves
+fingerprint = fieldpaths.fingerprint
 
 
 def owned_fields(obj: Mapping[str, Any]) -> list[Path] | None:
     """The paths ``applied-fields`` records; None when absent or unreadable (an older agent's TCP)."""
-    raw = (meta(obj).get("annotations") or {}).get(APPLIED_FIELDS)
-    if not isinstance(raw, str):
-        return None
-    try:
-        decoded = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(decoded, list) or not all(
-        isinstance(p, list) and p and all(isinstance(k, str) for k in p) for p in decoded
-    ):
-        return None
-    return [tuple(p) for p in decoded]
+    return fieldpaths.decode((meta(obj).get("annotations") or {}).get(APPLIED_FIELDS))
 
 
 def drifted(obj: Mapping[str, Any]) -> bool:
@@ -228,26 +181,30 @@ def drift(spec: Mapping[str, Any], observed: Mapping[str, Any]) -> list[str]:
     """
     have = observed.get("spec") or {}
     wanted = leaves(spec)
-    out = {".".join(p) for p in wanted if _at(have, p) != _at(spec, p)}
-    for path in _removed(owned_fields(observed) or [], wanted):
-        if _at(have, path) is not _ABSENT:
-            out.add(".".join(path))
+    out = {_dotted(p) for p in fieldpaths.differing(spec, have, wanted)}
+    for path in _removed(fieldpaths.owned(owned_fields(observed) or []), fieldpaths.owned(wanted)):
+        if fieldpaths.value_at(have, path) is not fieldpaths.ABSENT:
+            out.add(_dotted(path))
     return sorted(out)
 
 
-def _removed(before: Iterable[Path], wanted: Sequence[Path]) -> list[Path]:
+def _dotted(path: Path) -> str:
+    return ".".join(f"[{k}]" if isinstance(k, int) else k for k in path).replace(".[", "[")
+
+
+def _removed(before: Iterable[Owned], wanted: Sequence[Owned]) -> list[Owned]:
     """Paths owned before and wanted no more: neither wanted, nor inside or above a wanted field
     (a wanted ancestor replaces the old field anyway; a wanted descendant keeps its map)."""
     now = set(wanted)
 
-    def covered(p: Path) -> bool:
+    def covered(p: Owned) -> bool:
         return any(p[: len(w)] == w or w[: len(p)] == p for w in now)
 
     return [p for p in before if p not in now and not covered(p)]
 
 
 def _null_removed(
-    patch: dict[str, Any], have: Mapping[str, Any], before: Sequence[Path], wanted: Sequence[Path]
+    patch: dict[str, Any], have: Mapping[str, Any], before: Sequence[Owned], wanted: Sequence[Owned]
 ) -> None:
     """Put into ``patch`` (the desired spec) the nulls that remove fields we no longer want.
 
@@ -257,15 +214,17 @@ def _null_removed(
     """
     owned = set(before)
     for path in _removed(before, wanted):
-        if _at(have, path) is _ABSENT or _nulled(patch, path):
+        if fieldpaths.value_at(have, path) is fieldpaths.ABSENT or _nulled(patch, path):
             continue  # not there, or a map above it goes already
         cut = path
         for depth in range(1, len(path)):
             top = path[:depth]
-            if _at(patch, top) is not _ABSENT:
+            if fieldpaths.value_at(patch, top) is not fieldpaths.ABSENT:
                 continue  # still wanted: only what is inside it may go
             subtree = objects.dig(have, *top)
-            if isinstance(subtree, Mapping) and all(_ours((*top, *leaf), owned) for leaf in leaves(subtree)):
+            if isinstance(subtree, Mapping) and all(
+                _ours((*top, *leaf), owned) for leaf in fieldpaths.owned(leaves(subtree))
+            ):
                 cut = top
                 break
         node = patch
@@ -277,12 +236,12 @@ def _null_removed(
         node[cut[-1]] = None
 
 
-def _ours(path: Path, owned: set[Path]) -> bool:
+def _ours(path: Owned, owned: set[Owned]) -> bool:
     """Whether we owned ``path``: it, or a map above it (an empty map we set, filled by Kamaji)."""
     return any(path[:depth] in owned for depth in range(1, len(path) + 1))
 
 
-def _nulled(patch: Mapping[str, Any], path: Path) -> bool:
+def _nulled(patch: Mapping[str, Any], path: Owned) -> bool:
     """Whether ``patch`` already removes a map above ``path``."""
     node: Any = patch
     for key in path[:-1]:

@@ -84,6 +84,28 @@ class Kubelet(apimachinery.FreeForm):
     """The kubelets' cgroup driver."""
 
 
+Count = Annotated[apimachinery.Int32, pydantic.Field(ge=0)]
+
+
+class Probe(apimachinery.Model):
+    """Timings of one probe of the control-plane containers (Kamaji's ``ProbeSpec``)."""
+
+    initial_delay_seconds: Count | None = None
+    timeout_seconds: Annotated[apimachinery.Int32, pydantic.Field(ge=1)] | None = None
+    period_seconds: Annotated[apimachinery.Int32, pydantic.Field(ge=1)] | None = None
+    success_threshold: Annotated[apimachinery.Int32, pydantic.Field(ge=1)] | None = None
+    failure_threshold: Annotated[apimachinery.Int32, pydantic.Field(ge=1)] | None = None
+
+
+class ProbeSet(apimachinery.Model):
+    """Liveness, readiness and startup probe timings (Kamaji's ``ProbeSet``): relaxed for a
+    resource-constrained site, typically."""
+
+    liveness: Probe | None = None
+    readiness: Probe | None = None
+    startup: Probe | None = None
+
+
 class Kine(apimachinery.Model):
     """The kine container (only when the site's Kamaji stores in a kine-backed DataStore)."""
 
@@ -100,6 +122,8 @@ class Component(Kine):
     """Volume mounts added to the container (VolumeMounts of ``deployment.extraVolumes``)."""
     container_image_name: Annotated[str, pydantic.Field(min_length=1)] | None = None
     """Image name under ``registry`` instead of the default (``kube-apiserver``, ...)."""
+    probes: ProbeSet | None = None
+    """Probe timings of this container, over ``deployment.probes``."""
 
 
 class DataStoreOverride(apimachinery.Model):
@@ -145,3 +169,5 @@ class Deployment(apimachinery.Model):
     """Containers added to the pods."""
     extra_volumes: Objects | None = None
     """Volumes added to the pods (mounted through a component's ``extraVolumeMounts``)."""
+    probes: ProbeSet | None = None
+    """Probe timings of every control-plane container (a component's ``probes`` win)."""

@@ -10,6 +10,8 @@ gateway. Pure: talks to nothing.
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from typing import Annotated, Final, Literal
 
 import pydantic
@@ -36,6 +38,10 @@ NETWORK_RULES: Final[list[pydantic.JsonValue]] = [
         "loadBalancerClass is supported only with the LoadBalancer service type",
     ),
     apimachinery.rule(
+        "!has(self.allocateLoadBalancerNodePorts) || self.serviceType == 'LoadBalancer'",
+        "allocateLoadBalancerNodePorts is supported only with the LoadBalancer service type",
+    ),
+    apimachinery.rule(
         "self.serviceType != 'LoadBalancer' || oldSelf.serviceType != 'LoadBalancer'"
         " || (has(self.loadBalancerConfig) && has(self.loadBalancerConfig.loadBalancerClass))"
         " == (has(oldSelf.loadBalancerConfig) && has(oldSelf.loadBalancerConfig.loadBalancerClass))",
@@ -46,6 +52,56 @@ NETWORK_RULES: Final[list[pydantic.JsonValue]] = [
         "!(has(self.ingress) && has(self.gateway))", "ingress and gateway are mutually exclusive"
     ),
 ]
+
+
+# A certificate SAN is a DNS name (a leading "*." allowed) or an IP address. The API server
+# checks the pattern; the model says which entry and why (a host:port, which Kamaji would put
+# into the certificate as it is: clastix/kamaji#679, refused by the provider too).
+_DNS: Final = r"(\*\.)?[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*"
+_IPV6: Final = r"[0-9A-Fa-f.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*"
+SAN_PATTERN: Final = f"^({_DNS}|{_IPV6})$"
+_SAN: Final = re.compile(_DNS)
+CertSAN = Annotated[str, pydantic.Field(json_schema_extra={"pattern": SAN_PATTERN, "maxLength": 253})]
+
+
+def _host_port(entry: str) -> bool:
+    """Whether Go's ``net.SplitHostPort`` takes ``entry`` apart (the provider's test)."""
+    if entry.startswith("["):
+        _, sep, rest = entry[1:].partition("]")
+        return bool(sep) and rest.startswith(":") and ":" not in rest[1:]
+    return entry.count(":") == 1
+
+
+def san_problem(entry: str) -> str | None:
+    """Why ``entry`` cannot be a certificate SAN, or None."""
+    try:
+        ipaddress.ip_address(entry)
+        return None
+    except ValueError:
+        pass
+    if _host_port(entry):
+        return "is a host:port: a SAN is a host name or an IP address, without a port"
+    if len(entry) > 253 or not _SAN.fullmatch(entry):
+        return "is neither an IP address nor a DNS name (letters, digits, '-' and '.', maybe after '*.')"
+    return None
+
+
+class AdditionalPort(apimachinery.Model):
+    """One more port on the TCP's Service (Kamaji ``controlPlane.service.additionalPorts``):
+    a sidecar of the API server (a CSR signer, ...) reached through the same Service."""
+
+    name: Annotated[
+        str, pydantic.Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    ]
+    """A DNS label, unique, neither ``kube-apiserver`` nor ``konnectivity-server`` (Kamaji's)."""
+    port: Annotated[apimachinery.Int32, pydantic.Field(ge=1, le=65535)]
+    """The Service's port."""
+    target_port: Annotated[int | str, pydantic.Field(json_schema_extra={"x-kubernetes-int-or-string": True})]
+    """The pods' port: a number or a container port's name."""
+    protocol: Literal["TCP", "UDP", "SCTP"] | None = None
+    """The IP protocol; unset: TCP (written out to the TCP, as Kamaji's CRD would default it)."""
+    app_protocol: str | None = None
+    """Application protocol hint of the port."""
 
 
 class Ingress(apimachinery.Model):
@@ -105,8 +161,12 @@ class Network(apimachinery.Model):
     """Address of the Service (a LoadBalancer IP to request, or the address in front of it)."""
     advertise_address: str | None = None
     """IP the API server advertises to the tenant's members (Kamaji ``networkProfile.advertiseAddress``)."""
-    cert_sans: list[str] = pydantic.Field(default_factory=list, alias="certSANs")
-    """Extra Subject Alternative Names for the API server certificate."""
+    cert_sans: list[CertSAN] = pydantic.Field(default_factory=list, alias="certSANs")
+    """Extra Subject Alternative Names for the API server certificate: host names or IPs."""
+    allocate_load_balancer_node_ports: bool | None = None
+    """Whether the LoadBalancer Service also gets node ports; unset: Kubernetes' default (yes)."""
+    additional_service_ports: list[AdditionalPort] | None = None
+    """More ports on the TCP's Service, for sidecars of the API server."""
     service_labels: dict[str, str] = pydantic.Field(default_factory=dict)
     """Labels added to the TCP's Service."""
     service_annotations: dict[str, str] = pydantic.Field(default_factory=dict)
@@ -123,3 +183,11 @@ class Network(apimachinery.Model):
     )
     """IPs of the tenant's DNS Service; unset: Kamaji derives it from the service CIDR.
     ``addons.coreDNS.dnsServiceIPs`` wins when the CoreDNS addon is set."""
+
+    @pydantic.field_validator("cert_sans")
+    @classmethod
+    def _hosts_or_ips(cls, sans: list[str]) -> list[str]:
+        for index, entry in enumerate(sans):
+            if (why := san_problem(entry)) is not None:
+                raise ValueError(f"network.certSANs[{index}] {entry!r} {why}")
+        return sans

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from hub import api, apimachinery, cluster_api, mapping_deployment, mapping_network
+from protocol import messages
 from protocol.coordinates import Coordinates
 
 
@@ -123,15 +124,36 @@ def _addons(addons: api.Addons) -> dict[str, Any]:
 # The annotation kubectl apply keeps the whole last applied object in: the provider does not
 # copy it to the TCP (it describes the RKCP, and can be large).
 LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+# Keys of our own domain on the RKCP are the hub's record (an owner identity, ...), not the
+# user's metadata; at the site the same domain is the agent's, which refuses an intent naming it.
+OWN_DOMAIN: Final = "kamaji-broker.io"
 
 
-# TODO(issue 13 §1): carry these in the provision intent and have the agent apply them beside its
-# own labels and annotations (and remove those no longer wanted); only the mapping exists yet.
+def _propagated(key: str) -> bool:
+    prefix = key.rpartition("/")[0]
+    return key != LAST_APPLIED and prefix != OWN_DOMAIN and not prefix.endswith(f".{OWN_DOMAIN}")
+
+
 def tcp_metadata(rkcp: api.RemoteKamajiControlPlane) -> dict[str, dict[str, str]]:
     """Labels and annotations of the TCP, as the provider propagates them from its control plane:
-    all the labels, all the annotations but kubectl's last-applied configuration."""
+    all the labels, all the annotations but kubectl's last-applied configuration; never a key of
+    the ``kamaji-broker.io`` domain. The intent carries them; the agent merges them with what
+    others set on the TCP (``agent.propagation``)."""
     meta = rkcp.metadata
     return {
-        "labels": dict(meta.labels),
-        "annotations": {k: v for k, v in meta.annotations.items() if k != LAST_APPLIED},
+        "labels": {k: v for k, v in meta.labels.items() if _propagated(k)},
+        "annotations": {k: v for k, v in meta.annotations.items() if _propagated(k)},
     }
+
+
+def metadata_problem(metadata: dict[str, dict[str, str]]) -> str:
+    """Why ``tcp_metadata``'s result cannot travel in an intent ("" when it can): Kubernetes
+    bounds each key and value already, the intent bounds how many (the agent's first defense)."""
+    for kind in ("labels", "annotations"):
+        count = len(metadata.get(kind) or {})
+        if count > messages.MAX_METADATA:
+            return (
+                f"metadata.{kind}: {count} entries, more than the {messages.MAX_METADATA} "
+                "kamaji-broker carries to the TenantControlPlane"
+            )
+    return ""

@@ -78,6 +78,23 @@ def _components(spec: api.Spec, deployment: dict[str, Any]) -> None:
     _set(deployment, "extraArgs", args)
     _set(deployment, "resources", resources)
     _set(deployment, "additionalVolumeMounts", mounts)
+    _set(deployment, "probes", _probes(spec))
+
+
+def _probes(spec: api.Spec) -> dict[str, Any]:
+    """``probes``: ``deployment.probes`` for every container, each component's over them.
+
+    Each one that is set goes; the provider sends none unless the deployment's and all three
+    components' are set, which drops a lone ``apiServer.probes`` silently: we do not copy that.
+    """
+    out: dict[str, Any] = {}
+    if spec.deployment is not None and spec.deployment.probes is not None:
+        out.update(spec.deployment.probes.to_dict())
+    for key, attribute in COMPONENTS:
+        component: api.Component | None = getattr(spec, attribute)
+        if component is not None and component.probes is not None:
+            _set(out, key, component.probes.to_dict())
+    return {k: v for k, v in out.items() if v}
 
 
 CONTAINER_LISTS: Final = frozenset({"additionalInitContainers", "additionalContainers"})

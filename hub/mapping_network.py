@@ -46,6 +46,12 @@ def service(network: api.Network) -> dict[str, Any]:
     metadata = _metadata(network.service_labels, network.service_annotations)
     if metadata:
         out["additionalMetadata"] = metadata
+    if network.allocate_load_balancer_node_ports is not None:
+        out["allocateLoadBalancerNodePorts"] = network.allocate_load_balancer_node_ports
+    if network.additional_service_ports:
+        out["additionalPorts"] = [
+            {"protocol": "TCP", **p.to_dict()} for p in network.additional_service_ports
+        ]
     return out
 
 

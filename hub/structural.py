@@ -72,6 +72,9 @@ def _drop_null(node: Schema, path: str) -> Schema:
     options = node.get("anyOf")
     if options is None:
         return node
+    if node.get("x-kubernetes-int-or-string"):
+        # ``int | str`` marked as Kubernetes' IntOrString: the marker is its whole schema.
+        return {k: v for k, v in node.items() if k != "anyOf"}
     rest = [o for o in options if o != {"type": "null"}]
     if len(rest) != 1:
         raise SchemaError(f"{path}: unions are not structural (anyOf {options!r})")
@@ -113,7 +116,9 @@ def _convert(node: Schema, defs: Mapping[str, Schema], path: str) -> Schema:
     unexpected = set(node) - ALLOWED
     if unexpected:
         raise SchemaError(f"{path}: keywords a structural schema cannot carry: {sorted(unexpected)}")
-    if "type" not in node and not node.get("x-kubernetes-preserve-unknown-fields"):
+    if "type" not in node and not (
+        node.get("x-kubernetes-preserve-unknown-fields") or node.get("x-kubernetes-int-or-string")
+    ):
         raise SchemaError(f"{path}: every node of a structural schema needs a type")
     if "properties" in node and "additionalProperties" in node:
         raise SchemaError(f"{path}: properties and additionalProperties are mutually exclusive")

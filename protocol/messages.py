@@ -49,6 +49,16 @@ the site has not applied yet, so more than a handful means something else is wro
 Replaced = Annotated[
     tuple[Annotated[str, msgspec.Meta(max_length=128)], ...], msgspec.Meta(max_length=MAX_REPLACED)
 ]
+MAX_METADATA: Final = 256
+"""Labels (or annotations) an intent may carry: Kubernetes sets no count, a bound keeps a
+hostile message small; the agent checks the keys and values as Kubernetes does."""
+_Key = Annotated[str, msgspec.Meta(max_length=317)]  # a qualified name: 253 (prefix) + "/" + 63
+Labels = Annotated[
+    dict[_Key, Annotated[str, msgspec.Meta(max_length=63)]], msgspec.Meta(max_length=MAX_METADATA)
+]
+Annotations = Annotated[
+    dict[_Key, Annotated[str, msgspec.Meta(max_length=256 * 1024)]], msgspec.Meta(max_length=MAX_METADATA)
+]
 
 
 def utcnow() -> dt.datetime:
@@ -91,6 +101,12 @@ class Intent(_Message, kw_only=True, frozen=True):
     applied it (added in 0.3; absent from older intents, which decode as empty). The agent may
     delete a TCP owned by one of them to apply this intent, and only by one of them: the hub
     signs the list, so nobody else can authorize deleting another owner's TCP."""
+    labels: Labels = msgspec.field(default_factory=dict)
+    """Labels the TCP carries beside the agent's own (the RKCP's, as the Kamaji provider
+    propagates them; added with issue 13, absent from older intents, which decode as empty)."""
+    annotations: Annotations = msgspec.field(default_factory=dict)
+    """Annotations the TCP carries beside the agent's own (the RKCP's but kubectl's
+    last-applied configuration; added with issue 13, absent from older intents)."""
     key_id: str = ""
     signature: str = ""
 

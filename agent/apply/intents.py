@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent import tcps
+from agent import propagation, tcps
 from agent.apply import intake
 from agent.apply.outcomes import Result, Settle
 from common import backoff
@@ -124,6 +124,16 @@ def decide(
 
 
 def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, Any] | None) -> Decision:
+    if (why := propagation.problem(intent.labels, intent.annotations)) is not None:
+        # Before anything else: the TCP is left as it is, whoever owns it.
+        return Decision(
+            Result.REJECTED,
+            report=Report(
+                "Rejected",
+                "InvalidMetadata",
+                f"intent for TenantControlPlane {intent.namespace}/{intent.name}: {why}",
+            ),
+        )
     if observed is None:
         return Decision(Result.APPLIED, action=Create(tcps.desired(intent, seq=seq)))
     ours = tcps.applied(observed, site=intent.site)
@@ -149,7 +159,11 @@ def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, 
     if tcps.deleting(observed):
         # Being deleted (Kamaji's finalizers): wait until it is gone, then create it anew.
         return Decision(Result.RETRY, settle=Settle.NAK, delay=2.0)
-    if ours.intent_seq == seq and not tcps.drift(intent.spec, observed):
+    if (
+        ours.intent_seq == seq
+        and not tcps.drift(intent.spec, observed)
+        and not propagation.differs(intent.labels, intent.annotations, observed)
+    ):
         return Decision(Result.UNCHANGED)
     return Decision(Result.APPLIED, action=Patch(tcps.patch_for(intent, seq=seq, observed=observed)))
 

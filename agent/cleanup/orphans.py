@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from agent import tcps
+from agent import propagation, tcps
 from common import objects
 from common.kube import events
 from protocol import messages
@@ -198,9 +198,11 @@ def _reapply(tcp: Mapping[str, Any], latest: Latest, ours: tcps.Applied) -> Reap
         # the subject's latest unless the stream was recreated, and then it is not ours to judge.
         return None
     fields = tcps.drift(intent.spec, tcp)
-    if not fields and not tcps.drifted(tcp) and tcps.owned_fields(tcp) is not None:
+    relabel = propagation.differs(intent.labels, intent.annotations, tcp)
+    if not fields and not relabel and not tcps.drifted(tcp) and tcps.owned_fields(tcp) is not None:
         # Also patched: a record of what we applied that was edited, or that an older agent
-        # never wrote (without it, a field removed from the RKCP later could not be removed).
+        # never wrote (without it, a field removed from the RKCP later could not be removed);
+        # and a propagated label or annotation changed or removed at the site.
         return None
     patch = tcps.patch_for(intent, seq=latest.seq, observed=tcp)
     version = str(tcps.meta(tcp).get("resourceVersion") or "")

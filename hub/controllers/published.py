@@ -113,7 +113,7 @@ class PublishedIntents:
             op=rkcp.Op(i.op),
             generation=i.generation,
             owner_uid=i.owner.uid,
-            spec_digest=rkcp.spec_digest(i.spec),
+            spec_digest=rkcp.spec_digest(i.spec, {"labels": i.labels, "annotations": i.annotations}),
             kubeconfig_key=i.kubeconfig_key,
             key_id=i.key_id,
             signed=signed,
@@ -126,7 +126,7 @@ class PublishedIntents:
         reads the stream). A ``BusError`` drops the entry too (the publish may have landed)."""
         coords = mapping.coordinates(r)
         body = messages.encode(signing.sign(_intent(action, r, o), self.deps.signer))
-        digest = rkcp.spec_digest(action.spec)
+        digest = rkcp.spec_digest(action.spec, action.metadata)
         try:
             ack = await bus.publish(
                 self.deps.conn,
@@ -205,4 +205,6 @@ def _intent(action: rkcp.Publish, r: api.RemoteKamajiControlPlane, o: rkcp.Obser
         spec=action.spec,
         kubeconfig_key=r.spec.kubeconfig_secret_key,
         replaces=action.replaces,
+        labels=dict(action.metadata.get("labels") or {}),
+        annotations=dict(action.metadata.get("annotations") or {}),
     )

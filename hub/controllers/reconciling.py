@@ -164,6 +164,7 @@ class Reconciler:
         except mapping.InvalidCoordinates as exc:
             problem = problem or str(exc)
             coords = Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
+        problem = problem or mapping.metadata_problem(mapping.tcp_metadata(r))
         desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
         report = await self._report(coords)
         published = await self.published.get(coords, report.status)
@@ -183,6 +184,7 @@ class Reconciler:
             cluster=cluster,
             cluster_problem=problem,
             desired_spec=desired,
+            desired_metadata=mapping.tcp_metadata(r) if desired is not None else {},
             published=published,
             report=report,
             site=site_view,

@@ -78,6 +78,8 @@ class Observed:
     signing_key_id: str = ""
     """The key id the hub signs with now ("": not compared)."""
     now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    desired_metadata: dict[str, dict[str, str]] = field(default_factory=dict)
+    """The TCP's propagated ``labels`` and ``annotations`` (``hub.mapping.tcp_metadata``)."""
     topology_ready: bool = True
     """The hub ensured the site's stream and consumer in this process (False: plan it first)."""
 

@@ -8,7 +8,7 @@ secret material: ``WriteSecrets`` names the box by checksum, the shell fetches a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 
@@ -36,6 +36,8 @@ class Publish:
     """Fencing: the subject's sequence we based the decision on (0: no message yet)."""
     replaces: tuple[str, ...] = ()
     """Earlier owners whose TCP the site may delete to apply this intent (``replaced_owners``)."""
+    metadata: dict[str, dict[str, str]] = field(default_factory=dict)
+    """``labels`` and ``annotations`` the TCP carries beside the agent's own (provision only)."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,9 +57,16 @@ class Published:
         return cls(seq=seq, op=Op.UNDECODABLE, generation=0, owner_uid="", spec_digest="")
 
 
-def spec_digest(spec: dict[str, Any] | None) -> str:
-    """SHA-256 of the spec's canonical JSON (sorted keys): equal specs, equal digests."""
-    return hashlib.sha256(msgspec.json.encode(spec, order="sorted")).hexdigest()
+def spec_digest(spec: dict[str, Any] | None, metadata: Mapping[str, Mapping[str, str]] | None = None) -> str:
+    """SHA-256 of the spec's canonical JSON (sorted keys): equal specs, equal digests.
+
+    With the propagated labels and annotations when there are any (a label added to the RKCP
+    changes no generation, yet must reach the TCP); without any, the digest is the spec's
+    alone, as before they were carried, so an upgraded hub publishes nothing new for them.
+    """
+    wanted = {k: dict(v) for k, v in (metadata or {}).items() if v}
+    document: Any = {"spec": spec, "metadata": wanted} if wanted else spec
+    return hashlib.sha256(msgspec.json.encode(document, order="sorted")).hexdigest()
 
 
 def recheck_published(
@@ -170,7 +178,7 @@ def wants_intent(o: Observed, status: messages.Status | None) -> bool:
         p is None
         or p.op != Op.PROVISION
         or p.owner_uid != r.metadata.uid
-        or p.spec_digest != spec_digest(o.desired_spec)
+        or p.spec_digest != spec_digest(o.desired_spec, o.desired_metadata)
         or p.kubeconfig_key != r.spec.kubeconfig_secret_key
         or signed_by_another_key(o)
         or bool(displaced(o, status))
@@ -205,7 +213,11 @@ def provision(o: Observed, status: messages.Status | None, spec: dict[str, Any])
             )
         )
     seq = o.published.seq if o.published else 0
-    out.append(actions.Publish(op="provision", spec=spec, expected_last_seq=seq, replaces=replaces))
+    out.append(
+        actions.Publish(
+            op="provision", spec=spec, expected_last_seq=seq, replaces=replaces, metadata=o.desired_metadata
+        )
+    )
     generation = r.metadata.generation
     message = f"provision intent for generation {generation} sent to site {r.spec.site}"
     out.append(actions.Event("Normal", "IntentPublished", message))

@@ -67,11 +67,14 @@ KAMAJI: dict[str, Any] = {  # what Kamaji's CRD defaulting and controller add be
 }
 
 
-def test_leaves_are_scalars_lists_and_empty_maps() -> None:
-    assert tcps.leaves({"a": {"b": 1, "c": [1, {"x": 1}], "d": {}}, "e": "x"}) == [
+def test_leaves_are_scalars_lists_and_empty_maps_and_the_fields_of_list_items() -> None:
+    assert tcps.leaves({"a": {"b": 1, "c": [1, {"x": 1}], "d": {}, "s": [1, 2]}, "e": "x"}) == [
         ("a", "b"),
         ("a", "c"),
+        ("a", "c", 0),
+        ("a", "c", 1, "x"),
         ("a", "d"),
+        ("a", "s"),
         ("e",),
     ]
 

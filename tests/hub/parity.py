@@ -60,6 +60,74 @@ def _component(image: str, arg: str) -> dict[str, Any]:
 
 ROWS = [
     Row(
+        "replicas-and-version",
+        {"replicas": 3, "version": "v1.32.1"},
+        {"controlPlane": {"deployment": {"replicas": 3}}, "kubernetes": {"version": "v1.32.1"}},
+    ),
+    Row(
+        "kubelet",
+        {"kubelet": {"cgroupfs": "cgroupfs", "preferredAddressTypes": ["InternalIP", "Hostname"]}},
+        {
+            "kubernetes": {
+                "kubelet": {"cgroupfs": "cgroupfs", "preferredAddressTypes": ["InternalIP", "Hostname"]}
+            }
+        },
+    ),
+    Row(
+        "admissionControllers",
+        {"admissionControllers": ["LimitRanger", "ResourceQuota"]},
+        {"kubernetes": {"admissionControllers": ["LimitRanger", "ResourceQuota"]}},
+    ),
+    Row(
+        "network-serviceType-serviceAddress-advertiseAddress-serviceLabels-serviceAnnotations",
+        {
+            "network": {
+                "serviceType": "NodePort",
+                "serviceAddress": "192.0.2.10",
+                "advertiseAddress": "192.0.2.11",
+                "serviceLabels": {"team": "a"},
+                "serviceAnnotations": {"example.com/lb": "internal"},
+            }
+        },
+        {
+            "controlPlane": {
+                "service": {
+                    "serviceType": "NodePort",
+                    "additionalMetadata": {
+                        "labels": {"team": "a"},
+                        "annotations": {"example.com/lb": "internal"},
+                    },
+                }
+            },
+            "networkProfile": {"address": "192.0.2.10", "advertiseAddress": "192.0.2.11"},
+        },
+    ),
+    Row(
+        "addons-kubeProxy-konnectivity",
+        {"addons": {"kubeProxy": {}, "konnectivity": {"server": {"port": 8132}}}},
+        {"addons": {"kubeProxy": {}, "konnectivity": {"server": {"port": 8132}}}},
+    ),
+    Row(
+        "cluster-network-apiServerPort-dual-stack-cidrs-serviceDomain",
+        {},
+        {
+            "networkProfile": {
+                "port": 6444,
+                "serviceCidr": "10.96.0.0/16",
+                "serviceCidrs": ["10.96.0.0/16", "fd00:10:96::/112"],
+                "podCidr": "10.244.0.0/16",
+                "podCidrs": ["10.244.0.0/16", "fd00:10:244::/56"],
+                "clusterDomain": "tenant.local",
+            }
+        },
+        {
+            "apiServerPort": 6444,
+            "services": {"cidrBlocks": ["10.96.0.0/16", "fd00:10:96::/112"]},
+            "pods": {"cidrBlocks": ["10.244.0.0/16", "fd00:10:244::/56"]},
+            "serviceDomain": "tenant.local",
+        },
+    ),
+    Row(
         "registry",
         {"registry": "registry.example.com/k8s"},
         {"controlPlane": {"deployment": {"registrySettings": {"registry": "registry.example.com/k8s"}}}},
@@ -350,6 +418,83 @@ ROWS = [
         },
     ),
     Row(
+        "probes-of-the-deployment-and-each-component",
+        {
+            "deployment": {"probes": {"liveness": {"timeoutSeconds": 5, "failureThreshold": 6}}},
+            "apiServer": {"probes": {"startup": {"periodSeconds": 20, "failureThreshold": 30}}},
+            "controllerManager": {"probes": {"readiness": {"initialDelaySeconds": 3}}},
+            "scheduler": {"probes": {"liveness": {"successThreshold": 1}}},
+        },
+        {
+            "controlPlane": {
+                "deployment": {
+                    "probes": {
+                        "liveness": {"timeoutSeconds": 5, "failureThreshold": 6},
+                        "apiServer": {"startup": {"periodSeconds": 20, "failureThreshold": 30}},
+                        "controllerManager": {"readiness": {"initialDelaySeconds": 3}},
+                        "scheduler": {"liveness": {"successThreshold": 1}},
+                    }
+                }
+            }
+        },
+    ),
+    Row(
+        "probes-of-one-component-alone-are-sent-unlike-the-provider",
+        {"apiServer": {"probes": {"liveness": {"timeoutSeconds": 10}}}},
+        {"controlPlane": {"deployment": {"probes": {"apiServer": {"liveness": {"timeoutSeconds": 10}}}}}},
+    ),
+    Row(
+        "network-allocateLoadBalancerNodePorts",
+        {"network": {"serviceType": "LoadBalancer", "allocateLoadBalancerNodePorts": False}},
+        {
+            "controlPlane": {
+                "service": {"serviceType": "LoadBalancer", "allocateLoadBalancerNodePorts": False}
+            }
+        },
+    ),
+    Row(
+        "network-additionalServicePorts-to-service-additionalPorts",
+        {
+            "network": {
+                "additionalServicePorts": [
+                    {"name": "csr-signer", "port": 9443, "targetPort": "signer"},
+                    {
+                        "name": "metrics",
+                        "port": 9100,
+                        "targetPort": 9100,
+                        "protocol": "UDP",
+                        "appProtocol": "http",
+                    },
+                ]
+            }
+        },
+        {
+            "controlPlane": {
+                "service": {
+                    "additionalPorts": [
+                        {"name": "csr-signer", "port": 9443, "targetPort": "signer", "protocol": "TCP"},
+                        {
+                            "name": "metrics",
+                            "port": 9100,
+                            "targetPort": 9100,
+                            "protocol": "UDP",
+                            "appProtocol": "http",
+                        },
+                    ]
+                }
+            }
+        },
+    ),
+    Row(
+        "network-certSANs-hosts-wildcards-and-ips",
+        {"network": {"certSANs": ["cp1.example.com", "*.tenants.example.com", "203.0.113.7", "fd00::7"]}},
+        {
+            "networkProfile": {
+                "certSANs": ["cp1.example.com", "*.tenants.example.com", "203.0.113.7", "fd00::7"]
+            }
+        },
+    ),
+    Row(
         "empty-components-and-deployment-send-nothing",
         {"apiServer": {}, "kine": {}, "deployment": {"additionalMetadata": {}}, "dataStoreOverrides": []},
         {},
@@ -369,6 +514,8 @@ def _everything() -> Row:
                 "apiServer-extraArgs-for",
                 "addons-coreDNS-without",
                 "empty-",
+                "network-certSANs-",
+                "cluster-network-",
             )
         ):
             continue  # a Gateway excludes an Ingress; the others replace a list another row sets

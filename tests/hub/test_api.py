@@ -188,3 +188,32 @@ def test_cluster_parses_capi_objects_with_an_unset_endpoint() -> None:
 )
 def test_label_predicates(value: str, label1123: bool, label1035: bool) -> None:
     assert (apimachinery.dns1123_label(value), apimachinery.dns1035_label(value)) == (label1123, label1035)
+
+
+@pytest.mark.parametrize(
+    ("entry", "words"),
+    [
+        ("cp1.example.com", None),
+        ("*.tenants.example.com", None),
+        ("203.0.113.7", None),
+        ("fd00::7", None),
+        ("CP1.Example.com", None),
+        ("cp1.example.com:6443", "network.certSANs[1] 'cp1.example.com:6443' is a host:port"),
+        ("[fd00::7]:6443", "network.certSANs[1] '[fd00::7]:6443' is a host:port"),
+        ("10.0.0.1:", "is a host:port"),
+        ("https://cp1.example.com", "is a host:port"),
+        ("a b", "network.certSANs[1] 'a b' is neither an IP address nor a DNS name"),
+        ("-a.example.com", "is neither an IP address nor a DNS name"),
+        ("a." * 127 + "a", "is neither an IP address nor a DNS name"),
+    ],
+)
+def test_cert_sans_are_hosts_or_ips(entry: str, words: str | None) -> None:
+    """The provider refuses a host:port SAN when it maps (clastix/kamaji#679); the RKCP refuses
+    it, and anything else that is no host name or IP, when it is written."""
+    network = {"certSANs": ["ok.example.com", entry]}
+    if words is None:
+        assert api.Network.model_validate(network).cert_sans == ["ok.example.com", entry]
+        return
+    with pytest.raises(pydantic.ValidationError) as info:
+        api.Network.model_validate(network)
+    assert words in str(info.value)

@@ -127,7 +127,8 @@ def _structural_violations(schema: dict[str, Any]) -> list[str]:
         extra = set(node) - structural.ALLOWED
         if extra:
             found.append(f"{path}: {sorted(extra)}")
-        if "type" not in node and not node.get("x-kubernetes-preserve-unknown-fields"):
+        untyped = node.get("x-kubernetes-preserve-unknown-fields") or node.get("x-kubernetes-int-or-string")
+        if "type" not in node and not untyped:  # Kubernetes' IntOrString has no type of its own
             found.append(f"{path}: no type")
         if node.get("type") == "object" and not (
             "properties" in node
@@ -322,6 +323,19 @@ async def test_a_version_without_the_v_is_refused_but_still_parses(kube: ckube.K
     assert api.RemoteKamajiControlPlane.parse(rkcp(version="1.31.0")).spec.version == "1.31.0"
 
 
+@pytest.mark.parametrize(
+    ("sans", "index"),
+    [(["cp1.example.com:6443"], 0), (["203.0.113.7", "[fd00::7]:6443"], 1), (["a b"], 0)],
+    ids=["host:port", "[v6]:port", "a space"],
+)
+async def test_a_cert_san_that_is_no_host_or_ip_is_refused_naming_the_entry(
+    kube: ckube.Kube, sans: list[str], index: int
+) -> None:
+    with pytest.raises(kerrors.Invalid) as info:
+        await kube.create(RKCP, rkcp(network={"certSANs": sans}), namespace="default")
+    assert [cause["field"] for cause in info.value.details["causes"]] == [f"spec.network.certSANs[{index}]"]
+
+
 def _rules(node: dict[str, Any]) -> list[tuple[str, str]]:
     return [(r["rule"], r["message"]) for r in node.get("x-kubernetes-validations", [])]
 
@@ -351,6 +365,7 @@ def test_data_store_and_load_balancer_rules_follow_kamaji() -> None:
     assert messages == [
         "loadBalancerSourceRanges are supported only with the LoadBalancer service type",
         "loadBalancerClass is supported only with the LoadBalancer service type",
+        "allocateLoadBalancerNodePorts is supported only with the LoadBalancer service type",
         "loadBalancerClass cannot be set or unset at runtime",
         "ingress and gateway are mutually exclusive",
     ]

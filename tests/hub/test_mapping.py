@@ -17,6 +17,7 @@ import pytest
 from common import kube as ckube
 from common.kube import resources
 from hub import api, cluster_api, mapping
+from protocol import messages
 from sandbox import kubeapi
 from tests import helpers
 from tests.hub import parity
@@ -382,14 +383,19 @@ async def test_a_wrong_field_path_is_caught_by_the_subset_check(site: ckube.Kube
 # Metadata and hosts -------------------------------------------------------------------------
 
 
-def test_tcp_metadata_propagates_labels_and_annotations_but_kubectls_last_applied() -> None:
+def test_tcp_metadata_propagates_labels_and_annotations_but_kubectls_last_applied_and_ours() -> None:
     r = api.RemoteKamajiControlPlane.parse(
         {
             "metadata": {
                 "name": "cp1",
                 "namespace": "default",
-                "labels": {"cluster.x-k8s.io/cluster-name": "cp1", "team": "a"},
-                "annotations": {mapping.LAST_APPLIED: '{"kind":"RemoteKamajiControlPlane"}', "note": "x"},
+                "labels": {"cluster.x-k8s.io/cluster-name": "cp1", "team": "a", "kamaji-broker.io/x": "y"},
+                "annotations": {
+                    mapping.LAST_APPLIED: '{"kind":"RemoteKamajiControlPlane"}',
+                    "note": "x",
+                    "kamaji-broker.io/owner-identity": "id",
+                    "a.kamaji-broker.io/z": "",
+                },
             },
             "spec": {"site": "site-a", "version": "v1.31.0"},
         }
@@ -416,3 +422,12 @@ def test_an_ingress_host_becomes_a_san_without_its_port(hostname: str, san: str)
     spec = mapping.tcp_spec(rkcp(network={"ingress": {"hostname": hostname}}), None)
     assert spec["networkProfile"]["certSANs"] == [san]
     assert spec["controlPlane"]["ingress"]["hostname"] == hostname
+
+
+def test_metadata_beyond_what_an_intent_carries_is_a_problem_naming_the_field() -> None:
+    many = {f"k{i}": "v" for i in range(messages.MAX_METADATA + 1)}
+    assert mapping.metadata_problem({"labels": {}, "annotations": {}}) == ""
+    assert mapping.metadata_problem({"labels": many, "annotations": {}}).startswith(
+        f"metadata.labels: {messages.MAX_METADATA + 1} entries"
+    )
+    assert "metadata.annotations" in mapping.metadata_problem({"labels": {}, "annotations": many})

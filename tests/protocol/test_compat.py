@@ -36,6 +36,15 @@ def test_intent_naming_replaced_owners_and_one_from_before_the_field() -> None:
     assert messages.decode_intent(load("intent.json")).replaces == ()
 
 
+def test_intent_with_metadata_and_one_from_before_the_fields() -> None:
+    """Issue 13 added ``labels`` and ``annotations``; intents from before decode with none."""
+    i = messages.decode_intent(load("intent-metadata.json"))
+    assert i.labels == {"cluster.x-k8s.io/cluster-name": "cluster-1", "team": "blue"}
+    assert i.annotations == {"example.com/note": "hello"}
+    old = messages.decode_intent(load("intent.json"))
+    assert (old.labels, old.annotations) == ({}, {})
+
+
 def test_status() -> None:
     s = messages.decode_status(load("status.json"))
     assert (s.phase, s.intent_seq, s.endpoint) == (
@@ -72,6 +81,7 @@ def test_every_fixture_is_covered() -> None:
         "intent.json",
         "intent-delete-from-future.json",
         "intent-replacing.json",
+        "intent-metadata.json",
         "status.json",
         "status-minimal.json",
         "sealed-secrets.json",

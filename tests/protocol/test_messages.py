@@ -170,3 +170,32 @@ def test_replaced_owners_are_bounded(replaces: Any, mentions: str) -> None:
     with pytest.raises(errors.DecodeError) as exc:
         messages.decode_intent(msgspec.json.encode(doc))
     assert mentions in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "mentions"),
+    [
+        ("labels", {f"k{i}": "v" for i in range(messages.MAX_METADATA + 1)}, "$.labels"),
+        ("labels", {"team": "v" * 64}, "$.labels[...]"),
+        ("labels", {"k" * 318: "v"}, "at `key` in `$.labels`"),
+        ("annotations", {"note": "v" * (256 * 1024 + 1)}, "$.annotations[...]"),
+        ("annotations", {"note": 1}, "$.annotations[...]"),
+        ("labels", ["team"], "$.labels"),
+    ],
+    ids=[
+        "too many labels",
+        "a label value over 63",
+        "an overlong key",
+        "an overlong annotation",
+        "not a string",
+        "not a map",
+    ],
+)
+def test_intent_metadata_is_bounded(field: str, value: Any, mentions: str) -> None:
+    """The labels and annotations an intent carries to the TCP (issue 13 §1) are bounded at the
+    edge; what Kubernetes would refuse beyond the sizes, the agent refuses (agent.propagation)."""
+    doc = msgspec.to_builtins(helpers.intent())
+    doc[field] = value
+    with pytest.raises(errors.DecodeError) as exc:
+        messages.decode_intent(msgspec.json.encode(doc))
+    assert mentions in str(exc.value)

@@ -182,6 +182,36 @@ CASES: list[tuple[str, messages.Intent, int, dict[str, Any] | None, str, type | 
         "term",
     ),
     (
+        "metadata naming our own key: rejected, the TCP left alone",
+        msgspec.structs.replace(helpers.intent(generation=2), annotations={tcps.OWNER_UID: "u-other"}),
+        SEQ + 1,
+        observed(),
+        "rejected",
+        None,
+        "InvalidMetadata",
+        "ack",
+    ),
+    (
+        "metadata Kubernetes would refuse: rejected before creating",
+        msgspec.structs.replace(helpers.intent(), labels={"team": "not a value"}),
+        SEQ,
+        None,
+        "rejected",
+        None,
+        "InvalidMetadata",
+        "ack",
+    ),
+    (
+        "a propagated label changed at the site, same seq: patch",
+        msgspec.structs.replace(helpers.intent(), labels={"team": "blue"}),
+        SEQ,
+        observed(),
+        "applied",
+        intents.Patch,
+        None,
+        "ack",
+    ),
+    (
         "TCP without a generation annotation: applied",
         helpers.intent(generation=3),
         SEQ + 1,
@@ -233,6 +263,23 @@ def test_create_carries_labels_annotations_and_spec() -> None:
     }
     assert d.action.body["spec"] == intent.spec
     assert (meta["name"], meta["namespace"]) == ("cp1", "tenants")
+
+
+def test_propagated_metadata_goes_beside_ours_and_names_what_is_refused() -> None:
+    intent = msgspec.structs.replace(helpers.intent(), labels={"team": "blue"}, annotations={"note": "n"})
+    d = intents.decide(intent, 42, None, ctx=CTX)
+    assert isinstance(d.action, intents.Create)
+    meta = d.action.body["metadata"]
+    assert meta["labels"] == {"team": "blue", tcps.MANAGED_BY: "kamaji-broker", tcps.SITE: "site-a"}
+    assert meta["annotations"]["note"] == "n" and meta["annotations"][tcps.OWNER_UID] == "8d1c-uid"
+    refused = intents.decide(
+        msgspec.structs.replace(intent, labels={tcps.SITE: "site-b"}), 43, observed(), ctx=CTX
+    )
+    assert refused.report is not None and refused.action is None
+    assert refused.report.message == (
+        "intent for TenantControlPlane tenants/cp1: label key 'kamaji-broker.io/site': "
+        "the kamaji-broker.io/ keys are the agent's own record of the TCP and cannot be set"
+    )
 
 
 def test_stale_generation_names_both_generations_and_reports_the_applied_one() -> None:

@@ -145,6 +145,58 @@ async def test_fields_removed_from_the_intent_are_removed_from_the_tcp(
     assert tcps.drift(intent().spec, after) == [] and not tcps.drifted(after)
 
 
+async def test_propagated_labels_and_annotations_merge_with_what_others_set(
+    agent: Agent, hub: Hub, site: ckube.Kube
+) -> None:
+    """Issue 13 §1: the RKCP's labels and annotations go on the TCP beside the agent's own; a
+    key removed from the RKCP leaves the TCP only if the agent set it; an intent that would
+    overwrite the agent's own keys is refused, and the TCP stays as it is."""
+    first = msgspec.structs.replace(
+        intent(), labels={"team": "blue", "env": "prod"}, annotations={"example.com/note": "n1"}
+    )
+    await hub.send(first)
+    created = await tcp_where(site, "cp1", lambda o: o is not None and _phase(o) == "Ready")
+    assert created is not None
+    assert created["metadata"]["labels"] == {
+        "team": "blue",
+        "env": "prod",
+        tcps.MANAGED_BY: "kamaji-broker",
+        tcps.SITE: SITE,
+    }
+    assert created["metadata"]["annotations"]["example.com/note"] == "n1"
+    # Somebody else labels the TCP at the site: not ours to remove.
+    await site.patch(
+        TCP,
+        "cp1",
+        {"metadata": {"labels": {"site-admin": "x"}, "annotations": {"theirs": "y"}}},
+        namespace=NAMESPACE,
+    )
+
+    second = msgspec.structs.replace(first, generation=2, labels={"team": "red"}, annotations={})
+    await hub.send(second)
+    after = await tcp_where(
+        site, "cp1", lambda o: o is not None and o["metadata"]["annotations"][tcps.GENERATION] == "2"
+    )
+    assert after is not None
+    assert after["metadata"]["labels"] == {
+        "team": "red",
+        "site-admin": "x",
+        tcps.MANAGED_BY: "kamaji-broker",
+        tcps.SITE: SITE,
+    }
+    notes = after["metadata"]["annotations"]
+    assert notes["theirs"] == "y" and "example.com/note" not in notes
+    assert notes[tcps.OWNER_UID] == first.owner.uid
+
+    hijack = msgspec.structs.replace(second, generation=3, labels={tcps.SITE: "site-b"})
+    await hub.send(hijack)
+    refused = await hub.status_is("cp1", "Rejected", "InvalidMetadata")
+    assert "label key 'kamaji-broker.io/site'" in refused.message
+    still = await site.get(TCP, "cp1", namespace=NAMESPACE)
+    assert still["metadata"]["labels"][tcps.SITE] == SITE
+    assert still["metadata"]["annotations"][tcps.GENERATION] == "2"
+
+
 async def test_delete_of_an_absent_tcp_is_deleted_at_once(agent: Agent, hub: Hub) -> None:
     await hub.send(msgspec.structs.replace(intent("never"), op="delete", spec={}))
     await hub.status_is("never", "Deleted")

@@ -352,3 +352,18 @@ def test_a_tcp_without_the_record_of_owned_fields_gets_it_without_counting_drift
     assert tcps.APPLIED_FIELDS in action.patch["metadata"]["annotations"]
     # With the record in place: nothing to do.
     assert plan(orphans.Observed(tcp(), latest())).actions == ()
+
+
+def test_a_propagated_label_changed_at_the_site_is_put_back_and_others_are_left() -> None:
+    """Issue 13 §1: the periodic pass restores the RKCP's labels and annotations on the TCP (the
+    spec is as applied: no field is reported), and leaves the labels somebody else set."""
+    labelled = msgspec.structs.replace(helpers.intent(), labels={"team": "blue"})
+    found = orphans.Latest(intent=labelled, seq=SEQ)
+    obj = tcps.desired(labelled, seq=SEQ)
+    obj["metadata"].update(uid=UID, resourceVersion="42")
+    assert plan(orphans.Observed(obj, found)).actions == ()
+    obj["metadata"]["labels"].update(team="red", theirs="x")
+    [action] = plan(orphans.Observed(obj, found)).actions
+    assert isinstance(action, orphans.Reapply) and action.fields == ()
+    assert action.patch["metadata"]["labels"]["team"] == "blue"
+    assert "theirs" not in action.patch["metadata"]["labels"]

@@ -114,6 +114,42 @@ async def test_spec_change_publishes_exactly_one_intent_and_resync_none(world: W
     )
 
 
+async def test_labels_and_annotations_of_the_rkcp_reach_the_tcp_and_follow_it(world: World) -> None:
+    """Issue 13 §1: the RKCP's metadata goes in the intent and onto the TCP; a label added later
+    (no generation moves) is published once, and a removed one leaves the TCP."""
+    world.start_hub()
+    world.start_agent()
+    await create_pair(world)
+    await until_ready(world)
+    before = await world.last_intent_seq()
+    obj = await world.rkcp()
+    assert obj is not None
+    generation = obj["metadata"]["generation"]
+    await world.mgmt.patch(
+        RKCP,
+        "cp1",
+        {"metadata": {"labels": {"team": "blue"}, "annotations": {"example.com/note": "n"}}},
+        namespace="default",
+    )
+
+    async def tcp_has(labels: dict[str, str | None]) -> bool:
+        tcp = await world.site.get(TCP, "cp1", namespace="tenants")
+        have = tcp["metadata"].get("labels") or {}
+        return all(have.get(k) == v for k, v in labels.items())
+
+    await helpers.eventually(lambda: tcp_has({"team": "blue"}), within=30)
+    [intent] = await world.intents()
+    assert intent.labels["team"] == "blue" and intent.annotations == {"example.com/note": "n"}
+    assert intent.generation == generation and await world.last_intent_seq() > before
+    tcp = await world.site.get(TCP, "cp1", namespace="tenants")
+    assert tcp["metadata"]["annotations"]["example.com/note"] == "n"
+
+    await world.mgmt.patch(RKCP, "cp1", {"metadata": {"labels": {"team": None}}}, namespace="default")
+    await helpers.eventually(lambda: tcp_has({"team": None}), within=30)
+    tcp = await world.site.get(TCP, "cp1", namespace="tenants")
+    assert tcp["metadata"]["annotations"]["example.com/note"] == "n"  # still on the RKCP
+
+
 async def test_delete_holds_the_finalizer_until_the_site_reports_deleted(world: World) -> None:
     world.start_hub()
     world.start_agent()

@@ -359,6 +359,40 @@ def test_publish_is_fenced_on_the_sequence_it_saw() -> None:
     assert (publish.op, publish.expected_last_seq, publish.spec) == ("provision", 41, {**SPEC, "x": 1})
 
 
+LABELLED = {"labels": {"team": "blue"}, "annotations": {}}
+NO_METADATA: dict[str, dict[str, str]] = {"labels": {}, "annotations": {}}
+
+
+@pytest.mark.parametrize(
+    ("wanted", "published_with", "publishes"),
+    [
+        (NO_METADATA, None, False),
+        (LABELLED, None, True),
+        (LABELLED, LABELLED, False),
+        ({"labels": {"team": "red"}, "annotations": {}}, LABELLED, True),
+        (NO_METADATA, LABELLED, True),
+    ],
+    ids=[
+        "none, as before they were carried: the same digest, nothing new",
+        "a label added to the RKCP: published, though no generation moved",
+        "the same labels: silent",
+        "a value changed",
+        "the last label removed",
+    ],
+)
+def test_propagated_metadata_is_published_when_it_changes(
+    wanted: dict[str, dict[str, str]], published_with: dict[str, dict[str, str]] | None, publishes: bool
+) -> None:
+    """Issue 13 §1: the RKCP's labels and annotations travel in the intent; a change to them is a
+    change of the intent (the digest covers them) even at the same generation and spec."""
+    before = dataclasses.replace(published(), spec_digest=rkcp.spec_digest(SPEC, published_with))
+    plan = rkcp.reconcile(observed(desired_metadata=wanted, published=before))
+    found = [a for a in plan.actions if isinstance(a, rkcp.Publish)]
+    assert bool(found) is publishes
+    if found:
+        assert found[0].metadata == wanted
+
+
 def test_ready_status_fields_and_initialized_never_resets() -> None:
     plan = rkcp.reconcile(observed(report=rkcp.SiteReport(status=status())))
     assert plan.status is not None and plan.first_ready

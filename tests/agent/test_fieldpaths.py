@@ -1,0 +1,171 @@
+"""agent.fieldpaths: a list of maps compares item by item, the fields we set only, so what the
+CRD's defaulting adds inside an item is not drift and a real change is (issue 13 §1)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from agent import fieldpaths, tcps
+from sandbox.kubeapi import patching
+from tests import helpers
+
+CONTAINERS: list[dict[str, Any]] = [
+    {"name": "sidecar", "image": "busybox", "ports": [{"containerPort": 80}], "args": ["a", "b"]},
+    {"name": "logger", "image": "fluent-bit"},
+]
+WANT: dict[str, Any] = {
+    "controlPlane": {"deployment": {"replicas": 2, "additionalContainers": CONTAINERS}},
+    "kubernetes": {"version": "v1.31.0"},
+}
+
+
+def at_site(**edit: Any) -> dict[str, Any]:
+    """The TCP created from WANT, then one container changed at the site (``edit``: index → item)."""
+    obj = tcps.desired(helpers.intent(spec=WANT), seq=1)
+    containers = obj["spec"]["controlPlane"]["deployment"]["additionalContainers"]
+    for key, item in edit.items():
+        if key == "extra":
+            containers.append(item)
+        elif item is None:
+            del containers[int(key[1:])]
+        else:
+            containers[int(key[1:])] = item
+    return obj
+
+
+def defaulted(item: dict[str, Any], **more: Any) -> dict[str, Any]:
+    out = copy.deepcopy(item)
+    for port in out.get("ports", []):
+        port.setdefault("protocol", "TCP")
+    out.setdefault("imagePullPolicy", "IfNotPresent")
+    out.setdefault("terminationMessagePath", "/dev/termination-log")
+    return {**out, **more}
+
+
+PREFIX = "controlPlane.deployment.additionalContainers"
+CASES: list[tuple[str, dict[str, Any], list[str], bool]] = [
+    # id, the TCP at the site, drift paths (against WANT), drifted (from its annotations alone)
+    ("as applied", at_site(), [], False),
+    (
+        "the CRD's defaults inside the items (port protocol, pull policy)",
+        at_site(i0=defaulted(CONTAINERS[0]), i1=defaulted(CONTAINERS[1])),
+        [],
+        False,
+    ),
+    (
+        "an image changed",
+        at_site(i1={**CONTAINERS[1], "image": "evil"}),
+        [f"{PREFIX}[1].image"],
+        True,
+    ),
+    (
+        "a port changed, beside a default",
+        at_site(i0=defaulted(CONTAINERS[0], ports=[{"containerPort": 81, "protocol": "TCP"}])),
+        [f"{PREFIX}[0].ports[0].containerPort"],
+        True,
+    ),
+    (
+        "a field we set removed from an item",
+        at_site(i0={k: v for k, v in CONTAINERS[0].items() if k != "args"}),
+        [f"{PREFIX}[0].args"],
+        True,
+    ),
+    (
+        "a list of scalars inside an item reordered",
+        at_site(i0={**CONTAINERS[0], "args": ["b", "a"]}),
+        [f"{PREFIX}[0].args"],
+        True,
+    ),
+    (
+        "an item removed",
+        at_site(i1=None),
+        [PREFIX, f"{PREFIX}[1].image", f"{PREFIX}[1].name"],
+        True,
+    ),
+    ("an item added at the site", at_site(extra={"name": "miner", "image": "x"}), [PREFIX], True),
+    (
+        "items swapped",
+        at_site(i0=CONTAINERS[1], i1=CONTAINERS[0]),
+        [
+            *(f"{PREFIX}[0].{f}" for f in ("args", "image", "name", "ports", "ports[0].containerPort")),
+            f"{PREFIX}[1].image",
+            f"{PREFIX}[1].name",
+        ],
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(("tcp", "paths", "drifted"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_list_items_compare_by_the_fields_we_set(
+    tcp: dict[str, Any], paths: list[str], drifted: bool
+) -> None:
+    assert tcps.drift(WANT, tcp) == paths
+    assert tcps.drifted(tcp) is drifted
+
+
+def test_a_record_without_indexes_hashes_lists_whole_as_before() -> None:
+    """An older agent's record (lists atomic, no index in any path) keeps its digest: the same
+    paths hash the same values, so an upgrade alone reports no drift."""
+    spec = {"a": [{"x": 1}], "b": {"c": ["s"]}}
+    old = [("a",), ("b", "c")]
+    assert fieldpaths.fingerprint(spec, old) == fieldpaths.fingerprint(spec, list(reversed(old)))
+    assert fieldpaths.value_at(spec, ("a",)) == [{"x": 1}]
+    assert fieldpaths.value_at(spec, ("a",), by_items=True) == {"$items": 1}
+
+
+@pytest.mark.parametrize(
+    ("paths", "owned"),
+    [
+        ([("a", "b"), ("a", "c"), ("a", "c", 0, "x"), ("a", "c", 1)], [("a", "b"), ("a", "c")]),
+        ([("l", 0, "m", 2, "n")], [("l",)]),
+        ([], []),
+    ],
+)
+def test_ownership_stays_by_list(paths: list[fieldpaths.Path], owned: list[fieldpaths.Owned]) -> None:
+    assert fieldpaths.owned(paths) == owned
+
+
+@pytest.mark.parametrize(
+    ("raw", "paths"),
+    [
+        ('[["a","b"],["c",0,"d"]]', [("a", "b"), ("c", 0, "d")]),
+        ('[["a",true]]', None),
+        ('[["a",-1]]', None),
+        ('[[0,"a"]]', None),
+        ('[["a",1.5]]', None),
+        ("[[]]", None),
+        ("{}", None),
+        (None, None),
+    ],
+)
+def test_decode_refuses_what_no_agent_writes(raw: object, paths: list[fieldpaths.Path] | None) -> None:
+    assert fieldpaths.decode(raw) == paths
+
+
+def test_sort_is_total_over_a_mixed_record() -> None:
+    """A record edited at the site may mix a key and an index at one depth: no TypeError."""
+    assert fieldpaths.sort([("a", "x"), ("a", 0), ("a",)]) == [("a",), ("a", "x"), ("a", 0)]
+
+
+@pytest.mark.parametrize(
+    ("want", "removed"),
+    [(WANT, False), ({**WANT, "controlPlane": {"deployment": {"replicas": 2}}}, True)],
+    ids=["a changed item: the list is written whole", "the list no longer wanted: removed whole"],
+)
+def test_patch_writes_and_removes_a_list_whole(want: dict[str, Any], removed: bool) -> None:
+    """Ownership stays by list: the merge patch replaces it or removes it (the site then
+    defaults the items again, which is not drift)."""
+    tcp = at_site(i0=defaulted(CONTAINERS[0], image="evil"), i1=defaulted(CONTAINERS[1]))
+    patch = tcps.patch_for(helpers.intent(spec=want), seq=2, observed=tcp)
+    patched = patching.merge_patch(tcp, patch)
+    containers = patched["spec"]["controlPlane"]["deployment"].get("additionalContainers")
+    if removed:
+        assert containers is None
+    else:
+        assert containers == want["controlPlane"]["deployment"]["additionalContainers"]
+        containers[:] = [defaulted(c) for c in containers]  # what the site's defaulting does
+    assert tcps.drift(want, patched) == [] and tcps.drifted(patched) is False
