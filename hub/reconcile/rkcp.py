@@ -152,7 +152,7 @@ def reconcile_normal(o: Observed) -> Plan:
         recreating=rkcp_intents.still_wanted(o, status_msg),
         replacing=rkcp_intents.replaced_owners(o, status_msg),
     )
-    # Paused means hands off (CAPI): conditions only, no writes of ours (decide_secrets
+    # A paused Cluster means hands off (CAPI): conditions only, no writes of ours (decide_secrets
     # withholds the secrets then).
     actions = [*_intent(o, status_msg), *secrets.actions, *_endpoint(o, status_msg)]
     status = rkcp_status.new_status(r.status, facts, now=o.now)
@@ -179,7 +179,7 @@ def _intent(o: Observed, status: messages.Status | None) -> list[Action]:
 
 
 def _endpoint(o: Observed, status: messages.Status | None) -> list[Action]:
-    """The endpoint the site reports, once, unless reconciliation is paused."""
+    """The endpoint the site reports, once, unless the owner Cluster is paused."""
     if (
         _paused(o)
         or status is None
