@@ -35,9 +35,10 @@ NAMES: Final = apimachinery.Names(
 API_VERSION: Final = NAMES.api_version
 KIND: Final = NAMES.kind
 
-# Condition types an RKCP shows (DESIGN §2; Paused and Ready from issue 5).
+# Condition types an RKCP shows (DESIGN §2; Paused and Ready from issue 5; RollingOut, ScalingUp
+# and ScalingDown from issue 13, as CAPI v1beta2 names them).
 AVAILABLE: Final = "Available"
-"""Mirrors ``status.ready``: the control plane serves."""
+"""The control plane serves (``status.ready``, not deleting); False: reason NotAvailable, the cause."""
 READY: Final = "Ready"
 """The summary of the others (False with reason Conflict when two RKCPs claim one TCP)."""
 INTENT_DELIVERED: Final = "IntentDelivered"
@@ -53,7 +54,14 @@ SECRETS_SYNCED: Final = "SecretsSynced"
 DELETING: Final = "Deleting"
 """Deletion is in progress (negative polarity: True is not healthy)."""
 PAUSED: Final = "Paused"
-"""The owner Cluster is paused (negative polarity)."""
+"""Reconciliation is paused: the Cluster's ``spec.paused`` or the ``cluster.x-k8s.io/paused``
+annotation on this object (negative polarity)."""
+ROLLING_OUT: Final = "RollingOut"
+"""API server pods at the site are not up to date, or the version moves (negative polarity)."""
+SCALING_UP: Final = "ScalingUp"
+"""Fewer API server pods at the site than ``spec.replicas`` (negative polarity)."""
+SCALING_DOWN: Final = "ScalingDown"
+"""More API server pods at the site than ``spec.replicas`` (negative polarity)."""
 
 # ^...$ for the CRD's schema, as apimachinery's DNS1035_PATTERN explains.
 VERSION_PATTERN: Final = r"^v[0-9]+\.[0-9]+\.[0-9]+$"
@@ -261,12 +269,13 @@ class Status(apimachinery.Model):
     unavailable_replicas: Annotated[apimachinery.Int32, pydantic.Field(ge=0)] = 0
     """v1beta1: API server pods that are not available."""
     selector: str | None = None
-    """Label selector of the API server pods (for the scale subresource)."""
+    """Label selector of the API server pods at the site, ``kamaji.clastix.io/name=<tcp>`` (Kamaji's
+    Deployment selector), for the scale subresource."""
     observed_generation: Annotated[int, pydantic.Field(ge=0)] | None = None
     """The ``metadata.generation`` this status was computed for."""
     conditions: apimachinery.Conditions = pydantic.Field(default_factory=list)
     """Available, Ready, IntentDelivered, SiteConnected, StatusFresh, TenantControlPlaneReady,
-    SecretsSynced, Deleting, Paused."""
+    SecretsSynced, RollingOut, ScalingUp, ScalingDown, Deleting, Paused."""
     site: SiteStatus = pydantic.Field(default_factory=SiteStatus)
     """The site's liveness and backlog, as the hub sees them."""
 

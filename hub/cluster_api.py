@@ -2,12 +2,13 @@
 
 A read-only view: only the fields the hub uses (paused, the cluster network for the
 TenantControlPlane's, the control-plane endpoint and reference); everything else is ignored.
-``Endpoint`` is shared with ``hub.api``, whose spec carries one too. Pure: talks to nothing.
+``Endpoint`` is shared with ``hub.api``, whose spec carries one too. ``pause_message`` is CAPI's
+pause rule for a provider's object (util/paused). Pure: talks to nothing.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Final
 
 import pydantic
 
@@ -15,6 +16,8 @@ from hub import apimachinery
 
 WATCH_FILTER_LABEL = "cluster.x-k8s.io/watch-filter"
 """The label a provider's ``--watch-filter`` value selects on (CAPI's ``clusterv1.WatchLabel``)."""
+PAUSED_ANNOTATION: Final = "cluster.x-k8s.io/paused"
+"""On a Cluster API object: its controllers keep their hands off it (any value)."""
 
 
 class Endpoint(apimachinery.Model):
@@ -61,4 +64,21 @@ class Cluster(apimachinery.Object):
     @property
     def paused(self) -> bool:
         """``spec.paused`` or the ``cluster.x-k8s.io/paused`` annotation (either pauses providers)."""
-        return self.spec.paused or "cluster.x-k8s.io/paused" in self.metadata.annotations
+        return self.spec.paused or PAUSED_ANNOTATION in self.metadata.annotations
+
+
+def pause_message(cluster: Cluster | None, obj: apimachinery.Object) -> str:
+    """Why ``obj``'s provider must keep its hands off it, "" when it need not (CAPI's pause).
+
+    Cluster API pauses a provider's object through its Cluster's ``spec.paused`` and the
+    ``cluster.x-k8s.io/paused`` annotation on the object itself (``clusterctl move`` sets the
+    first); the Cluster's own annotation pauses it here too, as it always did. The message is
+    CAPI's Paused condition's, one part per cause."""
+    causes = []
+    if cluster is not None and cluster.spec.paused:
+        causes.append("Cluster spec.paused is set to true")
+    if cluster is not None and PAUSED_ANNOTATION in cluster.metadata.annotations:
+        causes.append(f"Cluster has the {PAUSED_ANNOTATION} annotation")
+    if PAUSED_ANNOTATION in obj.metadata.annotations:
+        causes.append(f"{obj.kind} has the {PAUSED_ANNOTATION} annotation")
+    return ", ".join(causes)

@@ -101,9 +101,25 @@ def _column(name: str, type_: str, path: str, description: str) -> dict[str, str
     return {"name": name, "type": type_, "jsonPath": path, "description": description}
 
 
+RKCP_COLUMNS: Final = [
+    # KubeadmControlPlane's (v1beta1) columns, in its order, as other control-plane providers
+    # print them, then where it runs. Cluster API labels the object with its Cluster's name.
+    _column("Cluster", "string", ".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']", "Cluster"),
+    _column("Initialized", "boolean", ".status.initialized", "The control plane has been Ready once"),
+    _column("API Server Available", "boolean", ".status.ready", "The tenant API server serves"),
+    _column("Replicas", "integer", ".status.replicas", "API server pods at the site"),
+    _column("Ready", "integer", ".status.readyReplicas", "API server pods that are ready"),
+    _column("Updated", "integer", ".status.updatedReplicas", "API server pods with the desired spec"),
+    _column("Unavailable", "integer", ".status.unavailableReplicas", "API server pods not available"),
+    _column("Age", "date", ".metadata.creationTimestamp", "Time since creation"),
+    _column("Version", "string", ".spec.version", "Kubernetes version of the control plane"),
+    _column("Site", "string", ".spec.site", "Site running the TenantControlPlane"),
+]
+"""The RKCP's ``kubectl get`` columns."""
+
+
 def crd() -> dict[str, Any]:
     """The RemoteKamajiControlPlane CustomResourceDefinition, as a dict."""
-    column = _column
     made = _crd(
         api.NAMES,
         scope="Namespaced",
@@ -116,13 +132,7 @@ def crd() -> dict[str, Any]:
                     "labelSelectorPath": ".status.selector",
                 },
             },
-            "additionalPrinterColumns": [
-                column("Site", "string", ".spec.site", "Site running the TenantControlPlane"),
-                column("Version", "string", ".spec.version", "Kubernetes version"),
-                column("Ready", "boolean", ".status.ready", "The control plane serves"),
-                column("Endpoint", "string", ".spec.controlPlaneEndpoint.host", "API server host"),
-                column("Age", "date", ".metadata.creationTimestamp", "Time since creation"),
-            ],
+            "additionalPrinterColumns": RKCP_COLUMNS,
             "schema": {"openAPIV3Schema": open_api_schema()},
         },
     )

@@ -173,6 +173,7 @@ class Reconciler:
             connected=snap.connected if snap.last_heartbeat_time is not None else None,
             last_heartbeat_time=snap.last_heartbeat_time,
             backlog=snap.backlog,
+            kamaji_detected=snap.heartbeat.kamaji_detected if snap.heartbeat is not None else None,
         )
         name = cluster_name or r.metadata.name
         # Until the Sites are listed every placement would look unauthorized (and say so).

@@ -99,7 +99,7 @@ class Plan:
 
 def reconcile(o: Observed) -> Plan:
     plan = reconcile_delete(o) if o.rkcp.metadata.deletion_timestamp is not None else reconcile_normal(o)
-    if not o.topology_ready:
+    if not o.topology_ready and not _paused(o):
         # The site's stream and the hub's consumer before anything else: observing only reads.
         plan.actions.insert(0, EnsureTopology())
     return plan
@@ -125,19 +125,24 @@ def _facts(
         secrets_message=secrets.message,
         conflict_with=o.conflict_with,
         not_authorized=o.not_authorized,
+        spec=o.rkcp.spec,
+        tenant_control_plane_name=o.rkcp.spec.tenant_control_plane_name or o.rkcp.metadata.name,
+        paused=_paused(o),
         **kw,
     )
 
 
-def _paused(o: Observed) -> bool:
-    return o.cluster is not None and o.cluster.paused
+def _paused(o: Observed) -> str:
+    """Why reconciliation is paused (CAPI: the Cluster's spec.paused, the RKCP's annotation), or ""."""
+    return cluster_api.pause_message(o.cluster, o.rkcp)
 
 
 def reconcile_normal(o: Observed) -> Plan:
     r = o.rkcp
-    if FINALIZER not in r.metadata.finalizers:
+    if FINALIZER not in r.metadata.finalizers and not _paused(o):
         # Finalizer first, before anything reaches the site: otherwise a delete racing this
-        # reconcile could leave a TCP running with nobody left to remove it.
+        # reconcile could leave a TCP running with nobody left to remove it. Paused (CAPI checks
+        # it before the finalizer): no finalizer either, only the status below, blocked as paused.
         return Plan(actions=[AddFinalizer()], status=None, requeue_after=0.0)
     status_msg = _report_for_owner(o)
     secrets = rkcp_secrets.decide_secrets(o)
@@ -145,7 +150,6 @@ def reconcile_normal(o: Observed) -> Plan:
         o,
         status_msg,
         secrets,
-        paused=_paused(o),
         waiting_for_cluster=o.cluster_problem,
         recreating=rkcp_intents.still_wanted(o, status_msg),
         replacing=rkcp_intents.replaced_owners(o, status_msg),
@@ -201,11 +205,14 @@ def _deleted_answer(o: Observed, p: Published) -> bool:
 
 
 def _waiting(o: Observed) -> api.Status:
-    """The status while the site deletes the TenantControlPlane."""
+    """The status while the site deletes the TenantControlPlane (or, paused, until it may)."""
     facts = _facts(o, _report_for_owner(o), rkcp_secrets.decide_secrets(o), deleting=True)
     status = rkcp_status.new_status(o.rkcp.status, facts, now=o.now)
+    reason = "WaitingForSite"
     message = f"waiting for site {o.rkcp.spec.site} to delete the TenantControlPlane"
-    rkcp_status.set_deleting_condition(status, facts, now=o.now, reason="WaitingForSite", message=message)
+    if facts.paused:
+        reason, message = "Paused", f"the deletion waits until reconciliation is unpaused ({facts.paused})"
+    rkcp_status.set_deleting_condition(status, facts, now=o.now, reason=reason, message=message)
     rkcp_status.set_ready_condition(status, facts, now=o.now)
     return status
 
@@ -214,6 +221,9 @@ def reconcile_delete(o: Observed) -> Plan:
     r = o.rkcp
     if FINALIZER not in r.metadata.finalizers:
         return Plan(actions=[], status=None)
+    if _paused(o):
+        # Paused (CAPI), deleting or not: nothing published, the finalizer kept until unpaused.
+        return Plan(actions=[], status=_waiting(o), requeue_after=RESYNC_SECONDS)
     p = o.published
     ours = p is not None and p.owner_uid == r.metadata.uid
     if r.spec.deletion_policy == "Orphan" or not ours or o.conflict_with:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from hub import cluster_api
 from hub.reconcile import rkcp_actions as actions
 from hub.reconcile import rkcp_intents
 from hub.reconcile.rkcp_status import Secrets
@@ -36,7 +37,7 @@ def decide_secrets(o: Observed) -> SecretsDecision:
     """Whether the site's sealed secrets are written into this object's CAPI Secrets.
 
     Secrets reach only their owner: the RKCP whose uid the sealed message names, and only while
-    it is authorized, not in conflict and not paused (a paused Cluster means hands off: the
+    it is authorized, not in conflict and not paused (paused means hands off, CAPI: the
     secrets are written when it resumes). Any other RKCP naming the same coordinates (a tenant
     grabbing another's TenantControlPlane) gets nothing, however often the box comes again.
     Messages never carry secret material nor the other owner's identity.
@@ -63,10 +64,11 @@ def decide_secrets(o: Observed) -> SecretsDecision:
             refused=reason if sealed else "",
         )
     writes = _writes(o)
-    if writes and o.cluster is not None and o.cluster.paused:
+    paused = cluster_api.pause_message(o.cluster, o.rkcp)
+    if writes and paused:
         return SecretsDecision(
             Secrets.PAUSED,
-            "the owner Cluster is paused: the site's secrets are written when it resumes",
+            f"reconciliation is paused ({paused}): the site's secrets are written when it resumes",
             refused=Secrets.PAUSED,
         )
     return SecretsDecision(Secrets.SYNCED if o.report.secrets_checksum else Secrets.WAITING, "", writes)

@@ -1,46 +1,30 @@
 """The RemoteKamajiControlPlane status from what the hub observed: pure, one setter per condition.
 
-Each ``set_<x>_condition`` decides one condition from its observations and always sets a reason
-(Unknown on the first visit rather than absent). ``new_status`` assembles the CAPI contract
-fields from the site's latest Status message; ``initialized`` never goes back to false.
+Each ``set_<x>_condition`` decides one condition from its observations (``rkcp_facts.Facts``)
+and always sets a reason (Unknown on the first visit rather than absent); CAPI's RollingOut,
+ScalingUp, ScalingDown and Available are ``rkcp_progress``'s. ``new_status`` assembles the CAPI
+contract fields from the site's latest Status message; ``initialized`` never goes back to false.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import enum
-from dataclasses import dataclass
+from typing import Final
 
 from common import conditions as c
 from hub import api
-from protocol import messages
+from hub.reconcile import rkcp_progress
+from hub.reconcile.rkcp_facts import Facts as Facts
+from hub.reconcile.rkcp_facts import Secrets as Secrets
+from hub.reconcile.rkcp_facts import SiteView as SiteView
+from hub.reconcile.rkcp_facts import new, put
 
-SERVING_PHASES = ("Ready", "Upgrading")
-REPLACING_PREVIOUS_OWNER = "ReplacingPreviousOwner"
+SERVING_PHASES: Final = ("Ready", "Upgrading")
+REPLACING_PREVIOUS_OWNER: Final = "ReplacingPreviousOwner"
 """The reason (condition, event, the agent's status) while an earlier owner's TCP is replaced."""
-
-
-@dataclass(frozen=True)
-class SiteView:
-    connected: bool | None
-    """None: no heartbeat ever seen."""
-    last_heartbeat_time: dt.datetime | None = None
-    backlog: int | None = None
-
-
-class Secrets(enum.StrEnum):
-    """Where the site's sealed secrets stand for this RKCP (its ``SecretsSynced`` condition)."""
-
-    SYNCED = "Synced"
-    """The CAPI Secrets carry the latest box's checksum (or are written in this reconcile)."""
-    DECRYPT_FAILED = "DecryptFailed"
-    WAITING = "Waiting"
-    """Nothing sealed yet (or the box of a replaced owner)."""
-    # Withheld: the secrets are someone else's, or this placement may not have them.
-    OWNER_MISMATCH = "OwnerMismatch"
-    NOT_AUTHORIZED = "NotAuthorized"
-    CONFLICT = "Conflict"
-    PAUSED = "Paused"
+POD_SELECTOR_LABEL: Final = "kamaji.clastix.io/name"
+"""The label Kamaji selects a TenantControlPlane's API server pods by (its Deployment's
+``spec.selector``): ``status.selector`` names those pods, at the site, for the scale subresource."""
 
 
 _SECRETS_CONDITION: dict[Secrets, tuple[c.Status, str]] = {
@@ -55,63 +39,24 @@ _SECRETS_CONDITION: dict[Secrets, tuple[c.Status, str]] = {
 """The ``SecretsSynced`` status and reason of each state."""
 
 
-@dataclass(frozen=True)
-class Facts:
-    """Everything the conditions are computed from."""
-
-    generation: int
-    status: messages.Status | None
-    """The site's latest status for this owner (None: none yet, or it belongs to another owner)."""
-    published_seq: int
-    """Stream sequence of the latest intent published for this control plane (0: none)."""
-    site: SiteView
-    secrets: Secrets
-    secrets_message: str = ""
-    paused: bool = False
-    deleting: bool = False
-    conflict_with: str = ""
-    not_authorized: str = ""
-    """Why the Site does not grant the placement ("" when it does)."""
-    waiting_for_cluster: str = ""
-    recreating: bool = False
-    """The site reported the TCP gone while the hub still wants it (its latest intent is a
-    provision for this owner): it is being created again, not deleted."""
-    replacing: tuple[str, ...] = ()
-    """Uids of earlier owners whose released deletion the site has not confirmed yet: their TCP
-    may still stand at these coordinates, and the provision intent replaces it (issue 11 §3)."""
-
-
-def _set(status: api.Status, cond: c.Condition, now: dt.datetime) -> None:
-    status.conditions = c.set_condition(status.conditions, cond, now=now)
-
-
-def _new(
-    type_: str, value: c.Status, reason: str, message: str, f: Facts, *, now: dt.datetime
-) -> c.Condition:
-    """A condition of ``type_`` observed at the RKCP's generation."""
-    return c.new_condition(type_, value, reason, message, observed_generation=f.generation, now=now)
-
-
 def set_site_connected_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
     if f.site.connected is None:
-        cond = _new(
-            api.SITE_CONNECTED, c.UNKNOWN, "NoHeartbeat", "no heartbeat from the site yet", f, now=now
-        )
+        cond = new(api.SITE_CONNECTED, c.UNKNOWN, "NoHeartbeat", "no heartbeat from the site yet", f, now=now)
     elif f.site.connected:
-        cond = _new(api.SITE_CONNECTED, c.TRUE, "HeartbeatReceived", "", f, now=now)
+        cond = new(api.SITE_CONNECTED, c.TRUE, "HeartbeatReceived", "", f, now=now)
     else:
         when = f.site.last_heartbeat_time.isoformat() if f.site.last_heartbeat_time else "never"
-        cond = _new(api.SITE_CONNECTED, c.FALSE, "HeartbeatMissing", f"last heartbeat {when}", f, now=now)
-    _set(status, cond, now)
+        cond = new(api.SITE_CONNECTED, c.FALSE, "HeartbeatMissing", f"last heartbeat {when}", f, now=now)
+    put(status, cond, now)
 
 
 def set_intent_delivered_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
     if f.published_seq == 0:
-        cond = _new(api.INTENT_DELIVERED, c.UNKNOWN, "NotPublished", "no intent published yet", f, now=now)
+        cond = new(api.INTENT_DELIVERED, c.UNKNOWN, "NotPublished", "no intent published yet", f, now=now)
     elif f.status is not None and f.status.intent_seq >= f.published_seq:
-        cond = _new(api.INTENT_DELIVERED, c.TRUE, "Acknowledged", "", f, now=now)
+        cond = new(api.INTENT_DELIVERED, c.TRUE, "Acknowledged", "", f, now=now)
     else:
-        cond = _new(
+        cond = new(
             api.INTENT_DELIVERED,
             c.FALSE,
             "Pending",
@@ -119,14 +64,14 @@ def set_intent_delivered_condition(status: api.Status, f: Facts, *, now: dt.date
             f,
             now=now,
         )
-    _set(status, cond, now)
+    put(status, cond, now)
 
 
 def set_status_fresh_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
     if f.status is None:
-        cond = _new(api.STATUS_FRESH, c.UNKNOWN, "NoStatus", "no status from the site yet", f, now=now)
+        cond = new(api.STATUS_FRESH, c.UNKNOWN, "NoStatus", "no status from the site yet", f, now=now)
     elif f.site.connected is False:
-        cond = _new(
+        cond = new(
             api.STATUS_FRESH,
             c.FALSE,
             "SiteSilent",
@@ -135,16 +80,16 @@ def set_status_fresh_condition(status: api.Status, f: Facts, *, now: dt.datetime
             now=now,
         )
     elif f.status.intent_seq < f.published_seq:
-        cond = _new(api.STATUS_FRESH, c.FALSE, "Outdated", "the status answers an older intent", f, now=now)
+        cond = new(api.STATUS_FRESH, c.FALSE, "Outdated", "the status answers an older intent", f, now=now)
     else:
-        cond = _new(api.STATUS_FRESH, c.TRUE, "UpToDate", "", f, now=now)
-    _set(status, cond, now)
+        cond = new(api.STATUS_FRESH, c.TRUE, "UpToDate", "", f, now=now)
+    put(status, cond, now)
 
 
 def set_tenant_control_plane_ready_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
     s = f.status
     if f.replacing and not f.deleting:
-        cond = _new(
+        cond = new(
             api.TENANT_CONTROL_PLANE_READY,
             c.FALSE,
             REPLACING_PREVIOUS_OWNER,
@@ -154,9 +99,9 @@ def set_tenant_control_plane_ready_condition(status: api.Status, f: Facts, *, no
             now=now,
         )
     elif s is None:
-        cond = _new(api.TENANT_CONTROL_PLANE_READY, c.UNKNOWN, "NoStatus", "", f, now=now)
+        cond = new(api.TENANT_CONTROL_PLANE_READY, c.UNKNOWN, "NoStatus", "", f, now=now)
     elif s.phase == "Deleted" and f.recreating:
-        cond = _new(
+        cond = new(
             api.TENANT_CONTROL_PLANE_READY,
             c.FALSE,
             "Recreating",
@@ -165,58 +110,45 @@ def set_tenant_control_plane_ready_condition(status: api.Status, f: Facts, *, no
             now=now,
         )
     elif s.phase in SERVING_PHASES:
-        cond = _new(api.TENANT_CONTROL_PLANE_READY, c.TRUE, s.phase, s.message, f, now=now)
+        cond = new(api.TENANT_CONTROL_PLANE_READY, c.TRUE, s.phase, s.message, f, now=now)
     else:
         # Drifted: the site changed fields we own and the agent is reverting them (issue 11 §5).
         specific = s.phase in ("Rejected", "Failed") or s.reason == "Drifted"
         reason = s.reason if specific and s.reason else s.phase
-        cond = _new(api.TENANT_CONTROL_PLANE_READY, c.FALSE, reason, s.message, f, now=now)
-    _set(status, cond, now)
+        cond = new(api.TENANT_CONTROL_PLANE_READY, c.FALSE, reason, s.message, f, now=now)
+    put(status, cond, now)
 
 
 def set_secrets_synced_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
     value, reason = _SECRETS_CONDITION[f.secrets]
-    _set(status, _new(api.SECRETS_SYNCED, value, reason, f.secrets_message, f, now=now), now)
+    put(status, new(api.SECRETS_SYNCED, value, reason, f.secrets_message, f, now=now), now)
 
 
 def set_paused_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
     cond = (
-        _new(
-            api.PAUSED, c.TRUE, "Paused", "the owner Cluster is paused: no intents are published", f, now=now
-        )
+        new(api.PAUSED, c.TRUE, "Paused", f.paused, f, now=now)
         if f.paused
-        else _new(api.PAUSED, c.FALSE, "NotPaused", "", f, now=now)
+        else new(api.PAUSED, c.FALSE, "NotPaused", "", f, now=now)
     )
-    _set(status, cond, now)
+    put(status, cond, now)
 
 
 def set_deleting_condition(
     status: api.Status, f: Facts, *, now: dt.datetime, reason: str = "", message: str = ""
 ) -> None:
     cond = (
-        _new(api.DELETING, c.TRUE, reason or "Deleting", message, f, now=now)
+        new(api.DELETING, c.TRUE, reason or "Deleting", message, f, now=now)
         if f.deleting
-        else _new(api.DELETING, c.FALSE, "NotDeleting", "", f, now=now)
+        else new(api.DELETING, c.FALSE, "NotDeleting", "", f, now=now)
     )
-    _set(status, cond, now)
-
-
-def set_available_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
-    cond = (
-        _new(api.AVAILABLE, c.TRUE, "Available", "", f, now=now)
-        if status.ready
-        else _new(
-            api.AVAILABLE, c.FALSE, "NotReady", "the tenant control plane does not serve yet", f, now=now
-        )
-    )
-    _set(status, cond, now)
+    put(status, cond, now)
 
 
 def set_ready_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
     if f.not_authorized:
-        cond = _new(api.READY, c.FALSE, "NotAuthorized", f.not_authorized, f, now=now)
+        cond = new(api.READY, c.FALSE, "NotAuthorized", f.not_authorized, f, now=now)
     elif f.conflict_with:
-        cond = _new(
+        cond = new(
             api.READY,
             c.FALSE,
             "Conflict",
@@ -225,7 +157,7 @@ def set_ready_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> No
             now=now,
         )
     elif f.waiting_for_cluster:
-        cond = _new(api.READY, c.FALSE, "WaitingForCluster", f.waiting_for_cluster, f, now=now)
+        cond = new(api.READY, c.FALSE, "WaitingForCluster", f.waiting_for_cluster, f, now=now)
     else:
         cond = c.summary(
             status.conditions,
@@ -242,7 +174,7 @@ def set_ready_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> No
             observed_generation=f.generation,
             now=now,
         )
-    _set(status, cond, now)
+    put(status, cond, now)
 
 
 def new_status(previous: api.Status, f: Facts, *, now: dt.datetime) -> api.Status:
@@ -265,6 +197,8 @@ def new_status(previous: api.Status, f: Facts, *, now: dt.datetime) -> api.Statu
     else:
         status.ready = False
     status.initialization.control_plane_initialized = status.initialized
+    if f.tenant_control_plane_name:
+        status.selector = f"{POD_SELECTOR_LABEL}={f.tenant_control_plane_name}"
     status.site = api.SiteStatus(last_heartbeat_time=f.site.last_heartbeat_time, backlog=f.site.backlog)
     set_site_connected_condition(status, f, now=now)
     set_intent_delivered_condition(status, f, now=now)
@@ -273,6 +207,6 @@ def new_status(previous: api.Status, f: Facts, *, now: dt.datetime) -> api.Statu
     set_secrets_synced_condition(status, f, now=now)
     set_paused_condition(status, f, now=now)
     set_deleting_condition(status, f, now=now)
-    set_available_condition(status, f, now=now)
+    rkcp_progress.set_progress_conditions(status, f, now=now)
     set_ready_condition(status, f, now=now)
     return status

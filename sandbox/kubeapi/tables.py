@@ -2,7 +2,7 @@
 
 Owns the columns of each resource (a CRD's ``additionalPrinterColumns``, a few for the
 built-ins), a small JSONPath evaluator for them (``.a.b``, ``[n]``, ``[*]``,
-``[?(@.k=="v")]``), and human-readable ages. Pure.
+``[?(@.k=="v")]``, ``['a\\.b/c']`` as CAPI's Cluster column), and human-readable ages. Pure.
 """
 
 from __future__ import annotations
@@ -49,7 +49,10 @@ _BUILTIN_COLUMNS: dict[tuple[str, str], list[resources.PrinterColumn]] = {
 
 _SEGMENT = re.compile(
     r"\.([A-Za-z0-9_\-/]+)|\[(\d+|\*)\]|\[\?\(@\.([A-Za-z0-9_.\-]+)\s*==\s*[\"']([^\"']*)[\"']\)\]"
+    r"|\['((?:[^'\\]|\\.)*)'\]"
 )
+"""One step: ``.field``, ``[n]``/``[*]``, a filter, or a quoted key whose dots are escaped
+(``['cluster\\.x-k8s\\.io/cluster-name']``, a label name)."""
 
 
 def columns(rtype: resources.ResourceType, version: str) -> list[resources.PrinterColumn]:
@@ -69,7 +72,9 @@ def jsonpath(obj: Any, path: str) -> list[Any]:
         match = _SEGMENT.match(path, pos)
         if match is None:
             return []
-        field, index, key, value = match.groups()
+        field, index, key, value, quoted = match.groups()
+        if quoted is not None:
+            field = re.sub(r"\\(.)", r"\1", quoted)
         nxt: list[Any] = []
         for item in current:
             if field is not None and isinstance(item, dict) and field in item:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import datetime as dt
+import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -91,13 +92,20 @@ def test_names_labels_columns_subresources() -> None:
     assert crd["spec"]["scope"] == "Namespaced"
     (version,) = crd["spec"]["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
+    # CAPI's control-plane columns in KubeadmControlPlane's order, then the site.
     assert [(c["name"], c["jsonPath"]) for c in version["additionalPrinterColumns"]] == [
-        ("Site", ".spec.site"),
-        ("Version", ".spec.version"),
-        ("Ready", ".status.ready"),
-        ("Endpoint", ".spec.controlPlaneEndpoint.host"),
+        ("Cluster", ".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']"),
+        ("Initialized", ".status.initialized"),
+        ("API Server Available", ".status.ready"),
+        ("Replicas", ".status.replicas"),
+        ("Ready", ".status.readyReplicas"),
+        ("Updated", ".status.updatedReplicas"),
+        ("Unavailable", ".status.unavailableReplicas"),
         ("Age", ".metadata.creationTimestamp"),
+        ("Version", ".spec.version"),
+        ("Site", ".spec.site"),
     ]
+    # The scale subresource as CAPI's contract (ControlPlane: replicas) requires it.
     assert version["subresources"] == {
         "status": {},
         "scale": {
@@ -448,11 +456,15 @@ async def test_scale_subresource(kube: ckube.Kube) -> None:
 async def test_kubectl_get_rkcp_prints_the_columns(
     kube: ckube.Kube, mgmt: kubeapi.Server, tmp_path: Path
 ) -> None:
-    await kube.create(
-        RKCP, rkcp("cp1", controlPlaneEndpoint={"host": "10.0.0.7", "port": 6443}), namespace="default"
-    )
+    labelled = rkcp("cp1")
+    labelled["metadata"]["labels"] = {"cluster.x-k8s.io/cluster-name": "c1"}
+    await kube.create(RKCP, labelled, namespace="default")
     await kube.create(RKCP, rkcp("cp2", site="site-b", version="v1.30.1"), namespace="default")
-    await kube.patch(RKCP, "cp1", {"status": {"ready": True}}, namespace="default", subresource="status")
+    counts = {"replicas": 3, "readyReplicas": 2, "updatedReplicas": 1, "unavailableReplicas": 1}
+    await kube.patch(
+        RKCP, "cp1", {"status": {"initialized": True, "ready": True, **counts}},
+        namespace="default", subresource="status",
+    )  # fmt: skip
     kubeconfig = mgmt.write_kubeconfig(tmp_path / "kubectl.kubeconfig")
     proc = await asyncio.create_subprocess_exec(
         str(KUBECTL),
@@ -470,16 +482,24 @@ async def test_kubectl_get_rkcp_prints_the_columns(
     out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
     assert proc.returncode == 0, err.decode()
     lines = out.decode().splitlines()
-    assert lines[0].split() == ["NAME", "SITE", "VERSION", "READY", "ENDPOINT", "AGE"]
+    header = ["NAME", "CLUSTER", "INITIALIZED", "API SERVER AVAILABLE", "REPLICAS", "READY", "UPDATED",
+              "UNAVAILABLE", "AGE", "VERSION", "SITE"]  # fmt: skip
+    assert _headers(lines[0]) == header
     # Cut rows at the header's column starts: an empty cell is blank, not "<none>".
-    starts = [lines[0].index(name) for name in lines[0].split()]
+    starts = [lines[0].index(name) for name in header]
     rows = [
         [line[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)] for line in lines[1:]
     ]
-    assert [row[:5] for row in rows] == [
-        ["cp1", "site-a", "v1.31.0", "true", "10.0.0.7"],
-        ["cp2", "site-b", "v1.30.1", "", ""],
+    without_age = [row[:8] + row[9:] for row in rows]
+    assert without_age == [
+        ["cp1", "c1", "true", "true", "3", "2", "1", "1", "v1.31.0", "site-a"],
+        ["cp2", "", "", "", "", "", "", "", "v1.30.1", "site-b"],
     ]
+
+
+def _headers(line: str) -> list[str]:
+    """The column names of kubectl's header line (two spaces or more between them)."""
+    return [h.strip() for h in re.split(r"\s{2,}", line.strip())]
 
 
 async def test_installs_through_the_api_like_kubectl_apply(tmp_path: Path) -> None:

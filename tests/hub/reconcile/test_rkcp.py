@@ -202,7 +202,7 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
             report=rkcp.SiteReport(status=status("Rejected", reason="NamespaceNotFound", endpoint=False))
         ),
         [],
-        {"TenantControlPlaneReady": ("False", "NamespaceNotFound"), "Available": ("False", "NotReady")},
+        {"TenantControlPlaneReady": ("False", "NamespaceNotFound"), "Available": ("False", "NotAvailable")},
     ),
     (
         "site silent",

@@ -55,10 +55,14 @@ def test_version_priority() -> None:
         (".status.conditions[1].reason", ["Late"]),
         (".spec.missing", []),
         ("{.spec.version}", ["1.30"]),
+        # CAPI's Cluster column: a label whose name has dots, escaped in a quoted key.
+        (".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']", ["c1"]),
+        (".metadata.labels['cluster.x-k8s.io/other']", []),
     ],
 )
 def test_jsonpath(path: str, expected: list[object]) -> None:
     obj = {
+        "metadata": {"labels": {"cluster.x-k8s.io/cluster-name": "c1"}},
         "spec": {"version": "1.30"},
         "status": {
             "conditions": [
