@@ -16,7 +16,7 @@ import yaml
 from common.bus import errors as bus_errors
 from common.kube import resources
 from tests import helpers
-from tests.hub.conftest import RKCP, ROOT, World, cluster_obj, rkcp_obj, until_ready
+from tests.hub.conftest import RKCP, ROOT, World, cluster_obj, condition, rkcp_obj, until_ready
 
 INFRA_GROUP = "infrastructure.cluster.x-k8s.io"
 ENDPOINT = {"host": "cp.example", "port": 443}
@@ -180,3 +180,33 @@ async def test_clusters_are_watched_in_the_newest_served_version(world: World, v
     assert c.informers.cluster_version == version
     cached = c.informers.clusters.get(("default", "c1"))
     assert cached is not None and cached["apiVersion"] == f"cluster.x-k8s.io/{version}"
+
+
+async def test_nothing_is_patched_while_the_cluster_is_paused(world: World) -> None:
+    foo = await register(world, infra_crd("FooCluster", endpoint=True), "fooclusters", "v1alpha1")
+    body = {"apiVersion": foo.api_version, "kind": "FooCluster", "metadata": {"name": "infra"}}
+    await world.mgmt.create(foo, body, namespace="default")
+    ref = infra_ref("FooCluster", v1beta2=False)
+    cl = await world.mgmt.create(
+        resources.CLUSTER, cluster_obj("c1", paused=True, infrastructureRef=ref), namespace="default"
+    )
+    await world.mgmt.create(
+        RKCP, rkcp_obj("cp1", cluster=cl, controlPlaneEndpoint=ENDPOINT), namespace="default"
+    )
+    c = world.start_hub()
+
+    async def paused() -> bool:
+        return condition(await world.rkcp("cp1"), "Paused") == ("True", "Paused")
+
+    await helpers.eventually(paused, within=20, what="Paused")
+    assert c.reconciler.infra.last(("default", "cp1")) is None
+    assert "controlPlaneEndpoint" not in (await world.mgmt.get(foo, "infra", namespace="default")).get(
+        "spec", {}
+    )
+    # Unpaused: the endpoint lands.
+    await world.mgmt.patch(resources.CLUSTER, "c1", {"spec": {"paused": False}}, namespace="default")
+    found = await helpers.eventually(
+        lambda: world.mgmt.get(foo, "infra", namespace="default"),
+        lambda o: "controlPlaneEndpoint" in (o.get("spec") or {}), within=20, what="the endpoint",
+    )  # fmt: skip
+    assert found["spec"]["controlPlaneEndpoint"] == ENDPOINT
