@@ -259,7 +259,7 @@ class Kube:
         return True
 
     async def group_versions(self, group: str) -> tuple[str, ...]:
-        """The versions of API ``group`` the server serves, its preferred one first ([]: none)."""
+        """The versions of API ``group`` the server serves, its preferred one first ((): none)."""
         try:
             found = await self._call("GET", f"/apis/{group}")
         except errors.NotFound:
@@ -269,7 +269,7 @@ class Kube:
         return tuple(sorted(versions, key=lambda v: v != preferred))
 
     async def api_resources(self, group: str, version: str) -> tuple[dict[str, Any], ...]:
-        """The discovery entries (name, kind, namespaced, verbs) of ``group/version`` ([]: not served)."""
+        """The discovery entries (name, kind, namespaced, verbs) of ``group/version`` ((): not served)."""
         try:
             found = await self._call("GET", f"/apis/{group}/{version}")
         except errors.NotFound:

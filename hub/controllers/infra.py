@@ -48,7 +48,7 @@ class InfraEndpoints:
 
     async def patch(self, t: rkcp.PatchInfraEndpoint, r: api.RemoteKamajiControlPlane) -> None:
         """Attempt ``t``; record the outcome, and an Event when it is news (set, or refused)."""
-        what = rkcp_infra.describe(t)
+        what, changed = rkcp_infra.describe(t), False
         try:
             changed = await self._attempt(t)
             state: rkcp_infra.State = "set"
@@ -57,10 +57,9 @@ class InfraEndpoints:
             state, reason = "refused", f"{what}: {exc}"
         except kerrors.KubeError as exc:
             if exc.status in REFUSED_STATUSES:
-                state, reason = "refused", f"{what}: the API server refused the patch: {exc}"
+                state, reason = "refused", f"{what}: the API server refused: {exc}"
             else:
                 state, reason = "waiting", f"{what}: {exc}"
-            changed = False
         key = (r.metadata.namespace, r.metadata.name)
         now = dt.datetime.now(dt.UTC)
         self._outcomes[key] = rkcp_infra.Outcome(target=t, state=state, reason=reason, at=now)
