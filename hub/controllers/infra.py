@@ -76,7 +76,12 @@ class InfraEndpoints:
     async def _attempt(self, t: rkcp.PatchInfraEndpoint) -> bool:
         """Patch if unset or different; True when it was patched. Raises ``Refused`` or KubeError."""
         resource = await self._resource(t)
-        obj = await self.kube.get(resource, t.name, namespace=t.namespace)
+        try:
+            obj = await self.kube.get(resource, t.name, namespace=t.namespace)
+        except kerrors.NotFound:
+            # Not there yet, or its kind no longer served at that version: discover again next time.
+            self._resources = {k: v for k, v in self._resources.items() if v != resource}
+            raise
         patch = rkcp_infra.endpoint_patch(obj, t.host, t.port)
         if patch is None:
             return False
