@@ -2,7 +2,8 @@
 
 Each entry is (apiGroup, resource, verbs). The code touches nothing else. ``CAPI_READS`` is not
 the hub's: it is what Cluster API's own controllers are granted on our kinds, through the
-ClusterRole aggregated into CAPI's manager role (``deploy/hub/capi-aggregation.yaml``).
+ClusterRole aggregated into CAPI's manager role and bound to the kubeadm bootstrap manager
+(``deploy/hub/capi-aggregation.yaml``).
 """
 
 from __future__ import annotations
