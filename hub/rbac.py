@@ -1,6 +1,9 @@
 """Every Kubernetes permission the hub uses, in one place (the hub's ClusterRole follows it).
 
-Each entry is (apiGroup, resource, verbs). The code touches nothing else.
+Each entry is (apiGroup, resource, verbs). The code touches nothing else. ``CAPI_READS`` is not
+the hub's: it is what Cluster API's own controllers are granted on our kinds, through the
+ClusterRole aggregated into CAPI's manager role and bound to the kubeadm bootstrap manager
+(``deploy/hub/capi-aggregation.yaml``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,11 @@ RULES: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
     ("kamaji-broker.io", "sites/status", ("patch",)),
     # Owner Clusters: network fields and the paused flag, read only.
     ("cluster.x-k8s.io", "clusters", ("list", "watch")),
+    # The Cluster's InfraCluster gets the site's endpoint in spec.controlPlaneEndpoint: any kind of
+    # any infrastructure provider (read once, merge-patched), so the whole group, as Cluster API's
+    # own core controllers are granted it. The Kamaji provider names each kind it supports
+    # instead (awsclusters, kubevirtclusters, ... get/patch); a generic patch cannot.
+    ("infrastructure.cluster.x-k8s.io", "*", ("get", "patch")),
     # <cluster>-kubeconfig and <cluster>-ca: watched (by label) for their checksums, created,
     # replaced on a new checksum.
     ("", "secrets", ("get", "list", "watch", "create", "update")),
@@ -24,3 +32,11 @@ RULES: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
     # Leader election.
     ("coordination.k8s.io", "leases", ("get", "create", "update")),
 )
+
+CAPI_READS: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
+    # CAPI's kubeadm bootstrap controller (>= 1.14) reads the Cluster's controlPlaneRef object, and
+    # the topology controller reads ClusterClass templates: read only, nothing else.
+    ("controlplane.cluster.x-k8s.io", "remotekamajicontrolplanes", ("get", "list", "watch")),
+    ("controlplane.cluster.x-k8s.io", "remotekamajicontrolplanetemplates", ("get", "list", "watch")),
+)
+"""What CAPI's controllers may do with our kinds (``cluster.x-k8s.io/aggregate-to-manager``)."""

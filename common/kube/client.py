@@ -3,8 +3,9 @@
 With ``common.kube.connecting`` (which makes its ApiClient), the only place of ``common`` that
 imports kubernetes_asyncio. Every call goes through ``ApiClient.call_api`` with a path from
 ``resources.Resource``, so built-ins and custom resources share one code path (get, list, watch,
-create, replace, merge/JSON patch, delete, subresources, create-or-replace, and whether a resource
-is served yet). Library and transport errors become ``common.kube.errors`` in ``translated``.
+create, replace, merge/JSON patch, delete, subresources, create-or-replace, whether a resource
+is served yet, discovery: a group's versions, a group version's resources). Library and transport
+errors become ``common.kube.errors`` in ``translated``.
 Works the same against a real API server and the sandbox's emulator.
 """
 
@@ -212,11 +213,14 @@ class Kube:
         namespace: str | None = None,
         subresource: str | None = None,
         content_type: str = MERGE_PATCH,
+        field_validation: str | None = None,
     ) -> dict[str, Any]:
-        """A merge patch (or a JSON patch with ``content_type=JSON_PATCH``)."""
+        """A merge patch (or a JSON patch with ``content_type=JSON_PATCH``); ``field_validation``
+        ``"Strict"`` makes the server refuse (400) a field the schema does not declare."""
         body: Any = dict(patch) if isinstance(patch, Mapping) else [dict(p) for p in patch]
+        query = [("fieldValidation", field_validation)] if field_validation else []
         patched: dict[str, Any] = await self._call(
-            "PATCH", r.path(namespace, name, subresource), body=body, content_type=content_type
+            "PATCH", r.path(namespace, name, subresource), query=query, body=body, content_type=content_type
         )
         return patched
 
@@ -253,6 +257,24 @@ class Kube:
         except errors.NotFound:
             return False
         return True
+
+    async def group_versions(self, group: str) -> tuple[str, ...]:
+        """The versions of API ``group`` the server serves, its preferred one first ((): none)."""
+        try:
+            found = await self._call("GET", f"/apis/{group}")
+        except errors.NotFound:
+            return ()
+        versions = [str(v.get("version") or "") for v in found.get("versions") or ()]
+        preferred = str((found.get("preferredVersion") or {}).get("version") or "")
+        return tuple(sorted(versions, key=lambda v: v != preferred))
+
+    async def api_resources(self, group: str, version: str) -> tuple[dict[str, Any], ...]:
+        """The discovery entries (name, kind, namespaced, verbs) of ``group/version`` ((): not served)."""
+        try:
+            found = await self._call("GET", f"/apis/{group}/{version}")
+        except errors.NotFound:
+            return ()
+        return tuple(dict(e) for e in found.get("resources") or ())
 
     async def delete(
         self,

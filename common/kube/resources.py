@@ -1,13 +1,16 @@
 """The Kubernetes resources hub, agent and the sandbox's Kamaji simulator touch.
 
 ``Resource`` names a resource by group, version and plural and builds its REST paths, so one
-generic client serves built-ins and custom resources alike. The permissions each process needs
+generic client serves built-ins and custom resources alike; ``discovered`` finds one of a kind in
+a group version's discovery document. The permissions each process needs
 are declared next to the code that uses them (``agent.rbac``, ``hub.rbac``) from these.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,16 @@ class Resource:
             if subresource is not None:
                 base += f"/{subresource}"
         return base
+
+
+def discovered(group: str, version: str, entries: Iterable[Mapping[str, Any]], kind: str) -> Resource | None:
+    """The resource of ``kind`` among a group version's discovery ``entries`` (None: not served).
+    Subresources (``foos/status``) carry their parent's kind too, so they are skipped."""
+    for e in entries:
+        name = str(e.get("name") or "")
+        if e.get("kind") == kind and name and "/" not in name:
+            return Resource(group, version, name, kind, namespaced=bool(e.get("namespaced")))
+    return None
 
 
 CUSTOM_RESOURCE_DEFINITION = Resource(

@@ -3,8 +3,9 @@
 Owns nothing: finalizers and the endpoint are patched on the RKCP and Events recorded
 (``common.kube``), the known sites' NATS topology ensured (``topology``), intents published
 through ``published.PublishedIntents``, subjects purged (``common.bus``), released deletions
-handed to ``released.ReleasedDeletions``, and sealed secrets fetched, opened (``hub.intake``) and
-written as CAPI Secrets in one path (``writing.write_latest``).
+handed to ``released.ReleasedDeletions``, sealed secrets fetched, opened (``hub.intake``) and
+written as CAPI Secrets in one path (``writing.write_latest``), and the InfraCluster's endpoint
+patched (``infra.InfraEndpoints``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from common import bus
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import api, mapping
+from hub.controllers import infra as infra_endpoints
 from hub.controllers import published as published_intents
 from hub.controllers import writing
 from hub.controllers.config import Deps, Settings
@@ -33,12 +35,14 @@ class Executor:
         published: published_intents.PublishedIntents,
         released: ReleasedDeletions,
         topology: Topology,
+        infra: infra_endpoints.InfraEndpoints,
     ) -> None:
         self.settings = settings
         self.deps = deps
         self.published = published
         self.released = released
         self.topology = topology
+        self.infra = infra
 
     async def execute(self, action: rkcp.Action, r: api.RemoteKamajiControlPlane, o: rkcp.Observed) -> bool:
         """Carry ``action`` out; False when fenced or raced (the caller observes again)."""
@@ -57,14 +61,7 @@ class Executor:
         elif isinstance(action, rkcp.Publish):
             return await self.published.publish(action, r, o)
         elif isinstance(action, rkcp.Purge):
-            # Purge is planned only for a control plane we published to: its coordinates are valid.
-            coords = mapping.coordinates(r)
-            for kind in (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET):
-                subject = subjects.control_plane(kind, *coords, prefix=self.settings.prefix)
-                stream = streams.stream_name(kind, site=coords.site, prefix=self.settings.prefix)
-                await bus.purge_subject(self.deps.conn, stream, subject)
-            self.deps.observations.forget(coords)
-            self.published.record(coords, None)
+            await self._purge(r)
         elif isinstance(action, rkcp.Release):
             coords = mapping.coordinates(r)
             self.released.track(coords, r.metadata.uid, action.seq)
@@ -84,6 +81,19 @@ class Executor:
                 {"spec": {"controlPlaneEndpoint": {"host": action.host, "port": action.port}}},
                 namespace=ns,
             )
+        elif isinstance(action, rkcp.PatchInfraEndpoint):
+            # Never False: its outcome is recorded for the next decision, not a reason to re-observe.
+            await self.infra.patch(action, r)
         elif isinstance(action, rkcp.Event):
             await writing.record_event(self.deps.kube, action, r)
         return True
+
+    async def _purge(self, r: api.RemoteKamajiControlPlane) -> None:
+        # Purge is planned only for a control plane we published to: its coordinates are valid.
+        coords = mapping.coordinates(r)
+        for kind in (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET):
+            subject = subjects.control_plane(kind, *coords, prefix=self.settings.prefix)
+            stream = streams.stream_name(kind, site=coords.site, prefix=self.settings.prefix)
+            await bus.purge_subject(self.deps.conn, stream, subject)
+        self.deps.observations.forget(coords)
+        self.published.record(coords, None)

@@ -1,4 +1,4 @@
-"""The RKCP controller's watches: RKCPs, Clusters and Sites, cached and indexed.
+"""The RKCP controller's watches: RKCPs, Clusters (v1beta2 where served) and Sites, cached and indexed.
 
 Owns the RKCP and Cluster caches (``cache.ObjectCache``), the RKCP index (``index.Index``), a hash
 of each Site's spec, and whether each kind was listed. Each watch is a ``common.kube.informer``
@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from common import kube as ckube
 from common import objects
 from common.kube import informer, resources
+from hub import cluster_api
 from hub.controllers import cache, index
 from hub.controllers import site as site_controller
 from protocol.coordinates import Coordinates
@@ -65,6 +66,8 @@ class Informers:
         self._rkcps_listed: set[str | None] = set()
         """Watch scopes whose RKCPs were listed: the released deletions are scanned after all."""
         self.rkcps_synced = asyncio.Event()
+        self.cluster_version = ""
+        """The version of ``cluster.x-k8s.io`` Clusters are watched in ("" before the watch starts)."""
 
     def watches(self, kube: ckube.Kube) -> list[Loop]:
         """The long-lived watches, by name: RKCPs and Clusters per scope, Sites (cluster-scoped)."""
@@ -72,16 +75,22 @@ class Informers:
         for ns in self.scopes:
             scope = ns or "*"
             found.append((f"rkcp watch {scope}", functools.partial(self._inform_rkcps, kube, ns)))
-            clusters = functools.partial(
-                informer.inform, kube, resources.CLUSTER, _Clusters(self), namespace=ns,
-                label_selector=self.label_selector,
-            )  # fmt: skip
+            clusters = functools.partial(self._inform_clusters, kube, ns)
             found.append((f"cluster watch {scope}", clusters))
         sites = functools.partial(
             informer.inform, kube, resources.SITE, _Sites(self), synced=self.sites_synced.set
         )
         found.append(("site watch", sites))
         return found
+
+    async def _inform_clusters(self, kube: ckube.Kube, namespace: str | None) -> None:
+        # The version is discovered each time the watch (re)starts: v1beta2 where CAPI serves it.
+        version = cluster_api.served_version(await kube.group_versions(cluster_api.GROUP))
+        self.cluster_version = version
+        await informer.inform(
+            kube, cluster_api.resource(version), _Clusters(self), namespace=namespace,
+            label_selector=self.label_selector,
+        )  # fmt: skip
 
     async def _inform_rkcps(self, kube: ckube.Kube, namespace: str | None) -> None:
         def listed() -> None:

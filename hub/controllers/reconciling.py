@@ -3,7 +3,8 @@
 Owns what a reconcile remembers per RKCP between visits (the last error recorded as an Event, the
 last refusal counted, the uid seen Ready once), each dropped by ``forget``, and the parts only a
 reconcile uses: the record of published intents (``published``), the CAPI Secret checksums
-(``checksums``), the status writer (``status_writes``) and the hands (``acting``). Reads the
+(``checksums``), the status writer (``status_writes``), the InfraCluster endpoint writer
+(``infra``) and the hands (``acting``). Reads the
 RKCPs, Clusters and the index from ``informing``, what the sites said from ``hub.observations``
 (loaded through ``hub.intake`` once per process) and ``hub.sites``, each Site's grant from
 ``site.SiteSync``, and whether the site's topology is ready from ``topology``. Observing only
@@ -21,7 +22,7 @@ from common import objects
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from hub import api, cluster_api, mapping, placements
-from hub.controllers import acting, checksums, informing, published, status_writes, writing
+from hub.controllers import acting, checksums, informing, infra, published, status_writes, writing
 from hub.controllers import site as site_controller
 from hub.controllers.config import Deps, Settings
 from hub.controllers.released import ReleasedDeletions
@@ -54,8 +55,9 @@ class Reconciler:
         self.signing_key_id = self.published.signing_key_id
         self.checksums = checksums.SecretChecksums()
         self.status_writes = status_writes.StatusWrites(deps.kube)
+        self.infra = infra.InfraEndpoints(deps.kube)
         self.executor = acting.Executor(
-            settings, deps, published=self.published, released=released, topology=topology
+            settings, deps, published=self.published, released=released, topology=topology, infra=self.infra
         )
         self._initialized: dict[Key, str] = {}
         """The uid of each RKCP seen Ready once (first-ready metric and event exactly once per object)."""
@@ -72,6 +74,7 @@ class Reconciler:
         for per_key in (self._initialized, self._refused, self._last_error):
             per_key.pop(key, None)
         self.status_writes.forget(key)
+        self.infra.forget(key)
         if coords is not None and not self.informers.index.maps(coords):
             self.published.drop(coords)
 
@@ -197,6 +200,7 @@ class Reconciler:
             now=now,
             signing_key_id=self.signing_key_id,
             topology_ready=self.topology.ready(coords.site),
+            infra_outcome=self.infra.last((r.metadata.namespace, r.metadata.name)),
         )
 
     def _known_initialized(self, r: api.RemoteKamajiControlPlane) -> bool:

@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hub import api, cluster_api
-from hub.reconcile import rkcp_intents, rkcp_secrets, rkcp_status
+from hub.reconcile import rkcp_infra, rkcp_intents, rkcp_secrets, rkcp_status
 from hub.reconcile.rkcp_actions import Action as Action
 from hub.reconcile.rkcp_actions import AddFinalizer as AddFinalizer
 from hub.reconcile.rkcp_actions import EnsureTopology as EnsureTopology
 from hub.reconcile.rkcp_actions import Event as Event
+from hub.reconcile.rkcp_actions import PatchInfraEndpoint as PatchInfraEndpoint
 from hub.reconcile.rkcp_actions import Publish as Publish
 from hub.reconcile.rkcp_actions import Purge as Purge
 from hub.reconcile.rkcp_actions import Release as Release
@@ -82,6 +83,8 @@ class Observed:
     """The TCP's propagated ``labels`` and ``annotations`` (``hub.mapping.tcp_metadata``)."""
     topology_ready: bool = True
     """The hub ensured the site's stream and consumer in this process (False: plan it first)."""
+    infra_outcome: rkcp_infra.Outcome | None = None
+    """What became of the last InfraCluster endpoint patch for this RKCP (None: none tried)."""
 
 
 @dataclass
@@ -157,6 +160,7 @@ def reconcile_normal(o: Observed) -> Plan:
     # A paused Cluster means hands off (CAPI): conditions only, no writes of ours (decide_secrets
     # withholds the secrets then).
     actions = [*_intent(o, status_msg), *secrets.actions, *_endpoint(o, status_msg)]
+    actions += rkcp_infra.decide_infra(o, status_msg)  # after the RKCP's own endpoint
     status = rkcp_status.new_status(r.status, facts, now=o.now)
     first_ready = status.initialized and not (r.status.initialized or o.known_initialized)
     if first_ready:

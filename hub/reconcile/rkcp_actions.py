@@ -1,9 +1,10 @@
 """What an RKCP reconcile asks its shell to do: small frozen values, no I/O. Pure.
 
 ``hub.reconcile.rkcp`` plans them (in order, finalizer first) and ``hub.controllers.rkcp``
-performs them: the Kubernetes writes (finalizers, the endpoint, events, the CAPI Secrets through
-``hub.controllers.writing``) and the NATS ones (topology, intents, purges). A plan never holds
-secret material: ``WriteSecrets`` names the box by checksum, the shell fetches and opens it.
+performs them: the Kubernetes writes (finalizers, the endpoint and the InfraCluster's, events,
+the CAPI Secrets through ``hub.controllers.writing``) and the NATS ones (topology, intents,
+purges). A plan never holds secret material: ``WriteSecrets`` names the box by checksum, the
+shell fetches and opens it.
 """
 
 from __future__ import annotations
@@ -70,6 +71,21 @@ class SetEndpoint:
 
 
 @dataclass(frozen=True)
+class PatchInfraEndpoint:
+    """Set ``spec.controlPlaneEndpoint`` of the Cluster's InfraCluster (any kind that has the
+    field) to ``host:port``, if it is unset or different (``hub.reconcile.rkcp_infra``)."""
+
+    group: str
+    version: str
+    """"": the group's preferred version (a v1beta2 reference names no version)."""
+    kind: str
+    name: str
+    namespace: str
+    host: str
+    port: int
+
+
+@dataclass(frozen=True)
 class Event:
     type: Literal["Normal", "Warning"]
     reason: str
@@ -85,5 +101,6 @@ Action = (
     | Release
     | WriteSecrets
     | SetEndpoint
+    | PatchInfraEndpoint
     | Event
 )

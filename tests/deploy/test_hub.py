@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ from kamaji_broker import cli, flags
 from tests.deploy import manifests as m
 
 NAMESPACE = "kamaji-broker-system"
+AGGREGATE = "cluster.x-k8s.io/aggregate-to-manager"
+"""The label that aggregates a ClusterRole into Cluster API's manager role."""
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +36,7 @@ def test_every_document_validates(docs: list[dict[str, Any]]) -> None:
         [
             "Namespace", "CustomResourceDefinition", "CustomResourceDefinition", "CustomResourceDefinition",
             "ServiceAccount",
-            "ClusterRole", "ClusterRoleBinding",
+            "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
             "Role", "RoleBinding", "Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget",
         ]
     )  # fmt: skip
@@ -66,19 +68,52 @@ def test_the_crds_are_the_generated_ones(
     assert committed.read_text() == render(), "run: python -m hub.crdgen"
 
 
+def _aggregated(role: Mapping[str, Any]) -> bool:
+    return (role["metadata"].get("labels") or {}).get(AGGREGATE) == "true"
+
+
 def test_rbac_is_exactly_what_the_hub_uses(docs: list[dict[str, Any]]) -> None:
-    roles = m.of_kind(docs, "ClusterRole") + m.of_kind(docs, "Role")
+    roles = [r for r in m.of_kind(docs, "ClusterRole") if not _aggregated(r)] + m.of_kind(docs, "Role")
     assert m.granted(roles) == m.declared(rbac.RULES)
     # Leases only in the hub's namespace; everything else cluster-wide (RKCPs in any namespace).
     assert {r[1] for r in m.granted(m.of_kind(docs, "Role"))} == {"leases"}
     deployment = m.one(docs, "Deployment")
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    capi_roles = {r["metadata"]["name"] for r in m.of_kind(docs, "ClusterRole") if _aggregated(r)}
     for binding in m.of_kind(docs, "ClusterRoleBinding") + m.of_kind(docs, "RoleBinding"):
+        if binding["roleRef"]["name"] in capi_roles:
+            continue  # CAPI's, not the hub's (test_capi_controllers_may_read_...)
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
         role_kind = "ClusterRole" if binding["kind"] == "ClusterRoleBinding" else "Role"
         assert binding["roleRef"]["kind"] == role_kind
         assert binding["roleRef"]["name"] in {r["metadata"]["name"] for r in m.of_kind(docs, role_kind)}
     assert account in {a["metadata"]["name"] for a in m.of_kind(docs, "ServiceAccount")}
+
+
+def test_capi_controllers_may_read_rkcps_and_templates_and_nothing_else(docs: list[dict[str, Any]]) -> None:
+    """CAPI ≥ 1.14's kubeadm bootstrap controller reads the controlPlaneRef object: the ClusterRole
+    aggregated into CAPI's manager role grants get/list/watch on RKCPs and their templates, only."""
+    [role] = [r for r in m.of_kind(docs, "ClusterRole") if _aggregated(r)]
+    assert m.granted([role]) == m.declared(rbac.CAPI_READS)
+    group = "controlplane.cluster.x-k8s.io"
+    assert m.granted([role]) == {
+        (group, resource, verb)
+        for resource in ("remotekamajicontrolplanes", "remotekamajicontrolplanetemplates")
+        for verb in ("get", "list", "watch")
+    }
+    # Aggregated into CAPI core's manager role; bound, besides, to the kubeadm bootstrap manager
+    # (whose role aggregates nothing; the Kamaji provider binds it the same way), to no one else.
+    bindings = m.of_kind(docs, "ClusterRoleBinding") + m.of_kind(docs, "RoleBinding")
+    subjects = [
+        s for b in bindings if b["roleRef"]["name"] == role["metadata"]["name"] for s in b["subjects"]
+    ]
+    assert subjects == [
+        {
+            "kind": "ServiceAccount",
+            "name": "capi-kubeadm-bootstrap-manager",
+            "namespace": "capi-kubeadm-bootstrap-system",
+        }
+    ]
 
 
 def _operator_files(tmp_path: Path) -> dict[tuple[str, str], dict[str, str]]:

@@ -123,6 +123,64 @@ async def test_serves_only_what_the_server_has(kube: ckube.Kube) -> None:
     assert not await kube.serves(resources.Resource("example.com", "v1", "widgets", "Widget"))
 
 
+WIDGET = resources.Resource("example.com", "v1", "widgets", "Widget")
+WIDGET_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+        "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                      "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                          "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}],
+    },
+}  # fmt: skip
+"""A kind whose spec has one field and keeps nothing else."""
+
+
+async def test_discovery_finds_a_kind_and_strict_patches_refuse_unknown_fields(
+    kube: ckube.Kube, cluster: kubeapi.Server
+) -> None:
+    assert await kube.group_versions("example.com") == ()
+    assert await kube.api_resources("example.com", "v1") == ()
+    await cluster.apply_crd(WIDGET_CRD)
+    assert await kube.group_versions("example.com") == ("v1",)
+    entries = await kube.api_resources("example.com", "v1")
+    # The kind's resource, not its status subresource (which carries the same kind).
+    assert resources.discovered("example.com", "v1", entries, "Widget") == WIDGET
+    assert resources.discovered("example.com", "v1", entries, "Gadget") is None
+    body = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}}
+    await kube.create(WIDGET, body, namespace="default")
+    with pytest.raises(errors.KubeError) as refused:
+        await kube.patch(
+            WIDGET, "w", {"spec": {"colour": "red"}}, namespace="default", field_validation="Strict"
+        )
+    assert refused.value.status == 400 and "colour" in refused.value.message
+    pruned = await kube.patch(WIDGET, "w", {"spec": {"colour": "red", "size": 2}}, namespace="default")
+    assert pruned["spec"] == {"size": 2}
+
+
+@pytest.mark.parametrize(
+    ("entries", "found"),
+    [
+        (
+            [{"name": "foos/status", "kind": "Foo"}, {"name": "foos", "kind": "Foo", "namespaced": True}],
+            "foos",
+        ),
+        ([{"name": "foos/status", "kind": "Foo"}], None),
+        ([{"name": "bars", "kind": "Bar"}], None),
+        ([], None),
+    ],
+)
+def test_discovered(entries: list[dict[str, Any]], found: str | None) -> None:
+    r = resources.discovered("example.com", "v1", entries, "Foo")
+    assert (r.plural if r else None) == found
+    if r is not None:
+        assert r.namespaced and r.api_version == "example.com/v1" and r.kind == "Foo"
+
+
 async def test_unreachable_server_is_unavailable() -> None:
     from kubernetes_asyncio import client
 

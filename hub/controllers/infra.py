@@ -1,0 +1,109 @@
+"""Writing the site's endpoint into the Cluster's InfraCluster, whatever its kind.
+
+Owns the outcome of the last ``rkcp.PatchInfraEndpoint`` per RKCP (``rkcp_infra.Outcome``, which
+the next reconcile's decision reads: done once, refused reported once) and a cache of the
+discovered resources. Talks to the management cluster: API discovery turns the reference's group
+(and version, or the group's preferred one) and kind into a resource, the object is read, and only
+its ``spec.controlPlaneEndpoint`` is merge-patched, with ``fieldValidation=Strict`` so a kind whose
+schema lacks the field is refused rather than silently pruned. Events (``writing.record_event``)
+say what happened, naming the kind and the reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from common import kube as ckube
+from common import objects
+from common.kube import errors as kerrors
+from common.kube import resources
+from hub import api
+from hub.controllers import writing
+from hub.reconcile import rkcp, rkcp_infra
+
+log = logging.getLogger(__name__)
+
+Key = objects.Key
+REFUSED_STATUSES = frozenset({400, 403, 405, 415, 422})
+"""Answers that the same request will get again: the schema, RBAC or a webhook said no."""
+
+
+class Refused(Exception):
+    pass
+
+
+class InfraEndpoints:
+    def __init__(self, kube: ckube.Kube) -> None:
+        self.kube = kube
+        self._outcomes: dict[Key, rkcp_infra.Outcome] = {}
+        self._resources: dict[tuple[str, str, str], resources.Resource] = {}
+        """(group, version, kind) → resource, as discovered (a kind not found is asked again)."""
+
+    def last(self, key: Key) -> rkcp_infra.Outcome | None:
+        return self._outcomes.get(key)
+
+    def forget(self, key: Key) -> None:
+        self._outcomes.pop(key, None)
+
+    async def patch(self, t: rkcp.PatchInfraEndpoint, r: api.RemoteKamajiControlPlane) -> None:
+        """Attempt ``t``; record the outcome, and an Event when it is news (set, or refused)."""
+        what, changed = rkcp_infra.describe(t), False
+        try:
+            changed = await self._attempt(t)
+            state: rkcp_infra.State = "set"
+            reason = f"spec.controlPlaneEndpoint of {what} is {t.host}:{t.port}"
+        except Refused as exc:
+            state, reason = "refused", f"{what}: {exc}"
+        except kerrors.KubeError as exc:
+            if exc.status in REFUSED_STATUSES:
+                state, reason = "refused", f"{what}: the API server refused: {exc}"
+            else:
+                state, reason = "waiting", f"{what}: {exc}"
+        key = (r.metadata.namespace, r.metadata.name)
+        now = dt.datetime.now(dt.UTC)
+        self._outcomes[key] = rkcp_infra.Outcome(target=t, state=state, reason=reason, at=now)
+        if state == "refused":
+            log.warning("InfraCluster endpoint for %s/%s not set: %s", *key, reason)
+            event = rkcp.Event("Warning", "InfrastructureEndpointRefused", reason)
+            await writing.record_event(self.kube, event, r)
+        elif state == "set" and changed:
+            event = rkcp.Event("Normal", "InfrastructureEndpointSet", reason)
+            await writing.record_event(self.kube, event, r)
+        elif state == "waiting":
+            log.info("InfraCluster endpoint for %s/%s: waiting for %s", *key, reason)
+
+    async def _attempt(self, t: rkcp.PatchInfraEndpoint) -> bool:
+        """Patch if unset or different; True when it was patched. Raises ``Refused`` or KubeError."""
+        resource = await self._resource(t)
+        try:
+            obj = await self.kube.get(resource, t.name, namespace=t.namespace)
+        except kerrors.NotFound:
+            # Not there yet, or its kind no longer served at that version: discover again next time.
+            self._resources = {k: v for k, v in self._resources.items() if v != resource}
+            raise
+        patch = rkcp_infra.endpoint_patch(obj, t.host, t.port)
+        if patch is None:
+            return False
+        after = await self.kube.patch(
+            resource, t.name, patch, namespace=t.namespace, field_validation="Strict"
+        )
+        if not rkcp_infra.carries(after, t.host, t.port):
+            raise Refused(f"the {t.kind} schema has no spec.controlPlaneEndpoint (the server dropped it)")
+        return True
+
+    async def _resource(self, t: rkcp.PatchInfraEndpoint) -> resources.Resource:
+        version = t.version
+        if not version:
+            served = await self.kube.group_versions(t.group)
+            if not served:
+                raise kerrors.NotFound(404, "NotFound", f"API group {t.group} is not served")
+            version = served[0]
+        found = self._resources.get((t.group, version, t.kind))
+        if found is None:
+            entries = await self.kube.api_resources(t.group, version)
+            found = resources.discovered(t.group, version, entries, t.kind)
+            if found is None:
+                raise kerrors.NotFound(404, "NotFound", f"kind {t.kind} is not served in {t.group}/{version}")
+            self._resources[(t.group, version, t.kind)] = found
+        return found

@@ -1,0 +1,120 @@
+"""The InfraCluster's ``spec.controlPlaneEndpoint``: whether to write it, and what to write. Pure.
+
+Many infrastructure providers wait for the control-plane provider to fill their InfraCluster's
+``spec.controlPlaneEndpoint`` (the Kamaji provider patches a list of kinds by name). The hub does
+it for any kind: once the endpoint is known and the owner Cluster is not paused, it plans a
+``PatchInfraEndpoint`` for the Cluster's ``infrastructureRef``; the shell
+(``hub.controllers.infra``) reads the object, merge-patches only that field when it is unset or
+different (``endpoint_patch``), checks that the server kept it (``carries``) and records the
+``Outcome``. An outcome is kept per RKCP so an endpoint already written is not looked at again,
+and a refusal (the kind has no such field, RBAC, a webhook) is reported once and retried only
+after ``REFUSED_RETRY_SECONDS``: no retry storm against a kind that will never take it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from hub.reconcile import rkcp_actions as actions
+from protocol import messages
+
+if TYPE_CHECKING:
+    from hub.reconcile.rkcp import Observed
+
+REFUSED_RETRY_SECONDS: Final = 600.0
+"""A refused patch is tried again after this long (a CRD upgrade or an RBAC fix may let it in)."""
+WAITING_RETRY_SECONDS: Final = 15.0
+"""The object (or its kind) is not there yet, or the API did not answer: look again after this."""
+
+PAUSED: Final = "cluster.x-k8s.io/paused"
+"""CAPI's pause annotation (on the Cluster or on the control-plane object)."""
+
+State = Literal["set", "refused", "waiting"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of the last attempt for this RKCP."""
+
+    target: actions.PatchInfraEndpoint
+    """The attempt (object and endpoint): a new target is a new attempt."""
+    state: State
+    reason: str
+    at: dt.datetime
+
+
+def decide_infra(o: Observed, status: messages.Status | None) -> list[actions.Action]:
+    """The patch to plan, if any: the endpoint (the RKCP's, else the one the site reports in
+    ``status``) on the owner Cluster's infrastructureRef, unless paused (the Cluster, or the RKCP's
+    ``cluster.x-k8s.io/paused`` annotation) or already done for that object and endpoint."""
+    cluster = o.cluster
+    paused = cluster is None or cluster.paused or PAUSED in o.rkcp.metadata.annotations
+    if cluster is None or paused or cluster.spec.infrastructure_ref is None:
+        return []
+    ref = cluster.spec.infrastructure_ref
+    spec_endpoint = o.rkcp.spec.control_plane_endpoint
+    endpoint: tuple[str, int] | None = None
+    if spec_endpoint is not None and spec_endpoint.is_set:
+        endpoint = (spec_endpoint.host, spec_endpoint.port)
+    elif status is not None and status.endpoint is not None:
+        endpoint = (status.endpoint.host, status.endpoint.port)
+    if endpoint is None or not endpoint[0] or endpoint[1] <= 0 or not (ref.group and ref.kind and ref.name):
+        return []
+    target = actions.PatchInfraEndpoint(
+        group=ref.group,
+        version=ref.version,
+        kind=ref.kind,
+        name=ref.name,
+        namespace=cluster.metadata.namespace,
+        host=endpoint[0],
+        port=endpoint[1],
+    )
+    return [target] if due(o.infra_outcome, target, now=o.now) else []
+
+
+def due(last: Outcome | None, target: actions.PatchInfraEndpoint, *, now: dt.datetime) -> bool:
+    """Whether ``target`` is to be attempted now, given the last outcome."""
+    if last is None or last.target != target:
+        return True
+    if last.state == "set":
+        return False
+    wait = REFUSED_RETRY_SECONDS if last.state == "refused" else WAITING_RETRY_SECONDS
+    return (now - last.at).total_seconds() >= wait
+
+
+def current(obj: dict[str, Any]) -> tuple[str, int] | None:
+    """The object's ``spec.controlPlaneEndpoint`` (None: absent, or CAPI's ``{"", 0}`` "unset")."""
+    found = (obj.get("spec") or {}).get("controlPlaneEndpoint")
+    if not isinstance(found, dict):
+        return None
+    host, port = found.get("host"), found.get("port")
+    if not isinstance(host, str) or not host or not isinstance(port, int) or port <= 0:
+        return None
+    return host, port
+
+
+def endpoint_patch(obj: dict[str, Any], host: str, port: int) -> dict[str, Any] | None:
+    """The JSON merge patch that sets only ``spec.controlPlaneEndpoint`` (None: it already is that).
+
+    The resourceVersion read is part of it: a concurrent writer makes it a Conflict, not a blind
+    overwrite of an endpoint the provider just set."""
+    if current(obj) == (host, port):
+        return None
+    rv = (obj.get("metadata") or {}).get("resourceVersion")
+    patch: dict[str, Any] = {"spec": {"controlPlaneEndpoint": {"host": host, "port": port}}}
+    if rv:
+        patch["metadata"] = {"resourceVersion": rv}
+    return patch
+
+
+def carries(obj: dict[str, Any], host: str, port: int) -> bool:
+    """Whether the object the server returned kept the endpoint (a schema without the field prunes
+    it silently where the server ignores ``fieldValidation``)."""
+    return current(obj) == (host, port)
+
+
+def describe(t: actions.PatchInfraEndpoint) -> str:
+    """``FooCluster default/name`` (what events name)."""
+    return f"{t.kind} {t.namespace}/{t.name}"

@@ -1,0 +1,135 @@
+"""hub.reconcile.rkcp_infra: when the InfraCluster's endpoint is patched, and with what (tables)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from hub import cluster_api
+from hub.reconcile import rkcp, rkcp_infra
+from tests.hub.reconcile.test_rkcp import NOW, observed, rkcp_obj, status
+
+V1BETA1_REF = {"apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1", "kind": "FooCluster", "name": "foo"}
+V1BETA2_REF = {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "FooCluster", "name": "foo"}
+TARGET = rkcp.PatchInfraEndpoint(
+    group="infrastructure.cluster.x-k8s.io", version="v1alpha1", kind="FooCluster", name="foo",
+    namespace="default", host="10.0.0.1", port=6443,
+)  # fmt: skip
+"""What the site reports (``status()``), on the v1beta1 reference."""
+
+
+def cluster(
+    ref: dict[str, Any] | None = V1BETA1_REF, *, paused: bool = False, **meta: Any
+) -> cluster_api.Cluster:
+    spec: dict[str, Any] = {"paused": paused}
+    if ref is not None:
+        spec["infrastructureRef"] = ref
+    return cluster_api.Cluster.parse(
+        {"metadata": {"name": "cluster-1", "namespace": "default", **meta}, "spec": spec}
+    )
+
+
+def outcome(
+    state: rkcp_infra.State, *, ago: float, target: rkcp.PatchInfraEndpoint = TARGET
+) -> rkcp_infra.Outcome:
+    return rkcp_infra.Outcome(target=target, state=state, reason="r", at=NOW - dt.timedelta(seconds=ago))
+
+
+PAUSED_RKCP = rkcp_obj()
+PAUSED_RKCP.metadata.annotations["cluster.x-k8s.io/paused"] = ""
+OTHER_ENDPOINT = dataclasses.replace(TARGET, host="10.9.9.9")
+
+DECIDE = [
+    # id, observed keyword arguments, the patches planned
+    ("site-reported endpoint, v1beta1 ref", {}, [TARGET]),
+    ("v1beta2 ref: no version, the group's preferred one", {"cluster": cluster(V1BETA2_REF)},
+     [dataclasses.replace(TARGET, version="")]),
+    ("the RKCP's own endpoint wins over the report",
+     {"rkcp": rkcp_obj(controlPlaneEndpoint={"host": "cp.example", "port": 443})},
+     [dataclasses.replace(TARGET, host="cp.example", port=443)]),
+    ("CAPI's {'', 0} on the RKCP is unset: the report is used",
+     {"rkcp": rkcp_obj(controlPlaneEndpoint={"host": "", "port": 0})}, [TARGET]),
+    ("no endpoint yet", {"report": rkcp.SiteReport(status=status(endpoint=False))}, []),
+    ("no report yet", {"report": rkcp.SiteReport()}, []),
+    ("no infrastructureRef", {"cluster": cluster(None)}, []),
+    ("a reference without a name", {"cluster": cluster({"apiGroup": "infrastructure.cluster.x-k8s.io",
+                                                        "kind": "FooCluster"})}, []),
+    ("Cluster paused (spec.paused)", {"cluster": cluster(paused=True)}, []),
+    ("Cluster paused (annotation)", {"cluster": cluster(annotations={"cluster.x-k8s.io/paused": ""})}, []),
+    ("RKCP paused (annotation)", {"rkcp": PAUSED_RKCP}, []),
+    ("no Cluster", {"cluster": None, "cluster_problem": "waiting"}, []),
+    ("already set for this object and endpoint", {"infra_outcome": outcome("set", ago=9999)}, []),
+    ("set for another endpoint: the new one", {"infra_outcome": outcome("set", ago=1, target=OTHER_ENDPOINT)},
+     [TARGET]),
+    ("refused a minute ago: not again (no retry storm)", {"infra_outcome": outcome("refused", ago=60)}, []),
+    ("refused long ago: tried again",
+     {"infra_outcome": outcome("refused", ago=rkcp_infra.REFUSED_RETRY_SECONDS)}, [TARGET]),
+    ("waiting a moment ago: not yet", {"infra_outcome": outcome("waiting", ago=1)}, []),
+    ("waiting past the retry: again",
+     {"infra_outcome": outcome("waiting", ago=rkcp_infra.WAITING_RETRY_SECONDS)}, [TARGET]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kw", "expected"), [row[1:] for row in DECIDE], ids=[row[0] for row in DECIDE])
+def test_decide(kw: dict[str, Any], expected: list[rkcp.Action]) -> None:
+    assert rkcp_infra.decide_infra(observed(**{"cluster": cluster(), **kw}), _status(kw)) == expected
+
+
+def _status(kw: dict[str, Any]) -> Any:
+    report = kw.get("report", rkcp.SiteReport(status=status()))
+    return report.status
+
+
+def test_the_reconcile_plans_it_after_the_rkcps_own_endpoint() -> None:
+    plan = rkcp.reconcile(observed(cluster=cluster()))
+    kinds = [type(a).__name__ for a in plan.actions if not isinstance(a, rkcp.Event)]
+    assert kinds[-2:] == ["SetEndpoint", "PatchInfraEndpoint"]
+    # Nothing while deleting.
+    assert not any(
+        isinstance(a, rkcp.PatchInfraEndpoint)
+        for a in rkcp.reconcile(observed(rkcp_obj(deleting=True), cluster=cluster())).actions
+    )
+
+
+def foo(spec: dict[str, Any] | None = None, rv: str = "7") -> dict[str, Any]:
+    obj: dict[str, Any] = {"metadata": {"name": "foo", "resourceVersion": rv}}
+    if spec is not None:
+        obj["spec"] = spec
+    return obj
+
+
+SET = {
+    "spec": {"controlPlaneEndpoint": {"host": "10.0.0.1", "port": 6443}},
+    "metadata": {"resourceVersion": "7"},
+}
+PATCH = [
+    ("no spec", foo(), SET),
+    ("unset endpoint, other fields untouched", foo({"region": "x"}), SET),
+    ("CAPI's zero value", foo({"controlPlaneEndpoint": {"host": "", "port": 0}}), SET),
+    ("another endpoint", foo({"controlPlaneEndpoint": {"host": "10.0.0.2", "port": 6443}}), SET),
+    ("another port", foo({"controlPlaneEndpoint": {"host": "10.0.0.1", "port": 443}}), SET),
+    ("already that endpoint: no patch",
+     foo({"controlPlaneEndpoint": {"host": "10.0.0.1", "port": 6443}}), None),
+    ("no resourceVersion: no precondition", foo(rv=""), {"spec": SET["spec"]}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("obj", "expected"), [row[1:] for row in PATCH], ids=[row[0] for row in PATCH])
+def test_endpoint_patch_sets_only_the_endpoint(obj: dict[str, Any], expected: dict[str, Any] | None) -> None:
+    assert rkcp_infra.endpoint_patch(obj, "10.0.0.1", 6443) == expected
+
+
+@pytest.mark.parametrize(
+    ("obj", "kept"),
+    [
+        (foo({"controlPlaneEndpoint": {"host": "10.0.0.1", "port": 6443}}), True),
+        (foo({"region": "x"}), False),  # pruned: the schema has no such field
+        (foo(), False),
+        (foo({"controlPlaneEndpoint": {"host": "10.0.0.1", "port": "6443"}}), False),
+    ],
+)
+def test_carries(obj: dict[str, Any], kept: bool) -> None:
+    assert rkcp_infra.carries(obj, "10.0.0.1", 6443) is kept
