@@ -9,6 +9,8 @@ written as CAPI Secrets in one path (``writing.write_latest``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from common import bus
 from common.kube import errors as kerrors
 from common.kube import resources
@@ -44,14 +46,7 @@ class Executor:
         """Carry ``action`` out; False when fenced or raced (the caller observes again)."""
         ns, name = r.metadata.namespace, r.metadata.name
         if isinstance(action, rkcp.AddFinalizer | rkcp.RemoveFinalizer):
-            finalizers = [f for f in r.metadata.finalizers if f != rkcp.FINALIZER]
-            if isinstance(action, rkcp.AddFinalizer):
-                finalizers.append(rkcp.FINALIZER)
-            patch = {"metadata": {"finalizers": finalizers, "resourceVersion": r.metadata.resource_version}}
-            try:
-                await self.deps.kube.patch(RKCP, name, patch, namespace=ns)
-            except (kerrors.Conflict, kerrors.NotFound):
-                return False
+            return await self._finalizer(action, r)
         elif isinstance(action, rkcp.EnsureTopology):
             await self.topology.ensure()
         elif isinstance(action, rkcp.Publish):
@@ -67,7 +62,7 @@ class Executor:
             self.published.record(coords, None)
         elif isinstance(action, rkcp.Release):
             coords = mapping.coordinates(r)
-            self.released.track(coords, r.metadata.uid, action.seq)
+            self.released.track(coords, o.owner_uid, action.seq)
         elif isinstance(action, rkcp.WriteSecrets):
             return await writing.write_latest(
                 self.deps.kube,
@@ -75,6 +70,7 @@ class Executor:
                 action,
                 r,
                 cluster_name=o.cluster_name,
+                owner_uid=o.owner_uid,
                 metrics=self.deps.metrics,
             )
         elif isinstance(action, rkcp.SetEndpoint):
@@ -86,4 +82,23 @@ class Executor:
             )
         elif isinstance(action, rkcp.Event):
             await writing.record_event(self.deps.kube, action, r)
+        return True
+
+    async def _finalizer(
+        self, action: rkcp.AddFinalizer | rkcp.RemoveFinalizer, r: api.RemoteKamajiControlPlane
+    ) -> bool:
+        """Add (with the owner identity, in one patch) or remove the finalizer; False when raced."""
+        finalizers = [f for f in r.metadata.finalizers if f != rkcp.FINALIZER]
+        meta: dict[str, Any] = {"resourceVersion": r.metadata.resource_version}
+        if isinstance(action, rkcp.AddFinalizer):
+            finalizers.append(rkcp.FINALIZER)
+            if action.owner_uid:
+                meta["annotations"] = {api.OWNER_UID_ANNOTATION: action.owner_uid}
+        meta["finalizers"] = finalizers
+        try:
+            await self.deps.kube.patch(
+                RKCP, r.metadata.name, {"metadata": meta}, namespace=r.metadata.namespace
+            )
+        except (kerrors.Conflict, kerrors.NotFound):
+            return False
         return True

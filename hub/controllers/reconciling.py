@@ -194,6 +194,7 @@ class Reconciler:
             now=now,
             signing_key_id=self.signing_key_id,
             topology_ready=self.topology.ready(coords.site),
+            owner_claimed_by=self.informers.index.owner_claimed_by(r),
         )
 
     def _known_initialized(self, r: api.RemoteKamajiControlPlane) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hub import api, cluster_api
-from hub.reconcile import rkcp_intents, rkcp_secrets, rkcp_status
+from hub.reconcile import owner, rkcp_intents, rkcp_secrets, rkcp_status
 from hub.reconcile.rkcp_actions import Action as Action
 from hub.reconcile.rkcp_actions import AddFinalizer as AddFinalizer
 from hub.reconcile.rkcp_actions import EnsureTopology as EnsureTopology
@@ -80,6 +80,24 @@ class Observed:
     now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     topology_ready: bool = True
     """The hub ensured the site's stream and consumer in this process (False: plan it first)."""
+    owner_claimed_by: str = ""
+    """Another RKCP here that is, or claimed first, the owner identity this one's annotation names."""
+
+    @property
+    def owner(self) -> owner.Owner:
+        finalized = FINALIZER in self.rkcp.metadata.finalizers
+        return owner.decide(
+            self.rkcp,
+            self.published,
+            claimed_by=self.owner_claimed_by,
+            finalized=finalized,
+            key_id=self.signing_key_id,
+        )
+
+    @property
+    def owner_uid(self) -> str:
+        """The owner identity the site knows this control plane by (``hub.reconcile.owner``)."""
+        return self.owner.uid
 
 
 @dataclass
@@ -96,6 +114,9 @@ class Plan:
 
 
 def reconcile(o: Observed) -> Plan:
+    if owner.DELETE_FOR_MOVE in o.rkcp.metadata.annotations:
+        # clusterctl move deletes the source object: it lives on in the target, hands off.
+        return Plan(actions=[], status=None)
     plan = reconcile_delete(o) if o.rkcp.metadata.deletion_timestamp is not None else reconcile_normal(o)
     if not o.topology_ready:
         # The site's stream and the hub's consumer before anything else: observing only reads.
@@ -106,7 +127,7 @@ def reconcile(o: Observed) -> Plan:
 def _report_for_owner(o: Observed) -> messages.Status | None:
     s = o.report.status
     # A status of a previous owner (same coordinates, older object) says nothing about ours.
-    if s is None or (s.owner_uid and s.owner_uid != o.rkcp.metadata.uid):
+    if s is None or (s.owner_uid and s.owner_uid != o.owner_uid):
         return None
     return s
 
@@ -122,7 +143,7 @@ def _facts(
         secrets=secrets.state,
         secrets_message=secrets.message,
         conflict_with=o.conflict_with,
-        not_authorized=o.not_authorized,
+        not_authorized=o.not_authorized or o.owner.refused,
         **kw,
     )
 
@@ -133,10 +154,11 @@ def _paused(o: Observed) -> bool:
 
 def reconcile_normal(o: Observed) -> Plan:
     r = o.rkcp
-    if FINALIZER not in r.metadata.finalizers:
+    if FINALIZER not in r.metadata.finalizers or o.owner.stamp:
         # Finalizer first, before anything reaches the site: otherwise a delete racing this
-        # reconcile could leave a TCP running with nobody left to remove it.
-        return Plan(actions=[AddFinalizer()], status=None, requeue_after=0.0)
+        # reconcile could leave a TCP running with nobody left to remove it. The owner identity
+        # in the same patch: nothing reaches the site under a uid a move would change.
+        return Plan(actions=[AddFinalizer(owner_uid=o.owner_uid)], status=None, requeue_after=0.0)
     status_msg = _report_for_owner(o)
     secrets = rkcp_secrets.decide_secrets(o)
     facts = _facts(
@@ -168,7 +190,7 @@ def reconcile_normal(o: Observed) -> Plan:
 
 def _intent(o: Observed, status: messages.Status | None) -> list[Action]:
     # Not authorized: nothing reaches the site, whatever else holds (issue 10).
-    blocked = o.not_authorized or o.cluster_problem or o.conflict_with or _paused(o)
+    blocked = o.not_authorized or o.owner.refused or o.cluster_problem or o.conflict_with or _paused(o)
     if blocked or o.desired_spec is None or not rkcp_intents.wants_intent(o, status):
         return []
     return rkcp_intents.provision(o, status, o.desired_spec)
@@ -194,7 +216,7 @@ def _deleted_answer(o: Observed, p: Published) -> bool:
         s is not None
         and s.phase == "Deleted"
         and s.intent_seq >= p.seq
-        and (s.owner_uid in ("", o.rkcp.metadata.uid) or s.owner_uid in p.replaces)
+        and (s.owner_uid in ("", o.owner_uid) or s.owner_uid in p.replaces)
     )
 
 
@@ -213,7 +235,7 @@ def reconcile_delete(o: Observed) -> Plan:
     if FINALIZER not in r.metadata.finalizers:
         return Plan(actions=[], status=None)
     p = o.published
-    ours = p is not None and p.owner_uid == r.metadata.uid
+    ours = p is not None and p.owner_uid == o.owner_uid
     if r.spec.deletion_policy == "Orphan" or not ours or o.conflict_with:
         return _let_go(o, ours=ours)
     assert p is not None
