@@ -52,6 +52,11 @@ class Owner:
     """Why the annotation is not believed (``REFUSED``), naming the annotation and what to do."""
 
 
+def _the_hubs(p: Published, key_id: str) -> bool:
+    """Signed by the hub's key, or naming an older key of the hub's (a rotation: signed again)."""
+    return p.signed or bool(key_id and p.key_id and p.key_id != key_id)
+
+
 def moved_here(r: api.RemoteKamajiControlPlane, published: Published | None, *, key_id: str) -> bool:
     """The subject holds the hub's intent for ``r``'s claimed identity, issued for an object of
     ``r``'s namespace and name: that owner left another management cluster without a delete (a
@@ -59,7 +64,7 @@ def moved_here(r: api.RemoteKamajiControlPlane, published: Published | None, *, 
     p, deleting = published, r.metadata.deletion_timestamp is not None
     return (
         p is not None
-        and (p.signed or bool(key_id and p.key_id and p.key_id != key_id))
+        and _the_hubs(p, key_id)
         and p.owner_uid == r.owner_uid_claim
         and p.owner_object == (r.metadata.namespace, r.metadata.name)
         and (p.op == Op.PROVISION or (deleting and p.op == Op.DELETE))
@@ -84,7 +89,7 @@ def decide(
         return Owner(uid, stamp=True)
     if claim == uid:
         return Owner(uid)
-    if published is not None and published.signed and published.owner_uid == uid:
+    if published is not None and _the_hubs(published, key_id) and published.owner_uid == uid:
         # The object already speaks by its own uid at the site: the annotation was edited since.
         return Owner(uid, stamp=True)
     if not claimed_by and moved_here(r, published, key_id=key_id):

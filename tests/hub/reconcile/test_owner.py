@@ -156,6 +156,13 @@ CASES: list[tuple[str, Any, rkcp.Published | None, str, tuple[str, Standing, boo
         "",
         (NEW, Standing.OWN, True),
     ),
+    (
+        "the same after a key rotation (the intent names the hub's older key)",
+        obj("edited"),
+        unsigned(published(owner=NEW, key_id="hub-key-1")),
+        "",
+        (NEW, Standing.OWN, True),
+    ),
 ]
 
 
