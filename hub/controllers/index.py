@@ -119,13 +119,12 @@ class Index:
         when = dt.datetime.fromisoformat(ts.replace("Z", "+00:00")) if ts else _LATEST
         return (when, *key) < (r.metadata.creation_timestamp or _LATEST, *_key(r))
 
-    def owner_claimed_by(self, r: api.RemoteKamajiControlPlane) -> str:
-        """Another RKCP that is the owner identity ``r``'s annotation names (its uid), or claimed
-        it first (older, by the conflict order); "" when none, or when ``r`` claims its own uid.
+    def owner_claimed_by(self, r: api.RemoteKamajiControlPlane, claim: str) -> str:
+        """Another RKCP that is the owner identity ``claim`` (its uid), or claimed it first by its
+        annotation (older, by the conflict order); "" when none, or when ``claim`` is ``r``'s uid.
 
-        One scan per reconcile of an RKCP whose annotation is not its uid (a moved one: rare).
+        One scan per reconcile of an RKCP taking another identity than its uid (moved: rare).
         """
-        claim = r.owner_uid_claim
         if not claim or claim == r.metadata.uid:
             return ""
         for key, (uid, other) in self._identities.items():

@@ -13,8 +13,10 @@ namespace and name (move keeps both), signed by the hub's key (or naming an olde
 hub's: after a rotation the hub signs it again), and no other RKCP of this management cluster is
 that owner or claimed it first. A TCP of a still existing RKCP is never taken (and two RKCPs at
 the same coordinates are refused by the conflict index anyway); a deleted or released owner is
-never resurrected; a copy of another RKCP's manifest becomes its own owner. ``decide`` is asked
-by ``hub.reconcile.rkcp`` (``Observed.owner``) on every reconcile.
+never resurrected; a copy of another RKCP's manifest becomes its own owner. An object without
+the annotation whose subject holds such an intent (moved from a hub older than the annotation,
+or the annotation dropped) takes that owner up on the same proof. ``decide`` is asked by
+``hub.reconcile.rkcp`` (``Observed.owner``) on every reconcile.
 """
 
 from __future__ import annotations
@@ -57,15 +59,24 @@ def _the_hubs(p: Published, key_id: str) -> bool:
     return p.signed or bool(key_id and p.key_id and p.key_id != key_id)
 
 
-def moved_here(r: api.RemoteKamajiControlPlane, published: Published | None, *, key_id: str) -> bool:
-    """The subject holds the hub's intent for ``r``'s claimed identity, issued for an object of
-    ``r``'s namespace and name: that owner left another management cluster without a delete (a
-    move), and its control plane runs on. ``key_id`` is the hub's signing key ("": not known)."""
+def candidate(r: api.RemoteKamajiControlPlane, published: Published | None) -> str:
+    """The identity ``r`` would take beside its uid: its annotation's, or (none stamped) the owner
+    the subject's latest intent names; the shell asks the index who else is it (``claimed_by``)."""
+    return r.owner_uid_claim or (published.owner_uid if published is not None else "")
+
+
+def moved_here(
+    r: api.RemoteKamajiControlPlane, published: Published | None, *, claim: str, key_id: str
+) -> bool:
+    """The subject holds the hub's intent for ``claim``, issued for an object of ``r``'s namespace
+    and name: that owner left another management cluster without a delete (a move), and its
+    control plane runs on. ``key_id`` is the hub's signing key ("": not known)."""
     p, deleting = published, r.metadata.deletion_timestamp is not None
     return (
         p is not None
+        and bool(claim)
         and _the_hubs(p, key_id)
-        and p.owner_uid == r.owner_uid_claim
+        and p.owner_uid == claim
         and p.owner_object == (r.metadata.namespace, r.metadata.name)
         and (p.op == Op.PROVISION or (deleting and p.op == Op.DELETE))
     )
@@ -85,6 +96,11 @@ def decide(
     ``key_id``: the hub's signing key."""
     uid, claim = r.metadata.uid, r.owner_uid_claim
     if not claim:
+        left = published.owner_uid if published is not None else ""
+        if left != uid and not claimed_by and moved_here(r, published, claim=left, key_id=key_id):
+            # Moved without the annotation (from a hub older than it, or it was dropped by a
+            # replace): what a hand-set annotation could claim with the same proof, taken up.
+            return Owner(left, Standing.MOVED, stamp=True)
         # First reconcile (or an object from before the annotation: it spoke by its uid).
         return Owner(uid, stamp=True)
     if claim == uid:
@@ -92,7 +108,7 @@ def decide(
     if published is not None and _the_hubs(published, key_id) and published.owner_uid == uid:
         # The object already speaks by its own uid at the site: the annotation was edited since.
         return Owner(uid, stamp=True)
-    if not claimed_by and moved_here(r, published, key_id=key_id):
+    if not claimed_by and moved_here(r, published, claim=claim, key_id=key_id):
         return Owner(claim, Standing.MOVED)
     if not finalized and r.metadata.deletion_timestamp is None:
         # Created with an identity that is not a move's (a copied manifest, or a hand-set one):

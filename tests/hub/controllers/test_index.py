@@ -65,7 +65,8 @@ def test_owner_claimed_by(others: list[dict[str, Any]], asked: dict[str, Any], e
     idx = index.Index()
     for o in [*others, asked]:
         idx.put(("default", o["metadata"]["name"]), o)
-    assert idx.owner_claimed_by(api.RemoteKamajiControlPlane.parse(asked)) == expected
+    parsed = api.RemoteKamajiControlPlane.parse(asked)
+    assert idx.owner_claimed_by(parsed, parsed.owner_uid_claim) == expected
 
 
 def test_a_claimed_identity_changes_nothing_to_the_conflict_order() -> None:
@@ -83,5 +84,5 @@ def test_a_claimed_identity_changes_nothing_to_the_conflict_order() -> None:
     assert idx.conflict(coords, parsed["victim"], allowed) == ""
     assert (
         idx.forget(("default", "thief")) == coords
-        and idx.owner_claimed_by(parsed["thief"]) == "default/victim"
+        and idx.owner_claimed_by(parsed["thief"], "u-v") == "default/victim"
     )

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from common.kube import resources
 from hub import api
 from hub.reconcile import rkcp
@@ -39,7 +41,12 @@ def _conflicts(obj: dict[str, Any] | None) -> list[str]:
     ]
 
 
-async def test_the_new_management_cluster_takes_over_the_running_tcp(world: World, tmp_path: Path) -> None:
+@pytest.mark.parametrize("annotation", ["carried", "lost"])
+async def test_the_new_management_cluster_takes_over_the_running_tcp(
+    world: World, tmp_path: Path, annotation: str
+) -> None:
+    """``lost``: the object arrives without the identity annotation (moved from a hub older than
+    it, or dropped by a ``kubectl replace``): the hub takes up the identity its subject names."""
     world.start_hub()
     world.start_agent()
     await create_pair(world)
@@ -51,6 +58,9 @@ async def test_the_new_management_cluster_takes_over_the_running_tcp(world: Worl
     async with open_kube(tmp_path) as target:
         await target.create(resources.SITE, site_obj(SITE, GRANT))  # the target's provider is set up
         moved = await moving.move(world.mgmt, target, namespace="default", cluster="cp1-cluster")
+        if annotation == "lost":
+            gone = {"metadata": {"annotations": {api.OWNER_UID_ANNOTATION: None}}}
+            await target.patch(RKCP, "cp1", gone, namespace="default")
         # The source hub saw its object deleted for the move (still running): it let it go.
         source = world.controller
         assert source is not None
