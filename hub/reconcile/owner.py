@@ -14,9 +14,9 @@ hub's: after a rotation the hub signs it again), and no other RKCP of this manag
 that owner or claimed it first. A TCP of a still existing RKCP is never taken (and two RKCPs at
 the same coordinates are refused by the conflict index anyway); a deleted or released owner is
 never resurrected; a copy of another RKCP's manifest becomes its own owner. An object without
-the annotation whose subject holds such an intent (moved from a hub older than the annotation,
-or the annotation dropped) takes that owner up on the same proof. ``decide`` is asked by
-``hub.reconcile.rkcp`` (``Observed.owner``) on every reconcile.
+the annotation but with the hub's finalizer, whose subject holds such an intent (moved from a
+hub older than the annotation, or the annotation dropped), takes that owner up on the same
+proof. ``decide`` is asked by ``hub.reconcile.rkcp`` (``Observed.owner``) on every reconcile.
 """
 
 from __future__ import annotations
@@ -97,9 +97,11 @@ def decide(
     uid, claim = r.metadata.uid, r.owner_uid_claim
     if not claim:
         left = published.owner_uid if published is not None else ""
-        if left != uid and not claimed_by and moved_here(r, published, claim=left, key_id=key_id):
-            # Moved without the annotation (from a hub older than it, or it was dropped by a
-            # replace): what a hand-set annotation could claim with the same proof, taken up.
+        proof = moved_here(r, published, claim=left, key_id=key_id)
+        if finalized and left != uid and not claimed_by and proof:
+            # Moved (it came with the finalizer) without the annotation, from a hub older than
+            # it or dropped by a replace: what the annotation could claim on the same proof. A
+            # new object (no finalizer yet) is its own owner, as ever: adopting is explicit.
             return Owner(left, Standing.MOVED, stamp=True)
         # First reconcile (or an object from before the annotation: it spoke by its uid).
         return Owner(uid, stamp=True)
