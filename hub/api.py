@@ -34,6 +34,9 @@ NAMES: Final = apimachinery.Names(
 )
 API_VERSION: Final = NAMES.api_version
 KIND: Final = NAMES.kind
+OWNER_UID_ANNOTATION: Final = "kamaji-broker.io/owner-uid"
+"""The owner identity the site knows the control plane by: the uid the hub first saw, stamped
+once; ``clusterctl move`` carries it to the new object (``hub.reconcile.owner``)."""
 
 # Condition types an RKCP shows (DESIGN §2; Paused and Ready from issue 5; RollingOut, ScalingUp
 # and ScalingDown from issue 13, as CAPI v1beta2 names them).
@@ -290,3 +293,8 @@ class RemoteKamajiControlPlane(apimachinery.Object):
     kind: str = KIND
     spec: Spec
     status: Status = pydantic.Field(default_factory=Status)
+
+    @property
+    def owner_uid_claim(self) -> str:
+        """The owner identity the annotation claims ("" none); believed as ``hub.reconcile.owner`` says."""
+        return self.metadata.annotations.get(OWNER_UID_ANNOTATION, "")

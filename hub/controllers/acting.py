@@ -10,6 +10,8 @@ patched (``infra.InfraEndpoints``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from common import bus
 from common.kube import errors as kerrors
 from common.kube import resources
@@ -48,14 +50,7 @@ class Executor:
         """Carry ``action`` out; False when fenced or raced (the caller observes again)."""
         ns, name = r.metadata.namespace, r.metadata.name
         if isinstance(action, rkcp.AddFinalizer | rkcp.RemoveFinalizer):
-            finalizers = [f for f in r.metadata.finalizers if f != rkcp.FINALIZER]
-            if isinstance(action, rkcp.AddFinalizer):
-                finalizers.append(rkcp.FINALIZER)
-            patch = {"metadata": {"finalizers": finalizers, "resourceVersion": r.metadata.resource_version}}
-            try:
-                await self.deps.kube.patch(RKCP, name, patch, namespace=ns)
-            except (kerrors.Conflict, kerrors.NotFound):
-                return False
+            return await self._finalizer(action, r)
         elif isinstance(action, rkcp.EnsureTopology):
             await self.topology.ensure()
         elif isinstance(action, rkcp.Publish):
@@ -64,7 +59,7 @@ class Executor:
             await self._purge(r)
         elif isinstance(action, rkcp.Release):
             coords = mapping.coordinates(r)
-            self.released.track(coords, r.metadata.uid, action.seq)
+            self.released.track(coords, o.owner_uid, action.seq)
         elif isinstance(action, rkcp.WriteSecrets):
             return await writing.write_latest(
                 self.deps.kube,
@@ -72,6 +67,7 @@ class Executor:
                 action,
                 r,
                 cluster_name=o.cluster_name,
+                owner_uid=o.owner_uid,
                 metrics=self.deps.metrics,
             )
         elif isinstance(action, rkcp.SetEndpoint):
@@ -97,3 +93,22 @@ class Executor:
             await bus.purge_subject(self.deps.conn, stream, subject)
         self.deps.observations.forget(coords)
         self.published.record(coords, None)
+
+    async def _finalizer(
+        self, action: rkcp.AddFinalizer | rkcp.RemoveFinalizer, r: api.RemoteKamajiControlPlane
+    ) -> bool:
+        """Add (with the owner identity, in one patch) or remove the finalizer; False when raced."""
+        finalizers = [f for f in r.metadata.finalizers if f != rkcp.FINALIZER]
+        meta: dict[str, Any] = {"resourceVersion": r.metadata.resource_version}
+        if isinstance(action, rkcp.AddFinalizer):
+            finalizers.append(rkcp.FINALIZER)
+            if action.owner_uid:
+                meta["annotations"] = {api.OWNER_UID_ANNOTATION: action.owner_uid}
+        meta["finalizers"] = finalizers
+        try:
+            await self.deps.kube.patch(
+                RKCP, r.metadata.name, {"metadata": meta}, namespace=r.metadata.namespace
+            )
+        except (kerrors.Conflict, kerrors.NotFound):
+            return False
+        return True

@@ -36,6 +36,8 @@ class Index:
         """The owner Cluster's name of each RKCP (for Cluster events)."""
         self._coords_of: dict[Key, Coordinates] = {}
         self._by_coords: dict[Coordinates, set[Key]] = {}
+        self._identities: dict[Key, tuple[str, str]] = {}
+        """Each RKCP's uid and the owner identity its annotation claims (``hub.reconcile.owner``)."""
 
     def put(self, key: Key, obj: dict[str, Any]) -> bool:
         """Index an RKCP from its watch; whether what a reconcile decides from changed.
@@ -48,6 +50,9 @@ class Index:
         self._inputs[key] = inputs
         self._created[key] = str((obj.get("metadata") or {}).get("creationTimestamp") or "")
         self._owner[key] = owner_cluster(obj)
+        meta = obj.get("metadata") or {}
+        claim = str((meta.get("annotations") or {}).get(api.OWNER_UID_ANNOTATION) or "")
+        self._identities[key] = (str(meta.get("uid") or ""), claim)
         try:
             coords = mapping.coordinates(api.RemoteKamajiControlPlane.parse(obj))
         except (pydantic.ValidationError, mapping.InvalidCoordinates):
@@ -61,7 +66,7 @@ class Index:
 
     def forget(self, key: Key) -> Coordinates | None:
         """Drop everything held for ``key``; the coordinates it mapped to, if any."""
-        for per_key in (self._inputs, self._created, self._owner):
+        for per_key in (self._inputs, self._created, self._owner, self._identities):
             per_key.pop(key, None)
         coords = self._coords_of.pop(key, None)
         if coords is not None:
@@ -104,15 +109,32 @@ class Index:
         An RKCP its Site does not authorize claims nothing: otherwise a tenant could create one
         early for a name another tenant will use, and hold that tenant's control plane hostage.
         """
-        mine = (r.metadata.creation_timestamp or _LATEST, r.metadata.namespace, r.metadata.name)
         for key in self._by_coords.get(coords, ()):
-            if key == (r.metadata.namespace, r.metadata.name) or denied(coords, key[0]):
-                continue
-            ts = self._created.get(key)
-            when = dt.datetime.fromisoformat(ts.replace("Z", "+00:00")) if ts else _LATEST
-            if (when, key[0], key[1]) < mine:
+            if key != _key(r) and not denied(coords, key[0]) and self._older(key, r):
                 return f"{key[0]}/{key[1]}"
         return ""
+
+    def _older(self, key: Key, r: api.RemoteKamajiControlPlane) -> bool:
+        ts = self._created.get(key)
+        when = dt.datetime.fromisoformat(ts.replace("Z", "+00:00")) if ts else _LATEST
+        return (when, *key) < (r.metadata.creation_timestamp or _LATEST, *_key(r))
+
+    def owner_claimed_by(self, r: api.RemoteKamajiControlPlane, claim: str) -> str:
+        """Another RKCP that is the owner identity ``claim`` (its uid), or claimed it first by its
+        annotation (older, by the conflict order); "" when none, or when ``claim`` is ``r``'s uid.
+
+        One scan per reconcile of an RKCP taking another identity than its uid (moved: rare).
+        """
+        if not claim or claim == r.metadata.uid:
+            return ""
+        for key, (uid, other) in self._identities.items():
+            if key != _key(r) and (uid == claim or (other == claim and self._older(key, r))):
+                return f"{key[0]}/{key[1]}"
+        return ""
+
+
+def _key(r: api.RemoteKamajiControlPlane) -> Key:
+    return (r.metadata.namespace, r.metadata.name)
 
 
 def owner_cluster(obj: dict[str, Any]) -> str:

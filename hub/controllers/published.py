@@ -118,6 +118,7 @@ class PublishedIntents:
             key_id=i.key_id,
             signed=signed,
             replaces=tuple(i.replaces),
+            owner_object=(i.owner.namespace, i.owner.name),
         )
 
     async def publish(self, action: rkcp.Publish, r: api.RemoteKamajiControlPlane, o: rkcp.Observed) -> bool:
@@ -132,7 +133,7 @@ class PublishedIntents:
                 self.deps.conn,
                 subjects.intent(*coords, prefix=self.settings.prefix),
                 body,
-                msg_id=self._msg_id(action, r, digest),
+                msg_id=self._msg_id(action, r, o, digest),
                 expected_last_subject_seq=action.expected_last_seq,
             )
         except bus_errors.WrongLastSequence as exc:
@@ -148,7 +149,7 @@ class PublishedIntents:
             # The outcome is unknown (the publish may have landed): read the stream next time.
             self.drop(coords)
             raise
-        self.record(coords, self._published(action, r, ack.seq, digest))
+        self.record(coords, self._published(action, r, o, ack.seq, digest))
         self.deps.metrics.intents_published.labels(site=coords.site, op=action.op).inc()
         log.info(
             "published %s intent for %s/%s (generation %d) as seq %d",
@@ -160,29 +161,32 @@ class PublishedIntents:
         )
         return True
 
-    def _msg_id(self, action: rkcp.Publish, r: api.RemoteKamajiControlPlane, digest: str) -> str:
+    def _msg_id(
+        self, action: rkcp.Publish, r: api.RemoteKamajiControlPlane, o: rkcp.Observed, digest: str
+    ) -> str:
         # The sequence it is fenced on is part of the id: publishing the same intent again over a
         # replayed or purged one is a new message, which the duplicate window must not drop; a
         # retry of this very publish (same fence) still is one. The key id too: the same intent signed
         # again after a rotation is a new message.
         return (
-            f"intent:{r.metadata.uid}:{r.metadata.generation}:{action.op}:{digest[:16]}"
+            f"intent:{o.owner_uid}:{r.metadata.generation}:{action.op}:{digest[:16]}"
             f":{action.expected_last_seq}:{self.signing_key_id}"
         )
 
     def _published(
-        self, action: rkcp.Publish, r: api.RemoteKamajiControlPlane, seq: int, digest: str
+        self, action: rkcp.Publish, r: api.RemoteKamajiControlPlane, o: rkcp.Observed, seq: int, digest: str
     ) -> rkcp.Published:
         """The record of the intent just published as ``seq``."""
         return rkcp.Published(
             seq=seq,
             op=rkcp.Op(action.op),
             generation=r.metadata.generation,
-            owner_uid=r.metadata.uid,
+            owner_uid=o.owner_uid,
             spec_digest=digest,
             kubeconfig_key=r.spec.kubeconfig_secret_key,
             key_id=self.signing_key_id,
             replaces=action.replaces,
+            owner_object=(r.metadata.namespace, r.metadata.name),
         )
 
 
@@ -195,7 +199,7 @@ def _intent(action: rkcp.Publish, r: api.RemoteKamajiControlPlane, o: rkcp.Obser
         namespace=coords.namespace,
         name=coords.name,
         owner=messages.Owner(
-            uid=r.metadata.uid,
+            uid=o.owner_uid,
             namespace=r.metadata.namespace,
             name=r.metadata.name,
             cluster=o.cluster_name,

@@ -27,7 +27,7 @@ from hub.controllers import site as site_controller
 from hub.controllers.config import Deps, Settings
 from hub.controllers.released import ReleasedDeletions
 from hub.controllers.topology import Topology
-from hub.reconcile import rkcp, rkcp_status
+from hub.reconcile import owner, rkcp, rkcp_status
 from protocol.coordinates import Coordinates
 
 log = logging.getLogger(__name__)
@@ -201,6 +201,7 @@ class Reconciler:
             signing_key_id=self.signing_key_id,
             topology_ready=self.topology.ready(coords.site),
             infra_outcome=self.infra.last((r.metadata.namespace, r.metadata.name)),
+            owner_claimed_by=self.informers.index.owner_claimed_by(r, owner.candidate(r, published)),
         )
 
     def _known_initialized(self, r: api.RemoteKamajiControlPlane) -> bool:

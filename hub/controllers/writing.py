@@ -43,14 +43,16 @@ def new_secrets(
     r: api.RemoteKamajiControlPlane,
     *,
     cluster_name: str,
+    owner_uid: str,
 ) -> list[dict[str, Any]]:
-    """The two CAPI Secrets; raises OwnerMismatch unless the sealed message names ``r``'s uid.
+    """The two CAPI Secrets; raises OwnerMismatch unless the sealed message names ``owner_uid``,
+    ``r``'s owner identity (``rkcp.Observed.owner_uid``). Owned by ``r`` by its own uid.
 
     The plan decides this already (``rkcp.decide_secrets``); checking again at the one place
     that writes secret material keeps a future planning bug from handing a tenant another's
     admin kubeconfig and CA key.
     """
-    if not action.owner_uid or action.owner_uid != r.metadata.uid:
+    if not action.owner_uid or action.owner_uid != owner_uid:
         raise OwnerMismatch(
             f"secrets for {r.metadata.namespace}/{r.metadata.name} name another owner; not written"
         )
@@ -91,6 +93,7 @@ async def write_latest(
     r: api.RemoteKamajiControlPlane,
     *,
     cluster_name: str,
+    owner_uid: str,
     metrics: hub_metrics.Metrics,
 ) -> bool:
     """Fetch, open, write. False when the box is no longer the one decided on or does not open
@@ -101,7 +104,7 @@ async def write_latest(
     sealed, payload = opened
     if (sealed.checksum, sealed.owner_uid) != (action.checksum, action.owner_uid):
         return False
-    for body in new_secrets(action, payload, r, cluster_name=cluster_name):
+    for body in new_secrets(action, payload, r, cluster_name=cluster_name, owner_uid=owner_uid):
         await kube.create_or_replace(resources.SECRET, body, namespace=r.metadata.namespace, attempts=3)
     metrics.secrets_written.inc()
     return True

@@ -10,17 +10,16 @@ hub's back (purged, or overwritten with an older one while the site runs a newer
 
 The steps live beside it: ``rkcp_intents`` (the subject's latest intent and whether ours must go
 again), ``rkcp_secrets`` (whether the sealed secrets are written), ``rkcp_status`` (conditions);
-the actions are ``rkcp_actions``'s, re-exported here as the shell's vocabulary (``rkcp.Publish``).
+the actions are ``rkcp_actions``'s and ``Observed``/``Plan`` ``rkcp_observed``'s, re-exported here as
+the shell's vocabulary (``rkcp.Publish``, ``rkcp.Observed``).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass, field
 from typing import Any
 
 from hub import api, cluster_api
-from hub.reconcile import rkcp_infra, rkcp_intents, rkcp_secrets, rkcp_status
+from hub.reconcile import owner, rkcp_infra, rkcp_intents, rkcp_secrets, rkcp_status
 from hub.reconcile.rkcp_actions import Action as Action
 from hub.reconcile.rkcp_actions import AddFinalizer as AddFinalizer
 from hub.reconcile.rkcp_actions import EnsureTopology as EnsureTopology
@@ -36,71 +35,20 @@ from hub.reconcile.rkcp_intents import Op as Op
 from hub.reconcile.rkcp_intents import Published as Published
 from hub.reconcile.rkcp_intents import recheck_published as recheck_published
 from hub.reconcile.rkcp_intents import spec_digest as spec_digest
+from hub.reconcile.rkcp_observed import FINALIZER as FINALIZER
+from hub.reconcile.rkcp_observed import Observed as Observed
+from hub.reconcile.rkcp_observed import Plan as Plan
+from hub.reconcile.rkcp_observed import SiteReport as SiteReport
 from protocol import messages
 
-FINALIZER = "kamaji-broker.io/finalizer"
 RESYNC_SECONDS = 30.0
 DELETE_POLL_SECONDS = 5.0
 
 
-@dataclass(frozen=True)
-class SiteReport:
-    """What the site sent about this control plane (already matched to the owner uid)."""
-
-    status: messages.Status | None = None
-    secrets_checksum: str = ""
-    """The checksum of the latest sealed secrets ("" when none): the CAPI Secrets must carry it."""
-    secrets_error: str = ""
-    secrets_owner_uid: str = ""
-    """The owner uid the sealed secrets name (the TCP's owner at the site); "" when none."""
-    secrets_seq: int = 0
-    """Sequence of the sealed secrets in the site's stream (a refusal is counted once per message)."""
-
-
-@dataclass(frozen=True)
-class Observed:
-    rkcp: api.RemoteKamajiControlPlane
-    cluster: cluster_api.Cluster | None
-    cluster_problem: str
-    """Why there is no usable owner Cluster ("" when there is one)."""
-    desired_spec: dict[str, Any] | None
-    """The TCP spec (None when it cannot be computed yet: no Cluster)."""
-    published: Published | None
-    report: SiteReport
-    site: rkcp_status.SiteView
-    secrets_checksums: dict[str, str]
-    """Checksum annotation of each existing CAPI Secret (``<cluster>-kubeconfig``, ``<cluster>-ca``)."""
-    cluster_name: str
-    conflict_with: str = ""
-    not_authorized: str = ""
-    """Why the Site does not grant this placement ("" when it does; see ``hub.placements``)."""
-    known_initialized: bool = False
-    """The controller already saw this object become Ready (its cache may lag our own write)."""
-    signing_key_id: str = ""
-    """The key id the hub signs with now ("": not compared)."""
-    now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
-    desired_metadata: dict[str, dict[str, str]] = field(default_factory=dict)
-    """The TCP's propagated ``labels`` and ``annotations`` (``hub.mapping.tcp_metadata``)."""
-    topology_ready: bool = True
-    """The hub ensured the site's stream and consumer in this process (False: plan it first)."""
-    infra_outcome: rkcp_infra.Outcome | None = None
-    """What became of the last InfraCluster endpoint patch for this RKCP (None: none tried)."""
-
-
-@dataclass
-class Plan:
-    actions: list[Action]
-    status: api.Status | None
-    """None: leave the status alone (e.g. the object is about to disappear)."""
-    requeue_after: float | None = None
-    first_ready: bool = False
-    """The control plane became Ready for the first time (for kb_hub_first_ready_seconds)."""
-    secrets_refused: str = ""
-    """Why the site's sealed secrets were not written for this object (a reason of
-    ``rkcp_secrets.REFUSALS``; counted in kb_hub_secrets_refused_total), "" when nothing was refused."""
-
-
 def reconcile(o: Observed) -> Plan:
+    if owner.DELETE_FOR_MOVE in o.rkcp.metadata.annotations:
+        # clusterctl move deletes the source object: it lives on in the target, hands off.
+        return Plan(actions=[], status=None)
     plan = reconcile_delete(o) if o.rkcp.metadata.deletion_timestamp is not None else reconcile_normal(o)
     if not o.topology_ready and not _paused(o):
         # The site's stream and the hub's consumer before anything else: observing only reads.
@@ -111,7 +59,7 @@ def reconcile(o: Observed) -> Plan:
 def _report_for_owner(o: Observed) -> messages.Status | None:
     s = o.report.status
     # A status of a previous owner (same coordinates, older object) says nothing about ours.
-    if s is None or (s.owner_uid and s.owner_uid != o.rkcp.metadata.uid):
+    if s is None or (s.owner_uid and s.owner_uid != o.owner_uid):
         return None
     return s
 
@@ -127,7 +75,7 @@ def _facts(
         secrets=secrets.state,
         secrets_message=secrets.message,
         conflict_with=o.conflict_with,
-        not_authorized=o.not_authorized,
+        not_authorized=o.not_authorized or o.owner.refused,
         spec=o.rkcp.spec,
         tenant_control_plane_name=o.rkcp.spec.tenant_control_plane_name or o.rkcp.metadata.name,
         paused=_paused(o),
@@ -142,11 +90,12 @@ def _paused(o: Observed) -> str:
 
 def reconcile_normal(o: Observed) -> Plan:
     r = o.rkcp
-    if FINALIZER not in r.metadata.finalizers and not _paused(o):
+    if (FINALIZER not in r.metadata.finalizers or o.owner.stamp) and not _paused(o):
         # Finalizer first, before anything reaches the site: otherwise a delete racing this
-        # reconcile could leave a TCP running with nobody left to remove it. Paused (CAPI checks
-        # it before the finalizer): no finalizer either, only the status below, blocked as paused.
-        return Plan(actions=[AddFinalizer()], status=None, requeue_after=0.0)
+        # reconcile could leave a TCP running with nobody left to remove it. The owner identity
+        # in the same patch: nothing reaches the site under a uid a move would change. Paused (CAPI
+        # checks it before the finalizer): no finalizer either, only the status below, blocked as paused.
+        return Plan(actions=[AddFinalizer(owner_uid=o.owner_uid)], status=None, requeue_after=0.0)
     status_msg = _report_for_owner(o)
     secrets = rkcp_secrets.decide_secrets(o)
     facts = _facts(
@@ -178,7 +127,7 @@ def reconcile_normal(o: Observed) -> Plan:
 
 def _intent(o: Observed, status: messages.Status | None) -> list[Action]:
     # Not authorized: nothing reaches the site, whatever else holds (issue 10).
-    blocked = o.not_authorized or o.cluster_problem or o.conflict_with or _paused(o)
+    blocked = o.not_authorized or o.owner.refused or o.cluster_problem or o.conflict_with or _paused(o)
     if blocked or o.desired_spec is None or not rkcp_intents.wants_intent(o, status):
         return []
     return rkcp_intents.provision(o, status, o.desired_spec)
@@ -204,7 +153,7 @@ def _deleted_answer(o: Observed, p: Published) -> bool:
         s is not None
         and s.phase == "Deleted"
         and s.intent_seq >= p.seq
-        and (s.owner_uid in ("", o.rkcp.metadata.uid) or s.owner_uid in p.replaces)
+        and (s.owner_uid in ("", o.owner_uid) or s.owner_uid in p.replaces)
     )
 
 
@@ -229,7 +178,7 @@ def reconcile_delete(o: Observed) -> Plan:
         # Paused (CAPI), deleting or not: nothing published, the finalizer kept until unpaused.
         return Plan(actions=[], status=_waiting(o), requeue_after=RESYNC_SECONDS)
     p = o.published
-    ours = p is not None and p.owner_uid == r.metadata.uid
+    ours = p is not None and p.owner_uid == o.owner_uid
     if r.spec.deletion_policy == "Orphan" or not ours or o.conflict_with:
         return _let_go(o, ours=ours)
     assert p is not None

@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 @dataclass(frozen=True)
 class AddFinalizer:
-    pass
+    owner_uid: str = ""
+    """The owner identity stamped in the same patch (``hub.reconcile.owner``)."""
 
 
 @dataclass(frozen=True)

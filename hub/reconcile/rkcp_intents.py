@@ -50,6 +50,8 @@ class Published:
     the subject; what the hub did not sign is replaced (and, after a key rotation, re-signed)."""
     replaces: tuple[str, ...] = ()
     """The intent's ``replaces``: earlier owners whose released deletion it carries on."""
+    owner_object: tuple[str, str] = ("", "")
+    """The namespace and name of the RKCP the intent's owner was (``hub.reconcile.owner``)."""
 
     @classmethod
     def undecodable(cls, seq: int) -> Published:
@@ -103,7 +105,7 @@ def replaced_owners(o: Observed, status: messages.Status | None) -> tuple[str, .
     knows them too: a delete of another owner adds that owner; our own intent keeps its list until
     the site answers for our TCP. The newest ``messages.MAX_REPLACED`` are kept.
     """
-    p, uid = o.published, o.rkcp.metadata.uid
+    p, uid = o.published, o.owner_uid
     if p is None or not p.signed:
         return ()
     if p.owner_uid == uid:
@@ -128,11 +130,11 @@ def displaced(o: Observed, status: messages.Status | None) -> str:
     if p is not None and not p.signed and not signed_by_another_key(o):
         # (A message naming an older key of the hub's is a rotation, re-signed without a warning.)
         return f"the intent subject holds a message (seq {p.seq}) not signed by the hub's current key"
-    if status is None or status.owner_uid != o.rkcp.metadata.uid or status.phase == "Deleted":
+    if status is None or status.owner_uid != o.owner_uid or status.phase == "Deleted":
         return ""
     if p is None and status.intent_seq > 0:
         return f"the intent subject is empty (purged) while the site applied intent {status.intent_seq}"
-    if p is not None and p.owner_uid == o.rkcp.metadata.uid and status.observed_generation > p.generation:
+    if p is not None and p.owner_uid == o.owner_uid and status.observed_generation > p.generation:
         # An older, genuinely signed intent published again: the agent refuses it (StaleGeneration),
         # but the subject must hold the current intent, or the site never gets it after a restart.
         return (
@@ -152,10 +154,10 @@ def still_wanted(o: Observed, status: messages.Status | None) -> bool:
     return (
         status is not None
         and status.phase == "Deleted"
-        and status.owner_uid == o.rkcp.metadata.uid
+        and status.owner_uid == o.owner_uid
         and p is not None
         and p.op == Op.PROVISION
-        and p.owner_uid == o.rkcp.metadata.uid
+        and p.owner_uid == o.owner_uid
     )
 
 
@@ -177,7 +179,7 @@ def wants_intent(o: Observed, status: messages.Status | None) -> bool:
     return (
         p is None
         or p.op != Op.PROVISION
-        or p.owner_uid != r.metadata.uid
+        or p.owner_uid != o.owner_uid
         or p.spec_digest != spec_digest(o.desired_spec, o.desired_metadata)
         or p.kubeconfig_key != r.spec.kubeconfig_secret_key
         or signed_by_another_key(o)
@@ -203,7 +205,7 @@ def provision(o: Observed, status: messages.Status | None, spec: dict[str, Any])
             )
         )
     replaces = replaced_owners(o, status)
-    if replaces and (o.published is None or o.published.owner_uid != r.metadata.uid):
+    if replaces and (o.published is None or o.published.owner_uid != o.owner_uid):
         out.append(
             actions.Event(
                 "Normal",

@@ -42,7 +42,7 @@ def decide_secrets(o: Observed) -> SecretsDecision:
     grabbing another's TenantControlPlane) gets nothing, however often the box comes again.
     Messages never carry secret material nor the other owner's identity.
     """
-    r, report = o.rkcp, o.report
+    report = o.report
     if report.secrets_error:
         return SecretsDecision(Secrets.DECRYPT_FAILED, report.secrets_error)
     sealed = bool(report.secrets_checksum)
@@ -50,7 +50,7 @@ def decide_secrets(o: Observed) -> SecretsDecision:
         # The released owner's secrets, still on the subject while its TCP is replaced: not ours,
         # and not a refusal either (nobody is trying to take them).
         return SecretsDecision(Secrets.WAITING, "waiting for the TenantControlPlane of this owner")
-    if sealed and report.secrets_owner_uid != r.metadata.uid:
+    if sealed and report.secrets_owner_uid != o.owner_uid:
         return SecretsDecision(
             Secrets.OWNER_MISMATCH,
             "the site's secrets for this TenantControlPlane belong to another owner; nothing is written",

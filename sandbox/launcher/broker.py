@@ -18,7 +18,7 @@ from sandbox.launcher import processes
 from sandbox.launcher.children import CLI
 from sandbox.launcher.clusters import Clusters
 from sandbox.launcher.natsnodes import NatsNodes
-from sandbox.launcher.options import Options
+from sandbox.launcher.options import MGMT, Options
 
 __all__ = ["HUB_LEASE", "Broker"]
 
@@ -40,17 +40,22 @@ class Broker(NatsNodes, Clusters):
         lease = await self.mgmt.get(resources.LEASE, HUB_LEASE, namespace="default")
         return str(lease["spec"]["holderIdentity"])
 
-    def _start_hubs(self) -> list[processes.Child]:
-        return [self._hub(i) for i in range(self.options.hub_replicas)]
+    async def start_hub(self, name: str, *, cluster: str) -> None:
+        """Start one more hub, ``name`` (``hub-<something>``), on management cluster ``cluster``
+        (``Clusters.start_management``) with the same NATS identity and keys, and wait until it
+        is ready: the hub of the target management cluster after ``clusterctl move``."""
+        await self._ready([self._hub(name, cluster=cluster)])
 
-    def _hub(self, index: int = 0) -> processes.Child:
-        name = "hub" if index == 0 else f"hub-{index}"
+    def _start_hubs(self) -> list[processes.Child]:
+        return [self._hub("hub" if i == 0 else f"hub-{i}") for i in range(self.options.hub_replicas)]
+
+    def _hub(self, name: str, *, cluster: str = MGMT) -> processes.Child:
         port = ports.free_port()
         self.hub_health_urls[name] = f"http://127.0.0.1:{port}"
-        self.hub_health_url = self.hub_health_urls["hub"]
+        self.hub_health_url = self.hub_health_urls.get("hub", self.hub_health_url)
         args = [
             sys.executable, *CLI, "hub",
-            "--kubeconfig", str(self.mgmt_kubeconfig),
+            "--kubeconfig", str(self.kubeconfig(cluster)),
             "--nats-url", ",".join(self.nats_urls),
             "--nats-seed", str(self.hub_seed),
             "--nats-ca-file", str(self.nats_ca_file),

@@ -105,6 +105,14 @@ class Children(Layout):
     def resume(self, name: str) -> None:
         self.child(name).resume()
 
+    async def retire(self, name: str) -> None:
+        """SIGTERM child ``name`` and wait until it exits: stopped on purpose for good (the hub
+        of a management cluster left behind by ``clusterctl move``), not counted as a crash."""
+        child = self.child(name)
+        child.injected = True
+        child.terminate()
+        await child.wait_stopped(timeout=self.options.stop_timeout)
+
     async def start_again(self, name: str) -> None:
         """Start child ``name`` again after ``kill`` with the same flags, ports and store (a
         restarted pod), and wait until it is ready."""

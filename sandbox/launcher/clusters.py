@@ -65,17 +65,33 @@ class Clusters(Children):
         emulators = [self._emulator(MGMT, [*self._render_crds(), crds.CLUSTER, *crds.TOPOLOGY])]
         return emulators + [self._emulator(site, [crds.TENANT_CONTROL_PLANE]) for site in self.sites]
 
+    async def start_management(self, cluster: str) -> kube.Kube:
+        """Another management cluster, ``cluster`` (say the target of ``clusterctl move``): an
+        emulator with ``mgmt``'s CRDs and the same ``Site`` objects; its client. Stopped with the
+        rest; a hub on it is ``Broker.start_hub``."""
+        await self._ready([self._emulator(cluster, [*self._render_crds(), crds.CLUSTER])])
+        await self._client(cluster)
+        await self._apply_sites(self._kube(cluster))
+        return self._kube(cluster)
+
+    async def _client(self, cluster: str) -> None:
+        api_client = await kube.api_client_from_kubeconfig(self.kubeconfig(cluster))
+        self._api_clients[cluster] = api_client
+        self._kubes[cluster] = kube.Kube(api_client)
+
+    async def _apply_sites(self, management: kube.Kube) -> None:
+        """The placement authorization: what `site add` wrote, applied as an operator would."""
+        for site in self.sites:
+            manifest = yaml.safe_load(self.site_manifest(site).read_text())
+            with contextlib.suppress(kerrors.Conflict):
+                await management.create(resources.SITE, manifest)
+
     async def _connect(self) -> None:
         """A client per cluster, and what an operator applies before the broker starts."""
         for cluster in (MGMT, *self.sites):
-            api_client = await kube.api_client_from_kubeconfig(self.kubeconfig(cluster))
-            self._api_clients[cluster] = api_client
-            self._kubes[cluster] = kube.Kube(api_client)
+            await self._client(cluster)
+        await self._apply_sites(self.mgmt)
         for site in self.sites:
-            # The placement authorization: what `site add` wrote, applied as an operator would.
-            manifest = yaml.safe_load(self.site_manifest(site).read_text())
-            with contextlib.suppress(kerrors.Conflict):
-                await self.mgmt.create(resources.SITE, manifest)
             with contextlib.suppress(kerrors.Conflict):
                 await self._kubes[site].create(resources.NAMESPACE, {"metadata": {"name": self.namespace}})
 

@@ -68,6 +68,13 @@ def counts(found: Iterable[Finding]) -> dict[str, int]:
 MISSING_SECRETS = "CAPI Secrets missing"
 
 
+def owner_identity(rkcp: dict[str, Any]) -> str:
+    """The owner the site knows an RKCP by: its stamped identity (``hub.reconcile.owner``; the
+    uid it had before a ``clusterctl move``), or its uid until the hub stamped it."""
+    meta = rkcp["metadata"]
+    return str((meta.get("annotations") or {}).get(api.OWNER_UID_ANNOTATION) or meta["uid"])
+
+
 def conditions(obj: dict[str, Any]) -> dict[str, str]:
     return {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or ()}
 
@@ -126,7 +133,7 @@ async def _live(world: Topology, rkcp: dict[str, Any]) -> list[Finding]:
     tcp = await world.site_kube(site).get_or_none(TCP, meta["name"], namespace=target)
     if tcp is None:
         return [*found, Finding("lost", f"{where} has no TCP at {site}")]
-    if tcp["metadata"].get("annotations", {}).get(OWNER_UID) != meta["uid"]:
+    if tcp["metadata"].get("annotations", {}).get(OWNER_UID) != owner_identity(rkcp):
         found.append(Finding("mismatch", f"{where}: the TCP at {site} belongs to another owner"))
     if differs := _spec_differs(await _wanted_spec(world, rkcp), tcp):
         found.append(Finding("mismatch", f"{where}: the TCP at {site} {differs}"))
@@ -182,7 +189,7 @@ async def _rkcps(world: Topology) -> tuple[list[Finding], set[str]]:
             where = f"RKCP {meta['namespace']}/{meta['name']}"
             found.append(Finding("stuck", f"{where} is still being deleted ({deleting})"))
             continue
-        owners.add(meta["uid"])
+        owners.add(owner_identity(rkcp))
         found.extend(await _live(world, rkcp))
     return found, owners
 

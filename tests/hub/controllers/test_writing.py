@@ -19,7 +19,11 @@ def test_capi_secrets() -> None:
     )
     payload = messages.SecretsPayload(kubeconfig="KC", ca_crt="CRT", ca_key="KEY")
     kc, ca = writing.new_secrets(
-        rkcp.WriteSecrets(checksum="c1", owner_uid="u-1"), payload, r, cluster_name="cluster-1"
+        rkcp.WriteSecrets(checksum="c1", owner_uid="u-1"),
+        payload,
+        r,
+        cluster_name="cluster-1",
+        owner_uid="u-1",
     )
     assert (kc["metadata"]["name"], ca["metadata"]["name"]) == ("cluster-1-kubeconfig", "cluster-1-ca")
     assert kc["stringData"] == {"value": "KC"} and ca["stringData"] == {"tls.crt": "CRT", "tls.key": "KEY"}
@@ -47,6 +51,32 @@ def test_secrets_naming_another_owner_are_never_built(owner_uid: str) -> None:
     payload = messages.SecretsPayload(kubeconfig="KC", ca_crt="CRT", ca_key="KEY")
     with pytest.raises(writing.OwnerMismatch, match="evil/grab") as info:
         writing.new_secrets(
-            rkcp.WriteSecrets(checksum="c1", owner_uid=owner_uid), payload, r, cluster_name="grab"
+            rkcp.WriteSecrets(checksum="c1", owner_uid=owner_uid),
+            payload,
+            r,
+            cluster_name="grab",
+            owner_uid="u-evil",
         )
     assert "KEY" not in str(info.value) and "KC" not in str(info.value)
+
+
+def test_a_moved_object_gets_the_secrets_of_its_identity_owned_by_its_own_uid() -> None:
+    """After clusterctl move the sealed secrets name the stamped identity (the first uid), the
+    object has a new uid: the Secrets are built, and owned by the object as it is now."""
+    r = api.RemoteKamajiControlPlane.parse(
+        {
+            "metadata": {
+                "name": "cp1",
+                "namespace": "team-a",
+                "uid": "u-new",
+                "annotations": {api.OWNER_UID_ANNOTATION: "u-first"},
+            },
+            "spec": {"site": "s", "version": "v1.31.0"},
+        }
+    )
+    payload = messages.SecretsPayload(kubeconfig="KC", ca_crt="CRT", ca_key="KEY")
+    action = rkcp.WriteSecrets(checksum="c1", owner_uid="u-first")
+    for s in writing.new_secrets(action, payload, r, cluster_name="c", owner_uid="u-first"):
+        assert [o["uid"] for o in s["metadata"]["ownerReferences"]] == ["u-new"]
+    with pytest.raises(writing.OwnerMismatch):
+        writing.new_secrets(action, payload, r, cluster_name="c", owner_uid="u-new")

@@ -29,6 +29,8 @@ def rkcp_obj(
         "generation": generation,
         "creationTimestamp": "2026-11-30T11:00:00Z",
         "finalizers": [rkcp.FINALIZER] if finalizer else [],
+        # The hub stamps the owner identity in the finalizer's patch (hub.reconcile.owner).
+        "annotations": {api.OWNER_UID_ANNOTATION: UID} if finalizer else {},
     }
     if deleting:
         meta["deletionTimestamp"] = "2026-11-30T11:59:00Z"

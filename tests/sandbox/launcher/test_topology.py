@@ -186,3 +186,16 @@ def test_failures_do_not_count_an_injected_exit(tmp_path: Path) -> None:
     assert topology.child("hub") is killed
     with pytest.raises(KeyError, match="no child 'nope'; the topology has agent-site-a, hub"):
         topology.child("nope")
+
+
+@pytest.mark.asyncio
+async def test_a_retired_child_stops_cleanly_and_is_no_failure(tmp_path: Path) -> None:
+    """``retire``: the first management cluster's hub after clusterctl move, stopped for good."""
+    topology = Topology(tmp_path, Options(sites=("site-a",)))
+    old = processes.Child(
+        name="hub", args=[sys.executable, "-c", "import time; time.sleep(60)"], log=tmp_path / "h.log"
+    )
+    old.start()
+    topology.children = [old]
+    await topology.retire("hub")
+    assert old.returncode == -signal.SIGTERM and topology.failures() == []
