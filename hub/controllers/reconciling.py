@@ -153,15 +153,7 @@ class Reconciler:
     async def observe(self, r: api.RemoteKamajiControlPlane) -> rkcp.Observed | None:
         now = dt.datetime.now(dt.UTC)
         cluster_name = _owner_cluster_model(r)
-        cluster, problem = None, ""
-        if not cluster_name:
-            problem = "waiting for an ownerReference to a Cluster (set by Cluster API)"
-        else:
-            found = self.informers.clusters.get((r.metadata.namespace, cluster_name))
-            if found is None:
-                problem = f"waiting for Cluster {r.metadata.namespace}/{cluster_name}"
-            else:
-                cluster = cluster_api.Cluster.parse(found)
+        cluster, problem = self._cluster(r.metadata.namespace, cluster_name)
         try:
             coords = mapping.coordinates(r)
         except mapping.InvalidCoordinates as exc:
@@ -203,6 +195,15 @@ class Reconciler:
             infra_outcome=self.infra.last((r.metadata.namespace, r.metadata.name)),
             owner_claimed_by=self.informers.index.owner_claimed_by(r, owner.candidate(r, published)),
         )
+
+    def _cluster(self, namespace: str, name: str) -> tuple[cluster_api.Cluster | None, str]:
+        """The owner Cluster as watched, or why there is none ("" when there is)."""
+        if not name:
+            return None, "waiting for an ownerReference to a Cluster (set by Cluster API)"
+        found = self.informers.clusters.get((namespace, name))
+        if found is None:
+            return None, f"waiting for Cluster {namespace}/{name}"
+        return cluster_api.Cluster.parse(found), ""
 
     def _known_initialized(self, r: api.RemoteKamajiControlPlane) -> bool:
         return self._initialized.get((r.metadata.namespace, r.metadata.name)) == r.metadata.uid
