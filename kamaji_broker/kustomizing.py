@@ -43,11 +43,16 @@ def build(directory: Path) -> list[dict[str, Any]]:
     return sorted(docs, key=_rank)
 
 
-def _rank(doc: Mapping[str, Any]) -> int:
+def _rank(doc: Mapping[str, Any]) -> tuple[int, str, str, str]:
+    """kustomize's legacy sort: by kind (``ORDER``, then the rest, then ``LAST``), then within a
+    kind by namespace and name."""
     kind = doc.get("kind", "")
     if kind in ORDER:
-        return ORDER.index(kind)
-    return len(ORDER) + 1 + LAST.index(kind) if kind in LAST else len(ORDER)
+        rank = ORDER.index(kind)
+    else:
+        rank = len(ORDER) + 1 + LAST.index(kind) if kind in LAST else len(ORDER)
+    meta = doc.get("metadata") or {}
+    return rank, kind, meta.get("namespace") or "", meta.get("name") or ""
 
 
 def _build(directory: Path) -> list[dict[str, Any]]:
@@ -64,8 +69,13 @@ def _build(directory: Path) -> list[dict[str, Any]]:
         else:
             docs += [d for d in yaml.safe_load_all(resource.read_text()) if d]
     if k.get("namespace"):
+        accounts = {
+            ((d.get("metadata") or {}).get("namespace") or "", (d.get("metadata") or {}).get("name"))
+            for d in docs
+            if d.get("kind") == "ServiceAccount"
+        }
         for doc in docs:
-            _set_namespace(doc, k["namespace"])
+            _set_namespace(doc, k["namespace"], accounts)
     for entry in k.get("labels") or ():
         _add_labels(docs, entry, path)
     for image in k.get("images") or ():
@@ -75,13 +85,15 @@ def _build(directory: Path) -> list[dict[str, Any]]:
     return docs
 
 
-def _set_namespace(doc: dict[str, Any], namespace: str) -> None:
+def _set_namespace(doc: dict[str, Any], namespace: str, accounts: set[tuple[str, Any]]) -> None:
     if doc.get("kind") not in CLUSTER_SCOPED:
         doc.setdefault("metadata", {})["namespace"] = namespace
     if doc.get("kind") in ("RoleBinding", "ClusterRoleBinding"):
-        # kustomize moves the bindings' ServiceAccounts along with the ServiceAccounts.
+        # kustomize moves a binding's ServiceAccount along with the ServiceAccount when the
+        # kustomization holds it (and any "default" account); another namespace's stays there.
         for subject in doc.get("subjects") or ():
-            if subject.get("kind") == "ServiceAccount":
+            held = (subject.get("namespace") or "", subject.get("name")) in accounts
+            if subject.get("kind") == "ServiceAccount" and (held or subject.get("name") == "default"):
                 subject["namespace"] = namespace
 
 

@@ -201,6 +201,23 @@ def test_built_as_kubectl_kustomize_builds_it() -> None:
     assert kustomizing.build(m.DEPLOY / "hub") == m.kustomize(m.DEPLOY / "hub")
 
 
+def test_binding_subjects_move_as_kubectl_kustomize_moves_them(tmp_path: Path) -> None:
+    # Only a ServiceAccount the kustomization holds (and "default") follows the namespace; one of
+    # another namespace (CAPI's kubeadm bootstrap manager) or without a namespace stays as it is.
+    (tmp_path / "kustomization.yaml").write_text("namespace: target\nresources: [b.yaml]\n")
+    (tmp_path / "b.yaml").write_text(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: x}\n"
+        "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: r}\n"
+        "subjects:\n- {kind: ServiceAccount, name: a}\n- {kind: ServiceAccount, name: b, namespace: other}\n"
+        "- {kind: ServiceAccount, name: default, namespace: other}\n"
+        "- {kind: ServiceAccount, name: c, namespace: default}\n"
+        "---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: b, namespace: other}\n"
+    )
+    built = kustomizing.build(tmp_path)
+    assert [s.get("namespace") for s in built[-1]["subjects"]] == [None, "target", "target", "default"]
+    assert built == m.kustomize(tmp_path)
+
+
 def test_a_kustomization_field_it_cannot_build_fails_naming_it(tmp_path: Path) -> None:
     (tmp_path / "kustomization.yaml").write_text("resources: []\npatches: [{path: p.yaml}]\n")
     with pytest.raises(kustomizing.KustomizeError, match=r"fields \['patches'\]"):
