@@ -75,7 +75,14 @@ class InfraEndpoints:
 
     async def _attempt(self, t: rkcp.PatchInfraEndpoint) -> bool:
         """Patch if unset or different; True when it was patched. Raises ``Refused`` or KubeError."""
+        why = rkcp_infra.ref_problem(t)
+        if why:
+            raise Refused(why)
         resource = await self._resource(t)
+        if not resource.namespaced:
+            raise Refused(
+                f"kind {t.kind} is cluster-scoped: only an InfraCluster in the Cluster's namespace is written"
+            )
         try:
             obj = await self.kube.get(resource, t.name, namespace=t.namespace)
         except kerrors.NotFound:

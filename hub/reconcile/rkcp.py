@@ -47,8 +47,12 @@ DELETE_POLL_SECONDS = 5.0
 
 def reconcile(o: Observed) -> Plan:
     if owner.DELETE_FOR_MOVE in o.rkcp.metadata.annotations:
-        # clusterctl move deletes the source object: it lives on in the target, hands off.
-        return Plan(actions=[], status=None)
+        # clusterctl move deletes the source object: it lives on in the target, hands off. Move
+        # takes the finalizer off itself; one still there on a deleted object (the annotation set
+        # by hand, a move stopped half-way) is let go like Orphan: never stuck, and nothing is
+        # deleted or purged that the target management cluster may own now.
+        deleted = o.rkcp.metadata.deletion_timestamp is not None and FINALIZER in o.rkcp.metadata.finalizers
+        return Plan(actions=[RemoveFinalizer()] if deleted else [], status=None)
     plan = reconcile_delete(o) if o.rkcp.metadata.deletion_timestamp is not None else reconcile_normal(o)
     if not o.topology_ready and not _paused(o):
         # The site's stream and the hub's consumer before anything else: observing only reads.
@@ -109,7 +113,8 @@ def reconcile_normal(o: Observed) -> Plan:
     # A paused Cluster means hands off (CAPI): conditions only, no writes of ours (decide_secrets
     # withholds the secrets then).
     actions = [*_intent(o, status_msg), *secrets.actions, *_endpoint(o, status_msg)]
-    actions += rkcp_infra.decide_infra(o, status_msg)  # after the RKCP's own endpoint
+    if not _blocked(o):  # after the RKCP's own endpoint; never for an object that acts as nobody
+        actions += rkcp_infra.decide_infra(o, status_msg)
     status = rkcp_status.new_status(r.status, facts, now=o.now)
     first_ready = status.initialized and not (r.status.initialized or o.known_initialized)
     if first_ready:
@@ -125,10 +130,15 @@ def reconcile_normal(o: Observed) -> Plan:
     )
 
 
+def _blocked(o: Observed) -> bool:
+    """Not authorized, refused as an owner, without a usable Cluster, in conflict or paused: the
+    hub writes nothing for this object, at the site or in the management cluster."""
+    return bool(o.not_authorized or o.owner.refused or o.cluster_problem or o.conflict_with or _paused(o))
+
+
 def _intent(o: Observed, status: messages.Status | None) -> list[Action]:
     # Not authorized: nothing reaches the site, whatever else holds (issue 10).
-    blocked = o.not_authorized or o.owner.refused or o.cluster_problem or o.conflict_with or _paused(o)
-    if blocked or o.desired_spec is None or not rkcp_intents.wants_intent(o, status):
+    if _blocked(o) or o.desired_spec is None or not rkcp_intents.wants_intent(o, status):
         return []
     return rkcp_intents.provision(o, status, o.desired_spec)
 

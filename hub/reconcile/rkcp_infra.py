@@ -9,11 +9,18 @@ different (``endpoint_patch``), checks that the server kept it (``carries``) and
 ``Outcome``. An outcome is kept per RKCP so an endpoint already written is not looked at again,
 and a refusal (the kind has no such field, RBAC, a webhook) is reported once and retried only
 after ``REFUSED_RETRY_SECONDS``: no retry storm against a kind that will never take it.
+
+The reference is tenant input and the hub may patch any InfraCluster kind in every namespace, so
+``ref_problem`` admits only an object of the infrastructure group, with a kind, version and name
+Kubernetes would accept (a name of ``../other-ns/...`` would otherwise walk the request path into
+another namespace), in the Cluster's own namespace (the shell refuses a cluster-scoped kind), and
+only for an RKCP whose intent is not blocked (``hub.reconcile.rkcp``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -27,6 +34,12 @@ REFUSED_RETRY_SECONDS: Final = 600.0
 """A refused patch is tried again after this long (a CRD upgrade or an RBAC fix may let it in)."""
 WAITING_RETRY_SECONDS: Final = 15.0
 """The object (or its kind) is not there yet, or the API did not answer: look again after this."""
+
+GROUP: Final = "infrastructure.cluster.x-k8s.io"
+"""The only group whose objects the hub writes (its RBAC grants get/patch there, nowhere else)."""
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_VERSION = re.compile(r"v[0-9]+((alpha|beta)[0-9]+)?")
+_KIND = re.compile(r"[A-Z][A-Za-z0-9]*")
 
 PAUSED: Final = "cluster.x-k8s.io/paused"
 """CAPI's pause annotation (on the Cluster or on the control-plane object)."""
@@ -72,6 +85,21 @@ def decide_infra(o: Observed, status: messages.Status | None) -> list[actions.Ac
         port=endpoint[1],
     )
     return [target] if due(o.infra_outcome, target, now=o.now) else []
+
+
+def ref_problem(t: actions.PatchInfraEndpoint) -> str:
+    """Why the hub must not write the object ``t`` names ("" when it may): the Cluster's
+    ``spec.infrastructureRef`` is tenant input."""
+    where = "Cluster spec.infrastructureRef"
+    if t.group != GROUP:
+        return f"{where} names group {t.group!r}: only {GROUP} objects are written"
+    if not _KIND.fullmatch(t.kind) or len(t.kind) > 63:
+        return f"{where}.kind {t.kind!r} is not a Kubernetes kind"
+    if t.version and not _VERSION.fullmatch(t.version):
+        return f"{where}.apiVersion names version {t.version!r}, which is not a Kubernetes API version"
+    if not _SUBDOMAIN.fullmatch(t.name) or len(t.name) > 253:
+        return f"{where}.name {t.name!r} is not a Kubernetes object name (DNS-1123 subdomain)"
+    return ""
 
 
 def due(last: Outcome | None, target: actions.PatchInfraEndpoint, *, now: dt.datetime) -> bool:

@@ -287,3 +287,13 @@ def test_the_source_object_clusterctl_move_deletes_is_left_alone(deleting: bool)
     r.metadata.finalizers.clear()  # clusterctl removes the finalizers before it deletes
     plan = rkcp.reconcile(moved_world(r, published=published(owner=FIRST)))
     assert plan.actions == [] and plan.status is None
+
+
+def test_a_deleted_object_marked_for_move_with_the_finalizer_left_on_is_let_go() -> None:
+    # The annotation set by hand (or a move stopped half-way), then deleted: never stuck on the
+    # finalizer, and no delete intent or purge for a control plane a target may own now.
+    r = obj(FIRST, uid=FIRST, deleting=True)
+    r.metadata.annotations[owner.DELETE_FOR_MOVE] = ""
+    assert rkcp.FINALIZER in r.metadata.finalizers
+    plan = rkcp.reconcile(moved_world(r, published=published(owner=FIRST)))
+    assert plan.actions == [rkcp.RemoveFinalizer()] and plan.status is None

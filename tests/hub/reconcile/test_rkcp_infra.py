@@ -133,3 +133,44 @@ def test_endpoint_patch_sets_only_the_endpoint(obj: dict[str, Any], expected: di
 )
 def test_carries(obj: dict[str, Any], kept: bool) -> None:
     assert rkcp_infra.carries(obj, "10.0.0.1", 6443) is kept
+
+
+BLOCKED = [
+    ("not authorized", {"not_authorized": "Site site-a does not allow namespace default"}),
+    ("in conflict", {"conflict_with": "other/cp"}),
+]
+
+
+@pytest.mark.parametrize("kw", [row[1] for row in BLOCKED], ids=[row[0] for row in BLOCKED])
+def test_nothing_is_patched_for_an_object_the_hub_writes_nothing_for(kw: dict[str, Any]) -> None:
+    # The review's attack: an unauthorized RKCP (no site needed) with an endpoint of its own.
+    o = observed(
+        rkcp_obj(controlPlaneEndpoint={"host": "evil.example", "port": 443}), cluster=cluster(), **kw
+    )
+    assert not [a for a in rkcp.reconcile(o).actions if isinstance(a, rkcp.PatchInfraEndpoint)]
+
+
+REFS = [
+    # id, the target's fields changed, what the problem names ("" none)
+    ("an InfraCluster of the Cluster's namespace", {}, ""),
+    ("a dotted name", {"name": "foo.bar-1"}, ""),
+    ("v1beta2: no version", {"version": ""}, ""),
+    ("a path into another namespace", {"name": "../../victim/fooclusters/infra"},
+     "spec.infrastructureRef.name"),
+    ("a slash", {"name": "foo/status"}, "spec.infrastructureRef.name"),
+    ("upper case", {"name": "Foo"}, "spec.infrastructureRef.name"),
+    ("an encoded slash", {"name": "foo%2Fbar"}, "spec.infrastructureRef.name"),
+    ("too long", {"name": "a" * 254}, "spec.infrastructureRef.name"),
+    ("another group", {"group": "controlplane.cluster.x-k8s.io"}, "only infrastructure.cluster.x-k8s.io"),
+    ("the core group", {"group": ""}, "only infrastructure.cluster.x-k8s.io"),
+    ("a kind with a path", {"kind": "Foo/../Secret"}, "spec.infrastructureRef.kind"),
+    ("a version with a path", {"version": "v1/../../v1"}, "not a Kubernetes API version"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("changes", "names"), [row[1:] for row in REFS], ids=[row[0] for row in REFS])
+def test_only_an_infrastructure_object_with_a_kubernetes_name_is_written(
+    changes: dict[str, Any], names: str
+) -> None:
+    problem = rkcp_infra.ref_problem(dataclasses.replace(TARGET, **changes))
+    assert (names in problem) if names else problem == ""
