@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import msgspec
+
 from hub import api, apimachinery, cluster_api, mapping_deployment, mapping_network
 from protocol import messages
 from protocol.coordinates import Coordinates
@@ -146,9 +148,12 @@ def tcp_metadata(rkcp: api.RemoteKamajiControlPlane) -> dict[str, dict[str, str]
     }
 
 
-def metadata_problem(metadata: dict[str, dict[str, str]]) -> str:
-    """Why ``tcp_metadata``'s result cannot travel in an intent ("" when it can): Kubernetes
-    bounds each key and value already, the intent bounds how many (the agent's first defense)."""
+def metadata_problem(metadata: dict[str, dict[str, str]], spec: dict[str, Any] | None = None) -> str:
+    """Why ``tcp_metadata``'s result (with ``spec``, the TCP spec, when given) cannot travel in an
+    intent ("" when it can): Kubernetes bounds each key and value already (an annotation may take
+    256 KiB), the intent bounds how many (the agent's first defense) and, with the spec, how many
+    bytes of JSON (``messages.MAX_INTENT_BODY``: the rest of the intents stream's largest message
+    is the envelope's). Too large, the part that takes the most is named, with its size."""
     for kind in ("labels", "annotations"):
         count = len(metadata.get(kind) or {})
         if count > messages.MAX_METADATA:
@@ -156,4 +161,17 @@ def metadata_problem(metadata: dict[str, dict[str, str]]) -> str:
                 f"metadata.{kind}: {count} entries, more than the {messages.MAX_METADATA} "
                 "kamaji-broker carries to the TenantControlPlane"
             )
-    return ""
+    sizes = {
+        "spec": len(msgspec.json.encode(spec or {})),
+        "metadata.labels": len(msgspec.json.encode(metadata.get("labels") or {})),
+        "metadata.annotations": len(msgspec.json.encode(metadata.get("annotations") or {})),
+    }
+    total = sum(sizes.values())
+    if total <= messages.MAX_INTENT_BODY:
+        return ""
+    largest = max(sizes, key=lambda part: sizes[part])
+    return (
+        f"{largest}: {sizes[largest]} bytes of JSON; the TenantControlPlane's spec, labels and "
+        f"annotations take {total} bytes, more than the {messages.MAX_INTENT_BODY} an intent carries "
+        "to the site"
+    )

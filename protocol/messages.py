@@ -18,7 +18,7 @@ from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
 import msgspec
 
-from protocol import errors, labels, names
+from protocol import errors, labels, names, streams
 
 SCHEMA: Final = "kamaji-broker.io/v1"
 
@@ -56,6 +56,14 @@ _Key = Annotated[str, msgspec.Meta(max_length=317)]  # a qualified name: 253 (pr
 Labels = Annotated[
     dict[_Key, Annotated[str, msgspec.Meta(max_length=63)]], msgspec.Meta(max_length=MAX_METADATA)
 ]
+INTENT_ENVELOPE_RESERVE: Final = 8 * 1024
+"""Bytes of a signed intent that are not its spec, labels or annotations, with the publish
+headers (the stream counts them too): schema, op, names, owner (uid, namespace, names of at most
+253), generation, time, kubeconfig key, ``replaces`` (16 of 128), key id and signature take about
+3.5 KiB at their largest, the ``Nats-Msg-Id`` and fencing headers about 200 bytes."""
+MAX_INTENT_BODY: Final = streams.MAX_MSG_SIZE - INTENT_ENVELOPE_RESERVE
+"""Bytes of JSON an intent's spec, labels and annotations may take together: within it every
+intent fits the intents stream's ``max_msg_size``, which refuses a larger one on publish."""
 Annotations = Annotated[
     dict[_Key, Annotated[str, msgspec.Meta(max_length=256 * 1024)]], msgspec.Meta(max_length=MAX_METADATA)
 ]

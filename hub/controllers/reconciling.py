@@ -159,8 +159,9 @@ class Reconciler:
         except mapping.InvalidCoordinates as exc:
             problem = problem or str(exc)
             coords = Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
-        problem = problem or mapping.metadata_problem(mapping.tcp_metadata(r))
         desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
+        problem = problem or mapping.metadata_problem(mapping.tcp_metadata(r), desired)
+        desired = None if problem else desired
         report = await self._report(coords)
         published = await self.published.get(coords, report.status)
         snap = self.deps.sites.snapshot(coords.site, now, interval=self.settings.heartbeat_interval)

@@ -431,3 +431,29 @@ def test_metadata_beyond_what_an_intent_carries_is_a_problem_naming_the_field() 
         f"metadata.labels: {messages.MAX_METADATA + 1} entries"
     )
     assert "metadata.annotations" in mapping.metadata_problem({"labels": {}, "annotations": many})
+
+
+_BUDGET = messages.MAX_INTENT_BODY
+# {"a":"…"} is 8 bytes around its value; an empty dict 2: the rows sit exactly at the budget, or one over.
+
+
+@pytest.mark.parametrize(
+    ("spec", "labels", "annotations", "named"),
+    [
+        ({}, {}, {"a": "x" * (_BUDGET - 12)}, ""),
+        ({}, {}, {"a": "x" * (_BUDGET - 11)}, "metadata.annotations"),
+        ({"a": "x" * (_BUDGET - 12)}, {}, {}, ""),
+        ({"a": "x" * (_BUDGET - 11)}, {}, {}, "spec"),
+        # Each part fits alone, together they are one byte (or more) over: the largest is named.
+        ({"a": "x" * 1000}, {"l": "v"}, {"a": "x" * (_BUDGET - 1024)}, "metadata.annotations"),
+        ({"a": "x" * (_BUDGET // 2 + 1)}, {"l": "v"}, {"a": "x" * (_BUDGET // 2)}, "spec"),
+    ],
+)
+def test_an_intent_larger_than_the_stream_carries_is_a_problem_naming_the_largest_part(
+    spec: dict[str, Any], labels: dict[str, str], annotations: dict[str, str], named: str
+) -> None:
+    problem = mapping.metadata_problem({"labels": labels, "annotations": annotations}, spec)
+    if not named:
+        assert problem == ""
+    else:
+        assert problem.startswith(f"{named}: ") and f"more than the {_BUDGET} an intent" in problem

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
+import nacl.signing
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import errors, messages
+from protocol import errors, messages, signing, streams
 from tests import helpers
 
 DECODERS: list[Callable[[bytes], Any]] = [
@@ -199,3 +200,31 @@ def test_intent_metadata_is_bounded(field: str, value: Any, mentions: str) -> No
     with pytest.raises(errors.DecodeError) as exc:
         messages.decode_intent(msgspec.json.encode(doc))
     assert mentions in str(exc.value)
+
+
+def test_an_intent_whose_body_fills_its_budget_fits_the_stream_with_the_largest_envelope() -> None:
+    """``MAX_INTENT_BODY`` is what the hub lets spec, labels and annotations take (hub.mapping):
+    with every other field at its largest, signed, and the publish headers, the intent still fits
+    the intents stream's ``max_msg_size``."""
+    body = messages.MAX_INTENT_BODY - len(b'{"a":""}') * 3
+    intent = signing.sign(
+        messages.Intent(
+            op="provision",
+            site="s" * 63,
+            namespace="n" * 63,
+            name="c" * 63,
+            owner=messages.Owner(uid="u" * 36, namespace="o" * 63, name="r" * 253, cluster="k" * 253),
+            generation=2**63 - 1,
+            issued_at=messages.utcnow(),
+            spec={"a": "x" * (body // 3)},
+            kubeconfig_key="k" * 253,
+            replaces=("u" * 128,) * messages.MAX_REPLACED,
+            labels={"a": ""},
+            annotations={"a": "x" * (body - body // 3)},
+        ),
+        nacl.signing.SigningKey.generate(),
+    )
+    # Nats-Msg-Id (owner uid, generation, op, digest, fence, key id) and the fencing header, framed.
+    headers = 300
+    size = len(messages.encode(intent)) + headers
+    assert size <= streams.MAX_MSG_SIZE, (size, streams.MAX_MSG_SIZE)

@@ -150,6 +150,46 @@ async def test_labels_and_annotations_of_the_rkcp_reach_the_tcp_and_follow_it(wo
     assert tcp["metadata"]["annotations"]["example.com/note"] == "n"  # still on the RKCP
 
 
+async def test_an_annotation_larger_than_an_intent_carries_waits_naming_it(world: World) -> None:
+    """A 70 KiB annotation (Kubernetes allows 256 KiB) on a Ready RKCP would make every intent
+    larger than the intents stream stores: the RKCP waits with a condition naming the field and
+    the limit, nothing is published (a spec change neither), and removing it lets the intent go."""
+    world.start_hub()
+    world.start_agent()
+    await create_pair(world)
+    await until_ready(world)
+    before = await world.last_intent_seq()
+    big = {"example.com/blob": "x" * (70 * 1024)}
+    patch = {"metadata": {"annotations": big}, "spec": {"version": "v1.32.0"}}
+    await world.mgmt.patch(RKCP, "cp1", patch, namespace="default")
+
+    async def waiting_message() -> str:
+        obj = await world.rkcp()
+        for cond in (obj or {}).get("status", {}).get("conditions") or ():
+            if (cond["type"], cond["status"], cond["reason"]) == ("Ready", "False", "WaitingForCluster"):
+                return str(cond["message"])
+        return ""
+
+    message = await helpers.eventually(waiting_message, within=30)
+    assert message.startswith("metadata.annotations: ") and str(messages.MAX_INTENT_BODY) in message
+    assert await world.last_intent_seq() == before
+    published = world.hub_metrics.registry.get_sample_value(
+        "kb_hub_intents_published_total", {"site": SITE, "op": "provision"}
+    )
+    assert published == 1.0
+
+    await world.mgmt.patch(
+        RKCP, "cp1", {"metadata": {"annotations": {"example.com/blob": None}}}, namespace="default"
+    )
+
+    async def upgraded() -> bool:
+        tcp = await world.site.get(TCP, "cp1", namespace="tenants")
+        return bool(tcp["spec"]["kubernetes"]["version"] == "v1.32.0")
+
+    await helpers.eventually(upgraded, within=30)
+    assert await world.last_intent_seq() > before
+
+
 async def test_delete_holds_the_finalizer_until_the_site_reports_deleted(world: World) -> None:
     world.start_hub()
     world.start_agent()
