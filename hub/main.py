@@ -106,9 +106,10 @@ class Hub(service.Service):
         reader = intake.Intake(
             intake.Deps(conn=conn, observations=seen, keyring=keyring, metrics=self.metrics), prefix=s.prefix
         )
+        earlier = keyfiles.load_public_keys(s.hub_public_keys).verify_keys() if s.hub_public_keys else {}
         deps = config.Deps(
             kube=kube, conn=conn, signer=signer, observations=seen, intake=reader, sites=site_state,
-            metrics=self.metrics,
+            metrics=self.metrics, earlier_keys=earlier,
         )  # fmt: skip
         controller = rkcp_controller.Controller(config.Settings.of(s), deps)
         # One way: the ingest tells the controller what changed; the controller knows it not.

@@ -28,6 +28,10 @@ class HubSettings(ProcessSettings):
     """The Ed25519 key that signs intents (``keys generate``: signing.key)."""
     sealing_keys: Path
     """Directory of X25519 private keys (``keys generate``: sealing/); all are used to open secrets."""
+    hub_public_keys: ExistingFile | None = None
+    """The hub's public keys (``keys generate``: hub-public-keys.json): an intent signed by an
+    earlier signing key listed there and not retired counts as the hub's (a clusterctl move after a
+    key rotation); without it, only the current key's."""
     namespaces: NamespaceList = ""
     """Comma-separated namespaces to watch for RemoteKamajiControlPlanes; empty with --all-namespaces."""
     namespace: str | None = None

@@ -8,6 +8,7 @@ read them and never copy them about.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import nacl.signing
@@ -75,3 +76,6 @@ class Deps:
     sites: sites.Sites
     """Each site's heartbeat and backlog (fed by ``hub.sites.run``)."""
     metrics: hub_metrics.Metrics
+    earlier_keys: Mapping[str, nacl.signing.VerifyKey] = field(default_factory=dict)
+    """The hub's earlier signing keys it still trusts, by key id (``--hub-public-keys``, retired
+    ones left out): an intent one of them signed is the hub's (``rkcp.Published.signed``)."""

@@ -18,6 +18,7 @@ import pydantic
 
 from common import objects
 from hub import api, mapping
+from hub.reconcile import rkcp
 from protocol.coordinates import Coordinates
 
 Key = objects.Key
@@ -37,7 +38,8 @@ class Index:
         self._coords_of: dict[Key, Coordinates] = {}
         self._by_coords: dict[Coordinates, set[Key]] = {}
         self._identities: dict[Key, tuple[str, str]] = {}
-        """Each RKCP's uid and the owner identity its annotation claims (``hub.reconcile.owner``)."""
+        """Each RKCP's uid and the owner identity its annotation claims (``hub.reconcile.owner``;
+        "" while the object lacks the hub's finalizer: the annotation was not stamped by the hub)."""
 
     def put(self, key: Key, obj: dict[str, Any]) -> bool:
         """Index an RKCP from its watch; whether what a reconcile decides from changed.
@@ -52,7 +54,10 @@ class Index:
         self._owner[key] = owner_cluster(obj)
         meta = obj.get("metadata") or {}
         claim = str((meta.get("annotations") or {}).get(api.OWNER_UID_ANNOTATION) or "")
-        self._identities[key] = (str(meta.get("uid") or ""), claim)
+        # Only the hub's stamp is a claim: an annotation on an object the hub never accepted (no
+        # finalizer: new, or paused, which blocks the stamp) is tenant input the hub never checked.
+        stamped = rkcp.FINALIZER in (meta.get("finalizers") or ())
+        self._identities[key] = (str(meta.get("uid") or ""), claim if stamped else "")
         try:
             coords = mapping.coordinates(api.RemoteKamajiControlPlane.parse(obj))
         except (pydantic.ValidationError, mapping.InvalidCoordinates):
@@ -119,18 +124,28 @@ class Index:
         when = dt.datetime.fromisoformat(ts.replace("Z", "+00:00")) if ts else _LATEST
         return (when, *key) < (r.metadata.creation_timestamp or _LATEST, *_key(r))
 
-    def owner_claimed_by(self, r: api.RemoteKamajiControlPlane, claim: str) -> str:
+    def owner_claimed_by(self, r: api.RemoteKamajiControlPlane, claim: str, denied: Denied) -> str:
         """Another RKCP that is the owner identity ``claim`` (its uid), or claimed it first by its
         annotation (older, by the conflict order); "" when none, or when ``claim`` is ``r``'s uid.
+
+        A claim counts only from an RKCP the hub stamped (its finalizer) and whose Site authorizes
+        its placement, as in ``conflict``: otherwise a tenant who knows another's uid could create
+        an older RKCP claiming it (paused, or unauthorized, so never stamped again) and hold the
+        moved control plane hostage. A uid is no claim: no tenant chooses one.
 
         One scan per reconcile of an RKCP taking another identity than its uid (moved: rare).
         """
         if not claim or claim == r.metadata.uid:
             return ""
         for key, (uid, other) in self._identities.items():
-            if key != _key(r) and (uid == claim or (other == claim and self._older(key, r))):
+            if key != _key(r) and (uid == claim or (other == claim and self._claims(key, r, denied))):
                 return f"{key[0]}/{key[1]}"
         return ""
+
+    def _claims(self, key: Key, r: api.RemoteKamajiControlPlane, denied: Denied) -> bool:
+        """``key``'s stamped claim comes before ``r``'s: older, and placed where it is authorized."""
+        coords = self._coords_of.get(key)
+        return coords is not None and not denied(coords, key[0]) and self._older(key, r)
 
 
 def _key(r: api.RemoteKamajiControlPlane) -> Key:

@@ -41,7 +41,8 @@ class PublishedIntents:
         self.settings = settings
         self.deps = deps
         self.signing_key_id = protocol_keys.key_id(bytes(deps.signer.verify_key))
-        self._own_key = {self.signing_key_id: deps.signer.verify_key}
+        self._own_keys = {**deps.earlier_keys, self.signing_key_id: deps.signer.verify_key}
+        """Every key an intent of the hub's may be signed by: the current one and earlier, trusted ones."""
         self.released = released
         self._published_cache: dict[Coordinates, rkcp.Published | None] = {}
         """The latest intent per control plane: read from the stream once, then kept current by
@@ -103,7 +104,7 @@ class PublishedIntents:
             log.error("undecodable intent on %s: %s", stored.subject, exc)
             return rkcp.Published.undecodable(stored.seq)
         try:
-            signing.verify(stored.data, self._own_key)
+            signing.verify(stored.data, self._own_keys)
             signed = True
         except (protocol_errors.DecodeError, protocol_errors.SignatureError) as exc:
             log.warning("intent on %s (seq %d) is not the hub's: %s", stored.subject, stored.seq, exc)

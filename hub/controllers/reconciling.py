@@ -194,7 +194,9 @@ class Reconciler:
             signing_key_id=self.signing_key_id,
             topology_ready=self.topology.ready(coords.site),
             infra_outcome=self.infra.last((r.metadata.namespace, r.metadata.name)),
-            owner_claimed_by=self.informers.index.owner_claimed_by(r, owner.candidate(r, published)),
+            owner_claimed_by=self.informers.index.owner_claimed_by(
+                r, owner.candidate(r, published), self.denial
+            ),
         )
 
     def _cluster(self, namespace: str, name: str) -> tuple[cluster_api.Cluster | None, str]:

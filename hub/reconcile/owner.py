@@ -9,8 +9,9 @@ anything reaches the site), which move copies, and speaks for the object by it.
 An annotation is tenant input, so one that is not the object's own uid is believed only as a
 move's result: the control plane's intent subject holds the hub's intent for that owner (its
 provision, or its delete while this object is being deleted), issued for an RKCP of this one's
-namespace and name (move keeps both), signed by the hub's key (or naming an older key of the
-hub's: after a rotation the hub signs it again), and no other RKCP of this management cluster is
+namespace and name (move keeps both), signed by a key of the hub's (``Published.signed``: its
+current key, or an earlier one it still trusts, verified; a key id alone proves nothing, as anyone
+with the hub's NATS credentials can write the subject), and no other RKCP of this management cluster is
 that owner or claimed it first. A TCP of a still existing RKCP is never taken (and two RKCPs at
 the same coordinates are refused by the conflict index anyway); a deleted or released owner is
 never resurrected; a copy of another RKCP's manifest becomes its own owner. An object without
@@ -54,9 +55,9 @@ class Owner:
     """Why the annotation is not believed (``REFUSED``), naming the annotation and what to do."""
 
 
-def _the_hubs(p: Published, key_id: str) -> bool:
-    """Signed by the hub's key, or naming an older key of the hub's (a rotation: signed again)."""
-    return p.signed or bool(key_id and p.key_id and p.key_id != key_id)
+def _the_hubs(p: Published) -> bool:
+    """The signature verified against a key of the hub's (current or an earlier, trusted one)."""
+    return p.signed
 
 
 def candidate(r: api.RemoteKamajiControlPlane, published: Published | None) -> str:
@@ -65,17 +66,15 @@ def candidate(r: api.RemoteKamajiControlPlane, published: Published | None) -> s
     return r.owner_uid_claim or (published.owner_uid if published is not None else "")
 
 
-def moved_here(
-    r: api.RemoteKamajiControlPlane, published: Published | None, *, claim: str, key_id: str
-) -> bool:
+def moved_here(r: api.RemoteKamajiControlPlane, published: Published | None, *, claim: str) -> bool:
     """The subject holds the hub's intent for ``claim``, issued for an object of ``r``'s namespace
     and name: that owner left another management cluster without a delete (a move), and its
-    control plane runs on. ``key_id`` is the hub's signing key ("": not known)."""
+    control plane runs on."""
     p, deleting = published, r.metadata.deletion_timestamp is not None
     return (
         p is not None
         and bool(claim)
-        and _the_hubs(p, key_id)
+        and _the_hubs(p)
         and p.owner_uid == claim
         and p.owner_object == (r.metadata.namespace, r.metadata.name)
         and (p.op == Op.PROVISION or (deleting and p.op == Op.DELETE))
@@ -88,16 +87,14 @@ def decide(
     *,
     claimed_by: str,
     finalized: bool,
-    key_id: str = "",
 ) -> Owner:
     """The owner identity of ``r``; ``claimed_by`` names another RKCP of this management cluster
     that is, or claimed first, the identity ``r``'s annotation names ("" none); ``finalized``: the
-    hub's finalizer is on ``r`` (the annotation was stamped, or came with a moved object);
-    ``key_id``: the hub's signing key."""
+    hub's finalizer is on ``r`` (the annotation was stamped, or came with a moved object)."""
     uid, claim = r.metadata.uid, r.owner_uid_claim
     if not claim:
         left = published.owner_uid if published is not None else ""
-        proof = moved_here(r, published, claim=left, key_id=key_id)
+        proof = moved_here(r, published, claim=left)
         if finalized and left != uid and not claimed_by and proof:
             # Moved (it came with the finalizer) without the annotation, from a hub older than
             # it or dropped by a replace: what the annotation could claim on the same proof. A
@@ -107,10 +104,10 @@ def decide(
         return Owner(uid, stamp=True)
     if claim == uid:
         return Owner(uid)
-    if published is not None and _the_hubs(published, key_id) and published.owner_uid == uid:
+    if published is not None and _the_hubs(published) and published.owner_uid == uid:
         # The object already speaks by its own uid at the site: the annotation was edited since.
         return Owner(uid, stamp=True)
-    if not claimed_by and moved_here(r, published, claim=claim, key_id=key_id):
+    if not claimed_by and moved_here(r, published, claim=claim):
         return Owner(claim, Standing.MOVED)
     if not finalized and r.metadata.deletion_timestamp is None:
         # Created with an identity that is not a move's (a copied manifest, or a hand-set one):

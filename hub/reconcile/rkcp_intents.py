@@ -46,8 +46,10 @@ class Published:
     key_id: str = ""
     """The signing key id the intent names."""
     signed: bool = True
-    """Signed by the hub's current key. Anyone with the hub's NATS credentials can publish on
-    the subject; what the hub did not sign is replaced (and, after a key rotation, re-signed)."""
+    """The signature verifies against a signing key of the hub's: its current key, or an earlier
+    one it still trusts (``--hub-public-keys``, not retired). Anyone with the hub's NATS
+    credentials can publish on the subject; what the hub did not sign is replaced, and what an
+    earlier key signed is signed again (``signed_by_another_key``)."""
     replaces: tuple[str, ...] = ()
     """The intent's ``replaces``: earlier owners whose released deletion it carries on."""
     owner_object: tuple[str, str] = ("", "")

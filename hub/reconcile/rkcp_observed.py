@@ -69,13 +69,7 @@ class Observed:
     @property
     def owner(self) -> owner.Owner:
         finalized = FINALIZER in self.rkcp.metadata.finalizers
-        return owner.decide(
-            self.rkcp,
-            self.published,
-            claimed_by=self.owner_claimed_by,
-            finalized=finalized,
-            key_id=self.signing_key_id,
-        )
+        return owner.decide(self.rkcp, self.published, claimed_by=self.owner_claimed_by, finalized=finalized)
 
     @property
     def owner_uid(self) -> str:

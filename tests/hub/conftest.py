@@ -109,7 +109,7 @@ class World:
         )  # fmt: skip
         c, self.tasks["hub"] = hub_loops.start(
             settings, kube=self.mgmt, conn=self.conn, signer=self.signer, keyring=self.keyring,
-            metrics=self.hub_metrics,
+            metrics=self.hub_metrics, earlier_keys=self.public.verify_keys(),
         )  # fmt: skip
         self.controller = c
         return c

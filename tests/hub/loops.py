@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from common import bus
@@ -23,16 +24,19 @@ def start(
     signer: Any,
     keyring: sealing.Keyring,
     metrics: hub_metrics.Metrics,
+    earlier_keys: Mapping[str, Any] | None = None,
 ) -> tuple[rkcp_controller.Controller, list[asyncio.Task[None]]]:
-    """Start the three loops; the controller and their tasks (the caller cancels them)."""
+    """Start the three loops; the controller and their tasks (the caller cancels them).
+    ``earlier_keys``: the signing keys of ``--hub-public-keys``."""
     seen = observations.Observations()
     state = sites.Sites()
     reader = intake.Intake(
         intake.Deps(conn=conn, observations=seen, keyring=keyring, metrics=metrics), prefix=settings.prefix
     )
     deps = config.Deps(
-        kube=kube, conn=conn, signer=signer, observations=seen, intake=reader, sites=state, metrics=metrics
-    )
+        kube=kube, conn=conn, signer=signer, observations=seen, intake=reader, sites=state, metrics=metrics,
+        earlier_keys=earlier_keys or {},
+    )  # fmt: skip
     c = rkcp_controller.Controller(settings, deps)
     ing = ingest.Ingest(
         ingest.Deps(intake=reader, sites=c.known_sites, maps=c.maps, on_change=c.on_observation),

@@ -9,10 +9,23 @@ import pytest
 
 from hub import api
 from hub.controllers import index
+from hub.reconcile import rkcp
+from protocol.coordinates import Coordinates
 
 
-def obj(name: str, uid: str, *, claim: str | None = None, created: str, tcp: str = "") -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": uid, "creationTimestamp": created}
+def obj(
+    name: str,
+    uid: str,
+    *,
+    claim: str | None = None,
+    created: str,
+    tcp: str = "",
+    namespace: str = "default",
+    finalized: bool = True,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid, "creationTimestamp": created}
+    if finalized:
+        meta["finalizers"] = [rkcp.FINALIZER]
     if claim is not None:
         meta["annotations"] = {api.OWNER_UID_ANNOTATION: claim}
     spec = {"site": "site-a", "version": "v1.31.0", **({"tenantControlPlaneName": tcp} if tcp else {})}
@@ -22,6 +35,15 @@ def obj(name: str, uid: str, *, claim: str | None = None, created: str, tcp: str
 ORIGINAL = obj("original", "u-orig", claim="u-orig", created="2026-11-30T10:00:00Z")
 MOVED = obj("moved", "u-new", claim="u-first", created="2026-11-30T10:00:00Z")
 """Moved here: its identity is the uid it had before (no RKCP here has it)."""
+SQUATTER = "squatter"
+"""The namespace whose Site placement is denied (``denied``)."""
+
+
+def denied(coords: Coordinates, namespace: str) -> str:
+    return "not authorized" if namespace == SQUATTER else ""
+
+
+OLDER = "2026-11-30T09:00:00Z"
 
 # (id, others in the index, the object asked about, expected claimant)
 CASES: list[tuple[str, list[dict[str, Any]], dict[str, Any], str]] = [
@@ -52,6 +74,30 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, Any], str]] = [
         "default/moved",
     ),
     (
+        "an older claimer the hub never stamped (no finalizer: paused, or new) claims nothing",
+        [obj("y", "u-y", claim="u-first", created=OLDER, finalized=False)],
+        MOVED,
+        "",
+    ),
+    (
+        "an older claimer whose placement is not authorized claims nothing (no hostage)",
+        [obj("y", "u-y", claim="u-first", created=OLDER, namespace=SQUATTER)],
+        MOVED,
+        "",
+    ),
+    (
+        "an older claimer, stamped and authorized, keeps it",
+        [obj("y", "u-y", claim="u-first", created=OLDER)],
+        MOVED,
+        "default/y",
+    ),
+    (
+        "another RKCP's uid counts even unstamped and unauthorized (no tenant chooses a uid)",
+        [obj("y", "u-first", created=OLDER, finalized=False, namespace=SQUATTER)],
+        MOVED,
+        "squatter/y",
+    ),
+    (
         "the older of two claimers keeps it",
         [obj("y", "u-y", claim="u-first", created="2026-11-30T11:00:00Z")],
         MOVED,
@@ -64,9 +110,9 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, Any], str]] = [
 def test_owner_claimed_by(others: list[dict[str, Any]], asked: dict[str, Any], expected: str) -> None:
     idx = index.Index()
     for o in [*others, asked]:
-        idx.put(("default", o["metadata"]["name"]), o)
+        idx.put((o["metadata"]["namespace"], o["metadata"]["name"]), o)
     parsed = api.RemoteKamajiControlPlane.parse(asked)
-    assert idx.owner_claimed_by(parsed, parsed.owner_uid_claim) == expected
+    assert idx.owner_claimed_by(parsed, parsed.owner_uid_claim, denied) == expected
 
 
 def test_a_claimed_identity_changes_nothing_to_the_conflict_order() -> None:
@@ -84,5 +130,5 @@ def test_a_claimed_identity_changes_nothing_to_the_conflict_order() -> None:
     assert idx.conflict(coords, parsed["victim"], allowed) == ""
     assert (
         idx.forget(("default", "thief")) == coords
-        and idx.owner_claimed_by(parsed["thief"], "u-v") == "default/victim"
+        and idx.owner_claimed_by(parsed["thief"], "u-v", allowed) == "default/victim"
     )

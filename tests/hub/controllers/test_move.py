@@ -7,11 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from common.kube import resources
-from hub import api
+from hub import api, cluster_api
 from hub.reconcile import rkcp
+from protocol import keys
 from tests import helpers, moving
 from tests.hub.conftest import (
     GRANT,
@@ -99,6 +101,80 @@ async def test_the_new_management_cluster_takes_over_the_running_tcp(
         await helpers.eventually(scaled, within=30)
         assert (await world.site.get(TCP, "cp1", namespace="tenants"))["metadata"]["uid"] == tcp_uid
         await world.stop("hub")  # before the target's client closes
+
+
+async def test_a_move_after_a_signing_rotation_takes_over_by_the_earlier_key(
+    world: World, tmp_path: Path
+) -> None:
+    """The target's hub signs with a new key; the subject still holds the intent the earlier key
+    signed. It verifies against the hub's public keys (--hub-public-keys): the identity is the
+    hub's, taken over, and the intent signed again by the new key for the same owner."""
+    world.start_hub()
+    world.start_agent()
+    await create_pair(world)
+    first_uid = (await until_ready(world))["metadata"]["uid"]
+    tcp_uid = (await world.site.get(TCP, "cp1", namespace="tenants"))["metadata"]["uid"]
+    new = keys.new_signing_key()
+    entry = keys.public_entry(bytes(new.verify_key), created_at=helpers.T0)
+    world.public = msgspec.structs.replace(world.public, signing=(*world.public.signing, entry))
+    async with open_kube(tmp_path) as target:
+        await target.create(resources.SITE, site_obj(SITE, GRANT))
+        await moving.move(world.mgmt, target, namespace="default", cluster="cp1-cluster")
+        source = world.controller
+        assert source is not None
+        await helpers.eventually(lambda: ("default", "cp1") not in source.rkcps, within=10)
+        await world.stop("hub")
+        world.mgmt, world.signer = target, new
+        world.start_hub()
+        await moving.resume(target, namespace="default", cluster="cp1-cluster")
+        after = await until_ready(world)
+        assert (
+            _conflicts(after) == []
+            and after["metadata"]["annotations"][api.OWNER_UID_ANNOTATION] == first_uid
+        )
+
+        async def resigned() -> bool:
+            return [(i.key_id, i.owner.uid) for i in await world.intents()] == [(entry.key_id, first_uid)]
+
+        await helpers.eventually(resigned, within=15)
+        assert (await world.site.get(TCP, "cp1", namespace="tenants"))["metadata"]["uid"] == tcp_uid
+        await world.stop("hub")
+
+
+async def test_a_paused_squatter_on_the_moved_identity_holds_nothing_hostage(
+    world: World, tmp_path: Path
+) -> None:
+    """A tenant of the target who knows the victim's uid creates, before the move, an older RKCP
+    claiming it, paused (so the hub never stamps it): no claim, the move takes over."""
+    world.start_hub()
+    world.start_agent()
+    await create_pair(world)
+    first_uid = (await until_ready(world))["metadata"]["uid"]
+    async with open_kube(tmp_path) as target:
+        await target.create(resources.SITE, site_obj(SITE, GRANT))
+        cl = await target.create(resources.CLUSTER, cluster_obj("a-squat-cluster"), namespace="default")
+        squat = rkcp_obj("a-squat", cluster=cl, tenantControlPlaneName="other")
+        squat["metadata"]["annotations"] = {
+            api.OWNER_UID_ANNOTATION: first_uid,
+            cluster_api.PAUSED_ANNOTATION: "",
+        }
+        await target.create(RKCP, squat, namespace="default")
+        await moving.move(world.mgmt, target, namespace="default", cluster="cp1-cluster")
+        source = world.controller
+        assert source is not None
+        await helpers.eventually(lambda: ("default", "cp1") not in source.rkcps, within=10)
+        await world.stop("hub")
+        world.mgmt = target
+        world.start_hub()
+        await moving.resume(target, namespace="default", cluster="cp1-cluster")
+        after = await until_ready(world)
+        assert (
+            _conflicts(after) == []
+            and after["metadata"]["annotations"][api.OWNER_UID_ANNOTATION] == first_uid
+        )
+        left = await target.get(RKCP, "a-squat", namespace="default")
+        assert rkcp.FINALIZER not in (left["metadata"].get("finalizers") or ())
+        await world.stop("hub")
 
 
 async def test_a_hand_set_owner_identity_takes_nothing(world: World) -> None:

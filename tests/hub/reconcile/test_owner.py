@@ -136,11 +136,25 @@ CASES: list[tuple[str, Any, rkcp.Published | None, str, tuple[str, Standing, boo
         (NEW, Standing.OWN, True),
     ),
     (
-        "an intent naming an older key of the hub's (a rotation; signed again afterwards) still proves it",
+        "signed by an earlier, trusted key of the hub's (a rotation; signed again afterwards): proof",
+        obj(FIRST),
+        published(owner=FIRST, key_id="hub-key-1"),
+        "",
+        (FIRST, Standing.MOVED, False),
+    ),
+    (
+        "an intent naming another key id that verifies against no key of the hub's proves nothing",
         obj(FIRST),
         unsigned(published(owner=FIRST, key_id="hub-key-1")),
         "",
-        (FIRST, Standing.MOVED, False),
+        (NEW, Standing.REFUSED, False),
+    ),
+    (
+        "the same on an object the hub never stamped: its own owner",
+        obj(FIRST, finalized=False),
+        unsigned(published(owner=FIRST, key_id="forged-key")),
+        "",
+        (NEW, Standing.OWN, True),
     ),
     (
         "an intent issued for another namespace/name proves nothing (move keeps both)",
@@ -192,9 +206,9 @@ CASES: list[tuple[str, Any, rkcp.Published | None, str, tuple[str, Standing, boo
         (NEW, Standing.OWN, True),
     ),
     (
-        "the same after a key rotation (the intent names the hub's older key)",
+        "the same after a key rotation (the intent signed by the hub's earlier key)",
         obj("edited"),
-        unsigned(published(owner=NEW, key_id="hub-key-1")),
+        published(owner=NEW, key_id="hub-key-1"),
         "",
         (NEW, Standing.OWN, True),
     ),
@@ -208,7 +222,7 @@ def test_decide(
     r: Any, p: rkcp.Published | None, claimed_by: str, expected: tuple[str, Standing, bool]
 ) -> None:
     finalized = rkcp.FINALIZER in r.metadata.finalizers
-    got = owner.decide(r, p, claimed_by=claimed_by, finalized=finalized, key_id=KEY)
+    got = owner.decide(r, p, claimed_by=claimed_by, finalized=finalized)
     assert (got.uid, got.standing, got.stamp) == expected
     # Only a refusal explains itself; it names the annotation and what to do.
     assert bool(got.refused) == (got.standing == Standing.REFUSED)
