@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from hub import cluster_api
 from hub.reconcile import rkcp_actions as actions
 from protocol import messages
 
@@ -41,8 +42,6 @@ _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-
 _VERSION = re.compile(r"v[0-9]+((alpha|beta)[0-9]+)?")
 _KIND = re.compile(r"[A-Z][A-Za-z0-9]*")
 
-PAUSED: Final = "cluster.x-k8s.io/paused"
-"""CAPI's pause annotation (on the Cluster or on the control-plane object)."""
 
 State = Literal["set", "refused", "waiting"]
 
@@ -63,8 +62,11 @@ def decide_infra(o: Observed, status: messages.Status | None) -> list[actions.Ac
     ``status``) on the owner Cluster's infrastructureRef, unless paused (the Cluster, or the RKCP's
     ``cluster.x-k8s.io/paused`` annotation) or already done for that object and endpoint."""
     cluster = o.cluster
-    paused = cluster is None or cluster.paused or PAUSED in o.rkcp.metadata.annotations
-    if cluster is None or paused or cluster.spec.infrastructure_ref is None:
+    if (
+        cluster is None
+        or cluster_api.pause_message(cluster, o.rkcp)
+        or cluster.spec.infrastructure_ref is None
+    ):
         return []
     ref = cluster.spec.infrastructure_ref
     spec_endpoint = o.rkcp.spec.control_plane_endpoint

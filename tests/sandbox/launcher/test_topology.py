@@ -193,7 +193,7 @@ async def test_a_retired_child_stops_cleanly_and_is_no_failure(tmp_path: Path) -
     """``retire``: the first management cluster's hub after clusterctl move, stopped for good."""
     topology = Topology(tmp_path, Options(sites=("site-a",)))
     old = processes.Child(
-        name="hub", args=[sys.executable, "-c", "import time; time.sleep(60)"], log=tmp_path / "h.log"
+        name="hub", args=[sys.executable, "-c", "import signal; signal.pause()"], log=tmp_path / "h.log"
     )
     old.start()
     topology.children = [old]
