@@ -113,3 +113,14 @@ def secured_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[nat
     server.start()
     yield server, d / "conf"
     server.stop()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The container tests' outcomes, step timings and image sizes, for CI's log."""
+    from tests.containers import engine
+
+    lines = engine.summary(terminalreporter.stats)
+    if lines:
+        terminalreporter.write_sep("-", "containers (tests/containers)")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -8,8 +8,12 @@ One process, standing in for real clusters in the compose topology:
 - the target namespace at every site and a Kamaji simulator per site (its own endpoint pool);
 - ``DIR/ready`` once all of it serves (the compose healthcheck), removed at start.
 
-The emulators listen on 127.0.0.1 only, so the hub, the agents and the e2e checks join this
-service's network namespace (``network_mode: service:clusters``). Runs until SIGTERM.
+The emulators listen on ``--address`` or ``KB_CLUSTERS_ADDRESS`` (127.0.0.1 by default; compose
+gives 0.0.0.0 inside the container so that its published ports reach them,
+docker-compose.host.yml 127.0.0.1 again); the
+kubeconfigs name 127.0.0.1, where the hub, the agents and the e2e checks (which join this
+service's network namespace, ``network_mode: service:clusters``) and kubectl on the host find
+them. Runs until SIGTERM.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -45,6 +50,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sites", required=True, help="comma-separated site names")
     p.add_argument("--namespace", default="tenants", help="target namespace created at every site")
     p.add_argument("--port", type=int, default=6443, help="mgmt's port; site i gets port+1+i")
+    p.add_argument(
+        "--address",
+        default=os.environ.get("KB_CLUSTERS_ADDRESS", "127.0.0.1"),
+        help="the address the API servers listen on (env KB_CLUSTERS_ADDRESS)",
+    )
     p.add_argument("--kamaji-delay", type=float, default=2.0, help="seconds until a TCP is Ready")
     return p
 
@@ -77,7 +87,7 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
     api_clients: list[Any] = []
     async with contextlib.AsyncExitStack() as stack:
         for index, (name, server) in enumerate(servers.items()):
-            await server.start(port=args.port + index)
+            await server.start(port=args.port + index, host=args.address)
             stack.push_async_callback(server.stop)
             server.write_kubeconfig(directory / f"{name}.kubeconfig")
             log.info("cluster %s at %s", name, server.url)

@@ -47,15 +47,16 @@ class Server:
             raise RuntimeError("the server is not started")
         return f"http://127.0.0.1:{self.port}"
 
-    async def start(self, port: int = 0) -> None:
-        """Listen on 127.0.0.1:``port`` (0 picks a free port; read it from ``url``)."""
+    async def start(self, port: int = 0, *, host: str = "127.0.0.1") -> None:
+        """Listen on ``host``:``port`` (0 picks a free port; read it from ``url``, which is on
+        127.0.0.1 whatever ``host`` is: a container publishes it there)."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._handler.handle)
         # handler_cancellation: a watch whose client went away is cancelled at once, so its
         # watcher is released instead of waiting for the next event to fail.
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", port)
+        site = web.TCPSite(self._runner, host, port)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
         self._handler.address = f"127.0.0.1:{self.port}"

@@ -210,3 +210,14 @@ def test_the_only_key_of_a_kind_cannot_be_retired(
     code, err = retire(tmp_path, kid, capsys)
     assert code == 2 and f"key id {kid} is the current {use} key" in err and "rotate first" in err
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_a_directory_it_cannot_write_is_named_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As on a read-only root filesystem (tests/containers: EROFS): one line naming the path."""
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "file" / "keys"
+    assert cli.main(["keys", "generate", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"kamaji-broker keys: error: {out}: Not a directory\n"

@@ -5,14 +5,13 @@ variable is a setting, and URLs, credential paths, ports, sites and volumes agre
 services. Dynamic (no Docker needed): the services run as local processes from their compose
 definitions — init's commands, nats-server on the generated config, clusters.py, hub, agents —
 with the volumes as directories and the ports moved to free ones, and the ``e2e`` service's
-checks pass against them. With a Docker engine, ``test_compose_up`` runs the real thing.
+checks pass against them. The real thing, on a Docker engine: tests/containers.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic_settings import BaseSettings
 
 from agent.settings import AgentSettings
@@ -125,8 +125,14 @@ def test_health_ports_line_up() -> None:
         name: c.port_of(s["environment"][f"KB_{c.argv(s)[1].upper()}_LISTEN"]) for name, s in RUNNERS.items()
     }
     assert len(set(listens.values())) == len(listens)
-    published = {int(p.rsplit(":", 1)[1]) for p in SERVICES["clusters"]["ports"]}
+    published = {int(p.rsplit(":", 1)[1]) for p in SERVICES["clusters"]["ports"] if "-" not in p}
     assert published == set(listens.values())
+    # The emulated API servers, for kubectl on the host: mgmt's port and one per site, in a range.
+    (kube_range,) = [p for p in SERVICES["clusters"]["ports"] if "-" in p]
+    first, last = (int(x) for x in kube_range.rsplit(":", 1)[1].split("-"))
+    port = int(c.option(c.argv(SERVICES["clusters"]), "--port"))
+    assert (first, last) == (port, port + len(_sites_added())), kube_range
+    assert kube_range == f"127.0.0.1:{first}-{last}:{first}-{last}"
     for name, service in RUNNERS.items():
         assert service["network_mode"] == "service:clusters"
         assert f"http://127.0.0.1:{listens[name]}/readyz" in service["healthcheck"]["test"][-1]
@@ -223,6 +229,8 @@ class Local:
         if value.startswith(self.compose_dir):
             value = str(m.ROOT / "deploy" / "compose" / value[len(self.compose_dir) :].lstrip("/"))
         value = value.replace("tls://nats:4222", f"tls://127.0.0.1:{self.nats_port}")
+        if value == "0.0.0.0":  # an address a container listens on: loopback on this machine
+            return "127.0.0.1"
         return re.sub(
             r"(?:127\.0\.0\.1)?:(\d+)\b",
             lambda g: (
@@ -335,20 +343,54 @@ def test_topology_runs_as_local_processes(
     assert done.stdout.count("ok   ") == len(RUNNERS) + 6 * len(AGENTS)
 
 
-def _docker_engine() -> bool:
-    docker = shutil.which("docker")
-    if docker is None:
-        return False
-    return subprocess.run([docker, "info"], capture_output=True, timeout=30, check=False).returncode == 0
+# -- docker-compose.host.yml: the same topology on the host network ----------------------------------
+
+HOST_OVERRIDE = m.ROOT / "docker-compose.host.yml"
+NETWORK_KEYS = {"network_mode", "extra_hosts", "ports", "build", "command", "environment"}
 
 
-@pytest.mark.e2e
-@pytest.mark.skipif(not _docker_engine(), reason="no Docker engine")
-def test_compose_up() -> None:  # pragma: no cover - needs a Docker engine
-    project = ["docker", "compose", "-f", str(c.COMPOSE), "-p", "kamaji-broker-test"]
-    try:
-        subprocess.run([*project, "up", "-d", "--build", "--wait"], check=True, timeout=900)
-        done = subprocess.run([*project, "run", "--rm", "e2e"], capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stdout + done.stderr
-    finally:
-        subprocess.run([*project, "down", "-v"], check=False, timeout=300)
+def _override() -> dict[str, dict[str, Any]]:
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!reset", lambda loader, node: "!reset")  # compose: drop the base value
+    return dict(yaml.load(HOST_OVERRIDE.read_text(), Loader=Loader)["services"])
+
+
+def test_the_host_override_changes_the_network_only() -> None:
+    """Not a second topology: the same services, and of each only how it is reached."""
+    override = _override()
+    assert set(override) == set(SERVICES)
+    for name, service in override.items():
+        assert set(service) <= NETWORK_KEYS, name
+        assert service["network_mode"] == "host", name
+        assert service.get("build", {"network": "host"}) == {"network": "host"}, name
+        if "ports" in SERVICES[name]:
+            assert service["ports"] == "!reset", f"{name}: host networking publishes nothing"
+        if "command" in service:  # nats: the same command, bound to loopback
+            assert service["command"][: len(SERVICES[name]["command"])] == SERVICES[name]["command"]
+            assert service["command"][len(SERVICES[name]["command"]) :] == ["--addr", "127.0.0.1"]
+    for name, service in RUNNERS.items():
+        (key,) = override[name]["environment"]
+        assert key.endswith("_LISTEN") and key in service["environment"], name
+        assert override[name]["environment"][key] == f"127.0.0.1:{c.port_of(service['environment'][key])}"
+    assert SERVICES["clusters"]["environment"] == {"KB_CLUSTERS_ADDRESS": "0.0.0.0"}
+    assert override["clusters"]["environment"] == {"KB_CLUSTERS_ADDRESS": "127.0.0.1"}
+    # Clients dial tls://nats:4222: the name must resolve to loopback, where nats listens.
+    for name, service in SERVICES.items():
+        if "nats:4222" in str(service.get("environment")):
+            assert "nats:127.0.0.1" in override[name]["extra_hosts"], name
+
+
+def test_images_are_the_official_ones_unless_a_variable_says_otherwise() -> None:
+    assert SERVICES["nats"]["image"] == "${KB_NATS_IMAGE:-nats:2.11-alpine}"
+    for name, service in SERVICES.items():
+        if "build" in service:
+            assert service["build"]["args"] == {"PYTHON_IMAGE": "${KB_PYTHON_IMAGE:-python:3.11-slim}"}, name
+    text = c.DOCKERFILE.read_text()
+    assert not text.startswith("# syntax="), "a frontend image would be pulled on every build"
+    stages = c.stages()
+    # Only the build stage asks the index; the images install from its wheels.
+    for name in ("runtime", "sandbox"):
+        installs = [r for r in stages[name].instructions("RUN") if "pip install" in r]
+        assert installs and all("--no-index --find-links /wheels" in r for r in installs), name
