@@ -40,7 +40,8 @@ start_engine() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io >/dev/null
   fi
   say "starting dockerd (no bridge, no iptables; log: $LOG)"
-  setsid dockerd --bridge=none --iptables=false --ip-masq=false >>"$LOG" 2>&1 </dev/null &
+  # 9>&-: dockerd outlives this script and must not hold its lock.
+  setsid dockerd --bridge=none --iptables=false --ip-masq=false >>"$LOG" 2>&1 </dev/null 9>&- &
   for _ in $(seq 120); do
     if answers; then return; fi
     sleep 0.5
@@ -136,7 +137,7 @@ main() {
   if [ "$(id -u)" = 0 ]; then  # one run at a time (two CI runs side by side share the engine)
     mkdir -p "$WORK"
     exec 9>"$WORK/lock"
-    flock 9
+    flock --wait 480 9 || { say "another engine.sh has held $WORK/lock for 8 minutes"; exit 1; }
   fi
   start_engine
   install_compose

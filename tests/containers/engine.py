@@ -22,6 +22,7 @@ from typing import Any
 from tests.deploy import manifests as m
 
 ENGINE_SCRIPT = m.ROOT / "deploy" / "compose" / "engine.sh"
+ENGINE_LOCK = Path("/var/lib/kamaji-broker-engine/lock")  # engine.sh's, when it runs as root
 COMPOSE_FILES = ["docker-compose.yml", "docker-compose.host.yml"]
 PROJECT = "kamaji-broker-test"
 BUILT = {"runtime": "kamaji-broker:dev", "sandbox": "kamaji-broker:sandbox"}
@@ -46,7 +47,7 @@ def answers() -> bool:
 def images() -> dict[str, str]:
     """``KB_PYTHON_IMAGE`` and ``KB_NATS_IMAGE`` as engine.sh chooses them (building if need be)."""
     done = subprocess.run(
-        ["bash", str(ENGINE_SCRIPT)], capture_output=True, text=True, timeout=900, check=False
+        ["bash", str(ENGINE_SCRIPT)], capture_output=True, text=True, timeout=540, check=False
     )
     assert done.returncode == 0, f"{ENGINE_SCRIPT.name} failed:\n{done.stdout}{done.stderr}"
     chosen = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
