@@ -153,7 +153,13 @@ async def run(count: int, batch: int, work: Path) -> None:
         conn = await bus.connect(
             bus.Options(servers=(nats.url,), seed_file=work / "nats" / "hub.nk", ca_file=tls.ca), deadline=10
         )
-        await bus.ensure_topology(conn, sites=[SITE])
+        # The site's stream quota (2,000 control planes by default) scaled to the run: a status
+        # and a sealed box per TCP, and the heartbeat.
+        limits = streams.SiteLimits(
+            max_msgs=max(streams.SITE_MAX_MSGS, 2 * count + 64),
+            max_bytes=max(streams.SITE_MAX_BYTES, count * 32 * 1024),
+        )
+        await bus.ensure_topology(conn, sites=[SITE], limits=limits)
         agent = [
             "-m", "kamaji_broker.cli", "agent", "--site", SITE, "--nats-url", nats.url,
             "--nats-seed", str(work / "nats" / "sites" / f"{SITE}.nk"), "--nats-ca-file", str(tls.ca),
@@ -184,6 +190,9 @@ async def run(count: int, batch: int, work: Path) -> None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"only {len(ready)}/{count} Ready; see {work}/agent.log")
             for d in await statuses.fetch(256, timeout=2):
+                if subjects.parse(d.subject).kind is not subjects.Kind.STATUS:  # heartbeats, sealed boxes
+                    await d.ack()
+                    continue
                 s = messages.decode_status(d.data)
                 now = time.perf_counter() - started
                 first_seen.setdefault(s.name, now)

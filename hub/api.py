@@ -16,7 +16,6 @@ the TenantControlPlane. Pure: talks to nothing.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated, Final, Literal
 
 import pydantic
@@ -238,10 +237,10 @@ class Initialization(apimachinery.Model):
 
 
 class SiteStatus(apimachinery.Model):
-    """What the hub knows about the site this control plane runs in."""
+    """What the hub knows about the site this control plane runs in. The heartbeat's time is on
+    the Site (``kubectl get site``) and, once the site is silent, in ``SiteConnected``'s message:
+    here it would rewrite every RKCP's status at every resync while nothing changes."""
 
-    last_heartbeat_time: dt.datetime | None = None
-    """When the site's agent last sent a heartbeat."""
     backlog: Annotated[int, pydantic.Field(ge=0)] | None = None
     """Intents the site's consumer has not processed yet (pending plus unacknowledged)."""
 

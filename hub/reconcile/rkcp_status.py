@@ -199,7 +199,7 @@ def new_status(previous: api.Status, f: Facts, *, now: dt.datetime) -> api.Statu
     status.initialization.control_plane_initialized = status.initialized
     if f.tenant_control_plane_name:
         status.selector = f"{POD_SELECTOR_LABEL}={f.tenant_control_plane_name}"
-    status.site = api.SiteStatus(last_heartbeat_time=f.site.last_heartbeat_time, backlog=f.site.backlog)
+    status.site = api.SiteStatus(backlog=f.site.backlog)
     set_site_connected_condition(status, f, now=now)
     set_intent_delivered_condition(status, f, now=now)
     set_status_fresh_condition(status, f, now=now)

@@ -24,6 +24,7 @@ from hub import crdgen
 from hub import metrics as hub_metrics
 from hub.controllers import config
 from hub.controllers import rkcp as rkcp_controller
+from hub.reconcile import rkcp as rkcp_reconcile
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi
 from tests import helpers
@@ -98,14 +99,20 @@ class World:
     controller: rkcp_controller.Controller | None = None
 
     def start_hub(
-        self, *, workers: int = 2, namespaces: tuple[str, ...] = (), watch_filter: str = ""
+        self,
+        *,
+        workers: int = 2,
+        namespaces: tuple[str, ...] = (),
+        watch_filter: str = "",
+        resync: float = rkcp_reconcile.RESYNC_SECONDS,
     ) -> rkcp_controller.Controller:
         """The hub's controller, ingest and site poller; ``workers=0`` runs its watches and
         ingest only, so a test decides when ``Reconciler.sync`` reconciles. ``namespaces`` and
-        ``watch_filter`` are the hub's --namespace(s) and --watch-filter."""
+        ``watch_filter`` are the hub's --namespace(s) and --watch-filter; ``resync`` the longest
+        an RKCP goes unreconciled."""
         settings = config.Settings(
             static_sites=frozenset({SITE}), prefix=self.prefix, workers=workers, heartbeat_interval=0.3,
-            namespaces=namespaces, watch_filter=watch_filter,
+            namespaces=namespaces, watch_filter=watch_filter, intent_check_interval=resync,
         )  # fmt: skip
         c, self.tasks["hub"] = hub_loops.start(
             settings, kube=self.mgmt, conn=self.conn, signer=self.signer, keyring=self.keyring,

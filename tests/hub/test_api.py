@@ -65,7 +65,7 @@ STORED: dict[str, Any] = {
                 "message": "",
             }
         ],
-        "site": {"lastHeartbeatTime": "2026-11-30T12:00:00Z", "backlog": 0},
+        "site": {"backlog": 0},
         "someNewerField": "ignored",
     },
 }
@@ -88,7 +88,18 @@ def test_parses_a_stored_object() -> None:
     assert r.status.up_to_date_replicas == 2
     available = conditions.get(r.status.conditions, api.AVAILABLE)
     assert available is not None and available.status == conditions.TRUE
-    assert r.status.site.last_heartbeat_time == T0
+    assert r.status.site == api.SiteStatus(backlog=0)
+
+
+def test_the_heartbeat_time_an_older_hub_wrote_is_dropped() -> None:
+    """It is the Site's (``kubectl get site``); on the RKCP it rewrote every status at rest."""
+    older = {
+        **STORED,
+        "status": {**STORED["status"], "site": {"lastHeartbeatTime": "2026-11-30T12:00:00Z", "backlog": 0}},
+    }
+    r = api.RemoteKamajiControlPlane.parse(older)
+    assert r.status.site == api.SiteStatus(backlog=0)
+    assert r.to_dict()["status"]["site"] == {"backlog": 0}
 
 
 def test_spec_and_status_round_trip_to_the_wire_form() -> None:

@@ -414,7 +414,7 @@ async def test_status_written_by_the_models_is_accepted(kube: ckube.Kube) -> Non
         selector="kamaji.clastix.io/name=cp1",
         observed_generation=1,
         conditions=[cond],
-        site=api.SiteStatus(last_heartbeat_time=T0, backlog=0),
+        site=api.SiteStatus(backlog=0),
     )
     patched = await kube.patch(
         RKCP, "cp1", {"status": status.to_dict()}, namespace="default", subresource="status"

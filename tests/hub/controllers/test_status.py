@@ -8,11 +8,13 @@ reports; Available says why it is not, when it is not.
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 from typing import Any
 
 from common.kube import resources
 from tests import helpers
-from tests.hub.conftest import RKCP, World, condition, create_pair, until_ready
+from tests.hub.conftest import RKCP, SITE, World, condition, create_pair, until_ready
 
 TCP = resources.TENANT_CONTROL_PLANE
 
@@ -61,3 +63,49 @@ async def test_without_its_site_an_rkcp_is_not_available_and_says_why(world: Wor
     [available] = [c for c in obj["status"]["conditions"] if c["type"] == "Available"]
     assert available["message"] == "site site-a has not connected yet (no heartbeat from its agent)"
     assert condition(obj, "ScalingUp") == ("True", "ScalingUp")
+
+
+async def test_at_rest_an_rkcp_is_not_written_while_heartbeats_go_on(world: World) -> None:
+    """Zero status writes per RKCP when nothing changes (issue 15): resyncs every 0.2 s and
+    heartbeats every 0.3 s for 2 s leave the object as it was."""
+    controller = world.start_hub(resync=0.2)
+    world.start_agent()
+    await create_pair(world)
+    await until_ready(world)
+    synced = await helpers.eventually(
+        lambda: world.rkcp(), lambda o: condition(o, "SecretsSynced")[0] == "True", within=30, what="synced"
+    )
+    # Settled: the last write is at least one status-write interval old and nothing else is due.
+    assert synced is not None
+    settled = await _unchanged_for(world, 1.5, synced["metadata"]["resourceVersion"])
+    sites = controller.deps.sites
+
+    def heard() -> dt.datetime | None:
+        return sites.snapshot(SITE, dt.datetime.now(dt.UTC)).last_heartbeat_time
+
+    first = heard()
+    assert first is not None
+    await helpers.eventually(
+        heard,
+        lambda t: t is not None and (t - first).total_seconds() >= 2.0,
+        within=20,
+        what="heartbeats for 2 s",
+    )
+    obj = await world.rkcp()
+    assert obj is not None and obj["metadata"]["resourceVersion"] == settled
+
+
+async def _unchanged_for(world: World, seconds: float, version: str) -> str:
+    """Wait until the RKCP's resourceVersion has stayed the same for ``seconds``; return it."""
+    loop = asyncio.get_running_loop()
+    since = loop.time()
+
+    async def steady() -> str | None:
+        nonlocal version, since
+        obj = await world.rkcp()
+        current = str((obj or {}).get("metadata", {}).get("resourceVersion", ""))
+        if current != version:
+            version, since = current, loop.time()
+        return version if loop.time() - since >= seconds else None
+
+    return str(await helpers.eventually(steady, within=30, every=0.1, what=f"no write for {seconds}s"))

@@ -418,6 +418,19 @@ def test_change_only_status_is_stable() -> None:
     assert second.status == first.status  # no write on a resync that changed nothing
 
 
+@pytest.mark.parametrize("later", [dt.timedelta(seconds=30), dt.timedelta(minutes=10)], ids=["30s", "10m"])
+def test_heartbeats_alone_change_no_status(later: dt.timedelta) -> None:
+    """At rest nothing is written: a resync after more heartbeats (the site still connected, the
+    same backlog) decides the status already stored (issue 15: zero writes per RKCP at rest)."""
+    first = rkcp.reconcile(observed())
+    r = rkcp_obj()
+    assert first.status is not None
+    r.status = first.status
+    beat = SiteView(connected=True, last_heartbeat_time=NOW + later, backlog=0)
+    second = rkcp.reconcile(observed(r, now=NOW + later, site=beat))
+    assert second.status == first.status
+
+
 DELETES: list[tuple[str, rkcp.Observed, list[str]]] = [
     ("publish the delete intent", observed(rkcp_obj(deleting=True)), ["Publish"]),
     (
