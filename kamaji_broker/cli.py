@@ -60,9 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (protocol_errors.ProtocolError, ValueError, FileNotFoundError) as exc:
         print(f"kamaji-broker {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:  # a directory it cannot write: read-only root, not a directory, no space
-        where = exc.filename if exc.filename is not None else "a file"
-        print(f"kamaji-broker {args.command}: error: {where}: {exc.strerror or exc}", file=sys.stderr)
+    except OSError as exc:  # a path it cannot write: read-only root, not a directory, no space
+        if exc.filename is None:  # not about a file (a socket, an address in use): as it is
+            raise
+        print(f"kamaji-broker {args.command}: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
         return 1
 
 

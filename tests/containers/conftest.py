@@ -55,7 +55,16 @@ def compose_env(images: dict[str, str], tmp_path_factory: pytest.TempPathFactory
     return str(engine.env_file(tmp_path_factory.mktemp("compose"), images))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package", autouse=True)
+def _one_run_at_a_time() -> Iterator[None]:
+    """Hold the images' tags and the stack's host ports while these tests run: a second
+    ``make test`` beside this one waits here rather than rebuild ``kamaji-broker:dev`` from its
+    own checkout under our tests or collide on the ports."""
+    with engine.exclusive():
+        yield
+
+
+@pytest.fixture(scope="package")
 def built(compose_env: str) -> dict[str, str]:
     """``docker compose build``: every image of the file, from this checkout."""
     compose = Stack(m.ROOT, compose_file_name=engine.COMPOSE_FILES, env_file=compose_env)
@@ -70,15 +79,14 @@ def built(compose_env: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def stack(built: dict[str, str], compose_env: str) -> Iterator[Stack]:
     compose = Stack(m.ROOT, compose_file_name=engine.COMPOSE_FILES, wait=True, env_file=compose_env)
-    with engine.exclusive():
-        compose.compose("down", "--volumes", "--remove-orphans")  # a killed run's leftovers
-        try:
-            with engine.timed("compose up --wait"):
-                compose.start()
-        except subprocess.CalledProcessError as exc:
-            logs = compose.compose("logs", "--no-color", "--tail", "60").stdout
-            pytest.fail(f"compose up failed:\n{exc.stderr.decode(errors='replace')}\n{logs}", pytrace=False)
-        try:
-            yield compose
-        finally:
-            compose.stop()
+    compose.compose("down", "--volumes", "--remove-orphans")  # a killed run's leftovers
+    try:
+        with engine.timed("compose up --wait"):
+            compose.start()
+    except subprocess.CalledProcessError as exc:
+        logs = compose.compose("logs", "--no-color", "--tail", "60").stdout
+        pytest.fail(f"compose up failed:\n{exc.stderr.decode(errors='replace')}\n{logs}", pytrace=False)
+    try:
+        yield compose
+    finally:
+        compose.stop()

@@ -58,7 +58,8 @@ def images() -> dict[str, str]:
 
 @contextmanager
 def exclusive() -> Iterator[None]:
-    """Hold the host-network stack's ports (another ``make test`` beside this one waits here)."""
+    """Hold the images' tags and the host-network stack's ports (another ``make test`` beside
+    this one waits here)."""
     with LOCK.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
