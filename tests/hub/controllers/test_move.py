@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from common import kube as ckube
 from common.kube import resources
 from hub import api, cluster_api
 from hub.reconcile import rkcp
@@ -43,6 +44,25 @@ def _conflicts(obj: dict[str, Any] | None) -> list[str]:
     ]
 
 
+async def _hand_over(world: World, target: ckube.Kube) -> None:
+    """The source hub (still running) lets go of the object the move deleted; it stops and the
+    target's hub starts."""
+    source = world.controller
+    assert source is not None
+    await helpers.eventually(lambda: ("default", "cp1") not in source.rkcps, within=10)
+    await world.stop("hub")
+    world.mgmt = target
+    world.start_hub()
+
+
+async def _resumed(world: World, target: ckube.Kube, first_uid: str) -> dict[str, Any]:
+    """Unpause the moved Cluster; the RKCP is Ready, without Conflict, under the first identity."""
+    await moving.resume(target, namespace="default", cluster="cp1-cluster")
+    after = await until_ready(world)
+    assert _conflicts(after) == [] and after["metadata"]["annotations"][api.OWNER_UID_ANNOTATION] == first_uid
+    return after
+
+
 @pytest.mark.parametrize("annotation", ["carried", "lost"])
 async def test_the_new_management_cluster_takes_over_the_running_tcp(
     world: World, tmp_path: Path, annotation: str
@@ -63,23 +83,15 @@ async def test_the_new_management_cluster_takes_over_the_running_tcp(
         if annotation == "lost":
             gone = {"metadata": {"annotations": {api.OWNER_UID_ANNOTATION: None}}}
             await target.patch(RKCP, "cp1", gone, namespace="default")
-        # The source hub saw its object deleted for the move (still running): it let it go.
-        source = world.controller
-        assert source is not None
-        await helpers.eventually(lambda: ("default", "cp1") not in source.rkcps, within=10)
-        await world.stop("hub")
-        world.mgmt = target
-        world.start_hub()
+        await _hand_over(world, target)
         # Paused in the target: hands off, and no Conflict either.
         paused = await helpers.eventually(
             world.rkcp, lambda o: condition(o, "Paused") == ("True", "Paused"), within=20, what="Paused"
         )
         assert paused is not None and paused["metadata"]["uid"] == moved.uids[first_uid] != first_uid
         assert _conflicts(paused) == []
-        await moving.resume(target, namespace="default", cluster="cp1-cluster")
-        after = await until_ready(world)
-        assert _conflicts(after) == [] and condition(after, "TenantControlPlaneReady")[0] == "True"
-        assert after["metadata"]["annotations"][api.OWNER_UID_ANNOTATION] == first_uid
+        after = await _resumed(world, target, first_uid)
+        assert condition(after, "TenantControlPlaneReady")[0] == "True"
         # The TCP was never deleted nor recreated, and nothing was published: the intent on the
         # subject is still the first hub's provision for the stamped identity.
         assert (await world.site.get(TCP, "cp1", namespace="tenants"))["metadata"]["uid"] == tcp_uid
@@ -120,18 +132,9 @@ async def test_a_move_after_a_signing_rotation_takes_over_by_the_earlier_key(
     async with open_kube(tmp_path) as target:
         await target.create(resources.SITE, site_obj(SITE, GRANT))
         await moving.move(world.mgmt, target, namespace="default", cluster="cp1-cluster")
-        source = world.controller
-        assert source is not None
-        await helpers.eventually(lambda: ("default", "cp1") not in source.rkcps, within=10)
-        await world.stop("hub")
-        world.mgmt, world.signer = target, new
-        world.start_hub()
-        await moving.resume(target, namespace="default", cluster="cp1-cluster")
-        after = await until_ready(world)
-        assert (
-            _conflicts(after) == []
-            and after["metadata"]["annotations"][api.OWNER_UID_ANNOTATION] == first_uid
-        )
+        world.signer = new
+        await _hand_over(world, target)
+        await _resumed(world, target, first_uid)
 
         async def resigned() -> bool:
             return [(i.key_id, i.owner.uid) for i in await world.intents()] == [(entry.key_id, first_uid)]
@@ -160,18 +163,8 @@ async def test_a_paused_squatter_on_the_moved_identity_holds_nothing_hostage(
         }
         await target.create(RKCP, squat, namespace="default")
         await moving.move(world.mgmt, target, namespace="default", cluster="cp1-cluster")
-        source = world.controller
-        assert source is not None
-        await helpers.eventually(lambda: ("default", "cp1") not in source.rkcps, within=10)
-        await world.stop("hub")
-        world.mgmt = target
-        world.start_hub()
-        await moving.resume(target, namespace="default", cluster="cp1-cluster")
-        after = await until_ready(world)
-        assert (
-            _conflicts(after) == []
-            and after["metadata"]["annotations"][api.OWNER_UID_ANNOTATION] == first_uid
-        )
+        await _hand_over(world, target)
+        await _resumed(world, target, first_uid)
         left = await target.get(RKCP, "a-squat", namespace="default")
         assert rkcp.FINALIZER not in (left["metadata"].get("finalizers") or ())
         await world.stop("hub")
