@@ -12,8 +12,9 @@ waits for Ready and copies the two Secrets back into the management cluster.
 
 ``--compare`` runs both in one invocation and adds broker/direct ratios. ``--rate R`` paces the
 creations at R per second (latency at a steady load) instead of all at once. Prints ONE JSON
-object: throughput, latency percentiles, CPU seconds and peak RSS per role, NATS messages and
-bytes per control plane (broker).
+object: throughput, latency percentiles, CPU seconds spent during the run (not start-up) and
+milliseconds per control plane per role, ours apart from the emulators' and simulators', peak
+RSS, NATS messages and bytes per control plane (broker).
 
 Run: ``.venv/bin/python bench/provision.py [--k 1000] [--n 10] [--compare] [--rate 50]``.
 """
@@ -71,16 +72,38 @@ def usage(pid: int | None) -> tuple[float, float]:
     return cpu, hwm
 
 
-def role_usage(children: Iterable[processes.Child]) -> dict[str, dict[str, float]]:
+OURS = ("hub", "agent", "direct")  # the rest (kubeapi, kamaji, nats) is test infrastructure
+
+
+def snapshot(children: Iterable[processes.Child]) -> dict[str, tuple[str, float, float]]:
+    """Per child: (role, CPU seconds so far, peak RSS MB)."""
+    return {c.name: (c.name.split("-", 1)[0], *usage(c.pid)) for c in children}
+
+
+def role_usage(
+    before: dict[str, tuple[str, float, float]], after: dict[str, tuple[str, float, float]], k: int
+) -> dict[str, dict[str, float]]:
+    """CPU spent between the two snapshots (the run, not start-up) per role, in seconds and in
+    milliseconds per control plane, and peak RSS."""
     roles: dict[str, dict[str, float]] = {}
-    for child in children:
-        role = child.name.split("-", 1)[0]
-        cpu, rss = usage(child.pid)
-        entry = roles.setdefault(role, {"cpu_s": 0.0, "peak_rss_mb": 0.0, "processes": 0})
-        entry["cpu_s"] = round(entry["cpu_s"] + cpu, 2)
+    for name, (role, cpu, rss) in after.items():
+        spent = cpu - before.get(name, (role, 0.0, 0.0))[1]
+        entry = roles.setdefault(role, {"cpu_s": 0.0, "ms_per_cp": 0.0, "peak_rss_mb": 0.0, "processes": 0})
+        entry["cpu_s"] = round(entry["cpu_s"] + spent, 2)
+        entry["ms_per_cp"] = round(entry["cpu_s"] * 1000 / k, 2)
         entry["peak_rss_mb"] = round(max(entry["peak_rss_mb"], rss), 1)
         entry["processes"] += 1
     return roles
+
+
+def cpu_split(roles: dict[str, dict[str, float]], k: int) -> dict[str, float]:
+    """Our processes' CPU per control plane apart from the emulators' and simulators'."""
+    ours = sum(v["cpu_s"] for r, v in roles.items() if r.startswith(OURS))
+    infra = sum(v["cpu_s"] for r, v in roles.items() if not r.startswith(OURS))
+    return {
+        "ours_ms_per_cp": round(ours * 1000 / k, 2),
+        "infrastructure_ms_per_cp": round(infra * 1000 / k, 2),
+    }
 
 
 class Tracker:
@@ -170,13 +193,16 @@ async def broker(k: int, n: int, *, rate: float | None, work: Path, timeout: flo
         async def create(name: str, site: str) -> None:
             await topo.create_control_plane(name, site=site)
 
+        cpu0 = snapshot(topo.children)
         result = await drive(names, create, tracker, rate=rate, concurrency=64, timeout=timeout)
+        cpu1 = snapshot(topo.children)
         watch.cancel()
         if monitor:
             after = await nats_totals(monitor)
             result["nats_msgs_per_cp"] = round((after[0] - before[0]) / k, 1)
             result["nats_bytes_per_cp"] = round((after[1] - before[1]) / k)
-        result["processes"] = role_usage(topo.children)
+        result["processes"] = role_usage(cpu0, cpu1, k)
+        result["cpu"] = cpu_split(result["processes"], k)
         return result
     finally:
         await topo.stop()
@@ -278,19 +304,23 @@ async def direct(k: int, n: int, *, rate: float | None, work: Path, timeout: flo
         controller = Direct(kubes["mgmt"], {s: kubes[s] for s in sites})
         tracker = Tracker({name for name, _ in names})
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+        infra0 = snapshot(children)
         tasks = [asyncio.create_task(tracker.watch(kubes["mgmt"]))]
         tasks += [asyncio.create_task(controller.watch(s)) for s in sites]
         result = await drive(names, controller.create, tracker, rate=rate, concurrency=64, timeout=timeout)
         for t in tasks:
             t.cancel()
         cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-        result["processes"] = role_usage(children)
+        result["processes"] = role_usage(infra0, snapshot(children), k)
         # The direct controller runs in this process (with the load generator and the tracker).
+        spent = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
         result["processes"]["direct-controller"] = {
-            "cpu_s": round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 2),
+            "cpu_s": round(spent, 2),
+            "ms_per_cp": round(spent * 1000 / k, 2),
             "peak_rss_mb": round(cpu1.ru_maxrss / 1024, 1),
             "processes": 1,
         }
+        result["cpu"] = cpu_split(result["processes"], k)
         return result
     finally:
         for client in clients:
