@@ -9,6 +9,7 @@ permissions  server permission violations → PermissionDenied naming the subjec
 topology     ensure_topology: streams and durable consumers, idempotently (hub only); delete_stream
 publishing   publish with Nats-Msg-Id and optional expected-last-subject-sequence
 consuming    bind / fetch / ack / nak / term / in-progress / replay, consumer info
+pulling      the pull requests behind fetch: one left open serves many fetches
 storage      stream info, last message per subject, purge, subjects
 """
 

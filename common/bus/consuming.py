@@ -9,19 +9,15 @@ else; ``ack`` waits for the server's confirmation so "acked" means the server re
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import nats.errors
-import nats.js.errors
 from nats.aio.msg import Msg
-from nats.js.client import JetStreamContext
 
-from common.bus import errors
+from common.bus import errors, pulling
 from common.bus.connection import Connection
 from protocol import streams
 
@@ -139,37 +135,34 @@ class Consumer:
         self,
         conn: Connection,
         definition: streams.ConsumerDef,
-        sub: JetStreamContext.PullSubscription,
+        puller: pulling.Puller,
         *,
         ack_wait: float = streams.ACK_WAIT_SECONDS,
     ):
         self._conn = conn
         self.definition = definition
-        self._sub = sub
+        self._puller = puller
         self.ack_wait = ack_wait
         """The ack wait the server has for this consumer (read at bind): what in-progress
         acks must beat, whatever the definition says (the hub owns the consumer)."""
 
     async def fetch(self, batch: int = 10, *, timeout: float = 5.0) -> list[Delivery]:
-        """Up to ``batch`` messages, waiting at most ``timeout`` seconds; [] when none came."""
+        """Up to ``batch`` messages, waiting at most ``timeout`` seconds; [] when none came.
+
+        ConsumerNotFound when the server says the consumer was deleted meanwhile."""
         d = self.definition
-        try:
-            msgs = await self._conn.call(
-                self._sub.fetch(batch, timeout=timeout),
-                subjects=_consumer_subjects(d.stream, d.durable_name),
-                what=f"fetch from {d.stream}/{d.durable_name}",
-            )
-        except errors.BusTimeout:
-            return []
+        msgs = await self._conn.call(
+            self._puller.next(batch, timeout=timeout),
+            subjects=_consumer_subjects(d.stream, d.durable_name),
+            what=f"fetch from {d.stream}/{d.durable_name}",
+        )
         return [Delivery(self._conn, m) for m in msgs]
 
     async def info(self) -> ConsumerState:
         return await consumer_info(self._conn, self.definition.stream, self.definition.durable_name)
 
     async def unsubscribe(self) -> None:
-        # A closed connection has nothing left to release.
-        with contextlib.suppress(nats.errors.Error):
-            await self._sub.unsubscribe()
+        await self._puller.stop()
 
 
 async def bind(conn: Connection, definition: streams.ConsumerDef) -> Consumer:
@@ -181,17 +174,18 @@ async def bind(conn: Connection, definition: streams.ConsumerDef) -> Consumer:
 async def attach(
     conn: Connection, definition: streams.ConsumerDef, *, ack_wait: float = streams.ACK_WAIT_SECONDS
 ) -> Consumer:
-    """The pull subscription of ``bind``, without asking the server about the consumer first."""
-    sub = await conn.jetstream(
-        lambda js: js.pull_subscribe_bind(
-            durable=definition.durable_name,
-            stream=definition.stream,
-            inbox_prefix=(conn.options.inbox_prefix + ".").encode(),
-        ),
-        subjects=[],
-        what=f"bind {definition.stream}/{definition.durable_name}",
-    )
-    return Consumer(conn, definition, sub, ack_wait=ack_wait)
+    """The pull side of ``bind``, without asking the server about the consumer first."""
+    puller = pulling.Puller(conn, definition.stream, definition.durable_name)
+    try:
+        await conn.call(
+            puller.start(),
+            subjects=[puller.inbox],
+            what=f"bind {definition.stream}/{definition.durable_name}",
+        )
+    except BaseException:
+        await puller.stop()
+        raise
+    return Consumer(conn, definition, puller, ack_wait=ack_wait)
 
 
 def reset_subject(stream: str, consumer: str) -> str:

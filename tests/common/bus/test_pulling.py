@@ -1,0 +1,163 @@
+"""common.bus.pulling: one pull request serves many fetches, against a real nats-server.
+
+The pull requests are counted by a second subscriber on the consumer's MSG.NEXT subject (what
+the server receives), not by looking inside the client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import nats
+import pytest
+
+from common import bus
+from common.bus import errors, pulling
+from protocol import messages, streams, subjects
+from sandbox import natsd
+from tests import helpers
+
+
+@pytest.mark.parametrize(
+    ("owed", "expires_at", "reconnects", "want"),
+    [
+        (0, 100.0, 0, 16),  # nothing owed: a whole batch
+        (16, 100.0, 0, 0),  # a whole batch owed: nothing
+        (9, 100.0, 0, 0),  # more than half owed: nothing yet
+        (8, 100.0, 0, 8),  # half owed: top up to a batch
+        (3, 100.0, 0, 13),
+        (16, 10.0, 0, 16),  # expired (no 408 seen): it is over, a whole batch
+        (16, 100.0, 1, 16),  # the connection came back since: the server forgot it
+        (-2, 100.0, 0, 16),  # more arrived than counted (overlapping requests): a whole batch
+    ],
+)
+def test_what_a_fetch_asks_for(owed: int, expires_at: float, reconnects: int, want: int) -> None:
+    open_ = pulling.Open(owed=owed, expires_at=expires_at, reconnects=0)
+    assert open_.wants(16, now=50.0, reconnects=reconnects) == want
+
+
+class Requests:
+    """The pull requests the server receives for one consumer."""
+
+    def __init__(self) -> None:
+        self.batches: list[int] = []
+
+    async def __call__(self, msg: bus.Message) -> None:
+        self.batches.append(json.loads(msg.data)["batch"])
+
+
+async def watch_requests(conn: bus.Connection, stream: str, consumer: str) -> Requests:
+    requests = Requests()
+    await conn.subscribe(pulling.next_subject(stream, consumer), requests)
+    return requests
+
+
+async def publish_intent(conn: bus.Connection, prefix: str, i: int) -> None:
+    subject = subjects.intent("site-a", "tenants", f"cp{i}", prefix=prefix)
+    await bus.publish(conn, subject, messages.encode(helpers.intent(name=f"cp{i}")), msg_id=f"m{i}")
+
+
+async def test_messages_trickling_in_share_one_request(conn: bus.Connection, topology: str) -> None:
+    d = streams.agent_consumer("site-a", prefix=topology)
+    requests = await watch_requests(conn, d.stream, d.durable_name)
+    consumer = await bus.bind(conn, d)
+    try:
+        got = []
+        for i in range(6):
+            await publish_intent(conn, topology, i)
+            (delivery,) = await consumer.fetch(16, timeout=5)
+            got.append(delivery.subject)
+            await delivery.ack()
+        await conn.sync()
+        assert got == [subjects.intent("site-a", "tenants", f"cp{i}", prefix=topology) for i in range(6)]
+        # nats-py's own fetch sent two requests per message here (a no-wait probe, then a
+        # lingering one): twelve. Six fetches of one message each fit in one open request.
+        assert requests.batches == [16]
+    finally:
+        await consumer.unsubscribe()
+
+
+async def test_a_fetch_asks_for_no_more_than_a_batch_ahead(conn: bus.Connection, topology: str) -> None:
+    d = streams.agent_consumer("site-a", prefix=topology)
+    for i in range(5):
+        await publish_intent(conn, topology, i)
+    requests = await watch_requests(conn, d.stream, d.durable_name)
+    consumer = await bus.bind(conn, d)
+    try:
+        got: list[bus.Delivery] = []
+        while len(got) < 5:
+            batch = await consumer.fetch(2, timeout=5)
+            assert 1 <= len(batch) <= 2
+            got.extend(batch)
+        assert [x.stream_seq for x in got] == [1, 2, 3, 4, 5]
+        for x in got:
+            await x.ack()
+        await conn.sync()
+        assert all(b <= 2 for b in requests.batches)
+        assert sum(requests.batches) <= 5 + 2
+    finally:
+        await consumer.unsubscribe()
+
+
+async def test_an_expired_request_is_renewed(conn: bus.Connection, topology: str) -> None:
+    d = streams.agent_consumer("site-a", prefix=topology)
+    requests = await watch_requests(conn, d.stream, d.durable_name)
+    consumer = await bus.bind(conn, d)
+    try:
+        assert await consumer.fetch(4, timeout=1.0) == []  # its request expires at the server
+        await publish_intent(conn, topology, 1)
+        (delivery,) = await consumer.fetch(4, timeout=5)
+        await delivery.ack()
+        await conn.sync()
+        assert requests.batches == [4, 4]
+    finally:
+        await consumer.unsubscribe()
+
+
+async def test_a_deleted_consumer_is_named(
+    nats_server: natsd.NatsServer, conn: bus.Connection, topology: str
+) -> None:
+    d = streams.agent_consumer("site-a", prefix=topology)
+    requests = await watch_requests(conn, d.stream, d.durable_name)
+    consumer = await bus.bind(conn, d)
+    fetching = asyncio.ensure_future(consumer.fetch(4, timeout=30))
+    try:
+        await helpers.eventually(lambda: requests.batches == [4], what="the pull request reached the server")
+        admin = await nats.connect(servers=[nats_server.url], **helpers.tls_options(nats_server.url))
+        try:
+            await admin.jetstream().delete_consumer(d.stream, d.durable_name)
+        finally:
+            await admin.close()
+        with pytest.raises(errors.ConsumerNotFound) as exc:
+            await fetching
+        assert d.durable_name in str(exc.value) and d.stream in str(exc.value)
+    finally:
+        fetching.cancel()
+        await consumer.unsubscribe()
+
+
+async def test_after_a_reconnect_a_fetch_asks_again(restartable_nats: natsd.NatsServer, prefix: str) -> None:
+    conn = await bus.connect(helpers.options(restartable_nats.url), deadline=10)
+    try:
+        await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
+        consumer = await bus.bind(conn, streams.agent_consumer("site-a", prefix=prefix))
+        await publish_intent(conn, prefix, 0)
+        (first,) = await consumer.fetch(4, timeout=60)  # leaves a request for 3 more open 60 s
+        await first.ack()
+        reconnects = conn.reconnects
+        # Killed, not stopped: a stopping server ends its open requests with a 409, a killed
+        # one cannot, and the one that starts knows nothing of them.
+        assert restartable_nats.process is not None
+        restartable_nats.process.kill()
+        restartable_nats.process.wait()
+        restartable_nats.start()
+        await helpers.eventually(lambda: conn.reconnects > reconnects, within=15)
+        await publish_intent(conn, prefix, 1)
+        # The server forgot the open request with the connection; one long fetch gets the
+        # message only if the client asks again rather than wait for the forgotten one.
+        (delivery,) = await consumer.fetch(4, timeout=30)
+        assert delivery.stream_seq == 2
+        await delivery.ack()
+        await consumer.unsubscribe()
+    finally:
+        await conn.close()
