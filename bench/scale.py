@@ -21,7 +21,8 @@ Secret exists. Prints ONE JSON object: throughput, create → kubeconfig latency
 the hub's CPU during the run (seconds, ms per control plane) and peak RSS, nats-server's CPU and
 RSS, JetStream streams and consumers (monitor ``/jsz``), NATS messages and bytes per control
 plane (``/varz`` deltas), the simulators' and the emulator's CPU apart. Exits non-zero naming
-what was missing when not every control plane is done within ``--timeout`` seconds.
+what was missing when not every control plane is done ``--timeout`` seconds after the last
+create.
 
 Run: ``.venv/bin/python bench/scale.py [--sites 100] [--per-site 100] [--timeout 1800]``.
 """
@@ -408,7 +409,10 @@ def main() -> None:
     parser.add_argument("--sites", type=int, default=100, help="sites (default 100)")
     parser.add_argument("--per-site", type=int, default=100, help="control planes per site (default 100)")
     parser.add_argument(
-        "--timeout", type=float, default=1800.0, help="seconds for every control plane to be done"
+        "--timeout",
+        type=float,
+        default=1800.0,
+        help="seconds, after the last create, for every control plane to be done (default 1800)",
     )
     parser.add_argument(
         "--simulators", type=int, default=1, help="processes simulating the sites (default 1)"
