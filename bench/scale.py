@@ -1,0 +1,435 @@
+"""Scale benchmark: S sites x M control planes on one hub (default 100 x 100 = 10,000).
+
+Real, as processes: nats-server from the wheel (127.0.0.1, TLS, every site with its own NKey
+identity and permissions as ``kamaji-broker site add`` writes them), the emulated management
+cluster (``sandbox.kubeapi``) and ``kamaji-broker hub --sites site-000,...``, which makes the
+NATS topology itself: the intents stream, one stream per site, the hub's consumer and the
+``agent-<site>`` consumer of every site. Started by ``sandbox.launcher`` without what the sites
+would run (``Sites`` below).
+
+Simulated cheaply: the S site agents run as one process (``--simulators K`` for K), started from
+this file with ``--simulate``. For every site it connects with that site's own seed, binds the
+site's real ``agent-<site>`` consumer, verifies each intent's signature and, for a provision,
+publishes what a real agent publishes through ``agent.publishing.Publisher``: the sealed box
+(an admin kubeconfig pointing at the control plane's endpoint, its CA and key, sealed to the
+hub's newest sealing key) and a Ready Status with that endpoint and the box's checksum, then
+acks the intent; a heartbeat per site every interval. No Kubernetes and no Kamaji at the sites.
+
+Drive: S x M CAPI Cluster + RemoteKamajiControlPlane pairs created in the management cluster
+(64 at a time, sites interleaved); a control plane is done when its ``<cluster>-kubeconfig``
+Secret exists. Prints ONE JSON object: throughput, create → kubeconfig latency percentiles,
+the hub's CPU during the run (seconds, ms per control plane) and peak RSS, nats-server's CPU and
+RSS, JetStream streams and consumers (monitor ``/jsz``), NATS messages and bytes per control
+plane (``/varz`` deltas), the simulators' and the emulator's CPU apart. Exits non-zero naming
+what was missing when not every control plane is done ``--timeout`` seconds after the last
+create.
+
+Run: ``.venv/bin/python bench/scale.py [--sites 100] [--per-site 100] [--timeout 1800]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import datetime as dt
+import json
+import logging
+import signal
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+SCRIPT = Path(__file__).resolve()
+ROOT = SCRIPT.parents[1]
+sys.path.insert(0, str(ROOT))
+
+import aiohttp  # noqa: E402
+
+from agent import publishing  # noqa: E402
+from bench.provision import NAMESPACE, Tracker, drive, nats_totals, usage  # noqa: E402
+from common import bus, keyfiles, natsfiles  # noqa: E402
+from common.bus import errors as bus_errors  # noqa: E402
+from kamaji_broker import sitefiles  # noqa: E402
+from protocol import errors as protocol_errors  # noqa: E402
+from protocol import keys, messages, sealing, signing, streams  # noqa: E402
+from sandbox import crds, launcher  # noqa: E402
+from sandbox.kamaji import pki  # noqa: E402
+from sandbox.launcher import processes  # noqa: E402
+from sandbox.launcher.options import MGMT  # noqa: E402
+
+log = logging.getLogger("bench.scale")
+SIMULATOR_READY = "simulated sites bound"
+FETCH_BATCH = 64
+CONCURRENCY = 64
+
+
+def site_names(count: int) -> tuple[str, ...]:
+    """``site-000``, ``site-001``, … (wider past 1,000)."""
+    width = max(3, len(str(count - 1)))
+    return tuple(f"site-{i:0{width}d}" for i in range(count))
+
+
+def interleaved(sites: Sequence[str], per_site: int) -> list[tuple[str, str]]:
+    """(cluster name, site): the first control plane of every site, then the second, …"""
+    return [(f"{site}-{i}", site) for i in range(1, per_site + 1) for site in sites]
+
+
+class Sites(launcher.Topology):
+    """The sandbox topology without what runs at the sites (their API servers, Kamaji
+    simulators and agents): NATS, the management cluster and the hub; the simulated agents are
+    started afterwards with ``start_simulators``."""
+
+    async def _credentials(self) -> None:
+        # What ``kamaji-broker site add`` does, in this process: S CLI runs would take minutes.
+        await self._cli("keys", "generate", "--out", str(self.keys_dir))
+        await self._configure_nats()
+        placements = sitefiles.placements(",".join(self.options.rkcp_namespaces), self.namespace)
+        for site in self.sites:
+            identity = natsfiles.site_add(self.nats_dir, site)
+            sitefiles.write(identity.seed_file.parent, site, placements=placements)
+
+    def _start_emulators(self) -> list[processes.Child]:
+        return [self._emulator(MGMT, [*self._render_crds(), crds.CLUSTER, *crds.TOPOLOGY])]
+
+    async def _connect(self) -> None:
+        await self._client(MGMT)
+        await self._apply_sites(self.mgmt)
+
+    def _start_simulators(self) -> list[processes.Child]:
+        return []
+
+    def _start_agents(self) -> list[processes.Child]:
+        return []
+
+    async def start_simulators(self, count: int) -> list[processes.Child]:
+        """``count`` simulator processes sharing the sites; returned once each bound its consumers."""
+        children = []
+        for k in range(count):
+            config = self.directory / f"simulator-{k}.json"
+            mine = {site: i for i, site in enumerate(self.sites) if i % count == k}
+            config.write_text(
+                json.dumps(
+                    {
+                        "servers": list(self.nats_urls),
+                        "ca_file": str(self.nats_ca_file),
+                        "public_keys": str(self.hub_public_keys),
+                        "heartbeat_interval": self.options.heartbeat_interval,
+                        "sites": {site: [i, str(self.site_seed(site))] for site, i in mine.items()},
+                    }
+                )
+            )
+            args = [sys.executable, str(SCRIPT), "--simulate", str(config)]
+            children.append(self._spawn(f"agent-simulator-{k}", args, ready_text=SIMULATOR_READY))
+        await self._ready(children)
+        return children
+
+
+# -- the simulated sites (the child process) ---------------------------------------------------
+
+
+class Secrets:
+    """What every simulated control plane's Secrets hold: one CA and admin certificate per
+    process (minting them per control plane would measure the simulator)."""
+
+    def __init__(self) -> None:
+        now = messages.utcnow()
+        self.ca = pki.new_ca(now=now)
+        self.cert, self.key = pki.new_client_certificate(self.ca, pki.ADMIN, now=now)
+
+    def payload(self, name: str, server: str, kubeconfig_key: str) -> messages.SecretsPayload:
+        kubeconfig = pki.new_kubeconfig(
+            cluster=name,
+            server=server,
+            ca_pem=self.ca.cert_pem,
+            user=pki.ADMIN.user,
+            client_cert_pem=self.cert,
+            client_key_pem=self.key,
+        )
+        return messages.SecretsPayload(
+            kubeconfig_key=kubeconfig_key,
+            kubeconfig=kubeconfig,
+            ca_crt=self.ca.cert_pem.decode(),
+            ca_key=self.ca.key_pem.decode(),
+        )
+
+
+class SimulatedSite:
+    """One site's agent, reduced to its NATS traffic: bind ``agent-<site>``, answer every
+    intent with what an agent reports once Kamaji made the control plane Ready, heartbeat."""
+
+    def __init__(self, site: str, index: int, conn: bus.Connection, hub_keys: keys.HubPublicKeys) -> None:
+        self.site = site
+        self.index = index
+        self.conn = conn
+        self.publisher = publishing.Publisher(conn, site=site)
+        self.hub_keys = hub_keys
+        self.trusted = hub_keys.verify_keys()
+        self.recipient = hub_keys.newest_sealing()
+        self.endpoints: dict[str, messages.Endpoint] = {}
+        self.started_at = messages.utcnow()
+        self.last_seq = 0
+
+    def endpoint(self, name: str) -> messages.Endpoint:
+        """The control plane's address, stable across redeliveries (10.<site>.x.y:6443)."""
+        if name not in self.endpoints:
+            n = len(self.endpoints) + 1
+            host = f"10.{1 + self.index % 250}.{n // 256 % 256}.{n % 256}"
+            self.endpoints[name] = messages.Endpoint(host=host, port=6443)
+        return self.endpoints[name]
+
+    async def run(self, consumer: bus.Consumer, secrets: Secrets) -> None:
+        while True:
+            deliveries = await consumer.fetch(FETCH_BATCH, timeout=2.0)
+            by_subject: dict[str, list[bus.Delivery]] = collections.defaultdict(list)
+            for d in deliveries:
+                by_subject[d.subject].append(d)
+            # Control planes concurrently, the intents of one strictly in order (as the agent).
+            await asyncio.gather(*(self._in_order(ds, secrets) for ds in by_subject.values()))
+
+    async def _in_order(self, deliveries: list[bus.Delivery], secrets: Secrets) -> None:
+        for d in deliveries:
+            try:
+                await self.handle(d, secrets)
+            except bus_errors.BusError as exc:  # not acked: the server redelivers it
+                log.warning("%s: %s", d.subject, exc)
+
+    async def handle(self, d: bus.Delivery, secrets: Secrets) -> None:
+        try:
+            intent = signing.verify(d.data, self.trusted, retired=self.hub_keys.retired)
+        except protocol_errors.ProtocolError as exc:
+            log.error("%s refused: %s", d.subject, exc)
+            await d.term()
+            return
+        self.last_seq = max(self.last_seq, d.stream_seq)
+        now = messages.utcnow()
+        about = f"intent-{d.stream_seq}"
+        if intent.op == "delete":
+            self.endpoints.pop(intent.name, None)
+            await self.publisher.status(self._status(intent, d, "Deleted", now=now), about=about)
+            await d.ack()
+            return
+        endpoint = self.endpoint(intent.name)
+        plaintext = secrets.payload(
+            intent.name, f"https://{endpoint.host}:{endpoint.port}", intent.kubeconfig_key
+        )
+        encoded = messages.encode(plaintext)
+        checksum = sealing.checksum(encoded)
+        sealed = messages.SealedSecrets(
+            site=self.site,
+            namespace=intent.namespace,
+            name=intent.name,
+            owner_uid=intent.owner.uid,
+            recipient_key_id=self.recipient.key_id,
+            ciphertext=sealing.seal(encoded, self.recipient),
+            checksum=checksum,
+            observed_at=now,
+        )
+        await self.publisher.sealed(sealed, about=about)
+        status = self._status(intent, d, "Ready", now=now, endpoint=endpoint, checksum=checksum)
+        await self.publisher.status(status, about=about)
+        await d.ack()
+
+    def _status(
+        self,
+        intent: messages.Intent,
+        d: bus.Delivery,
+        phase: messages.Phase,
+        *,
+        now: dt.datetime,
+        endpoint: messages.Endpoint | None = None,
+        checksum: str = "",
+    ) -> messages.Status:
+        replicas = int(((intent.spec.get("controlPlane") or {}).get("deployment") or {}).get("replicas") or 2)
+        running = replicas if phase == "Ready" else 0
+        return messages.Status(
+            site=self.site,
+            namespace=intent.namespace,
+            name=intent.name,
+            owner_uid=intent.owner.uid,
+            observed_generation=intent.generation,
+            intent_seq=d.stream_seq,
+            phase=phase,
+            reason=phase,
+            version=str((intent.spec.get("kubernetes") or {}).get("version") or ""),
+            endpoint=endpoint,
+            replicas=running,
+            ready_replicas=running,
+            available_replicas=running,
+            updated_replicas=running,
+            secrets_checksum=checksum,
+            observed_at=now,
+        )
+
+    async def heartbeats(self, interval: float) -> None:
+        while True:
+            ready = len(self.endpoints)
+            beat = messages.Heartbeat(
+                site=self.site,
+                agent_version="bench-scale-simulator",
+                started_at=self.started_at,
+                sent_at=messages.utcnow(),
+                managed=ready,
+                ready=ready,
+                last_intent_seq=self.last_seq,
+                kamaji_detected=True,
+                trusted_key_ids=self.hub_keys.trusted_key_ids(),
+            )
+            try:
+                await self.publisher.heartbeat(beat)
+            except bus_errors.BusError as exc:
+                log.warning("heartbeat of %s: %s", self.site, exc)
+            await asyncio.sleep(interval)
+
+
+async def simulate(config: dict[str, Any]) -> None:
+    hub_keys = keyfiles.load_public_keys(Path(config["public_keys"]))
+    secrets = Secrets()
+
+    async def bound(site: str, index: int, seed: str) -> tuple[SimulatedSite, bus.Consumer]:
+        options = bus.Options(
+            servers=tuple(config["servers"]),
+            seed_file=Path(seed),
+            ca_file=Path(config["ca_file"]),
+            inbox_prefix=bus.site_inbox_prefix(site),
+            name=f"bench-scale-{site}",
+        )
+        conn = await bus.connect(options, deadline=30)
+        return SimulatedSite(site, index, conn, hub_keys), await bus.bind(conn, streams.agent_consumer(site))
+
+    pairs = await asyncio.gather(*(bound(site, i, seed) for site, (i, seed) in config["sites"].items()))
+    print(f"{SIMULATOR_READY}: {len(pairs)}", flush=True)
+    interval = float(config["heartbeat_interval"])
+    await asyncio.gather(*(s.run(c, secrets) for s, c in pairs), *(s.heartbeats(interval) for s, _ in pairs))
+
+
+# -- the benchmark (this process) --------------------------------------------------------------
+
+
+async def jetstream_counts(url: str) -> dict[str, int]:
+    async with aiohttp.ClientSession() as s, s.get(f"{url}/jsz") as r:
+        jsz = await r.json()
+    return {"streams": int(jsz.get("streams", 0)), "consumers": int(jsz.get("consumers", 0))}
+
+
+def spent(
+    before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]], prefix: str, total: int
+) -> dict[str, float]:
+    """CPU seconds between the snapshots, ms per control plane and peak RSS of the children
+    whose name starts with ``prefix``."""
+    names = [n for n in after if n.startswith(prefix)]
+    cpu = sum(after[n][0] - before.get(n, (0.0, 0.0))[0] for n in names)
+    return {
+        "cpu_s": round(cpu, 2),
+        "ms_per_cp": round(cpu * 1000 / total, 3),
+        "peak_rss_mb": round(max((after[n][1] for n in names), default=0.0), 1),
+        "processes": len(names),
+    }
+
+
+def snapshot(children: Sequence[processes.Child]) -> dict[str, tuple[float, float]]:
+    return {c.name: usage(c.pid) for c in children}
+
+
+async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    sites = site_names(args.sites)
+    names = interleaved(sites, args.per_site)
+    total = len(names)
+    # The site streams' quota scaled to the run (a status and a box per control plane, heartbeats).
+    limits = {
+        "KB_HUB_SITE_MAX_MSGS": str(max(streams.SITE_MAX_MSGS, 4 * args.per_site + 1024)),
+        "KB_HUB_SITE_MAX_BYTES": str(max(streams.SITE_MAX_BYTES, args.per_site * 32 * 1024)),
+    }
+    options = launcher.Options(
+        sites=sites, env={"KB_LOG_LEVEL": "warning", **limits}, start_timeout=max(60.0, args.sites * 1.0)
+    )
+    topo = Sites(work / "scale", options)
+    watch: asyncio.Task[None] | None = None
+    try:
+        await topo.start()
+        await topo.start_simulators(args.simulators)
+        tracker = Tracker({name for name, _ in names})
+        watch = asyncio.create_task(tracker.watch(topo.mgmt))
+        monitor = topo.nats_monitor_url
+        before_nats = await nats_totals(monitor)
+
+        async def create(name: str, site: str) -> None:
+            await topo.create_control_plane(name, site=site, namespace=NAMESPACE)
+
+        cpu0 = snapshot(topo.children)
+        try:
+            result = await drive(
+                names, create, tracker, rate=None, concurrency=CONCURRENCY, timeout=args.timeout
+            )
+        except SystemExit as exc:  # not every control plane done in time: say where to look
+            errors = "".join(f"\n  {line}" for line in topo.recent_errors())
+            raise SystemExit(f"bench/scale.py: {exc}{'; last errors:' + errors if errors else ''}") from None
+        cpu1 = snapshot(topo.children)
+        after_nats = await nats_totals(monitor)
+        return {
+            "bench": "scale",
+            "sites": args.sites,
+            "per_site": args.per_site,
+            "total": total,
+            "seconds": result["seconds"],
+            "per_s": result["per_s"],
+            "latency_s": {q: result[f"{q}_s"] for q in ("p50", "p95", "p99")},
+            "hub": spent(cpu0, cpu1, "hub", total),
+            "nats_server": spent(cpu0, cpu1, "nats", total),
+            "nats": {
+                **await jetstream_counts(monitor),
+                "msgs_per_cp": round((after_nats[0] - before_nats[0]) / total, 1),
+                "bytes_per_cp": round((after_nats[1] - before_nats[1]) / total),
+            },
+            "simulator": spent(cpu0, cpu1, "agent-simulator", total),
+            "kubeapi_mgmt": spent(cpu0, cpu1, "kubeapi", total),
+        }
+    finally:
+        if watch is not None:
+            watch.cancel()
+        await topo.stop()
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    # SIGTERM (make, CI) ends the run like Ctrl-C: every child stopped, the directory removed.
+    task = asyncio.current_task()
+    assert task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        try:
+            return await run(args, Path(tmp))
+        except processes.LaunchError as exc:
+            raise SystemExit(f"bench/scale.py: could not start the topology: {exc}") from None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--sites", type=int, default=100, help="sites (default 100)")
+    parser.add_argument("--per-site", type=int, default=100, help="control planes per site (default 100)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=1800.0,
+        help="seconds, after the last create, for every control plane to be done (default 1800)",
+    )
+    parser.add_argument(
+        "--simulators", type=int, default=1, help="processes simulating the sites (default 1)"
+    )
+    parser.add_argument("--simulate", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.simulate is not None:
+        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+        asyncio.run(simulate(json.loads(args.simulate.read_text())))
+        return
+    if args.sites < 1 or args.per_site < 1 or not 1 <= args.simulators <= args.sites:
+        parser.error("--sites and --per-site must be at least 1, --simulators between 1 and --sites")
+    try:
+        print(json.dumps(asyncio.run(main_async(args))), flush=True)
+    except asyncio.CancelledError:
+        raise SystemExit("bench/scale.py: terminated; every process it started is stopped") from None
+
+
+if __name__ == "__main__":
+    main()
