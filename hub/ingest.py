@@ -126,19 +126,22 @@ class Ingest:
                         self.settings.batch, timeout=self.settings.fetch_timeout
                     )
                     failures = 0
-                    for delivery in deliveries:
-                        await self.handle(delivery)
+                    await self.handle(*deliveries)
             except bus_errors.BusError as exc:
                 failures += 1
                 log.warning("consuming %s/%s: %s; rebinding", definition.stream, definition.durable_name, exc)
             finally:
                 await consumer.unsubscribe()
 
-    async def handle(self, delivery: bus.Delivery) -> None:
-        """Record one delivery of a site's ``hub`` consumer, announce news, then settle it: ack
-        what was recorded, superseded or is for coordinates no RKCP maps to, terminate what can
-        never be used."""
-        verdict = self._record(delivery)
+    async def handle(self, *deliveries: bus.Delivery) -> None:
+        """Record deliveries of a site's ``hub`` consumer in order, announce news, then settle
+        them all at once (one write for the batch, the answers awaited together): ack what was
+        recorded, superseded or is for coordinates no RKCP maps to, terminate what can never be
+        used. Nothing is settled before every one of them is recorded."""
+        verdicts = [(delivery, self._record(delivery)) for delivery in deliveries]
+        await asyncio.gather(*(self._settle(delivery, verdict) for delivery, verdict in verdicts))
+
+    async def _settle(self, delivery: bus.Delivery, verdict: intake.Verdict) -> None:
         try:
             if verdict is intake.Verdict.REFUSED:
                 await delivery.term()

@@ -412,3 +412,28 @@ async def test_open_latest_fetches_records_and_opens_the_box_on_the_subject(
     held = hub.obs.get(CP1)
     assert held is not None
     assert (held.sealed, held.secrets_error, held.sealed_seq) == (None, None, stranger_seq)
+
+
+async def test_a_batch_is_recorded_in_order_then_settled_whole(conn: bus.Connection, topology: str) -> None:
+    """Several messages handled together: each recorded, the garbage among them terminated, the
+    rest acknowledged, nothing left pending."""
+    hub = new_hub(conn, topology)
+    await publish(conn, subjects.status("site-a", "tenants", "cp2", prefix=topology), b"not json")
+    ready = await publish_status(conn, topology, helpers.status(phase="Ready"))
+    box = await publish_sealed(conn, topology, sealed_to(HUB))
+    d = streams.hub_consumer("site-a", prefix=topology)
+    consumer = await bus.bind(conn, d)
+    try:
+        batch: list[bus.Delivery] = []
+        while len(batch) < 3:
+            batch.extend(await consumer.fetch(16, timeout=5))
+        await hub.ingest.handle(*batch)
+    finally:
+        await consumer.unsubscribe()
+    held = hub.obs.get(CP1)
+    assert held is not None and held.status is not None
+    assert (held.status.phase, held.status_seq, held.sealed_seq) == ("Ready", ready, box)
+    assert hub.rejected(subjects.Kind.STATUS, "DecodeError") == 1.0
+    assert hub.changes == [CP1, CP1]
+    state = await bus.consumer_info(conn, d.stream, d.durable_name)
+    assert (state.num_pending, state.num_ack_pending, state.ack_floor_stream_seq) == (0, 0, box)
