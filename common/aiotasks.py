@@ -1,4 +1,5 @@
-"""Long-lived tasks that never die of a bug: supervised, restarted with backoff, logged.
+"""Long-lived tasks that never die of a bug: supervised, restarted with backoff, logged; and
+one lock per key for work that may run concurrently except on the same object.
 
 Each loop of hub and agent handles its expected errors itself; ``supervise`` is the last line,
 so an unexpected exception costs a log line and a restart, never the process.
@@ -7,8 +8,9 @@ so an unexpected exception costs a log line and a restart, never the process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 
 from common import backoff
 
@@ -44,3 +46,27 @@ async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+class KeyedLocks:
+    """One lock per key, held by whoever works on that key; kept only while held or awaited."""
+
+    def __init__(self) -> None:
+        self._locks: dict[Hashable, tuple[asyncio.Lock, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: Hashable) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)

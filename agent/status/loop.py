@@ -8,7 +8,9 @@ task restarted by ``common.aiotasks.supervise`` if it fails. Decisions come from
 
 Why one publishing task: every publish for a TCP happens in order and reads the cache at the
 moment it runs, so the last observed state always wins and a burst of events costs one publish
-per ``status_min_interval`` (the trailing one after the window carries the final state). A
+per ``status_min_interval`` (the trailing one after the window carries the final state). It
+syncs the due TCPs ``SYNC_CONCURRENCY`` at a time (a lock per TCP keeps two syncs of one TCP
+apart), so their publishes share writes and round trips. A
 publish that fails stays scheduled and is retried with backoff; the loop never ends on an error.
 
 Talks to: the Kubernetes API (list/watch TCPs and Secrets, nothing else), NATS through the
@@ -25,8 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Final
 
 from agent import tcps
@@ -39,6 +42,9 @@ from common.kube import informer, resources
 
 SECRET_SELECTOR: Final = "kamaji.clastix.io/project=kamaji"
 """Kamaji labels every Secret it generates so; watching only those keeps other Secrets out."""
+SYNC_CONCURRENCY: Final = 64
+"""TCPs synced at once: their publishes go out in one write and their answers are awaited
+together, instead of one round trip each."""
 WATCHED: Final = ("tcp", "secret")
 """The kinds the loop watches in each target namespace: managed TCPs and Kamaji's Secrets."""
 
@@ -135,16 +141,24 @@ class StatusLoop:
         """
         for entry in self._tcps.entries.values():
             entry.force = True
-        published = 0
-        keys_now = list(self._tcps.entries)
-        for i, key in enumerate(keys_now):
-            done = await self._syncer.sync(key)
-            if done is None:
-                for rest in keys_now[i + 1 :]:
-                    self._schedule(rest)
-                break
-            published += done
+        keys = iter(list(self._tcps.entries))
+        published, failed = await self._sync_many(keys)
+        if failed:
+            for rest in keys:
+                self._schedule(rest)
         return published
+
+    async def _sync_many(self, keys: Iterator[cache.Key]) -> tuple[int, bool]:
+        """Sync ``keys``, up to ``SYNC_CONCURRENCY`` at a time (their publishes share the
+        connection's writes and wait for their answers together): the Statuses published, and
+        whether the bus failed, which stops it, leaving the keys not reached in ``keys``."""
+        published = 0
+        while chunk := list(itertools.islice(keys, SYNC_CONCURRENCY)):
+            done = await asyncio.gather(*(self._syncer.sync(key) for key in chunk))
+            published += sum(n for n in done if n is not None)
+            if None in done:
+                return published, True  # the bus is failing: pause everything, not only these
+        return published, False
 
     # Watching
 
@@ -180,7 +194,5 @@ class StatusLoop:
 
     async def _publishing(self) -> None:
         while True:
-            for key in self._due.take():
-                if await self._syncer.sync(key) is None:
-                    break  # the bus is failing: pause everything, not only this TCP
+            await self._sync_many(self._due.take())  # what it does not reach stays scheduled
             await self._due.wait()

@@ -20,6 +20,7 @@ from agent import tcps
 from agent.deps import Deps
 from agent.status import cache, report
 from agent.status.schedule import Schedule, retry_delay
+from common import aiotasks
 from common.bus import errors
 from common.kube import errors as kerrors
 from protocol import errors as protocol_errors
@@ -48,10 +49,9 @@ class Syncer:
         self.site = tcp_cache.site
         self.delete_seq: dict[Key, int] = {}
         """Delete intents the apply loop is carrying out, by TCP (``StatusLoop.deleting``)."""
-        self.lock = asyncio.Lock()
-        """Held for one TCP's sync, so the publishing task and republish_all never interleave."""
-        self.published = 0
-        """Statuses published since start (a sync counts its own from it, under the lock)."""
+        self.locks = aiotasks.KeyedLocks()
+        """One per TCP, held for its sync: syncs of different TCPs run concurrently (their
+        publishes share the connection's writes), two of one TCP never interleave."""
         self.restore: Callable[[str, str, tcps.Applied | None], Awaitable[bool]] | None = None
         """See ``StatusLoop.restore``."""
         self.revert: Callable[[str, str], Awaitable[bool]] | None = None
@@ -60,13 +60,12 @@ class Syncer:
     async def sync(self, key: Key) -> int | None:
         """Publish what changed for one TCP: the number of Statuses published, None when the bus
         failed (the TCP stays scheduled, with backoff)."""
-        async with self.lock:
+        async with self.locks.hold(key):
             entry = self.tcp_cache.entries.get(key)
             if entry is None:
                 return 0
-            before = self.published
             try:
-                await self._sync_entry(key, entry)
+                published = await self._sync_entry(key, entry)
             except errors.QuotaExceeded as exc:
                 # This TCP's message does not fit the site's quota (a new subject in a full
                 # stream, a box over the size limit): retry it later, keep reporting the others,
@@ -89,7 +88,7 @@ class Syncer:
                 return 0
             self.schedule.failures = 0
             entry.failures = 0
-            return self.published - before
+            return published
 
     def _retry(self, key: Key, entry: cache.Entry) -> float:
         entry.failures += 1
@@ -97,32 +96,36 @@ class Syncer:
         self.schedule.retry(key, delay)
         return delay
 
-    async def _sync_entry(self, key: Key, entry: cache.Entry) -> None:
+    async def _sync_entry(self, key: Key, entry: cache.Entry) -> int:
+        """The number of Statuses published (0 or 1)."""
         if entry.tcp is None:
-            await self._sync_gone(key, entry)
+            published = await self._sync_gone(key, entry)
             # A TCP of the same name may have come back meanwhile: it has its own sync.
-            if entry.tcp is None:
+            if entry.tcp is None and self.tcp_cache.entries.get(key) is entry:
                 del self.tcp_cache.entries[key]
-            return
+            return published
         tcp = entry.tcp
         now = messages.utcnow()
         checksum = await self._sync_secrets(key, entry, tcp, now=now)
         status = report.new_status(tcp, site=self.site, now=now, secrets_checksum=checksum)
+        published = 0
         if entry.force or report.significant(status) != entry.sent:
             await self._publish_status(key, entry, status, about=cache.version(tcp))
+            published = 1
         if status.reason == report.DRIFTED:
             # Reported first: the hub shows Drifted, not Ready, until the revert's own watch
             # event reports the TCP as it is again.
             await self._revert(key, entry)
+        return published
 
-    async def _sync_gone(self, key: Key, entry: cache.Entry) -> None:
-        """Report a vanished TCP Deleted, unless ``restore`` brings it back."""
+    async def _sync_gone(self, key: Key, entry: cache.Entry) -> int:
+        """Report a vanished TCP Deleted, unless ``restore`` brings it back: 1 if reported."""
         if not entry.gone:
-            return
+            return 0
         if key not in self.delete_seq and await self._restored(key):
             # Recreated from the intent that still says provision (issue 11 §1): no Deleted
             # for the hub, the new TCP's own events report it from Pending on.
-            return
+            return 0
         namespace, name = key
         applied = entry.applied
         status = report.deleted_status(
@@ -134,6 +137,7 @@ class Syncer:
             now=messages.utcnow(),
         )
         await self._publish_status(key, entry, status, about=f"deleted-{entry.uid}")
+        return 1
 
     async def _revert(self, key: Key, entry: cache.Entry) -> None:
         if self.revert is None:
@@ -202,7 +206,6 @@ class Syncer:
         entry.sent = report.significant(status)
         entry.force = False
         entry.last_publish = asyncio.get_running_loop().time()
-        self.published += 1
         self.deps.metrics.status_published.inc()
         log.log(
             logging.INFO if changed_phase else logging.DEBUG,

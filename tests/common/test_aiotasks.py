@@ -33,3 +33,32 @@ async def test_set_returns_true_and_a_timeout_false() -> None:
     task = await _waiting(event, 30.0)
     event.set()
     assert await task is True
+
+
+async def test_keyed_locks_serialise_one_key_and_let_others_run() -> None:
+    locks = aiotasks.KeyedLocks()
+    order: list[str] = []
+    a_inside = asyncio.Event()
+    release_a = asyncio.Event()
+
+    async def first_a() -> None:
+        async with locks.hold("a"):
+            order.append("a1 in")
+            a_inside.set()
+            await release_a.wait()
+            order.append("a1 out")
+
+    async def second(key: str) -> None:
+        async with locks.hold(key):
+            order.append(f"{key}2 in")
+
+    holder = asyncio.create_task(first_a())
+    await a_inside.wait()
+    waiting_a = asyncio.create_task(second("a"))
+    await second("b")  # another key is not held up by "a"
+    assert order == ["a1 in", "b2 in"]
+    assert len(locks) == 1  # "b" dropped once released; "a" held and awaited
+    release_a.set()
+    await asyncio.gather(holder, waiting_a)
+    assert order == ["a1 in", "b2 in", "a1 out", "a2 in"]
+    assert len(locks) == 0
