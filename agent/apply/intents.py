@@ -107,8 +107,8 @@ def observes_first(intent: messages.Intent, known: bool | None) -> bool:
     A provision the complete cache has no managed TCP for is decided as absent, without a GET:
     for a first provision that GET was always a 404 and a large share of the agent's cost per
     control plane (issue 15). The create that follows is the check: ``exists_after_all`` sends
-    the intent back through the GET. A delete is always read first: its precondition is the
-    uid of what is there, and deleting nothing is the status loop's business, not a guess.
+    the intent back through the GET. A delete is always read first: what it deletes, if
+    anything, depends on whose TCP is there, and its precondition is that TCP's uid.
     """
     return intent.op == "delete" or known is not False
 

@@ -4,7 +4,8 @@ Owns the dispatch of one request: non-resource paths (version, health, discovery
 stubs), the resolution of a resource path to a served resource and its subresources, and the
 read verbs (get, list; watch streams are in ``streaming``). Writes are in ``writing``, deletes
 in ``deleting``; what a request carries is read through ``calls.Call``; errors become Status
-responses in ``responses``. Talks to a ``store.Store``.
+responses in ``responses``. Counts every resource request it receives (``requests``: which
+calls a client made, for tests). Talks to a ``store.Store``.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from agent.status import loop as status_loop
 from common import bus
 from common import kube as ckube
 from common.kube import resources
-from protocol import streams, subjects
+from protocol import messages, streams, subjects
 from sandbox import kubeapi
 from tests import helpers
 from tests.agent import wiring
@@ -40,13 +40,13 @@ class Calls:
         self.cluster = cluster
         self.before = collections.Counter(cluster.requests)
 
-    def _since(self, method: str, name: str) -> int:
-        key = kubeapi.Request(method, PLURAL, NAMESPACE, name)
+    def _since(self, method: str, name: str, namespace: str = NAMESPACE) -> int:
+        key = kubeapi.Request(method, PLURAL, namespace, name)
         return self.cluster.requests[key] - self.before[key]
 
-    def reads(self, name: str = "cp1") -> int:
+    def reads(self, name: str = "cp1", *, namespace: str = NAMESPACE) -> int:
         """GETs of the TCP ``name`` itself (a list or a watch is a GET of the collection)."""
-        return self._since("GET", name)
+        return self._since("GET", name, namespace)
 
     def creates(self) -> int:
         return self._since("POST", "")
@@ -71,7 +71,7 @@ class Agent:
     ) -> None:
         deps = wiring.deps(conn, kube, hub.public, prefix=hub.prefix)
         self.metrics = deps.metrics
-        settings = wiring.settings(prefix=hub.prefix, status_min_interval=0.1)
+        settings = wiring.settings(prefix=hub.prefix, status_min_interval=0.1, namespace_retry=0.5)
         self.status = status_loop.StatusLoop(settings, deps)
         self.apply = apply_loop.ApplyLoop(
             settings,
@@ -237,3 +237,29 @@ async def test_known_is_what_the_status_loops_complete_cache_holds(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_missing_namespace_is_reported_as_before_without_a_read(
+    conn: bus.Connection, site: ckube.Kube, hub: Hub, cluster: kubeapi.Server
+) -> None:
+    """The create is what finds the namespace missing, unread as read first (tests/agent/apply/
+    test_loop.py): Rejected/NamespaceNotFound, retried until the namespace exists."""
+    async with running(conn, site, hub) as agent:
+        assert agent.status.known("later", "cp1") is False
+        calls = Calls(cluster)
+        await hub.send(intent("cp1", namespace="later"))
+        stream = streams.stream_name(subjects.Kind.STATUS, site=SITE, prefix=hub.prefix)
+        subject = subjects.status(SITE, "later", "cp1", prefix=hub.prefix)
+
+        async def refused() -> messages.Status | None:
+            stored = await bus.last_message(hub.conn, stream, subject)
+            return messages.decode_status(stored.data) if stored else None
+
+        status = await helpers.eventually(
+            refused, lambda s: s is not None and s.reason == "NamespaceNotFound"
+        )
+        assert status is not None and status.phase == "Rejected"
+        assert status.message == f"namespace 'later' does not exist at site {SITE!r}"
+        assert calls.reads(namespace="later") == 0
+        await site.create(resources.NAMESPACE, {"metadata": {"name": "later"}})
+        await helpers.eventually(lambda: agent.count("provision", "applied") == 1, within=15)
