@@ -82,7 +82,8 @@ class Agent(service.Service):
         self.status = status = status_loop.StatusLoop(s, deps)
         self.supervise("status loop", status.run)
 
-        self.apply = apply = apply_loop.ApplyLoop(s, deps, on_delete=status.deleting)
+        # A provision the status loop's cache has no TCP for is created without a GET first.
+        self.apply = apply = apply_loop.ApplyLoop(s, deps, on_delete=status.deleting, known=status.known)
         self.supervise("apply loop", apply.run)
 
         async def caught_up() -> bool:

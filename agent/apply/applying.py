@@ -5,7 +5,8 @@ The apply loop's workers hand each delivery to ``Applier.handle``. Deciding is
 and never acks before the API has persisted the change and its Status was published.
 
 Talks to the site's API server (``common.kube``: get, create, patch, delete TCPs), NATS through
-the delivery (ack, nak, term) and ``agent.publishing.Publisher`` (Status).
+the delivery (ack, nak, term) and ``agent.publishing.Publisher`` (Status). Asks the status
+loop's cache, through the ``Known`` it is given, whether there is a TCP to read at all.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ from protocol import messages
 
 log = logging.getLogger(__name__)
 
+Known = Callable[[str, str], bool | None]
+"""(namespace, name) → True/False: the status loop's complete cache holds a live managed TCP of
+that name, or not; None: it cannot say yet (not every watch has listed)."""
+
 
 class Applier:
     def __init__(
@@ -37,6 +42,7 @@ class Applier:
         *,
         on_delete: Callable[[str, str, int], None],
         superseded: Callable[[str], bool],
+        known: Known,
     ) -> None:
         self.kube = deps.kube
         self.publisher = deps.publisher
@@ -56,6 +62,9 @@ class Applier:
         two publishers could reach the hub in either order, and it purges at the first."""
         self.superseded = superseded
         """Whether a newer message for the TCP of this subject waits (stop waiting on this one)."""
+        self.known = known
+        """Whether the status loop's cache holds a managed TCP (namespace, name): None while it
+        is not complete. Only a hint: ``intents.observes_first`` says what it is good for."""
 
     async def handle(self, delivery: bus.Delivery) -> None:
         """Process one delivery and settle it (ack only once the outcome is persisted and reported)."""
@@ -81,17 +90,36 @@ class Applier:
 
     async def process(self, intent: messages.Intent, delivery: bus.Delivery) -> intents.Decision:
         """Observe, decide, execute and report; the caller settles the message."""
-        try:
-            observed = await self.kube.get_or_none(tcps.TCP, intent.name, namespace=intent.namespace)
-        except kerrors.KubeError as exc:
-            decision = intents.after_error(intent, exc, num_delivered=delivery.num_delivered, ctx=self.ctx)
-        else:
-            decision = intents.decide(intent, delivery.stream_seq, observed, ctx=self.ctx)
-            if decision.action is not None:
-                decision = await self._execute(decision, intent, delivery)
+        decision = await self._applied(intent, delivery)
         if decision.report is not None and not await self._reported(intent, delivery, decision.report):
             decision = _retry(delivery)
         return decision
+
+    async def _applied(self, intent: messages.Intent, delivery: bus.Delivery) -> intents.Decision:
+        """Decide and execute: unread when the cache says there is no TCP to read
+        (``intents.observes_first``), else (or when one exists after all) on what the API has."""
+        try:
+            if not intents.observes_first(intent, self.known(intent.namespace, intent.name)):
+                decision = await self._unread(intent, delivery)
+                if decision is not None:
+                    return decision
+            observed = await self.kube.get_or_none(tcps.TCP, intent.name, namespace=intent.namespace)
+            decision = intents.decide(intent, delivery.stream_seq, observed, ctx=self.ctx)
+            return await self._execute(decision, intent, delivery)
+        except kerrors.KubeError as exc:
+            return intents.after_error(intent, exc, num_delivered=delivery.num_delivered, ctx=self.ctx)
+
+    async def _unread(self, intent: messages.Intent, delivery: bus.Delivery) -> intents.Decision | None:
+        """Decide as if the TCP were absent and execute (a create); None when the create found
+        one after all (``intents.exists_after_all``): then it is read and decided on."""
+        decision = intents.decide(intent, delivery.stream_seq, None, ctx=self.ctx)
+        try:
+            return await self._execute(decision, intent, delivery)
+        except kerrors.KubeError as exc:
+            if not intents.exists_after_all(exc):
+                raise
+        log.info("TenantControlPlane %s/%s exists after all: reading it", intent.namespace, intent.name)
+        return None
 
     async def _reported(
         self, intent: messages.Intent, delivery: bus.Delivery, report: intents.Report
@@ -133,16 +161,14 @@ class Applier:
     async def _execute(
         self, decision: intents.Decision, intent: messages.Intent, delivery: bus.Delivery
     ) -> intents.Decision:
+        """Perform the decision's action, if any; the API's refusal is raised (``KubeError``)."""
         action = decision.action
-        try:
-            if isinstance(action, intents.Create):
-                await self.kube.create(tcps.TCP, action.body, namespace=intent.namespace)
-            elif isinstance(action, intents.Patch):
-                await self.kube.patch(tcps.TCP, intent.name, action.patch, namespace=intent.namespace)
-            elif isinstance(action, intents.Delete):
-                return await self._delete(decision, action, intent, delivery)
-        except kerrors.KubeError as exc:
-            return intents.after_error(intent, exc, num_delivered=delivery.num_delivered, ctx=self.ctx)
+        if isinstance(action, intents.Create):
+            await self.kube.create(tcps.TCP, action.body, namespace=intent.namespace)
+        elif isinstance(action, intents.Patch):
+            await self.kube.patch(tcps.TCP, intent.name, action.patch, namespace=intent.namespace)
+        elif isinstance(action, intents.Delete):
+            return await self._delete(decision, action, intent, delivery)
         return decision
 
     async def _delete(

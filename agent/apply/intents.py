@@ -3,7 +3,8 @@
 ``decide`` maps (intent, its stream sequence, what the site has) to one ``Decision``: an action
 on the TCP (create, patch, delete), a Status to report, and how to settle the message (ack, nak
 with a delay, term). ``after_error`` maps the API's answer to an action that failed onto the
-same shape, so every outcome of an intent is decided here and tested by tables. Turning bytes
+same shape, so every outcome of an intent is decided here and tested by tables; so is whether
+the TCP must be read first at all (``observes_first``, ``exists_after_all``). Turning bytes
 into a verified intent is ``intake``'s; the words of an outcome are ``outcomes``'.
 """
 
@@ -97,6 +98,28 @@ def new_status(intent: messages.Intent, seq: int, report: Report, *, now: dt.dat
 def redelivery_delay(num_delivered: int, *, cap: float = 60.0) -> float:
     """Redelivery delay for a transient failure: 0.5 s doubling per delivery, capped."""
     return backoff.delay(max(1, num_delivered), base=0.5, cap=cap, jitter=False)
+
+
+def observes_first(intent: messages.Intent, known: bool | None) -> bool:
+    """Whether the TCP is read from the API before deciding, given what the status loop's cache
+    says of it (``known``: None while that cache is not complete yet).
+
+    A provision the complete cache has no managed TCP for is decided as absent, without a GET:
+    for a first provision that GET was always a 404 and a large share of the agent's cost per
+    control plane (issue 15). The create that follows is the check: ``exists_after_all`` sends
+    the intent back through the GET. A delete is always read first: what it deletes, if
+    anything, depends on whose TCP is there, and its precondition is that TCP's uid.
+    """
+    return intent.op == "delete" or known is not False
+
+
+def exists_after_all(error: kerrors.KubeError) -> bool:
+    """Whether a create decided without reading failed because a TCP of that name exists.
+
+    One the cache does not show (unmanaged, another site's, or the watch lagging): the intent
+    is then read and decided again on what is there, as if the cache had not been asked.
+    """
+    return isinstance(error, kerrors.Conflict) and error.reason == "AlreadyExists"
 
 
 def decide(

@@ -42,6 +42,7 @@ class ApplyLoop:
         deps: Deps,
         *,
         on_delete: Callable[[str, str, int], None],
+        known: applying.Known,
         bind_retry: float = 5.0,
         max_in_flight: int = 512,
     ) -> None:
@@ -49,7 +50,9 @@ class ApplyLoop:
         self.deps = deps
         self.max_in_flight = max_in_flight
         self.bind_retry = bind_retry
-        self.applier = applying.Applier(settings, deps, on_delete=on_delete, superseded=self.superseded)
+        self.applier = applying.Applier(
+            settings, deps, on_delete=on_delete, superseded=self.superseded, known=known
+        )
         """Handles each delivery the workers take from the queues."""
         self.definition = streams.agent_consumer(settings.site, prefix=settings.prefix)
         self.last_seq = 0

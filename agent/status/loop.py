@@ -120,6 +120,15 @@ class StatusLoop:
         """
         self._syncer.delete_seq[(namespace, name)] = intent_seq
 
+    def known(self, namespace: str, name: str) -> bool | None:
+        """Whether the cache holds a managed TCP ``namespace``/``name`` that is not gone; None
+        while it cannot say: before every watch delivered its first list, or for a namespace
+        no watch covers. The apply loop creates without reading first on a False."""
+        if not self._synced.is_set() or (self.namespaces and namespace not in self.namespaces):
+            return None
+        entry = self._tcps.entries.get((namespace, name))
+        return entry is not None and entry.tcp is not None
+
     def counts(self) -> tuple[int, int]:
         """(managed, ready): TCPs of this site the loop knows, and those Kamaji reports Ready."""
         present = self._tcps.present()

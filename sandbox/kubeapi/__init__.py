@@ -21,9 +21,9 @@ real apiserver are listed in ``DEVIATIONS``.
 from __future__ import annotations
 
 from sandbox.kubeapi.errors import ApiError
-from sandbox.kubeapi.server import Server
+from sandbox.kubeapi.server import Request, Server
 
-__all__ = ["DEVIATIONS", "ApiError", "Server"]
+__all__ = ["DEVIATIONS", "ApiError", "Request", "Server"]
 
 DEVIATIONS = """\
 - Strategic merge patch is applied as JSON merge patch (lists replaced, no $patch directives);

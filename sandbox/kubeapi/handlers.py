@@ -4,13 +4,15 @@ Owns the dispatch of one request: non-resource paths (version, health, discovery
 stubs), the resolution of a resource path to a served resource and its subresources, and the
 read verbs (get, list; watch streams are in ``streaming``). Writes are in ``writing``, deletes
 in ``deleting``; what a request carries is read through ``calls.Call``; errors become Status
-responses in ``responses``. Talks to a ``store.Store``.
+responses in ``responses``. Counts every resource request it receives (``requests``: which
+calls a client made, for tests). Talks to a ``store.Store``.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiohttp import web
 
@@ -32,6 +34,17 @@ from sandbox.kubeapi import (
 log = logging.getLogger(__name__)
 
 
+class Request(NamedTuple):
+    """What one resource request asked for, as ``Handler.requests`` counts it."""
+
+    method: str
+    """The HTTP method: a list or a watch is a ``GET`` with ``name`` empty."""
+    plural: str
+    namespace: str
+    """Empty for a cluster-scoped resource or every namespace."""
+    name: str
+
+
 class Handler:
     """One cluster's HTTP front: ``handle`` is the aiohttp catch-all route."""
 
@@ -39,6 +52,9 @@ class Handler:
         self.store = state
         self.settings = settings
         self.address = ""
+        self.requests: collections.Counter[Request] = collections.Counter()
+        """Resource requests received, by what they asked for (served or refused): for tests
+        that check which calls a client makes, by watching the server rather than the client."""
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -116,6 +132,7 @@ class Handler:
         )
         if target.subresource and target.subresource not in _subresources(rtype):
             raise responses.not_found_path()
+        self.requests[Request(request.method, target.plural, target.namespace or "", target.name)] += 1
         call = calls.Call(request, target, rtype, view)
         if not target.name:
             return await self._collection(call)

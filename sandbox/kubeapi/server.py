@@ -8,6 +8,7 @@ clusters.
 
 from __future__ import annotations
 
+import collections
 import copy
 from collections.abc import Iterable
 from pathlib import Path
@@ -17,6 +18,8 @@ import yaml
 from aiohttp import web
 
 from sandbox.kubeapi import errors, handlers, objects, options, store
+
+Request = handlers.Request
 
 
 class Server:
@@ -40,6 +43,12 @@ class Server:
         self._handler = handlers.Handler(self.store, self.settings)
         self._runner: web.AppRunner | None = None
         self.port = 0
+
+    @property
+    def requests(self) -> collections.Counter[Request]:
+        """Every resource request this server received, counted by (method, plural, namespace,
+        name): which calls a client made, seen from the server (a test's evidence, not a metric)."""
+        return self._handler.requests
 
     @property
     def url(self) -> str:

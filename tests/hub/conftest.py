@@ -136,7 +136,9 @@ class World:
             site=SITE, prefix=self.prefix, status_min_interval=0.1, namespace_retry=0.5
         )
         status = status_loop.StatusLoop(settings, deps)
-        apply = apply_loop.ApplyLoop(settings, deps, on_delete=status.deleting, bind_retry=0.2)
+        apply = apply_loop.ApplyLoop(
+            settings, deps, on_delete=status.deleting, known=status.known, bind_retry=0.2
+        )
 
         async def beat() -> None:
             while True:

@@ -108,8 +108,15 @@ async def running_agent(
     deps = wiring.deps(conn, kube, hub_keys, site=SITE, prefix=prefix)
     metrics, readiness = deps.metrics, deps.readiness
     settings = wiring.settings(site=SITE, namespaces=(NAMESPACE,), prefix=prefix, namespace_retry=0.5)
-    # Only forged intents are sent here, never applied: nothing is deleted, no Deleted is owed.
-    apply = loop.ApplyLoop(settings, deps, on_delete=lambda namespace, name, seq: None, bind_retry=0.2)
+    # Only forged intents are sent here, never applied: nothing is deleted, no Deleted is owed,
+    # and no status loop runs (whether a TCP is known cannot be said: each one is read first).
+    apply = loop.ApplyLoop(
+        settings,
+        deps,
+        on_delete=lambda namespace, name, seq: None,
+        known=lambda namespace, name: None,
+        bind_retry=0.2,
+    )
     agent = Agent(apply, metrics, readiness)
     agent.task = asyncio.create_task(apply.run())
     try:

@@ -410,3 +410,41 @@ def test_after_error(
 @pytest.mark.parametrize(("delivered", "delay"), [(1, 0.5), (2, 1.0), (5, 8.0), (50, 60.0)])
 def test_backoff(delivered: int, delay: float) -> None:
     assert intents.redelivery_delay(delivered) == delay
+
+
+READ_FIRST: list[tuple[str, messages.Intent, bool | None, bool]] = [
+    # id, intent, what the status loop's cache says (None: not complete yet), read first?
+    ("provision the complete cache does not know: unread", helpers.intent(), False, False),
+    ("provision the cache knows: read", helpers.intent(), True, True),
+    ("provision before the cache is complete: read", helpers.intent(), None, True),
+    ("delete the cache does not know: read (the uid fences it)", delete_intent(), False, True),
+    ("delete the cache knows: read", delete_intent(), True, True),
+    ("delete before the cache is complete: read", delete_intent(), None, True),
+]
+
+
+@pytest.mark.parametrize(
+    ("intent", "known", "expected"), [c[1:] for c in READ_FIRST], ids=[c[0] for c in READ_FIRST]
+)
+def test_observes_first(intent: messages.Intent, known: bool | None, expected: bool) -> None:
+    assert intents.observes_first(intent, known) is expected
+
+
+EXISTS: list[tuple[str, kerrors.KubeError, bool]] = [
+    # id, the create's error, read and decide again?
+    (
+        "AlreadyExists",
+        kerrors.Conflict(409, "AlreadyExists", 'tenantcontrolplanes "cp1" already exists'),
+        True,
+    ),
+    ("a 409 of another reason", kerrors.Conflict(409, "Conflict", "the object has been modified"), False),
+    ("namespace missing", kerrors.NotFound(404, "NotFound", details={"kind": "namespaces"}), False),
+    ("invalid", kerrors.Invalid(422, "Invalid", "spec.kubernetes.version: Required value"), False),
+    ("API down", kerrors.Unavailable(0, "ClientConnectorError"), False),
+    ("forbidden", kerrors.KubeError(403, "Forbidden"), False),
+]
+
+
+@pytest.mark.parametrize(("error", "expected"), [e[1:] for e in EXISTS], ids=[e[0] for e in EXISTS])
+def test_exists_after_all(error: kerrors.KubeError, expected: bool) -> None:
+    assert intents.exists_after_all(error) is expected

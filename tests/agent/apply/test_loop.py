@@ -26,7 +26,8 @@ TCP = resources.TENANT_CONTROL_PLANE
 
 
 class Agent:
-    """An ApplyLoop wired as the agent wires it; what it tells the status loop is recorded."""
+    """An ApplyLoop wired as the agent wires it, but for the status loop: what it tells that
+    loop is recorded, and that loop's cache is never complete (``known`` answers None)."""
 
     def __init__(self, conn: bus.Connection, kube: ckube.Kube, hub: Hub, **ctx: Any) -> None:
         deps = wiring.deps(conn, kube, hub.public, prefix=hub.prefix)
@@ -38,7 +39,11 @@ class Agent:
             namespaces=ctx.pop("namespaces", ()),
             namespace_retry=ctx.pop("namespace_retry", 0.5),
         )
-        self.loop = loop.ApplyLoop(settings, deps, on_delete=self._deleting, bind_retry=0.2)
+        # No status loop here: its cache cannot say which TCPs exist, so each intent reads its
+        # TCP first (creating without reading is tests/agent/apply/test_applying.py's).
+        self.loop = loop.ApplyLoop(
+            settings, deps, on_delete=self._deleting, known=lambda namespace, name: None, bind_retry=0.2
+        )
         self.task: asyncio.Task[None] | None = None
 
     def _deleting(self, namespace: str, name: str, intent_seq: int) -> None:

@@ -39,6 +39,28 @@ async def test_two_servers_are_two_clusters() -> None:
             assert resp.status == 404
 
 
+async def test_requests_are_counted_by_method_and_address(kube_server: kubeapi.Server) -> None:
+    """What a client asked, seen from the server: tests check a client's calls here."""
+    base = f"{kube_server.url}/api/v1/namespaces/default/configmaps"
+    async with aiohttp.ClientSession() as http:
+        await http.post(base, json={"metadata": {"name": "c1"}})
+        for _ in range(2):
+            async with http.get(f"{base}/c1") as resp:
+                assert resp.status == 200
+        async with http.get(f"{base}/absent") as resp:
+            assert resp.status == 404
+        async with http.get(base) as resp:
+            assert resp.status == 200
+        async with http.get(f"{kube_server.url}/version") as resp:
+            assert resp.status == 200
+    assert kube_server.requests == {
+        ("POST", "configmaps", "default", ""): 1,
+        ("GET", "configmaps", "default", "c1"): 2,
+        ("GET", "configmaps", "default", "absent"): 1,
+        ("GET", "configmaps", "default", ""): 1,
+    }
+
+
 async def test_discovery_answers_legacy_json_to_aggregated_requests(kube_server: kubeapi.Server) -> None:
     async with aiohttp.ClientSession(headers={"Accept": AGGREGATED}) as http:
         async with http.get(f"{kube_server.url}/apis") as resp:
