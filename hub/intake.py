@@ -18,6 +18,7 @@ risks it: a hub that dies before writing it reads it again from the stream (issu
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 import logging
@@ -86,8 +87,11 @@ class Intake:
         secret_subject = subjects.secret(*coords, prefix=self.prefix)
         stream = self.stream(coords.site)
         try:
-            stored_status = await bus.last_message(self.deps.conn, stream, status_subject)
-            stored_sealed = await bus.last_message(self.deps.conn, stream, secret_subject)
+            # Both asked at once: one write, the two answers awaited together.
+            stored_status, stored_sealed = await asyncio.gather(
+                bus.last_message(self.deps.conn, stream, status_subject),
+                bus.last_message(self.deps.conn, stream, secret_subject),
+            )
         except bus_errors.NotFound:
             # The site's stream does not exist yet (the reconcile plans EnsureTopology).
             stored_status = stored_sealed = None
