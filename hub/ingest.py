@@ -126,26 +126,19 @@ class Ingest:
                         self.settings.batch, timeout=self.settings.fetch_timeout
                     )
                     failures = 0
-                    await self.handle(*deliveries, acks_all=consumer.acks_all)
+                    await self.handle(*deliveries)
             except bus_errors.BusError as exc:
                 failures += 1
                 log.warning("consuming %s/%s: %s; rebinding", definition.stream, definition.durable_name, exc)
             finally:
                 await consumer.unsubscribe()
 
-    async def handle(self, *deliveries: bus.Delivery, acks_all: bool = False) -> None:
-        """Record deliveries of a site's ``hub`` consumer in stream order, announce news, then
-        settle them; nothing is settled before every one of them is recorded.
-
-        ``acks_all`` (the consumer acks cumulatively): one ack of the last settles the batch,
-        what can never be used included (it is counted and logged, and an ack never redelivers
-        either). Else each is settled, all at once (one write, the answers awaited together):
-        ack what was recorded, superseded or is for coordinates no RKCP maps to, terminate what
-        can never be used."""
+    async def handle(self, *deliveries: bus.Delivery) -> None:
+        """Record deliveries of a site's ``hub`` consumer in order, announce news, then settle
+        them all at once (one write for the batch, the answers awaited together): ack what was
+        recorded, superseded or is for coordinates no RKCP maps to, terminate what can never be
+        used. Nothing is settled before every one of them is recorded."""
         verdicts = [(delivery, self._record(delivery)) for delivery in deliveries]
-        if acks_all and verdicts:
-            await self._settle(verdicts[-1][0], intake.Verdict.KEPT)
-            return
         await asyncio.gather(*(self._settle(delivery, verdict) for delivery, verdict in verdicts))
 
     async def _settle(self, delivery: bus.Delivery, verdict: intake.Verdict) -> None:

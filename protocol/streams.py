@@ -212,14 +212,10 @@ def agent_consumer(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Consu
 
 def hub_consumer(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> ConsumerDef:
     """The hub's durable consumer of one site's statuses and sealed secrets (heartbeats are read
-    as the stream's last message by ``hub.sites``, so they are not delivered).
-
-    Acknowledged cumulatively (``all``): the hub records a fetched batch in stream order and then
-    acks its last message, one ack for the batch instead of one per message."""
+    as the stream's last message by ``hub.sites``, so they are not delivered)."""
     return ConsumerDef(
         stream=site_stream_name(site, prefix=prefix),
         durable_name=HUB_CONSUMER,
-        ack_policy="all",
         filter_subjects=(
             subjects.site_filter(subjects.Kind.STATUS, site, prefix=prefix),
             subjects.site_filter(subjects.Kind.SECRET, site, prefix=prefix),

@@ -38,8 +38,6 @@ class ConsumerState:
     """Seconds the server waits for an ack (or an in-progress) before it redelivers."""
     filter_subjects: tuple[str, ...] = ()
     """The filter subjects of a consumer with several (the hub's on a site's stream)."""
-    ack_policy: str = "explicit"
-    """``explicit`` (each message acked) or ``all`` (an ack covers every message before it)."""
 
 
 def _consumer_subjects(stream: str, consumer: str) -> list[str]:
@@ -66,7 +64,6 @@ async def consumer_info(conn: Connection, stream: str, consumer: str) -> Consume
         ack_floor_stream_seq=(info.ack_floor.stream_seq or 0) if info.ack_floor else 0,
         ack_wait=float(config.ack_wait) if config.ack_wait else streams.ACK_WAIT_SECONDS,
         filter_subjects=tuple(config.filter_subjects or ()),
-        ack_policy=str(getattr(config.ack_policy, "value", config.ack_policy) or "explicit"),
     )
 
 
@@ -141,7 +138,6 @@ class Consumer:
         puller: pulling.Puller,
         *,
         ack_wait: float = streams.ACK_WAIT_SECONDS,
-        ack_policy: str = "explicit",
     ):
         self._conn = conn
         self.definition = definition
@@ -149,9 +145,6 @@ class Consumer:
         self.ack_wait = ack_wait
         """The ack wait the server has for this consumer (read at bind): what in-progress
         acks must beat, whatever the definition says (the hub owns the consumer)."""
-        self.acks_all = ack_policy == "all"
-        """The server's ack policy (read at bind) is ``all``: acking a message acks every one
-        before it. Not the definition's: a consumer made by an older hub may still be explicit."""
 
     async def fetch(self, batch: int = 10, *, timeout: float = 5.0) -> list[Delivery]:
         """Up to ``batch`` messages, waiting at most ``timeout`` seconds; [] when none came.
@@ -175,15 +168,11 @@ class Consumer:
 async def bind(conn: Connection, definition: streams.ConsumerDef) -> Consumer:
     """Bind to an existing durable consumer; ConsumerNotFound when the hub has not created it."""
     state = await consumer_info(conn, definition.stream, definition.durable_name)
-    return await attach(conn, definition, ack_wait=state.ack_wait, ack_policy=state.ack_policy)
+    return await attach(conn, definition, ack_wait=state.ack_wait)
 
 
 async def attach(
-    conn: Connection,
-    definition: streams.ConsumerDef,
-    *,
-    ack_wait: float = streams.ACK_WAIT_SECONDS,
-    ack_policy: str = "explicit",
+    conn: Connection, definition: streams.ConsumerDef, *, ack_wait: float = streams.ACK_WAIT_SECONDS
 ) -> Consumer:
     """The pull side of ``bind``, without asking the server about the consumer first."""
     puller = pulling.Puller(conn, definition.stream, definition.durable_name)
@@ -196,7 +185,7 @@ async def attach(
     except BaseException:
         await puller.stop()
         raise
-    return Consumer(conn, definition, puller, ack_wait=ack_wait, ack_policy=ack_policy)
+    return Consumer(conn, definition, puller, ack_wait=ack_wait)
 
 
 def reset_subject(stream: str, consumer: str) -> str:

@@ -16,8 +16,6 @@ import logging
 from collections.abc import Iterable
 
 import nats.js.api as api
-import nats.js.errors
-from nats.js.client import JetStreamContext
 
 from common.bus import errors
 from common.bus.connection import Connection
@@ -25,8 +23,6 @@ from protocol import streams, subjects
 
 log = logging.getLogger(__name__)
 
-_CONSUMER_CREATE_ERROR = 10012
-"""JetStream err_code of a refused consumer create or update (e.g. "ack policy can not be updated")."""
 LEGACY_SHARED_STREAMS = ("STATUS", "SECRETS", "SITES")
 """Suffixes of the shared inbound streams that per-site streams replace."""
 
@@ -104,32 +100,10 @@ async def ensure_stream(conn: Connection, d: streams.StreamDef) -> str:
     return "updated"
 
 
-async def ensure_consumer(conn: Connection, d: streams.ConsumerDef) -> bool:
-    """Create or update a durable consumer (the server's create-or-update is idempotent).
-
-    A field the server cannot update in place (the ack policy: the hub's consumers of earlier
-    releases acked each message, they now ack cumulatively) makes it delete the consumer and
-    create it again; True then. The new one delivers its stream's messages from the start once;
-    the hub records them idempotently (by sequence)."""
-    config = consumer_config(d)
-
-    async def create_or_update(js: JetStreamContext) -> bool:
-        try:
-            await js.add_consumer(d.stream, config)
-            return False
-        except nats.js.errors.APIError as exc:
-            description = exc.description or ""
-            if exc.err_code != _CONSUMER_CREATE_ERROR or "can not be updated" not in description:
-                raise
-        log.warning(
-            "consumer %s on %s: %s; deleting it and creating it again", d.durable_name, d.stream, description
-        )
-        await js.delete_consumer(d.stream, d.durable_name)
-        await js.add_consumer(d.stream, config)
-        return True
-
-    return await conn.jetstream(
-        create_or_update,
+async def ensure_consumer(conn: Connection, d: streams.ConsumerDef) -> None:
+    """Create or update a durable consumer (the server's create-or-update is idempotent)."""
+    await conn.jetstream(
+        lambda js: js.add_consumer(d.stream, consumer_config(d)),
         subjects=["$JS.API.CONSUMER.>"],
         what=f"create consumer {d.durable_name} on {d.stream}",
     )

@@ -71,11 +71,6 @@ def test_agent_consumer() -> None:
     assert c.ack_policy == "explicit" and c.max_deliver == -1
 
 
-def test_the_hub_consumer_acks_cumulatively() -> None:
-    c = streams.hub_consumer("site-a")
-    assert (c.stream, c.durable_name, c.ack_policy) == ("KB_SITE_site-a", "hub", "all")
-
-
 def test_prefix_names_the_streams() -> None:
     assert streams.stream_name(K.INTENT, prefix="acme.kb") == "ACME_KB_INTENTS"
     assert streams.stream_name(K.SECRET, site="s", prefix="acme.kb") == "ACME_KB_SITE_s"

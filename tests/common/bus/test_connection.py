@@ -54,34 +54,6 @@ async def test_a_site_stream_carries_its_quota(conn: bus.Connection, prefix: str
     assert (config.max_msgs, config.max_bytes) == (streams.SITE_MAX_MSGS, streams.SITE_MAX_BYTES)
 
 
-async def test_a_hub_consumer_of_an_earlier_release_is_made_again(conn: bus.Connection, prefix: str) -> None:
-    """Its ack policy cannot be updated in place: it is deleted and created again, and the new
-    one delivers the stream's messages from the start once (the hub records them idempotently)."""
-    hub = streams.hub_consumer("site-a", prefix=prefix)
-    await bus.ensure_topology(conn, sites=[], prefix=prefix)
-    await bus_topology.ensure_stream(conn, streams.site_stream("site-a", prefix=prefix))
-    assert not await bus_topology.ensure_consumer(conn, msgspec.structs.replace(hub, ack_policy="explicit"))
-    subject = subjects.status("site-a", "tenants", "cp1", prefix=prefix)
-    await bus.publish(conn, subject, messages.encode(helpers.status()), msg_id="s1")
-    old = await bus.bind(conn, hub)
-    assert not old.acks_all
-    (delivery,) = await old.fetch(1, timeout=5)
-    await delivery.ack()
-    await old.unsubscribe()
-
-    outcome = await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
-    assert outcome[hub.stream] == "unchanged"
-    state = await bus.consumer_info(conn, hub.stream, hub.durable_name)
-    assert (state.ack_policy, state.num_pending, state.ack_floor_stream_seq) == ("all", 1, 0)
-    assert not await bus_topology.ensure_consumer(conn, hub)  # the second time, nothing to do
-    again = await bus.bind(conn, hub)
-    assert again.acks_all
-    (redelivered,) = await again.fetch(1, timeout=5)
-    assert redelivered.stream_seq == delivery.stream_seq
-    await redelivered.ack()
-    await again.unsubscribe()
-
-
 QUOTA = streams.SiteLimits(max_msg_size=1024, max_msgs=3, max_bytes=4096)
 
 
