@@ -34,6 +34,11 @@ STATUS = "Status"
 DESCRIPTION = "Description"
 PENDING_MESSAGES = "Nats-Pending-Messages"
 _CONSUMER_DELETED = "consumer deleted"
+_REQUEST_ENDED = ("404", "408")
+"""No messages (a no-wait request), request expired: what it still owed is in its headers."""
+_HEARTBEAT = "100"
+_ASK_AGAIN = ("leadership change", "server shutdown")
+"""409s that end one request but not the next (asked of the new leader, or the next server)."""
 GRACE = 0.5
 """Seconds past a request's expiry after which it counts as over without the server's 408."""
 MIN_EXPIRES = 1.0
@@ -111,23 +116,34 @@ class Puller:
         return msgs
 
     def _accept(self, msgs: list[Msg]) -> list[Msg]:
-        """The messages among ``msgs``; status messages update the open request's count."""
+        """The messages among ``msgs``; status messages update the open request's count, or
+        raise when the server will answer every request so (no point asking again at once)."""
         out = []
         for msg in msgs:
-            status = (msg.headers or {}).get(STATUS)
+            headers = msg.headers or {}
+            status = headers.get(STATUS)
             if not status:
                 self._open.owed -= 1
                 out.append(msg)
-                continue
-            description = (msg.headers or {}).get(DESCRIPTION, "").lower()
-            if status == "409" and description == _CONSUMER_DELETED:
-                raise errors.ConsumerNotFound(self.stream, self.consumer)
-            pending = (msg.headers or {}).get(PENDING_MESSAGES)
-            if status in ("404", "408") and pending is not None and pending.isdigit():
-                self._open.owed -= int(pending)
-            elif status != "100":  # any other end of a request (a leader change, max waiting...)
-                self._open.owed = 0
+            elif status in _REQUEST_ENDED:
+                pending = headers.get(PENDING_MESSAGES, "")
+                self._open.owed = self._open.owed - int(pending) if pending.isdigit() else 0
+            elif status != _HEARTBEAT:
+                self._refused(status, headers.get(DESCRIPTION, ""))
         return out
+
+    def _refused(self, status: str, description: str) -> None:
+        """A request the server ended at once: a leader change or a server stopping ends it (ask
+        again); anything else would end the next one the same way."""
+        what = f"fetch from {self.stream}/{self.consumer}"
+        if status == "409" and description.lower() in _ASK_AGAIN:
+            self._open.owed = 0
+            return
+        if status == "409" and description.lower() == _CONSUMER_DELETED:
+            raise errors.ConsumerNotFound(self.stream, self.consumer)
+        if status == "503":
+            raise errors.Unavailable(f"{what}: no responders (the consumer has no leader, or is gone)")
+        raise errors.BusError(f"{what}: the server ended the pull request: {status} {description}")
 
     async def _request(self, batch: int, *, expires: float) -> None:
         now = time.monotonic()

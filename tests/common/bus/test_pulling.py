@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 
+import msgspec
 import nats
 import pytest
 
 from common import bus
-from common.bus import errors, pulling
+from common.bus import consuming, errors, pulling
 from protocol import messages, streams, subjects
 from sandbox import natsd
 from tests import helpers
@@ -161,3 +163,43 @@ async def test_after_a_reconnect_a_fetch_asks_again(restartable_nats: natsd.Nats
         await consumer.unsubscribe()
     finally:
         await conn.close()
+
+
+async def test_a_consumer_that_is_not_there_is_unavailable_at_once(
+    conn: bus.Connection, topology: str
+) -> None:
+    """The server answers 503 (no responders) right away: an error at the first answer, never
+    a request after request until the fetch's deadline. (Nothing may listen on the subject here:
+    a listener would be a responder.)"""
+    d = streams.agent_consumer("site-a", prefix=topology)
+    consumer = await consuming.attach(conn, msgspec.structs.replace(d, durable_name="nobody"))
+    try:
+        with pytest.raises(errors.Unavailable, match="no responders"):
+            await consumer.fetch(4, timeout=10)
+    finally:
+        await consumer.unsubscribe()
+
+
+async def test_a_request_the_consumer_refuses_is_named(
+    nats_server: natsd.NatsServer, conn: bus.Connection
+) -> None:
+    """A consumer that takes batches of at most 2 ends a request for 4 with a 409 at once."""
+    admin = await nats.connect(servers=[nats_server.url], **helpers.tls_options(nats_server.url))
+    try:
+        stream = "PULLTEST" + uuid.uuid4().hex[:6].upper()
+        await admin.jetstream().add_stream(name=stream, subjects=[f"{stream}.>"])
+        # nats-py's ConsumerConfig has no max_batch: the API request, as the server reads it.
+        config = {"durable_name": "small", "ack_policy": "explicit", "max_batch": 2}
+        body = json.dumps({"stream_name": stream, "config": config}).encode()
+        reply = await admin.request(f"$JS.API.CONSUMER.CREATE.{stream}.small", body, timeout=5)
+        assert json.loads(reply.data)["config"]["max_batch"] == 2
+    finally:
+        await admin.close()
+    definition = streams.ConsumerDef(stream=stream, durable_name="small", filter_subjects=())
+    consumer = await consuming.attach(conn, definition)
+    try:
+        with pytest.raises(errors.BusError, match="409 Exceeded MaxRequestBatch of 2"):
+            await consumer.fetch(4, timeout=10)
+        assert (await consumer.fetch(2, timeout=0.5)) == []  # a batch it takes: asked, nothing there
+    finally:
+        await consumer.unsubscribe()
