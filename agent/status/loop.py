@@ -166,7 +166,10 @@ class StatusLoop:
             done = await asyncio.gather(*(self._syncer.sync(key) for key in chunk))
             published += sum(n for n in done if n is not None)
             if None in done:
-                return published, True  # the bus is failing: pause everything, not only these
+                # The bus is failing: pause everything, not only these; one failure for the round.
+                self._due.failures += 1
+                return published, True
+            self._due.failures = 0
         return published, False
 
     # Watching

@@ -35,7 +35,8 @@ class Schedule:
         """TCPs to sync, with the loop time from which they may be synced."""
         self.wake = asyncio.Event()
         self.failures = 0
-        """Bus failures in a row (any TCP's): the pause grows with them."""
+        """Rounds of syncs the bus failed in a row (``StatusLoop._sync_many`` counts them, once per
+        round however many of its syncs failed): the pause grows with them."""
         self.paused_until = 0.0
 
     def add(self, key: Key, *, last_publish: float) -> None:

@@ -74,9 +74,10 @@ class Syncer:
                 log.error("status of tcp %s/%s not published: %s; retrying in %.1fs", *key, exc, delay)
                 return 0
             except errors.BusError as exc:
-                self.schedule.failures += 1
+                # The round's syncs fail together: the caller counts the round once
+                # (``Schedule.failures``), so sixty-four failures at once are one failure.
                 entry.failures += 1
-                delay = retry_delay(max(self.schedule.failures, entry.failures))
+                delay = retry_delay(max(self.schedule.failures + 1, entry.failures))
                 self.schedule.pause(delay)
                 self.schedule.retry(key, delay)
                 log.warning("status of tcp %s/%s not published (%s); retrying in %.1fs", *key, exc, delay)
@@ -86,7 +87,6 @@ class Syncer:
                 delay = self._retry(key, entry)
                 log.exception("status of tcp %s/%s failed; retrying in %.1fs", *key, delay)
                 return 0
-            self.schedule.failures = 0
             entry.failures = 0
             return published
 

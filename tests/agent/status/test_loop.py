@@ -12,6 +12,7 @@ import asyncio
 import base64
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -453,6 +454,25 @@ async def test_a_failing_bus_delays_the_status_and_loses_nothing(
     hub = Hub(conn, prefix)
     found = await hub.until("cp1", lambda s: s.intent_seq == 2, within=60)
     assert found.phase == "Pending"
+
+
+async def test_tcps_failing_together_count_as_one_failure(
+    kube: ckube.Kube, conn: bus.Connection, prefix: str, start: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    """More TCPs than one round syncs at once, and no stream to publish to: the first round's
+    syncs fail together and each waits the first failure's backoff (at most 0.5 s), not the
+    backoff of as many failures in a row as there were TCPs in the round (up to 30 s)."""
+    await asyncio.gather(*(create_tcp(kube, f"cp{i}") for i in range(status_loop.SYNC_CONCURRENCY + 6)))
+    await start()
+    delays = re.compile(r"status of tcp \S+ not published .*; retrying in ([0-9.]+)s")
+
+    def logged() -> list[float]:
+        return [float(m.group(1)) for r in caplog.records if (m := delays.search(r.getMessage()))]
+
+    first_round = await helpers.eventually(
+        logged, lambda d: len(d) >= status_loop.SYNC_CONCURRENCY, within=60
+    )
+    assert max(first_round[: status_loop.SYNC_CONCURRENCY]) <= 0.5
 
 
 async def test_a_tcp_missing_from_a_relist_is_reported_deleted(
