@@ -35,6 +35,9 @@ from protocol.coordinates import Coordinates
 
 log = logging.getLogger(__name__)
 
+INTERNAL_ERROR = "InternalError"
+"""``kb_hub_bus_rejected`` reason of a message the hub failed on (a bug, logged with its trace)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
@@ -138,7 +141,7 @@ class Ingest:
         them all at once (one write for the batch, the answers awaited together): ack what was
         recorded, superseded or is for coordinates no RKCP maps to, terminate what can never be
         used. Nothing is settled before every one of them is recorded."""
-        verdicts = [(delivery, self._record(delivery)) for delivery in deliveries]
+        verdicts = [(delivery, self._record_or_refuse(delivery)) for delivery in deliveries]
         await asyncio.gather(*(self._settle(delivery, verdict) for delivery, verdict in verdicts))
 
     async def _settle(self, delivery: bus.Delivery, verdict: intake.Verdict) -> None:
@@ -152,6 +155,18 @@ class Ingest:
             log.warning(
                 "settling %s (seq %d): %s; it may be redelivered", delivery.subject, delivery.stream_seq, exc
             )
+
+    def _record_or_refuse(self, delivery: bus.Delivery) -> intake.Verdict:
+        """``_record``; a message it fails on (a bug) is counted and refused, so it cannot hold
+        back the rest of its batch nor come back forever. The stream keeps it: ``Intake.load``
+        reads it again when this hub restarts."""
+        try:
+            return self._record(delivery)
+        except Exception:
+            stream, subject = delivery.stream, delivery.subject
+            log.exception("recording %s (seq %d) failed; terminated", subject, delivery.stream_seq)
+            self.intake.deps.metrics.bus_rejected.labels(stream=stream, reason=INTERNAL_ERROR).inc()
+            return intake.Verdict.REFUSED
 
     def _record(self, delivery: bus.Delivery) -> intake.Verdict:
         stream, subject, seq = delivery.stream, delivery.subject, delivery.stream_seq

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -437,3 +438,32 @@ async def test_a_batch_is_recorded_in_order_then_settled_whole(conn: bus.Connect
     assert hub.changes == [CP1, CP1]
     state = await bus.consumer_info(conn, d.stream, d.durable_name)
     assert (state.num_pending, state.num_ack_pending, state.ack_floor_stream_seq) == (0, 0, box)
+
+
+async def test_a_message_the_hub_fails_on_holds_back_nothing(conn: bus.Connection, topology: str) -> None:
+    """A bug while recording one message (here the RKCP lookup raising for cp2): it is counted
+    and terminated, the others of its batch are recorded and acknowledged, nothing is pending."""
+    hub = new_hub(conn, topology)
+
+    def maps(coords: Coordinates) -> bool:
+        if coords == CP2:
+            raise RuntimeError("a bug")
+        return coords == CP1
+
+    hub.ingest.deps = dataclasses.replace(hub.ingest.deps, maps=maps)
+    await publish_status(conn, topology, helpers.status(name="cp2"))
+    ready = await publish_status(conn, topology, helpers.status(phase="Ready"))
+    d = streams.hub_consumer("site-a", prefix=topology)
+    consumer = await bus.bind(conn, d)
+    try:
+        batch: list[bus.Delivery] = []
+        while len(batch) < 2:
+            batch.extend(await consumer.fetch(16, timeout=5))
+        await hub.ingest.handle(*batch)
+    finally:
+        await consumer.unsubscribe()
+    held = hub.obs.get(CP1)
+    assert held is not None and held.status is not None and held.status_seq == ready
+    assert hub.rejected(subjects.Kind.STATUS, ingest.INTERNAL_ERROR) == 1.0
+    state = await bus.consumer_info(conn, d.stream, d.durable_name)
+    assert (state.num_pending, state.num_ack_pending) == (0, 0)
