@@ -415,6 +415,20 @@ async def test_open_latest_fetches_records_and_opens_the_box_on_the_subject(
     assert (held.sealed, held.secrets_error, held.sealed_seq) == (None, None, stranger_seq)
 
 
+async def handle_batch(conn: bus.Connection, topology: str, hub: Hub, n: int) -> streams.ConsumerDef:
+    """Fetch ``n`` messages of site-a's stream and hand them to the hub's ingest together."""
+    d = streams.hub_consumer("site-a", prefix=topology)
+    consumer = await bus.bind(conn, d)
+    try:
+        batch: list[bus.Delivery] = []
+        while len(batch) < n:
+            batch.extend(await consumer.fetch(16, timeout=5))
+        await hub.ingest.handle(*batch)
+    finally:
+        await consumer.unsubscribe()
+    return d
+
+
 async def test_a_batch_is_recorded_in_order_then_settled_whole(conn: bus.Connection, topology: str) -> None:
     """Several messages handled together: each recorded, the garbage among them terminated, the
     rest acknowledged, nothing left pending."""
@@ -422,15 +436,7 @@ async def test_a_batch_is_recorded_in_order_then_settled_whole(conn: bus.Connect
     await publish(conn, subjects.status("site-a", "tenants", "cp2", prefix=topology), b"not json")
     ready = await publish_status(conn, topology, helpers.status(phase="Ready"))
     box = await publish_sealed(conn, topology, sealed_to(HUB))
-    d = streams.hub_consumer("site-a", prefix=topology)
-    consumer = await bus.bind(conn, d)
-    try:
-        batch: list[bus.Delivery] = []
-        while len(batch) < 3:
-            batch.extend(await consumer.fetch(16, timeout=5))
-        await hub.ingest.handle(*batch)
-    finally:
-        await consumer.unsubscribe()
+    d = await handle_batch(conn, topology, hub, 3)
     held = hub.obs.get(CP1)
     assert held is not None and held.status is not None
     assert (held.status.phase, held.status_seq, held.sealed_seq) == ("Ready", ready, box)
@@ -453,15 +459,7 @@ async def test_a_message_the_hub_fails_on_holds_back_nothing(conn: bus.Connectio
     hub.ingest.deps = dataclasses.replace(hub.ingest.deps, maps=maps)
     await publish_status(conn, topology, helpers.status(name="cp2"))
     ready = await publish_status(conn, topology, helpers.status(phase="Ready"))
-    d = streams.hub_consumer("site-a", prefix=topology)
-    consumer = await bus.bind(conn, d)
-    try:
-        batch: list[bus.Delivery] = []
-        while len(batch) < 2:
-            batch.extend(await consumer.fetch(16, timeout=5))
-        await hub.ingest.handle(*batch)
-    finally:
-        await consumer.unsubscribe()
+    d = await handle_batch(conn, topology, hub, 2)
     held = hub.obs.get(CP1)
     assert held is not None and held.status is not None and held.status_seq == ready
     assert hub.rejected(subjects.Kind.STATUS, ingest.INTERNAL_ERROR) == 1.0
