@@ -106,31 +106,29 @@ class Puller:
                 first = await asyncio.wait_for(self._arrived.get(), remaining)
             except TimeoutError:
                 return []
-            taken = self._accept([first]) + self._take(batch - 1)
+            taken = self._accept(first) + self._take(batch - 1)
         return taken
 
     def _take(self, batch: int) -> list[Msg]:
         msgs: list[Msg] = []
         while len(msgs) < batch and not self._arrived.empty():
-            msgs.extend(self._accept([self._arrived.get_nowait()]))
+            msgs.extend(self._accept(self._arrived.get_nowait()))
         return msgs
 
-    def _accept(self, msgs: list[Msg]) -> list[Msg]:
-        """The messages among ``msgs``; status messages update the open request's count, or
-        raise when the server will answer every request so (no point asking again at once)."""
-        out = []
-        for msg in msgs:
-            headers = msg.headers or {}
-            status = headers.get(STATUS)
-            if not status:
-                self._open.owed -= 1
-                out.append(msg)
-            elif status in _REQUEST_ENDED:
-                pending = headers.get(PENDING_MESSAGES, "")
-                self._open.owed = self._open.owed - int(pending) if pending.isdigit() else 0
-            elif status != _HEARTBEAT:
-                self._refused(status, headers.get(DESCRIPTION, ""))
-        return out
+    def _accept(self, msg: Msg) -> list[Msg]:
+        """``[msg]`` for a message; ``[]`` for a status, which updates the open request's count,
+        or raises when the server would answer every request so (no point asking again)."""
+        headers = msg.headers or {}
+        status = headers.get(STATUS)
+        if not status:
+            self._open.owed -= 1
+            return [msg]
+        if status in _REQUEST_ENDED:
+            pending = headers.get(PENDING_MESSAGES, "")
+            self._open.owed = self._open.owed - int(pending) if pending.isdigit() else 0
+        elif status != _HEARTBEAT:
+            self._refused(status, headers.get(DESCRIPTION, ""))
+        return []
 
     def _refused(self, status: str, description: str) -> None:
         """A request the server ended at once: a leader change or a server stopping ends it (ask
