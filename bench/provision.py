@@ -14,7 +14,7 @@ waits for Ready and copies the two Secrets back into the management cluster.
 creations at R per second (latency at a steady load) instead of all at once. Prints ONE JSON
 object: throughput, latency percentiles, CPU seconds spent during the run (not start-up) and
 milliseconds per control plane per role, ours apart from the emulators' and simulators', peak
-RSS, NATS messages and bytes per control plane (broker).
+RSS, NATS messages and bytes per control plane (broker), the messages also by sender (hub, agents).
 
 Run: ``.venv/bin/python bench/provision.py [--k 1000] [--n 10] [--compare] [--rate 50]``.
 """
@@ -171,6 +171,18 @@ async def drive(
     }
 
 
+async def nats_by_role(url: str) -> dict[str, int]:
+    """Messages received by the server per client role (the connection name's last word before
+    the site: ``kamaji-broker-hub``, ``kamaji-broker-agent-<site>``), from /connz."""
+    async with aiohttp.ClientSession() as s, s.get(f"{url}/connz?limit=1024") as r:
+        connz = await r.json()
+    roles: dict[str, int] = {}
+    for c in connz.get("connections") or []:
+        name = str(c.get("name") or "other").removeprefix("kamaji-broker-").split("-", 1)[0]
+        roles[name] = roles.get(name, 0) + int(c.get("in_msgs") or 0)
+    return roles
+
+
 async def nats_totals(url: str) -> tuple[int, int]:
     async with aiohttp.ClientSession() as s, s.get(f"{url}/varz") as r:
         varz = await r.json()
@@ -189,6 +201,7 @@ async def broker(k: int, n: int, *, rate: float | None, work: Path, timeout: flo
         watch = asyncio.create_task(tracker.watch(topo.mgmt))
         monitor = topo.nats_monitor_url
         before = await nats_totals(monitor) if monitor else (0, 0)
+        roles_before = await nats_by_role(monitor) if monitor else {}
 
         async def create(name: str, site: str) -> None:
             await topo.create_control_plane(name, site=site)
@@ -200,6 +213,10 @@ async def broker(k: int, n: int, *, rate: float | None, work: Path, timeout: flo
         if monitor:
             after = await nats_totals(monitor)
             result["nats_msgs_per_cp"] = round((after[0] - before[0]) / k, 1)
+            result["nats_msgs_per_cp_by_sender"] = {
+                role: round((n - roles_before.get(role, 0)) / k, 2)
+                for role, n in sorted((await nats_by_role(monitor)).items())
+            }
             result["nats_bytes_per_cp"] = round((after[1] - before[1]) / k)
         result["processes"] = role_usage(cpu0, cpu1, k)
         result["cpu"] = cpu_split(result["processes"], k)
