@@ -8,10 +8,18 @@ the reads of the streams' last messages.
 Listens to nothing and emits one thing: the coordinates whose observation changed
 (``Deps.on_change``; the RKCP controller requeues what maps to them). It asks ``Deps.sites``
 which streams to consume and ``Deps.maps`` whether an RKCP maps to a message's coordinates: one
-no RKCP maps to is acknowledged and counted, never decoded, opened or kept (the stream is the
-compacted log and keeps it, and ``Intake.load`` reads it back when an RKCP appears), so a site
-cannot grow the hub's memory by publishing (issue 10). The rest is recorded, announced and only
-then acknowledged; what cannot be used is terminated (never redelivered).
+no RKCP maps to is counted, never decoded, opened or kept (the stream is the compacted log and
+keeps it, and ``Intake.load`` reads it back when an RKCP appears), so a site cannot grow the
+hub's memory by publishing (issue 10). The rest is recorded and announced; what cannot be used
+is counted and dropped.
+
+Nothing is acknowledged: the consumer has no acks (``protocol.streams.hub_consumer``), so the
+server sends each message once. What the hub knows stays complete because every delivery is
+checked to follow the one before it (consumer sequences). A gap (a message lost in flight when
+a connection broke, a batch taken by another process holding the same credentials, a consumer
+created again) makes the hub forget what it held for that site and read the stream again.
+Every subject delivered is also added to what ``Intake`` knows the stream holds, learnt from
+the stream's subject list at each bind (so a control plane with no message needs no read).
 
 Memory: a site's messages are at most ``protocol.streams.MAX_MSG_SIZE`` (the server refuses
 larger ones), and each site's consumer fetches at most ``batch`` at a time, so messages in
@@ -67,6 +75,8 @@ class Ingest:
         self.deps = deps
         self.intake = deps.intake
         self.settings = settings
+        self._delivered: dict[str, int] = {}
+        """Per stream, the consumer sequence of the last delivery seen (continuity is checked)."""
 
     async def run(self) -> None:
         """Forever: consume every known site's stream, each site in a supervised task of its
@@ -104,7 +114,15 @@ class Ingest:
             )
 
     async def _consume(self, definition: streams.ConsumerDef) -> None:
-        """Bind and fetch until cancelled; NATS errors (expected) rebind after a backoff."""
+        """``_follow`` until cancelled (the site went) or failing (a bug; supervised, it starts
+        again): what the stream holds is forgotten then, since nothing keeps it current."""
+        try:
+            await self._follow(definition)
+        finally:
+            self.intake.forget_holdings(definition.stream)
+
+    async def _follow(self, definition: streams.ConsumerDef) -> None:
+        """Bind and fetch forever; NATS errors (expected) rebind after a backoff."""
         failures = 0
         while True:
             if failures:
@@ -124,6 +142,7 @@ class Ingest:
                 )
                 continue
             try:
+                await self.bound(definition.stream, consumer.delivered)
                 while True:
                     deliveries = await consumer.fetch(
                         self.settings.batch, timeout=self.settings.fetch_timeout
@@ -137,24 +156,37 @@ class Ingest:
                 await consumer.unsubscribe()
 
     async def handle(self, *deliveries: bus.Delivery) -> None:
-        """Record deliveries of a site's ``hub`` consumer in order, announce news, then settle
-        them all at once (one write for the batch, the answers awaited together): ack what was
-        recorded, superseded or is for coordinates no RKCP maps to, terminate what can never be
-        used. Nothing is settled before every one of them is recorded."""
-        verdicts = [(delivery, self._record_or_refuse(delivery)) for delivery in deliveries]
-        await asyncio.gather(*(self._settle(delivery, verdict) for delivery, verdict in verdicts))
+        """Record deliveries of a site's ``hub`` consumer in order and announce news. Nothing is
+        acknowledged (the consumer has no acks); a delivery that does not follow the one before
+        it means messages went by unseen, so the site's stream is read again first (``_lost``)."""
+        for delivery in deliveries:
+            last = self._delivered.get(delivery.stream)
+            if last is not None and delivery.consumer_seq != last + 1:
+                why = f"delivery {delivery.consumer_seq} follows {last}"
+                await self._lost(delivery.stream, why)
+            self._delivered[delivery.stream] = delivery.consumer_seq
+            self.intake.landed(delivery.stream, delivery.subject)
+            self._record_or_refuse(delivery)
 
-    async def _settle(self, delivery: bus.Delivery, verdict: intake.Verdict) -> None:
-        try:
-            if verdict is intake.Verdict.REFUSED:
-                await delivery.term()
-            else:
-                await delivery.ack()
-        except bus_errors.BusError as exc:
-            # Recording is idempotent by sequence: a redelivery of this message is a Duplicate.
-            log.warning(
-                "settling %s (seq %d): %s; it may be redelivered", delivery.subject, delivery.stream_seq, exc
-            )
+    async def bound(self, stream: str, delivered: int) -> None:
+        """A binding whose first delivery will follow consumer sequence ``delivered``: if this
+        process saw another last, messages went elsewhere meanwhile (lost in flight, taken by
+        another process, or the consumer was created again). Then learn what the stream holds."""
+        last = self._delivered.get(stream)
+        if last is not None and last != delivered:
+            await self._lost(stream, f"the consumer delivered up to {delivered}, this hub saw {last}")
+        else:
+            await self.intake.learn_holdings(stream)
+        self._delivered[stream] = delivered
+
+    async def _lost(self, stream: str, why: str) -> None:
+        """Messages of ``stream`` were delivered but not seen: forget what is held for its site's
+        control planes and what the stream holds, announce them (their RKCPs look again and read
+        the stream, ``Intake.load``), then learn what it holds now (taken after the gap)."""
+        log.warning("%s: messages went by unseen (%s); reading the stream again", stream, why)
+        for coords in self.intake.lose_track(stream):
+            self._announce(coords)
+        await self.intake.learn_holdings(stream)
 
     def _record_or_refuse(self, delivery: bus.Delivery) -> intake.Verdict:
         """``_record``; a message it fails on (a bug) is counted and refused, so it cannot hold

@@ -8,6 +8,10 @@ its subject and decoded; what cannot be used is counted in
 ``kb_hub_bus_rejected_total{stream,reason}`` (the stream names the site) and logged with its
 subject, never with secret material.
 
+What a site's stream holds (``learn_holdings``, ``landed``, ``lose_track``): its subject list,
+read when the hub's consumer binds and kept current by that consumer, so ``load`` reads only
+subjects that hold a message.
+
 Sealed secrets: the hub keeps of a box only what is needed to decide (``observations``: its
 sequence, checksum and owner, and why it did not open). The consumer opens a new box on arrival,
 only to know whether it opens (``SecretsSynced`` says ``DecryptFailed`` at once); ``load``
@@ -25,8 +29,8 @@ import logging
 
 from common import bus
 from common.bus import errors as bus_errors
+from hub import holdings, observations
 from hub import metrics as hub_metrics
-from hub import observations
 from protocol import errors as protocol_errors
 from protocol import messages, sealing, streams, subjects
 from protocol.coordinates import Coordinates
@@ -40,14 +44,14 @@ UNMAPPED = "Unmapped"
 
 
 class Verdict(enum.Enum):
-    """What became of a message, and so how its delivery is settled."""
+    """What became of a message."""
 
     RECORDED = "recorded"
-    """News: acknowledged and announced."""
+    """News: recorded and announced."""
     KEPT = "kept"
-    """Nothing new (held already, superseded, or kept by the stream only): acknowledged."""
+    """Nothing new (held already, superseded, or kept by the stream only)."""
     REFUSED = "refused"
-    """Unusable, now and forever: terminated (never redelivered) and counted."""
+    """Unusable, now and forever: counted and dropped."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,14 +62,58 @@ class Deps:
     metrics: hub_metrics.Metrics
 
 
+HOLDINGS_LIMIT = 4 * streams.SITE_MAX_MSGS
+"""Subjects known per site stream at most (``hub.holdings``); past it that site's first looks read."""
+
+
 class Intake:
     def __init__(self, deps: Deps, *, prefix: str = subjects.DEFAULT_PREFIX) -> None:
         self.deps = deps
         self.observations = deps.observations
         self.prefix = prefix
+        self._holdings: dict[str, holdings.Holdings] = {}
+        """Per site stream, the subjects it holds messages on (``learn_holdings``, ``landed``)."""
 
     def stream(self, site: str) -> str:
         return streams.site_stream_name(site, prefix=self.prefix)
+
+    # -- what a site's stream holds ------------------------------------------------------------
+
+    async def learn_holdings(self, stream: str) -> None:
+        """Read which subjects ``stream`` holds messages on (one request). Called by the stream's
+        consumer when it binds, before its first fetch, and after a gap: from then on every
+        message landing on the stream is delivered to it and passes ``landed``, so a subject
+        not held is one with no message (``load`` skips its reads). Raises ``BusError``."""
+        held = self._holdings.setdefault(stream, holdings.Holdings(limit=HOLDINGS_LIMIT))
+        held.forget()
+        found = await bus.subjects_of(self.deps.conn, stream, ">")
+        held.seed(found, at=asyncio.get_running_loop().time())
+
+    def knows(self, stream: str) -> bool:
+        """Whether what ``stream`` holds is known (its consumer follows it)."""
+        held = self._holdings.get(stream)
+        return held is not None and held.seeded
+
+    def forget_holdings(self, stream: str) -> None:
+        """Nobody follows ``stream`` any more (its consumer task ended): ``load`` reads it."""
+        held = self._holdings.pop(stream, None)
+        if held is not None:
+            held.forget()
+
+    def landed(self, stream: str, subject: str) -> None:
+        """A message on ``subject`` was delivered from ``stream``."""
+        held = self._holdings.get(stream)
+        if held is not None:
+            held.add(subject)
+
+    def lose_track(self, stream: str) -> list[Coordinates]:
+        """Messages of ``stream`` went by unseen: forget which subjects it holds and everything
+        held for its site's control planes (their next look reads the stream); the coordinates
+        forgotten."""
+        held = self._holdings.get(stream)
+        if held is not None:
+            held.forget()
+        return self.observations.retain(lambda c: self.stream(c.site) != stream)
 
     # -- reading the streams' last messages ----------------------------------------------------
 
@@ -74,8 +122,10 @@ class Intake:
 
         The durable consumers do not redeliver what an earlier hub process acknowledged, so the
         first look at a control plane after a start reads its latest status and sealed secrets
-        straight from the streams (the box is not opened: only its checksum and owner are kept).
-        Later looks use the cache: the consumers deliver anything newer. Raises
+        straight from the streams (the box is not opened: only its checksum and owner are kept),
+        unless the stream is known to hold neither subject (``learn_holdings``: a control plane
+        no site has written about yet, the common case of a new RKCP, costs no read). Later
+        looks use the cache: the consumers deliver anything newer. Raises
         ``common.bus.errors.BusError`` when the streams cannot be read (nothing is marked loaded
         then, so the next call tries again) and ``protocol.errors.SubjectError`` for coordinates
         that are not DNS labels. Announces nothing: the caller holds the answer.
@@ -86,6 +136,10 @@ class Intake:
         status_subject = subjects.status(*coords, prefix=self.prefix)
         secret_subject = subjects.secret(*coords, prefix=self.prefix)
         stream = self.stream(coords.site)
+        held = self._holdings.get(stream)
+        if held is not None and held.holds(status_subject) is False and held.holds(secret_subject) is False:
+            self.observations.mark_loaded(coords)  # the stream holds neither: nothing to read
+            return self.observations.get(coords)
         try:
             # Both asked at once: one write, the two answers awaited together.
             stored_status, stored_sealed = await asyncio.gather(

@@ -85,21 +85,15 @@ def for_site(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions
 
 
 def for_hub(*, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions:
-    """The hub publishes intents, runs the JetStream API and settles its own consumers.
+    """The hub publishes intents and runs the JetStream API.
 
-    Its inbox is the default ``_INBOX``, whose first token differs from every site's
+    It settles nothing: its consumers (``hub`` on every site's stream) have no acks, so it has
+    no ``$JS.ACK`` grant at all, and no ack subject can be used to pull through it either. Its
+    inbox is the default ``_INBOX``, whose first token differs from every site's
     ``_INBOX_<site>``, so the hub cannot read a site's replies either.
     """
-    # Its consumers are the ``hub`` consumer of every site's stream (one stream per site, created
-    # as sites appear): the stream token is a wildcard, the consumer token is exact (no other
-    # consumer is ever named ``hub``), and the five tokens after it are exactly those of the
-    # ack reply subject nats-server sends (delivered, stream seq, consumer seq, time, pending).
     return Permissions(
-        publish=(
-            subjects.globbed(subjects.Kind.INTENT, prefix=prefix),
-            "$JS.API.>",
-            ".".join(("$JS.ACK", "*", streams.HUB_CONSUMER, *("*",) * ACK_REPLY_TOKENS)),
-        ),
+        publish=(subjects.globbed(subjects.Kind.INTENT, prefix=prefix), "$JS.API.>"),
         subscribe=("_INBOX.>",),
     )
 

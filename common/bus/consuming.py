@@ -34,6 +34,8 @@ class ConsumerState:
     """Delivered, not yet acknowledged."""
     delivered_stream_seq: int
     ack_floor_stream_seq: int
+    delivered_consumer_seq: int = 0
+    """The consumer sequence of the last message delivered: the next delivery is this plus one."""
     ack_wait: float = streams.ACK_WAIT_SECONDS
     """Seconds the server waits for an ack (or an in-progress) before it redelivers."""
     filter_subjects: tuple[str, ...] = ()
@@ -62,6 +64,7 @@ async def consumer_info(conn: Connection, stream: str, consumer: str) -> Consume
         num_ack_pending=info.num_ack_pending or 0,
         delivered_stream_seq=(info.delivered.stream_seq or 0) if info.delivered else 0,
         ack_floor_stream_seq=(info.ack_floor.stream_seq or 0) if info.ack_floor else 0,
+        delivered_consumer_seq=(info.delivered.consumer_seq or 0) if info.delivered else 0,
         ack_wait=float(config.ack_wait) if config.ack_wait else streams.ACK_WAIT_SECONDS,
         filter_subjects=tuple(config.filter_subjects or ()),
     )
@@ -138,6 +141,7 @@ class Consumer:
         puller: pulling.Puller,
         *,
         ack_wait: float = streams.ACK_WAIT_SECONDS,
+        delivered: int = 0,
     ):
         self._conn = conn
         self.definition = definition
@@ -145,6 +149,9 @@ class Consumer:
         self.ack_wait = ack_wait
         """The ack wait the server has for this consumer (read at bind): what in-progress
         acks must beat, whatever the definition says (the hub owns the consumer)."""
+        self.delivered = delivered
+        """The consumer sequence delivered before the bind (read at bind; 0 for ``attach``):
+        the first delivery to this binding is this plus one unless a message went elsewhere."""
 
     async def fetch(self, batch: int = 10, *, timeout: float = 5.0) -> list[Delivery]:
         """Up to ``batch`` messages, waiting at most ``timeout`` seconds; [] when none came.
@@ -168,11 +175,15 @@ class Consumer:
 async def bind(conn: Connection, definition: streams.ConsumerDef) -> Consumer:
     """Bind to an existing durable consumer; ConsumerNotFound when the hub has not created it."""
     state = await consumer_info(conn, definition.stream, definition.durable_name)
-    return await attach(conn, definition, ack_wait=state.ack_wait)
+    return await attach(conn, definition, ack_wait=state.ack_wait, delivered=state.delivered_consumer_seq)
 
 
 async def attach(
-    conn: Connection, definition: streams.ConsumerDef, *, ack_wait: float = streams.ACK_WAIT_SECONDS
+    conn: Connection,
+    definition: streams.ConsumerDef,
+    *,
+    ack_wait: float = streams.ACK_WAIT_SECONDS,
+    delivered: int = 0,
 ) -> Consumer:
     """The pull side of ``bind``, without asking the server about the consumer first."""
     puller = pulling.Puller(conn, definition.stream, definition.durable_name)
@@ -185,7 +196,7 @@ async def attach(
     except BaseException:
         await puller.stop()
         raise
-    return Consumer(conn, definition, puller, ack_wait=ack_wait)
+    return Consumer(conn, definition, puller, ack_wait=ack_wait, delivered=delivered)
 
 
 def reset_subject(stream: str, consumer: str) -> str:

@@ -100,13 +100,45 @@ async def ensure_stream(conn: Connection, d: streams.StreamDef) -> str:
     return "updated"
 
 
+_CANNOT_UPDATE = frozenset({10012})
+"""JetStream err_codes of a consumer update the server refuses because a fixed field differs
+(10012: "ack policy can not be updated")."""
+
+
 async def ensure_consumer(conn: Connection, d: streams.ConsumerDef) -> None:
-    """Create or update a durable consumer (the server's create-or-update is idempotent)."""
+    """Create or update a durable consumer (the server's create-or-update is idempotent).
+
+    A consumer of an earlier release whose fixed fields differ (the hub's consumer before it
+    stopped acknowledging) is deleted and created again: what it had delivered is lost to it,
+    which only its owner's first reads after a start cover anyway (``hub.intake.Intake.load``).
+    """
+    config = consumer_config(d)
+
+    async def create() -> None:
+        await conn.jetstream(
+            lambda js: js.add_consumer(d.stream, config),
+            subjects=["$JS.API.CONSUMER.>"],
+            what=f"create consumer {d.durable_name} on {d.stream}",
+        )
+
+    try:
+        await create()
+        return
+    except errors.BusError as exc:
+        if exc.err_code not in _CANNOT_UPDATE:
+            raise
+        log.warning(
+            "consumer %s on %s differs in a field that cannot change (%s); creating it again",
+            d.durable_name,
+            d.stream,
+            exc,
+        )
     await conn.jetstream(
-        lambda js: js.add_consumer(d.stream, consumer_config(d)),
-        subjects=["$JS.API.CONSUMER.>"],
-        what=f"create consumer {d.durable_name} on {d.stream}",
+        lambda js: js.delete_consumer(d.stream, d.durable_name),
+        subjects=[f"$JS.API.CONSUMER.DELETE.{d.stream}.{d.durable_name}"],
+        what=f"delete consumer {d.durable_name} on {d.stream}",
     )
+    await create()
 
 
 async def delete_stream(conn: Connection, name: str) -> bool:

@@ -2,9 +2,11 @@
 
 Owns the record (``rkcp.Published`` or None per coordinates) and when each entry was last read
 from, or written to, the stream. An entry is read from the stream once, then kept current by our
-own publishes and purges (one leader writes); ``publish`` is fenced on the sequence the record
-says is last, and a fenced publish that fails drops the entry, so the next reconcile reads the
-stream. The stream is read again as ``rkcp.recheck_published`` says. The owners an intent names
+own publishes and purges (one leader writes); a control plane whose subject is not in
+KB_INTENTS' subject list (taken in one request, ``hub.holdings``) starts as None without a read
+of its own. ``publish`` is fenced on the sequence the record says is last, and a fenced publish
+that fails drops the entry, so the next reconcile reads the stream (a message another writer put
+there after the list was taken is found so). The stream is read again as ``rkcp.recheck_published`` says. The owners an intent names
 as replaced are handed to ``released.ReleasedDeletions`` when it is recorded (read or
 published). Talks to NATS only (``common.bus``).
 """
@@ -18,7 +20,7 @@ from collections.abc import Callable
 
 from common import bus
 from common.bus import errors as bus_errors
-from hub import api, mapping
+from hub import api, holdings, mapping
 from hub.controllers import config
 from hub.controllers import released as released_deletions
 from hub.reconcile import rkcp
@@ -28,6 +30,10 @@ from protocol import messages, signing, streams, subjects
 from protocol.coordinates import Coordinates
 
 log = logging.getLogger(__name__)
+
+INTENT_HOLDINGS_LIMIT = 50_000
+"""Intent subjects known at most. Below the 100,000 subjects nats-server lists in one answer,
+so a truncated list is never taken for the whole: past it, every first look reads."""
 
 
 class PublishedIntents:
@@ -50,6 +56,11 @@ class PublishedIntents:
         checked against the stream as ``rkcp.recheck_published`` says."""
         self._published_checked: dict[Coordinates, float] = {}
         """Loop time each record was last read from, or written to, the stream."""
+        self._holdings = holdings.Holdings(limit=INTENT_HOLDINGS_LIMIT)
+        """The intent subjects KB_INTENTS holds (one subject list, ``_learn``), kept current by
+        ``record`` and ``drop``: a control plane with no record and no subject is recorded as
+        having no intent, as of when the list was taken, without a read of its own."""
+        self._learning = asyncio.Lock()
 
     def record(
         self, coords: Coordinates, published: rkcp.Published | None, *, at: float | None = None
@@ -59,14 +70,20 @@ class PublishedIntents:
         released deletion it carries on) reach ``released.ReleasedDeletions``."""
         self._published_cache[coords] = published
         self._published_checked[coords] = asyncio.get_running_loop().time() if at is None else at
+        subject = subjects.intent(*coords, prefix=self.settings.prefix)
+        if published is None:
+            self._holdings.discard(subject)
+        else:
+            self._holdings.add(subject)
         if published is not None:
             for uid in published.replaces:
                 self.released.track(coords, uid, published.seq)
 
     def drop(self, coords: Coordinates) -> None:
-        """Forget ``coords``: the next ``get`` reads the stream."""
+        """Forget ``coords``: the next ``get`` reads the stream (its subject counts as held)."""
         self._published_cache.pop(coords, None)
         self._published_checked.pop(coords, None)
+        self._holdings.add(subjects.intent(*coords, prefix=self.settings.prefix))
 
     def retain(self, mapped: Callable[[Coordinates], bool]) -> None:
         """Drop every entry no RKCP maps to (one was deleted): the record never outgrows the RKCPs."""
@@ -75,6 +92,12 @@ class PublishedIntents:
 
     async def get(self, coords: Coordinates, status: messages.Status | None) -> rkcp.Published | None:
         now = asyncio.get_running_loop().time()
+        if coords not in self._published_cache:
+            await self._learn(now)
+            if self._holdings.holds(subjects.intent(*coords, prefix=self.settings.prefix)) is False:
+                # No intent when the subject list was taken, and none published since: the
+                # record is as old as the list, so ``recheck_published`` reads it when due.
+                self.record(coords, None, at=self._holdings.taken_at)
         known = coords in self._published_cache
         held = self._published_cache.get(coords)
         age = now - self._published_checked.get(coords, -math.inf)
@@ -91,6 +114,26 @@ class PublishedIntents:
             )
         self.record(coords, found, at=now)
         return found
+
+    async def _learn(self, now: float) -> None:
+        """Take KB_INTENTS' subject list again once it is half ``intent_check_interval`` old (one
+        request, however many control planes are new; one caller asks, the others wait). A
+        failure leaves nothing known: every first look reads, as before."""
+        max_age = self.settings.intent_check_interval / 2
+        if now - self._holdings.taken_at < max_age:
+            return
+        async with self._learning:
+            if asyncio.get_running_loop().time() - self._holdings.taken_at < max_age:
+                return  # another caller took it meanwhile
+            self._holdings.forget()
+            taken = asyncio.get_running_loop().time()
+            stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.settings.prefix)
+            try:
+                found = await bus.subjects_of(self.deps.conn, stream, ">")
+            except bus_errors.BusError as exc:
+                log.warning("cannot list the subjects of %s (%s); reading each intent subject", stream, exc)
+                return
+            self._holdings.seed(found, at=taken)
 
     async def _read_published(self, coords: Coordinates) -> rkcp.Published | None:
         prefix = self.settings.prefix

@@ -39,11 +39,7 @@ def test_site_permissions_follow_a_dotted_prefix() -> None:
 
 def test_hub_permissions() -> None:
     hub = permissions.for_hub()
-    assert hub.publish == (
-        "kb.intent.*.*.*",
-        "$JS.API.>",
-        "$JS.ACK.*.hub.*.*.*.*.*",  # its consumer `hub` on every site's stream, nothing else
-    )
+    assert hub.publish == ("kb.intent.*.*.*", "$JS.API.>")  # its consumers have no acks: no $JS.ACK
     assert hub.subscribe == ("_INBOX.>",)  # never a site's _INBOX_<site>
     assert not any(s.startswith(("kb.status", "kb.secret", "kb.site")) for s in hub.publish)
 

@@ -131,6 +131,29 @@ async def test_topology_updates_a_drifted_stream(conn: bus.Connection, prefix: s
     assert (await bus.stream_info(conn, name)).config.max_msgs_per_subject == 1
 
 
+async def test_topology_creates_again_a_hub_consumer_of_an_earlier_release(
+    conn: bus.Connection, prefix: str
+) -> None:
+    """The hub's consumer used to acknowledge; the server cannot change an ack policy in place,
+    so the topology deletes it and creates it again, without acks (the hub's grants have none)."""
+    await bus.ensure_topology(conn, sites=[], prefix=prefix)
+    await bus_topology.ensure_stream(conn, streams.site_stream("site-a", prefix=prefix))
+    now = streams.hub_consumer("site-a", prefix=prefix)
+    earlier = msgspec.structs.replace(now, ack_policy="explicit")
+    await bus_topology.ensure_consumer(conn, earlier)
+
+    async def ack_policy() -> str:
+        info = await conn.jetstream(
+            lambda js: js.consumer_info(now.stream, now.durable_name), subjects=["$JS.API.>"], what="info"
+        )
+        assert info.config.filter_subjects == list(now.filter_subjects)
+        return str(getattr(info.config.ack_policy, "value", info.config.ack_policy))
+
+    assert await ack_policy() == "explicit"
+    await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
+    assert await ack_policy() == "none"
+
+
 ROUND_TRIPS: list[tuple[str, K, Callable[[], Any], Callable[[bytes], Any]]] = [
     ("intent", K.INTENT, helpers.intent, messages.decode_intent),
     ("status", K.STATUS, helpers.status, messages.decode_status),
