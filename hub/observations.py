@@ -3,11 +3,11 @@
 Owns, per control plane coordinates ``(site, namespace, name)``, the latest ``Status`` and what
 is needed to decide about the latest ``SealedSecrets`` (``SealedRef``: checksum and owner; and
 why it did not open, if it is known not to), each with the stream sequence it came at, and a
-``version`` that grows with every recorded change. Nothing secret is kept: the latest box, still
-sealed, only until it is written (``hub.boxes``: within a byte budget; ``take_box`` hands it to
-``hub.intake.Intake.open_latest``), and dropped as soon as a newer box, a failure to open, a
-decision not to write it (``drop_box``), ``drop_sealed`` or ``forget`` says it is not the one to
-write; the stream keeps every box, and what is not kept is read from there when it is written
+``version`` that grows with every recorded change. Nothing secret is kept: the latest box is kept
+only as it came, sealed, and only until it is written (``hub.boxes``, within a byte budget;
+``take_box`` hands it to ``hub.intake.Intake.open_latest``); a newer box, a failure to open, a
+decision not to write it (``drop_box``), ``drop_sealed`` and ``forget`` drop it. The stream
+keeps every box, and what is not kept is read from there when it is written
 (``hub.controllers.writing.write_latest``, whenever the CAPI Secrets do not carry its checksum).
 The hub's RKCP controller reads it through ``hub.intake.Intake.load``; ``hub.intake`` writes it
 from the hub's durable consumers and from the streams' last messages, only for coordinates an
