@@ -2,9 +2,9 @@
 
 Shared by the two ways a message reaches the hub: its durable consumer (``hub.ingest``, news)
 and the streams' last message per subject, read through ``common.bus`` (``load``: a restarted
-hub, whose consumers do not redeliver what was acknowledged before, rebuilds its view;
-``open_latest``: the box fetched to be opened and written). Every message is checked against
-its subject and decoded; what cannot be used is counted in
+hub, whose consumers do not deliver again what an earlier process was sent, rebuilds its view;
+``open_latest``: the box to be opened and written, when it was not kept). Every message is
+checked against its subject and decoded; what cannot be used is counted in
 ``kb_hub_bus_rejected_total{stream,reason}`` (the stream names the site) and logged with its
 subject, never with secret material.
 
@@ -12,12 +12,15 @@ What a site's stream holds (``learn_holdings``, ``landed``, ``lose_track``): its
 read when the hub's consumer binds and kept current by that consumer, so ``load`` reads only
 subjects that hold a message.
 
-Sealed secrets: the hub keeps of a box only what is needed to decide (``observations``: its
-sequence, checksum and owner, and why it did not open). The consumer opens a new box on arrival,
-only to know whether it opens (``SecretsSynced`` says ``DecryptFailed`` at once); ``load``
-records without opening (observing only reads); ``open_latest`` is the one way to the plaintext
-(fetch, open, for ``hub.controllers.writing`` to write at once). So acknowledging a box never
-risks it: a hub that dies before writing it reads it again from the stream (issue 11 §2).
+Sealed secrets: the hub keeps of a box what is needed to decide (``observations``: its sequence,
+checksum and owner, and why it did not open) and, until it is written, the box itself, still
+sealed (``hub.boxes``, within a byte budget), so writing it needs no second read of the stream.
+The consumer opens a new box on arrival, only to know whether it opens (``SecretsSynced`` says
+``DecryptFailed`` at once; a box that does not open is not kept); ``load`` records and keeps
+without opening (observing only reads); ``open_latest`` is the one way to the plaintext (the
+kept box, or the stream's last one; open, for ``hub.controllers.writing`` to write at once). A
+kept box is only a copy of what the stream holds: a hub that dies before writing it reads it
+again from the stream (issue 11 §2).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import logging
 
 from common import bus
 from common.bus import errors as bus_errors
-from hub import holdings, observations
+from hub import boxes, holdings, observations
 from hub import metrics as hub_metrics
 from protocol import errors as protocol_errors
 from protocol import messages, sealing, streams, subjects
@@ -40,7 +43,7 @@ log = logging.getLogger(__name__)
 DECODE_ERROR = "DecodeError"
 BAD_SUBJECT = "BadSubject"
 UNMAPPED = "Unmapped"
-"""A message for coordinates no RKCP maps to: acknowledged, counted, never opened or kept."""
+"""A message for coordinates no RKCP maps to: counted, never opened or kept."""
 
 
 class Verdict(enum.Enum):
@@ -107,12 +110,9 @@ class Intake:
             held.add(subject)
 
     def lose_track(self, stream: str) -> list[Coordinates]:
-        """Messages of ``stream`` went by unseen: forget which subjects it holds and everything
-        held for its site's control planes (their next look reads the stream); the coordinates
-        forgotten."""
-        held = self._holdings.get(stream)
-        if held is not None:
-            held.forget()
+        """Messages of ``stream`` went by unseen: forget what it holds and what is held for its
+        site's control planes (their next look reads the stream); the coordinates forgotten."""
+        self.forget_holdings(stream)
         return self.observations.retain(lambda c: self.stream(c.site) != stream)
 
     # -- reading the streams' last messages ----------------------------------------------------
@@ -120,7 +120,7 @@ class Intake:
     async def load(self, coords: observations.Key) -> observations.ControlPlaneObservation | None:
         """What is held for ``coords``, reading the streams' last messages the first time.
 
-        The durable consumers do not redeliver what an earlier hub process acknowledged, so the
+        The durable consumers do not deliver again what an earlier hub process was sent, so the
         first look at a control plane after a start reads its latest status and sealed secrets
         straight from the streams (the box is not opened: only its checksum and owner are kept),
         unless the stream is known to hold neither subject (``learn_holdings``: a control plane
@@ -166,10 +166,38 @@ class Intake:
     async def open_latest(
         self, coords: observations.Key
     ) -> tuple[messages.SealedSecrets, messages.SecretsPayload] | None:
-        """Fetch the latest sealed secrets of ``coords`` from the stream, record them and open
-        them: the box and its payload, or None when there is no usable box (what was found is
-        recorded, so the next reconcile decides from it). Raises ``common.bus.errors.BusError``."""
+        """Open the latest sealed secrets of ``coords`` to write them: the box and its payload,
+        or None when there is no usable box (what was found is recorded, so the next reconcile
+        decides from it). The box kept since it was recorded (``observations.Observations.
+        take_box``), if it is the latest held, without a read; otherwise the stream's last box,
+        read and recorded. Raises ``common.bus.errors.BusError`` (only when reading).
+
+        A kept box is written even if the stream was purged behind the hub's back since it
+        arrived: the site sent it, on its own subject, for this owner, and it opens and matches
+        its checksum, exactly as if the write had come before the purge. The hub's own purges
+        (an RKCP's deletion, a released owner's messages) go through ``forget`` and ``unload``,
+        which drop the kept box first, so what the hub purged is never written."""
         coords = Coordinates(*coords)
+        subject = subjects.secret(*coords, prefix=self.prefix)
+        stream = self.stream(coords.site)
+        kept = self.observations.take_box(coords)
+        found = (kept.sealed, kept.seq) if kept is not None else await self._read_sealed(coords)
+        if found is None:
+            return None
+        sealed, seq = found
+        opened = boxes.open_sealed(sealed, keyring=self.deps.keyring)
+        # Recorded (a box read anew, or why a kept box does not open); never kept again: it is
+        # written now, and if that fails the next attempt reads it from the stream.
+        self.record_sealed(
+            coords, sealed, seq, stream=stream, subject=subject, opened=opened, last=True, keep=False
+        )
+        if isinstance(opened, boxes.DecryptError):
+            return None
+        return sealed, opened
+
+    async def _read_sealed(self, coords: Coordinates) -> tuple[messages.SealedSecrets, int] | None:
+        """The stream's last box of ``coords`` and its sequence; None, and the box held dropped,
+        when there is no usable one."""
         subject = subjects.secret(*coords, prefix=self.prefix)
         stream = self.stream(coords.site)
         stored = await bus.last_message(self.deps.conn, stream, subject)
@@ -181,13 +209,7 @@ class Intake:
             # until the site sends a box again (it does when its Secrets change or it restarts).
             self.observations.drop_sealed(coords)
             return None
-        opened = observations.open_sealed(sealed, keyring=self.deps.keyring)
-        self.record_sealed(
-            coords, sealed, stored.seq, stream=stream, subject=subject, opened=opened, last=True
-        )
-        if isinstance(opened, observations.DecryptError):
-            return None
-        return sealed, opened
+        return sealed, stored.seq
 
     # -- checking, decoding, recording -------------------------------------------------------
 
@@ -231,14 +253,16 @@ class Intake:
         *,
         stream: str,
         subject: str,
-        opened: messages.SecretsPayload | observations.DecryptError | None = None,
+        opened: messages.SecretsPayload | boxes.DecryptError | None = None,
         open_new: bool = False,
         last: bool = False,
+        keep: bool = True,
     ) -> Verdict:
         """Record the box at ``seq`` with what opening it gave: ``opened`` (None: not opened),
         or, with ``open_new``, open it here if it is newer than what is held (the consumer: only
         to know whether it opens; the payload is not kept). ``last``: read as its stream's last
-        message (``observations.Observations.apply_sealed``)."""
+        message (``observations.Observations.apply_sealed``). ``keep``: a box recorded, and not
+        known not to open, is kept (sealed) until it is written (``open_latest``)."""
         why = observations.disagreement(coords, sealed)
         if why is not None:
             self.reject(stream, observations.Outcome.MISMATCH.value, subject, why)
@@ -246,10 +270,10 @@ class Intake:
         if open_new:
             if seq <= self.observations.held_seq(coords)[1]:
                 return Verdict.KEPT  # held already (the consumer and load both saw it) or superseded
-            opened = observations.open_sealed(sealed, keyring=self.deps.keyring)
-        if isinstance(opened, observations.DecryptError):
+            opened = boxes.open_sealed(sealed, keyring=self.deps.keyring)
+        if isinstance(opened, boxes.DecryptError):
             self.reject(stream, opened.reason, subject, opened.message)
-        applied = self.observations.apply_sealed(coords, sealed, opened, seq, last=last)
+        applied = self.observations.apply_sealed(coords, sealed, opened, seq, last=last, keep=keep)
         return self._verdict(applied, stream=stream, subject=subject, seq=seq)
 
     def _verdict(self, applied: observations.Applied, *, stream: str, subject: str, seq: int) -> Verdict:

@@ -3,9 +3,12 @@
 Owns, per control plane coordinates ``(site, namespace, name)``, the latest ``Status`` and what
 is needed to decide about the latest ``SealedSecrets`` (``SealedRef``: checksum and owner; and
 why it did not open, if it is known not to), each with the stream sequence it came at, and a
-``version`` that grows with every recorded change. Nothing secret is kept: the box stays in the
-stream, the last message on its subject, and the hub fetches, opens and writes it in one step
-(``hub.controllers.writing.write_latest``) whenever the CAPI Secrets do not carry its checksum.
+``version`` that grows with every recorded change. Nothing secret is kept: the latest box is kept
+only as it came, sealed, and only until it is written (``hub.boxes``, within a byte budget;
+``take_box`` hands it to ``hub.intake.Intake.open_latest``); a newer box, a failure to open, a
+decision not to write it (``drop_box``), ``drop_sealed`` and ``forget`` drop it. The stream
+keeps every box, and what is not kept is read from there when it is written
+(``hub.controllers.writing.write_latest``, whenever the CAPI Secrets do not carry its checksum).
 The hub's RKCP controller reads it through ``hub.intake.Intake.load``; ``hub.intake`` writes it
 from the hub's durable consumers and from the streams' last messages, only for coordinates an
 RKCP maps to (``retain`` drops the rest), so its size follows the RKCPs, never what a site sends.
@@ -19,25 +22,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable
-from typing import Final
 
-from protocol import errors, messages, sealing
+from hub import boxes
+from protocol import messages
 from protocol.coordinates import Coordinates
-
-DECRYPT_FAILED: Final = "DecryptFailed"
-"""The reason of every secrets failure; the RKCP's ``SecretsSynced`` condition shows it."""
-
 
 Key = tuple[str, str, str]
 """What the methods accept: a ``Coordinates`` or a plain ``(site, namespace, name)`` tuple."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class DecryptError:
-    """Why sealed secrets could not be used. The message names the key id, never the content."""
-
-    reason: str = DECRYPT_FAILED
-    message: str
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -65,7 +56,7 @@ class ControlPlaneObservation:
     sealed: SealedRef | None = None
     sealed_seq: int = 0
     """Sequence of ``sealed`` in its site's stream; 0 when there is none."""
-    secrets_error: DecryptError | None = None
+    secrets_error: boxes.DecryptError | None = None
     """Why ``sealed`` could not be opened; None when it opened or there is nothing sealed."""
 
 
@@ -104,31 +95,6 @@ def disagreement(subject_coords: Key, message: messages.Status | messages.Sealed
     )
 
 
-def open_sealed(
-    sealed: messages.SealedSecrets, *, keyring: sealing.Keyring
-) -> messages.SecretsPayload | DecryptError:
-    """Open, verify against the checksum and decode; every failure is a DecryptError.
-
-    Messages name the key id and what failed, never any part of the plaintext.
-    """
-    key_id = sealed.recipient_key_id
-    try:
-        plaintext = keyring.open(sealed.ciphertext, key_id=key_id)
-    except errors.SealError as exc:
-        return DecryptError(message=str(exc))
-    if sealing.checksum(plaintext) != sealed.checksum:
-        return DecryptError(
-            message=f"sealed box for key id {key_id!r} opened but its checksum does not match the message's"
-        )
-    try:
-        return messages.decode_secrets_payload(plaintext)
-    except errors.DecodeError:
-        # The decoder's message is safe today, but the plaintext is secret: say only what failed.
-        return DecryptError(
-            message=f"sealed box for key id {key_id!r} opened but holds no valid SecretsPayload"
-        )
-
-
 @dataclasses.dataclass
 class _Entry:
     version: int = 0
@@ -136,7 +102,7 @@ class _Entry:
     status_seq: int = 0
     sealed: SealedRef | None = None
     sealed_seq: int = 0
-    secrets_error: DecryptError | None = None
+    secrets_error: boxes.DecryptError | None = None
     present: bool = False
     """False after ``forget``: the entry then only keeps its sequences and version, so a late
     redelivery of a purged message stays ignored and versions never go back."""
@@ -157,8 +123,10 @@ def _order(held: int, seq: int, *, again: bool = False) -> Outcome:
 class Observations:
     """The latest status and secrets per control plane, restart-safe by stream sequence."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, box_budget: int = boxes.DEFAULT_BUDGET) -> None:
         self._entries: dict[Coordinates, _Entry] = {}
+        self.boxes = boxes.Boxes(box_budget)
+        """The latest box of a control plane until it is written (``hub.boxes``)."""
 
     def apply_status(
         self, subject_coords: Key, status: messages.Status, seq: int, *, last: bool = False
@@ -183,30 +151,50 @@ class Observations:
         self,
         coords: Key,
         sealed: messages.SealedSecrets,
-        payload_or_error: messages.SecretsPayload | DecryptError | None,
+        payload_or_error: messages.SecretsPayload | boxes.DecryptError | None,
         seq: int,
         *,
         last: bool = False,
+        keep: bool = False,
     ) -> Applied:
         """Record ``sealed`` with what opening it gave (None: not opened), unless it is older
         than what is held (``last`` as for ``apply_status``); a box held unopened that turns out
         not to open records why.
 
-        Only its ``SealedRef`` and the error, if any, are kept; an opened payload is not.
+        Its ``SealedRef`` and the error, if any, are held; with ``keep``, the box itself too
+        until it is written (``take_box``) unless it does not open. An opened payload never is.
         """
         why = disagreement(coords, sealed)
         if why is not None:
             return Applied(Outcome.MISMATCH, why)
         coords = Coordinates(*coords)
         entry = self._entries.setdefault(coords, _Entry())
-        error = payload_or_error if isinstance(payload_or_error, DecryptError) else None
+        error = payload_or_error if isinstance(payload_or_error, boxes.DecryptError) else None
         outcome = _order(entry.sealed_seq, seq, again=last and entry.sealed is None)
         learned = outcome is Outcome.DUPLICATE and entry.sealed is not None and entry.secrets_error is None
         if outcome is not Outcome.RECORDED and not (learned and error is not None):
             return Applied(outcome, f"sealed secrets at sequence {seq}, holding {entry.sealed_seq}")
         entry.sealed, entry.sealed_seq, entry.secrets_error = SealedRef.of(sealed), seq, error
+        if keep and error is None:
+            self.boxes.keep(coords, sealed, seq)  # in place of an older one: the newer box wins
+        else:
+            self.boxes.drop(coords)
         self._touch(entry)
         return Applied(Outcome.RECORDED)
+
+    def take_box(self, coords: Key) -> boxes.Kept | None:
+        """The kept box of ``coords`` if it is the latest held (its sequence), no longer kept:
+        it is opened to be written. None when there is none: it is read from the stream."""
+        coords = Coordinates(*coords)
+        kept, entry = self.boxes.take(coords), self._entries.get(coords)
+        if kept is None or entry is None or entry.sealed is None or kept.seq != entry.sealed_seq:
+            return None
+        return kept
+
+    def drop_box(self, coords: Key, *, seq: int) -> None:
+        """A decision not to write the box at ``seq`` (the Secrets carry it, or it is withheld):
+        it is not kept for later (a later write reads it from the stream)."""
+        self.boxes.drop(Coordinates(*coords), seq=seq)
 
     def get(self, coords: Key) -> ControlPlaneObservation | None:
         """A snapshot of what is held for ``coords``; None when nothing is (or it was forgotten)."""
@@ -226,6 +214,7 @@ class Observations:
     def drop_sealed(self, coords: Key) -> None:
         """The subject holds no usable box any more (purged behind the hub's back): stop asking
         for a write until the site sends one. The sequence stays (sequences only grow)."""
+        self.boxes.drop(Coordinates(*coords))
         entry = self._entries.get(Coordinates(*coords))
         if entry is None or entry.sealed is None:
             return
@@ -243,6 +232,7 @@ class Observations:
         The sequences and the version stay: stream sequences only grow, so a new control plane
         of the same coordinates is recorded while a late redelivery of a purged one is not.
         """
+        self.boxes.drop(Coordinates(*coords))
         entry = self._entries.get(Coordinates(*coords))
         if entry is None or not entry.present:
             return

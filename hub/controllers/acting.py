@@ -3,7 +3,7 @@
 Owns nothing: finalizers and the endpoint are patched on the RKCP and Events recorded
 (``common.kube``), the known sites' NATS topology ensured (``topology``), intents published
 through ``published.PublishedIntents``, subjects purged (``common.bus``), released deletions
-handed to ``released.ReleasedDeletions``, sealed secrets fetched, opened (``hub.intake``) and
+handed to ``released.ReleasedDeletions``, sealed secrets opened (``hub.intake``: kept, or read) and
 written as CAPI Secrets in one path (``writing.write_latest``), and the InfraCluster's endpoint
 patched (``infra.InfraEndpoints``).
 """

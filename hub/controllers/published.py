@@ -6,9 +6,10 @@ own publishes and purges (one leader writes); a control plane whose subject is n
 KB_INTENTS' subject list (taken in one request, ``hub.holdings``) starts as None without a read
 of its own. ``publish`` is fenced on the sequence the record says is last, and a fenced publish
 that fails drops the entry, so the next reconcile reads the stream (a message another writer put
-there after the list was taken is found so). The stream is read again as ``rkcp.recheck_published`` says. The owners an intent names
-as replaced are handed to ``released.ReleasedDeletions`` when it is recorded (read or
-published). Talks to NATS only (``common.bus``).
+there after the list was taken is found so). The stream is read again as
+``rkcp.recheck_published`` says. The owners an intent names as replaced are handed to
+``released.ReleasedDeletions`` when it is recorded (read or published). Talks to NATS only
+(``common.bus``).
 """
 
 from __future__ import annotations

@@ -6,13 +6,15 @@ reconcile uses: the record of published intents (``published``), the CAPI Secret
 (``checksums``), the status writer (``status_writes``), the InfraCluster endpoint writer
 (``infra``) and the hands (``acting``). Reads the
 RKCPs, Clusters and the index from ``informing``, what the sites said from ``hub.observations``
-(loaded through ``hub.intake`` once per process) and ``hub.sites``, each Site's grant from
+(loaded through ``hub.intake`` once per process; a sealed box it decides not to write is not
+kept for later, ``_release_box``) and ``hub.sites``, each Site's grant from
 ``site.SiteSync``, and whether the site's topology is ready from ``topology``. Observing only
 reads: what it finds missing (a new site's topology) is an action (``EnsureTopology``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 
@@ -127,6 +129,7 @@ class Reconciler:
         plan = rkcp.reconcile(observed)
         if plan.secrets_refused:
             self._count_refusal(key, plan.secrets_refused, observed.report.secrets_seq)
+        self._release_box(r, observed, plan)
         for action in plan.actions:
             if not await self.executor.execute(action, r, observed):
                 return 1.0  # fenced or raced: observe again shortly
@@ -142,6 +145,17 @@ class Reconciler:
         if plan.status is not None:
             return await self.status_writes.write(key, r, plan.status, requeue)
         return requeue
+
+    def _release_box(self, r: api.RemoteKamajiControlPlane, o: rkcp.Observed, plan: rkcp.Plan) -> None:
+        """A box this reconcile decided not to write (the Secrets carry it already, it is withheld,
+        or the RKCP is going) is not kept for a later write, which reads it from the stream: kept
+        boxes are those waiting for their write, not every box a restarted hub's ``load`` read.
+        By its sequence: a newer box recorded meanwhile stays kept for the next reconcile."""
+        seq = o.report.secrets_seq
+        if not seq or any(isinstance(a, rkcp.WriteSecrets) for a in plan.actions):
+            return
+        with contextlib.suppress(mapping.InvalidCoordinates):
+            self.deps.observations.drop_box(mapping.coordinates(r), seq=seq)
 
     def _count_refusal(self, key: Key, reason: str, seq: int) -> None:
         if self._refused.get(key) == (reason, seq):

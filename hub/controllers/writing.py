@@ -4,10 +4,11 @@
 ``cluster.x-k8s.io/secret``, labelled with the cluster name, owned by the RKCP (controller), and
 annotated with the plaintext checksum so an unchanged payload is never written twice.
 
-``write_latest`` is the one path from a sealed box to the CAPI Secrets: fetch it from the stream
-and open it (``hub.intake.Intake.open_latest``), check it is the box decided on, write. Nothing
-secret is held between reconciles, and a box that a hub process acknowledged and died before
-writing is written by the next.
+``write_latest`` is the one path from a sealed box to the CAPI Secrets: open the box the hub
+kept since it recorded it, or else the one read from the stream (``hub.intake.Intake.open_latest``),
+check it is the box decided on, write. Nothing but the sealed box is held between reconciles
+(and that only until it is written, ``hub.boxes``), and a box that a hub process recorded and
+died before writing is read from the stream and written by the next.
 """
 
 from __future__ import annotations
@@ -96,8 +97,8 @@ async def write_latest(
     owner_uid: str,
     metrics: hub_metrics.Metrics,
 ) -> bool:
-    """Fetch, open, write. False when the box is no longer the one decided on or does not open
-    (what was found is recorded: the next reconcile decides from it)."""
+    """Open (the kept box, or the stream's), write. False when the box is no longer the one
+    decided on or does not open (what was found is recorded: the next reconcile decides from it)."""
     opened = await reader.open_latest(mapping.coordinates(r))
     if opened is None:
         return False

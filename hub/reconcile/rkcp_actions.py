@@ -4,7 +4,7 @@
 performs them: the Kubernetes writes (finalizers, the endpoint and the InfraCluster's, events,
 the CAPI Secrets through ``hub.controllers.writing``) and the NATS ones (topology, intents,
 purges). A plan never holds secret material: ``WriteSecrets`` names the box by checksum, the
-shell fetches and opens it.
+shell opens it (the box the hub kept, or the stream's).
 """
 
 from __future__ import annotations

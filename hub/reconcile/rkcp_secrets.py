@@ -2,7 +2,7 @@
 
 The hub keeps of the latest box only what this needs (``rkcp.SiteReport``: its sequence,
 checksum, the owner it names and why it did not open); the CAPI Secrets' checksum annotations
-say whether they carry it. A write is planned as ``WriteSecrets`` (fetch, open, write: the
+say whether they carry it. A write is planned as ``WriteSecrets`` (open, write: the
 shell's one path to the plaintext, ``hub.controllers.writing``).
 """
 
@@ -79,5 +79,5 @@ def _writes(o: Observed) -> list[actions.Action]:
     current = (names.capi_kubeconfig(o.cluster_name), names.capi_ca(o.cluster_name))
     if not checksum or all(o.secrets_checksums.get(n) == checksum for n in current):
         return []
-    # Missing or stale (another checksum): the box is fetched from the stream and written.
+    # Missing or stale (another checksum): the box (kept, or read from the stream) is written.
     return [actions.WriteSecrets(checksum=checksum, owner_uid=o.report.secrets_owner_uid)]

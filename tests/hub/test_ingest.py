@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from common import bus
-from hub import ingest, intake, observations
+from hub import boxes, ingest, intake, observations
 from hub import metrics as hub_metrics
 from protocol import messages, sealing, streams, subjects
 from protocol.coordinates import Coordinates
@@ -43,9 +43,15 @@ class Hub:
         return value or 0.0
 
 
-def new_hub(conn: bus.Connection, prefix: str, *, sites: list[str] | None = None) -> Hub:
+def new_hub(
+    conn: bus.Connection,
+    prefix: str,
+    *,
+    sites: list[str] | None = None,
+    box_budget: int = boxes.DEFAULT_BUDGET,
+) -> Hub:
     known = ["site-a", "site-b"] if sites is None else sites
-    obs = observations.Observations()
+    obs = observations.Observations(box_budget=box_budget)
     metrics = hub_metrics.Metrics()
     changes: list[Coordinates] = []
     mapped = {CP1, CP2}
@@ -262,7 +268,6 @@ async def test_an_older_status_does_not_replace_a_newer_one(conn: bus.Connection
     assert held.status is not None
     assert (held.status.phase, held.status_seq, held.version) == ("Ready", newer, 1)
     assert hub.changes == []  # load() answers its caller; handle() recorded nothing
-
 
 
 async def test_a_restarted_hub_loads_the_latest_from_the_streams(conn: bus.Connection, topology: str) -> None:

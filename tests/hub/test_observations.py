@@ -1,11 +1,11 @@
-"""hub.observations: ordering by stream sequence, coordinates checks, opening sealed secrets."""
+"""hub.observations: ordering by stream sequence, coordinates checks, the box kept until it is written."""
 
 from __future__ import annotations
 
 import nacl.public
 import pytest
 
-from hub import observations
+from hub import boxes, observations
 from protocol import keys, messages, sealing
 from protocol.coordinates import Coordinates
 from tests import helpers
@@ -100,43 +100,8 @@ def test_mismatch_names_both_coordinates() -> None:
     assert "site-a/tenants/cp2" in applied.message
 
 
-@pytest.mark.parametrize(
-    ("sealed", "error_part"),
-    [
-        pytest.param(sealed_to(HUB), None, id="opens"),
-        pytest.param(sealed_to(STRANGER), public(STRANGER).key_id, id="unknown-key"),
-        pytest.param(sealed_to(HUB, checksum="00" * 32), "checksum", id="checksum-mismatch"),
-        pytest.param(
-            sealed_to(HUB, plaintext=b'{"kubeconfig": 1}', checksum=sealing.checksum(b'{"kubeconfig": 1}')),
-            "no valid SecretsPayload",
-            id="not-a-payload",
-        ),
-    ],
-)
-def test_open_sealed(sealed: messages.SealedSecrets, error_part: str | None) -> None:
-    opened = observations.open_sealed(sealed, keyring=RING)
-    if error_part is None:
-        assert opened == PAYLOAD
-        return
-    assert isinstance(opened, observations.DecryptError)
-    assert opened.reason == "DecryptFailed"
-    assert error_part in opened.message
-    assert "TOP-SECRET" not in opened.message
-
-
-def test_open_sealed_corrupt_box_names_key_id() -> None:
-    good = sealed_to(HUB)
-    corrupt = messages.SealedSecrets(
-        **{f: getattr(good, f) for f in good.__struct_fields__ if f != "ciphertext"},
-        ciphertext=bytes(len(good.ciphertext)),
-    )
-    opened = observations.open_sealed(corrupt, keyring=RING)
-    assert isinstance(opened, observations.DecryptError)
-    assert public(HUB).key_id in opened.message
-
-
-def _opened(sealed: messages.SealedSecrets) -> messages.SecretsPayload | observations.DecryptError:
-    return observations.open_sealed(sealed, keyring=RING)
+def _opened(sealed: messages.SealedSecrets) -> messages.SecretsPayload | boxes.DecryptError:
+    return boxes.open_sealed(sealed, keyring=RING)
 
 
 @pytest.mark.parametrize(
@@ -326,7 +291,7 @@ def test_a_box_held_unopened_records_why_it_does_not_open_once_opened() -> None:
         1,
     )
     failed = _opened(box)
-    assert isinstance(failed, observations.DecryptError)
+    assert isinstance(failed, boxes.DecryptError)
     assert obs.apply_sealed(CP1, box, failed, 3).recorded
     held = obs.get(CP1)
     assert held is not None and (held.secrets_error, held.sealed_seq, held.version) == (failed, 3, 2)
@@ -354,3 +319,77 @@ def test_the_streams_last_message_is_held_again_after_unload() -> None:
     # Held now: the same message again, as the last one or redelivered, changes nothing.
     assert obs.apply_status(CP1, helpers.status(), 4, last=True).outcome is observations.Outcome.DUPLICATE
     assert obs.apply_sealed(CP1, box, None, 5, last=True).outcome is observations.Outcome.DUPLICATE
+
+
+KeptStep = tuple[str, int]
+"""(what, seq) on CP1: ``opened``/``unopened``/``fails`` record a box kept (the consumer; load;
+a box that does not open), ``written`` records one not to keep (``Intake.open_latest``),
+``mismatch`` a box naming CP1 on CP2's subject, ``stray`` keeps a box behind the records' back;
+the rest call the method of that name."""
+
+
+def _kept_step(obs: observations.Observations, what: str, seq: int) -> int | str | None:
+    box, bad = sealed_to(HUB), sealed_to(STRANGER)
+    if what in ("opened", "unopened", "written"):
+        obs.apply_sealed(CP1, box, PAYLOAD if what != "unopened" else None, seq, keep=what != "written")
+    elif what == "fails":
+        obs.apply_sealed(CP1, bad, _opened(bad), seq, keep=True)
+    elif what == "mismatch":
+        obs.apply_sealed(CP2, box, None, seq, keep=True)
+    elif what == "stray":
+        obs.boxes.keep(CP1, box, seq)
+    elif what == "take":
+        taken = obs.take_box(CP1)
+        return taken.seq if taken is not None else None
+    elif what == "drop_box":
+        obs.drop_box(CP1, seq=seq)
+    elif what == "retain":
+        obs.retain(lambda _: False)
+    else:
+        getattr(obs, what)(CP1)
+    return "-"
+
+
+@pytest.mark.parametrize(
+    ("steps", "kept", "taken"),
+    [
+        pytest.param([("opened", 5)], 5, [], id="consumer-keeps"),
+        pytest.param([("unopened", 5)], 5, [], id="load-keeps-unopened"),
+        pytest.param([("opened", 5), ("opened", 9)], 9, [], id="newer-wins"),
+        pytest.param([("opened", 9), ("opened", 5)], 9, [], id="older-ignored"),
+        pytest.param([("fails", 5)], None, [], id="not-opening-keeps-nothing"),
+        pytest.param([("unopened", 5), ("fails", 5)], None, [], id="learned-not-to-open"),
+        pytest.param([("opened", 5), ("fails", 9)], None, [], id="newer-failing-drops-older"),
+        pytest.param([("mismatch", 5)], None, [], id="mismatch-keeps-nothing"),
+        pytest.param([("opened", 5), ("take", 0)], None, [5], id="taken-to-write"),
+        pytest.param([("opened", 5), ("take", 0), ("take", 0)], None, [5, None], id="taken-once"),
+        pytest.param([("take", 0)], None, [None], id="nothing-kept"),
+        pytest.param([("opened", 5), ("take", 0), ("written", 5)], None, [5], id="written-not-kept-again"),
+        pytest.param([("opened", 5), ("written", 9)], None, [], id="newer-read-to-write-drops-older"),
+        pytest.param([("opened", 5), ("forget", 0)], None, [], id="forget"),
+        pytest.param([("opened", 5), ("unload", 0)], None, [], id="unload"),
+        pytest.param([("opened", 5), ("retain", 0)], None, [], id="retained-away"),
+        pytest.param([("opened", 5), ("drop_sealed", 0)], None, [], id="drop-sealed"),
+        pytest.param([("opened", 5), ("drop_box", 5)], None, [], id="decided-not-to-write"),
+        pytest.param([("opened", 9), ("drop_box", 5)], 9, [], id="a-newer-box-stays"),
+        pytest.param([("opened", 5), ("stray", 3), ("take", 0)], None, [None], id="only-the-latest-held"),
+        pytest.param([("opened", 5), ("forget", 0), ("unopened", 5)], None, [], id="forgotten-seq-stays"),
+    ],
+)
+def test_the_kept_box(steps: list[KeptStep], kept: int | None, taken: list[int | None]) -> None:
+    obs = observations.Observations()
+    results = [_kept_step(obs, what, seq) for what, seq in steps]
+    assert [r for r in results if r != "-"] == taken
+    box = obs.boxes.peek(CP1)
+    assert (box.seq if box is not None else None) == kept
+    assert obs.boxes.bytes == (boxes.size(sealed_to(HUB)) if kept else 0)
+    assert len(obs.boxes) == (1 if kept else 0)
+
+
+def test_the_box_budget_is_the_observations_own() -> None:
+    obs = observations.Observations(box_budget=0)
+    box = sealed_to(HUB)
+    assert obs.apply_sealed(CP1, box, PAYLOAD, 5, keep=True).recorded
+    assert obs.take_box(CP1) is None  # recorded, not kept: the write reads the stream
+    held = obs.get(CP1)
+    assert held is not None and held.sealed == observations.SealedRef.of(box)

@@ -101,3 +101,6 @@ async def test_a_status_before_the_first_reconcile_after_a_restart_leaves_secret
         await helpers.eventually(synced, within=15, every=0.2)
     except AssertionError as exc:
         raise AssertionError(f"{exc}: SecretsSynced, Ready, kubeconfig: {seen}") from None
+    # The box the load read is kept for its write and no longer: written (missing, stale), or
+    # already carried by the Secrets (kept), the hub keeps none of it.
+    assert (len(controller.observations.boxes), controller.observations.boxes.bytes) == (0, 0)

@@ -1,13 +1,21 @@
-"""hub.controllers.writing: the CAPI Secrets exactly as DESIGN §2 says (pure builder)."""
+"""hub.controllers.writing: the CAPI Secrets exactly as DESIGN §2 says (pure builder), and
+written from the box the hub's consumer delivered, without reading it from the stream again."""
 
 from __future__ import annotations
 
 import pytest
 
+from common import bus
+from common.kube import resources
 from hub import api
 from hub.controllers import writing
 from hub.reconcile import rkcp
-from protocol import messages
+from protocol import messages, streams, subjects
+from protocol.coordinates import Coordinates
+from sandbox import natsd
+from tests import helpers
+from tests.hub import reads as stream_reads
+from tests.hub.conftest import SITE, World, create_pair
 
 
 def test_capi_secrets() -> None:
@@ -80,3 +88,34 @@ def test_a_moved_object_gets_the_secrets_of_its_identity_owned_by_its_own_uid() 
         assert [o["uid"] for o in s["metadata"]["ownerReferences"]] == ["u-new"]
     with pytest.raises(writing.OwnerMismatch):
         writing.new_secrets(action, payload, r, cluster_name="c", owner_uid="u-new")
+
+
+async def test_a_box_the_consumer_delivered_is_written_without_a_read_of_the_stream(
+    world: World, conn: bus.Connection, nats_server: natsd.NatsServer
+) -> None:
+    """The whole path (hub and agent, a worker-less hub whose reconciles the test makes): after
+    the first look at the control plane (``Intake.load``), the site's sealed box reaches the CAPI
+    Secrets with no read of the secret subject, as the server counts the reads."""
+    coords, key = Coordinates(SITE, "tenants", "cp1"), ("default", "cp1")
+    controller = world.start_hub(workers=0)
+    world.start_agent()
+    stream = streams.site_stream_name(SITE, prefix=world.prefix)
+    async with stream_reads.watching(nats_server.url, stream) as reads:
+        await create_pair(world)
+        await helpers.eventually(lambda: controller.maps(coords), what="the RKCP indexed")
+        await controller.reconciler.sync(key)  # the first look: load reads the streams
+        assert controller.observations.loaded(coords)
+        await reads.mark(conn)
+
+        async def written() -> bool:
+            await controller.reconciler.sync(key)  # what a worker does
+            kc = await world.mgmt.get_or_none(resources.SECRET, "cp1-cluster-kubeconfig", namespace="default")
+            return kc is not None
+
+        await helpers.eventually(written, within=15, every=0.1, what="the CAPI Secrets written")
+        secret = subjects.secret(*coords, prefix=world.prefix)
+        assert secret not in await reads.mark(conn)
+    held = controller.observations.get(coords)
+    assert held is not None and held.sealed_seq > 0  # delivered by the consumer, after the load
+    assert world.hub_metrics.registry.get_sample_value("kb_hub_secrets_written_total") == 1.0
+    assert len(controller.observations.boxes) == 0  # written: nothing kept
