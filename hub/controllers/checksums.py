@@ -33,6 +33,12 @@ class SecretChecksums:
         notes = (obj.get("metadata") or {}).get("annotations") or {}
         self._checksums[key] = str(notes.get(writing.CHECKSUM_ANNOTATION) or "")
 
+    def written(self, namespace: str, cluster: str, checksum: str) -> None:
+        """The hub just wrote ``cluster``'s kubeconfig and CA Secrets with ``checksum``: known at
+        once, so a reconcile before the watch brings them back does not write them again."""
+        for secret in (names.capi_kubeconfig(cluster), names.capi_ca(cluster)):
+            self._checksums[(namespace, secret)] = checksum
+
     def delete(self, key: Key) -> None:
         self._checksums.pop(key, None)
 

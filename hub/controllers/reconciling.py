@@ -133,6 +133,8 @@ class Reconciler:
         for action in plan.actions:
             if not await self.executor.execute(action, r, observed):
                 return 1.0  # fenced or raced: observe again shortly
+            if isinstance(action, rkcp.WriteSecrets):
+                self.checksums.written(r.metadata.namespace, observed.cluster_name, action.checksum)
         if plan.first_ready:
             self._initialized[key] = r.metadata.uid
         if plan.first_ready and r.metadata.creation_timestamp is not None:
