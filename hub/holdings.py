@@ -19,24 +19,35 @@ from collections.abc import Iterable
 class Holdings:
     def __init__(self, *, limit: int) -> None:
         self.limit = limit
-        """Subjects at most: past it the record is dropped (the stream is read as before), so a
-        site publishing to ever new subjects cannot grow the hub's memory through it."""
+        """Subjects at most: past it nothing is known until the next list (the stream is read
+        as before), so a site publishing to ever new subjects cannot grow the hub's memory."""
         self._subjects: set[str] | None = None
+        self._added: set[str] | None = None
+        """Subjects added while a list is being taken (``learning``): the list may predate them."""
         self.taken_at = -math.inf
-        """Loop time of the seed the record grew from; -inf when nothing is known."""
+        """Loop time of the last list (taken, too long, or failed); -inf when none was taken."""
+
+    def learning(self) -> None:
+        """A list is being taken: what is added until ``seed`` is kept on top of it."""
+        self._added = set()
 
     def seed(self, subjects: Iterable[str], *, at: float) -> None:
-        """What the stream held at loop time ``at`` (a subject list taken then)."""
-        held = set(subjects)
-        if len(held) > self.limit:
-            self.forget()
-            return
-        self._subjects = held
+        """What the stream held at loop time ``at`` (a list taken then, after ``learning``),
+        plus what was added meanwhile. A list over the limit leaves nothing known until the
+        next one (``taken_at`` still moves, so the owner does not list again at once)."""
+        held = set(subjects) | (self._added or set())
+        self._added = None
+        self._subjects = held if len(held) <= self.limit else None
+        self.taken_at = at
+
+    def failed(self, *, at: float) -> None:
+        """Taking the list at ``at`` failed: nothing is known until the next one."""
+        self._subjects = self._added = None
         self.taken_at = at
 
     def forget(self) -> None:
         """Nothing is known any more (a message may have gone by unseen)."""
-        self._subjects = None
+        self._subjects = self._added = None
         self.taken_at = -math.inf
 
     @property
@@ -45,11 +56,13 @@ class Holdings:
 
     def add(self, subject: str) -> None:
         """A message landed on ``subject`` (seen delivered, or published by the owner)."""
+        if self._added is not None:
+            self._added.add(subject)
         if self._subjects is None:
             return
         self._subjects.add(subject)
         if len(self._subjects) > self.limit:
-            self.forget()
+            self._subjects = None
 
     def discard(self, subject: str) -> None:
         """``subject`` was purged by the owner."""

@@ -23,7 +23,9 @@ the stream's subject list at each bind (so a control plane with no message needs
 
 Memory: a site's messages are at most ``protocol.streams.MAX_MSG_SIZE`` (the server refuses
 larger ones), and each site's consumer fetches at most ``batch`` at a time, so messages in
-flight are bounded by sites * batch * message size; what is kept is bounded by the RKCPs.
+flight are bounded by sites * batch * message size; what is kept of them is bounded by the
+RKCPs, and the subjects known per site stream by ``hub.intake.HOLDINGS_LIMIT`` (the stream's own
+quota bounds what a site can make it hold).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from collections.abc import Callable, Iterable
 
 from common import aiotasks, backoff, bus
 from common.bus import errors as bus_errors
-from hub import intake
+from hub import continuity, intake
 from protocol import errors as protocol_errors
 from protocol import messages, streams, subjects
 from protocol.coordinates import Coordinates
@@ -57,6 +59,9 @@ class Settings:
     """Seconds, at most, between attempts to bind or fetch after NATS errors."""
     rescan_interval: float = 2.0
     """Seconds between looks at ``Deps.sites`` (a new site's consumer is bound within this)."""
+    check_interval: float = 30.0
+    """Seconds between checks of a quiet stream's delivered count (``hub.continuity``): the
+    longest a lost last message of a quiet site goes unnoticed (at once after a reconnect)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,8 +80,7 @@ class Ingest:
         self.deps = deps
         self.intake = deps.intake
         self.settings = settings
-        self._delivered: dict[str, int] = {}
-        """Per stream, the consumer sequence of the last delivery seen (continuity is checked)."""
+        self._continuity = continuity.Continuity(check_interval=settings.check_interval)
 
     async def run(self) -> None:
         """Forever: consume every known site's stream, each site in a supervised task of its
@@ -148,7 +152,10 @@ class Ingest:
                         self.settings.batch, timeout=self.settings.fetch_timeout
                     )
                     failures = 0
-                    await self.handle(*deliveries)
+                    if deliveries:
+                        await self.handle(*deliveries)
+                    else:
+                        await self.idle(consumer)
             except bus_errors.BusError as exc:
                 failures += 1
                 log.warning("consuming %s/%s: %s; rebinding", definition.stream, definition.durable_name, exc)
@@ -160,11 +167,9 @@ class Ingest:
         acknowledged (the consumer has no acks); a delivery that does not follow the one before
         it means messages went by unseen, so the site's stream is read again first (``_lost``)."""
         for delivery in deliveries:
-            last = self._delivered.get(delivery.stream)
-            if last is not None and delivery.consumer_seq != last + 1:
-                why = f"delivery {delivery.consumer_seq} follows {last}"
+            why = self._continuity.delivered(delivery.stream, delivery.consumer_seq)
+            if why is not None:
                 await self._lost(delivery.stream, why)
-            self._delivered[delivery.stream] = delivery.consumer_seq
             self.intake.landed(delivery.stream, delivery.subject)
             self._record_or_refuse(delivery)
 
@@ -172,12 +177,23 @@ class Ingest:
         """A binding whose first delivery will follow consumer sequence ``delivered``: if this
         process saw another last, messages went elsewhere meanwhile (lost in flight, taken by
         another process, or the consumer was created again). Then learn what the stream holds."""
-        last = self._delivered.get(stream)
-        if last is not None and last != delivered:
-            await self._lost(stream, f"the consumer delivered up to {delivered}, this hub saw {last}")
+        why = self._continuity.bound(stream, delivered)
+        if why is not None:
+            await self._lost(stream, why)
         else:
             await self.intake.learn_holdings(stream)
-        self._delivered[stream] = delivered
+
+    async def idle(self, consumer: bus.Consumer) -> None:
+        """Nothing came: if a check is due, has the consumer delivered more than was seen? (The
+        last message of a quiet stream, lost in flight, which no later delivery reveals.)"""
+        stream, conn = consumer.definition.stream, self.intake.deps.conn
+        now, reconnects = asyncio.get_running_loop().time(), conn.reconnects
+        if not self._continuity.check_due(stream, now=now, reconnects=reconnects):
+            return
+        state = await consumer.info()
+        why = self._continuity.checked(stream, state.delivered_consumer_seq, now=now, reconnects=reconnects)
+        if why is not None:
+            await self._lost(stream, why)
 
     async def _lost(self, stream: str, why: str) -> None:
         """Messages of ``stream`` were delivered but not seen: forget what is held for its site's

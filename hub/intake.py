@@ -65,8 +65,7 @@ class Deps:
     metrics: hub_metrics.Metrics
 
 
-HOLDINGS_LIMIT = 4 * streams.SITE_MAX_MSGS
-"""Subjects known per site stream at most (``hub.holdings``); past it that site's first looks read."""
+HOLDINGS_LIMIT = 4 * streams.SITE_MAX_MSGS  # subjects known per site stream (hub.holdings), at most
 
 
 class Intake:
@@ -88,9 +87,11 @@ class Intake:
         message landing on the stream is delivered to it and passes ``landed``, so a subject
         not held is one with no message (``load`` skips its reads). Raises ``BusError``."""
         held = self._holdings.setdefault(stream, holdings.Holdings(limit=HOLDINGS_LIMIT))
-        held.forget()
+        held.forget()  # until the list is in, whatever was known may be stale (a gap)
+        held.learning()
+        taken = asyncio.get_running_loop().time()
         found = await bus.subjects_of(self.deps.conn, stream, ">")
-        held.seed(found, at=asyncio.get_running_loop().time())
+        held.seed(found, at=taken)
 
     def knows(self, stream: str) -> bool:
         """Whether what ``stream`` holds is known (its consumer follows it)."""

@@ -204,9 +204,9 @@ def translate(what: str) -> Iterator[None]:
     except nats.js.errors.NoStreamResponseError:
         raise errors.Unavailable(f"{what}: no stream answered (is the topology created?)") from None
     except nats.js.errors.APIError as exc:
-        error = errors.BusError(f"{what}: {exc.description} (code {exc.code}, err_code {exc.err_code})")
-        error.err_code = exc.err_code
-        raise error from None
+        raise errors.BusError(
+            f"{what}: {exc.description} (code {exc.code}, err_code {exc.err_code})"
+        ) from None
     except (TimeoutError, nats.errors.TimeoutError):
         raise errors.BusTimeout(f"{what}: timed out") from None
     except nats.errors.NoRespondersError:

@@ -18,9 +18,6 @@ from __future__ import annotations
 class BusError(Exception):
     """Base of every bus error."""
 
-    err_code: int | None = None
-    """The JetStream API's ``err_code`` when the server refused a JetStream API request."""
-
 
 class PermissionDenied(BusError):
     """The server denied an operation. A configuration error, never worth a blind retry."""

@@ -100,17 +100,19 @@ async def ensure_stream(conn: Connection, d: streams.StreamDef) -> str:
     return "updated"
 
 
-_CANNOT_UPDATE = frozenset({10012})
-"""JetStream err_codes of a consumer update the server refuses because a fixed field differs
-(10012: "ack policy can not be updated")."""
+_ACK_POLICY_FIXED = "ack policy can not be updated"
+"""The server's refusal (err_code 10012, which it gives to every refused consumer update) when
+only the ack policy differs: the one difference ``ensure_consumer`` creates a consumer again for."""
 
 
 async def ensure_consumer(conn: Connection, d: streams.ConsumerDef) -> None:
     """Create or update a durable consumer (the server's create-or-update is idempotent).
 
-    A consumer of an earlier release whose fixed fields differ (the hub's consumer before it
-    stopped acknowledging) is deleted and created again: what it had delivered is lost to it,
-    which only its owner's first reads after a start cover anyway (``hub.intake.Intake.load``).
+    The hub's own consumer of an earlier release, which acknowledged, is deleted and created
+    again without acks: what it had delivered is lost to it, which the hub's first reads after
+    a start cover anyway (``hub.intake.Intake.load``). No other consumer is ever deleted here
+    (an agent's holds its site's place in the intents). Going back to a release whose hub
+    consumer acknowledges needs ``nats consumer rm <stream> hub`` first (README, Upgrading).
     """
     config = consumer_config(d)
 
@@ -125,13 +127,10 @@ async def ensure_consumer(conn: Connection, d: streams.ConsumerDef) -> None:
         await create()
         return
     except errors.BusError as exc:
-        if exc.err_code not in _CANNOT_UPDATE:
+        if d.durable_name != streams.HUB_CONSUMER or _ACK_POLICY_FIXED not in str(exc):
             raise
         log.warning(
-            "consumer %s on %s differs in a field that cannot change (%s); creating it again",
-            d.durable_name,
-            d.stream,
-            exc,
+            "consumer %s on %s acknowledges (an earlier release): created again", d.durable_name, d.stream
         )
     await conn.jetstream(
         lambda js: js.delete_consumer(d.stream, d.durable_name),

@@ -119,20 +119,22 @@ class PublishedIntents:
     async def _learn(self, now: float) -> None:
         """Take KB_INTENTS' subject list again once it is half ``intent_check_interval`` old (one
         request, however many control planes are new; one caller asks, the others wait). A
-        failure leaves nothing known: every first look reads, as before."""
+        failure, or a list past the limit, leaves nothing known until the next one is due: every
+        first look reads meanwhile, as before."""
         max_age = self.settings.intent_check_interval / 2
         if now - self._holdings.taken_at < max_age:
             return
         async with self._learning:
             if asyncio.get_running_loop().time() - self._holdings.taken_at < max_age:
                 return  # another caller took it meanwhile
-            self._holdings.forget()
+            self._holdings.learning()  # a publish or drop meanwhile is kept on top of the list
             taken = asyncio.get_running_loop().time()
             stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.settings.prefix)
             try:
                 found = await bus.subjects_of(self.deps.conn, stream, ">")
             except bus_errors.BusError as exc:
                 log.warning("cannot list the subjects of %s (%s); reading each intent subject", stream, exc)
+                self._holdings.failed(at=taken)
                 return
             self._holdings.seed(found, at=taken)
 

@@ -235,10 +235,11 @@ class Reconciler:
         )
 
     async def _report(self, coords: Coordinates) -> rkcp.SiteReport:
-        # Loaded once per process (the intake reads the streams the first time), whatever the
-        # consumer recorded before: a restarted hub's consumer never delivers again what the
-        # previous process acknowledged (the sealed secrets, typically), however many newer
-        # statuses it delivers first (issue 11 §2).
+        # Loaded once per process, and again after the consumer missed something (the intake
+        # reads the streams unless they are known to hold nothing for these coordinates),
+        # whatever the consumer recorded before: a restarted hub's consumer never delivers
+        # again what the previous process was sent (the sealed secrets, typically), however
+        # many newer statuses it delivers first (issue 11 §2).
         seen = await self.deps.intake.load(coords)
         if seen is None:
             return rkcp.SiteReport()

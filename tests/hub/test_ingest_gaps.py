@@ -193,3 +193,20 @@ async def test_a_site_no_longer_consumed_is_read_again(conn: bus.Connection, top
     seq = await publish_status(conn, topology, helpers.status(name="cp2"))
     loaded = await hub.intake.load(CP2)
     assert loaded is not None and loaded.status_seq == seq
+
+
+async def test_the_last_message_of_a_quiet_stream_lost_is_noticed_while_idle(
+    conn: bus.Connection, topology: str, consumer: bus.Consumer
+) -> None:
+    """Nothing follows the lost message, so no delivery reveals the gap: the consumer's own
+    count does, checked when a fetch comes back empty (at once after a reconnect, otherwise
+    every ``check_interval``)."""
+    hub = await bound_hub(conn, topology, consumer)
+    await publish_status(conn, topology, helpers.status(phase="Provisioning"))
+    await hub.ingest.handle(await fetch_one(consumer))
+    ready = await publish_status(conn, topology, helpers.status(phase="Ready"))
+    await fetch_one(consumer)  # lost, and the site sends nothing more
+    await hub.ingest.idle(consumer)
+    assert hub.changes == [CP1, CP1] and not hub.obs.loaded(CP1)
+    loaded = await hub.intake.load(CP1)
+    assert loaded is not None and loaded.status is not None and loaded.status_seq == ready
