@@ -79,18 +79,29 @@ Step = tuple[str, Coordinates, int]
         pytest.param(3 * SIZE, [(KEEP, CP1, 5), (DROP, CP1, 5)], {}, [], id="dropped-at-its-seq"),
         pytest.param(3 * SIZE, [(KEEP, CP1, 9), (DROP, CP1, 5)], {CP1: 9}, [], id="another-seq-stays"),
         pytest.param(
-            2 * SIZE, [(KEEP, CP1, 1), (KEEP, CP2, 2), (KEEP, CP3, 3)], {CP2: 2, CP3: 3}, [], id="oldest-goes"
+            2 * SIZE,
+            [(KEEP, CP1, 1), (KEEP, CP2, 2), (KEEP, CP3, 3)],
+            {CP1: 1, CP2: 2},
+            [],
+            id="full-keeps-no-more",
         ),
         pytest.param(
             2 * SIZE,
             [(KEEP, CP1, 1), (KEEP, CP2, 2), (KEEP, CP1, 4), (KEEP, CP3, 3)],
-            {CP1: 4, CP3: 3},
+            {CP1: 4, CP2: 2},
             [],
-            id="kept-again-is-newest",
+            id="a-newer-box-replaces-its-own",
+        ),
+        pytest.param(
+            2 * SIZE,
+            [(KEEP, CP1, 1), (KEEP, CP2, 2), (TAKE, CP1, 0), (KEEP, CP3, 3)],
+            {CP2: 2, CP3: 3},
+            [1],
+            id="room-again-once-taken",
         ),
         pytest.param(SIZE - 1, [(KEEP, CP1, 5)], {}, [], id="larger-than-budget"),
         pytest.param(0, [(KEEP, CP1, 5), (TAKE, CP1, 0)], {}, [None], id="budget-zero-keeps-nothing"),
-        pytest.param(SIZE, [(KEEP, CP1, 5), (KEEP, CP2, 6)], {CP2: 6}, [], id="exactly-the-budget"),
+        pytest.param(SIZE, [(KEEP, CP1, 5), (KEEP, CP2, 6)], {CP1: 5}, [], id="exactly-the-budget"),
     ],
 )
 def test_boxes(budget: int, steps: list[Step], kept: dict[Coordinates, int], taken: list[int | None]) -> None:
@@ -123,5 +134,5 @@ def test_a_negative_budget_is_refused_naming_it() -> None:
         boxes.Boxes(-1)
 
 
-def test_the_default_budget_holds_thousands_of_boxes_within_the_largest_message() -> None:
-    assert boxes.DEFAULT_BUDGET // streams.MAX_MSG_SIZE >= 500
+def test_the_default_budget_holds_a_hundred_boxes_of_the_largest_message() -> None:
+    assert boxes.DEFAULT_BUDGET // streams.MAX_MSG_SIZE >= 100
