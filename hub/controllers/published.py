@@ -74,11 +74,10 @@ class PublishedIntents:
         subject = subjects.intent(*coords, prefix=self.settings.prefix)
         if published is None:
             self._holdings.discard(subject)
-        else:
-            self._holdings.add(subject)
-        if published is not None:
-            for uid in published.replaces:
-                self.released.track(coords, uid, published.seq)
+            return
+        self._holdings.add(subject)
+        for uid in published.replaces:
+            self.released.track(coords, uid, published.seq)
 
     def drop(self, coords: Coordinates) -> None:
         """Forget ``coords``: the next ``get`` reads the stream (its subject counts as held)."""
