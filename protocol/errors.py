@@ -5,7 +5,8 @@
     ├── SubjectError       a subject or subject token that is not what the protocol allows
     ├── SignatureError     an intent that is unsigned, mis-signed or signed by an untrusted key
     │   └── RetiredKeyError    signed by a key the hub retired (``keys retire``)
-    └── SealError          a sealed payload that cannot be opened (unknown key, corrupt box)
+    ├── SealError          a sealed payload that cannot be opened (unknown key, corrupt box)
+    └── JWTError           a NATS JWT or NKey that is malformed, mis-signed or expired
 
 Every error carries a message naming the offending field, subject or key id, never secret
 material.
@@ -37,3 +38,7 @@ class RetiredKeyError(SignatureError):
 
 class SealError(ProtocolError):
     """A sealed payload could not be opened, or a key could not be loaded."""
+
+
+class JWTError(ProtocolError, ValueError):
+    """A NATS JWT (or NKey) is malformed, its signature does not verify, or it has expired."""
