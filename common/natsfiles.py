@@ -10,6 +10,10 @@
     DIR/sites/<site>.conf    its user block with exactly the permissions of DESIGN §4
     DIR/tls/                 with ``--tls-generate``: CA and server certificate (``common.tlsfiles``)
 
+With ``auth="operator"`` (NATS decentralized authentication) there is no auth.conf, no hub
+seed and no per-site file: DIR/operator.conf, the keys and JWTs of ``common.natsoperator``, and
+each node's resolver directory (STORE/resolver) replace them; the hub mints every user.
+
 Every command is idempotent: an existing seed is kept, blocks are re-rendered from the code's
 current permissions.
 """
@@ -19,13 +23,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import nkeys
 
-from common import files, natsconfig, tlsfiles
+from common import files, natsconfig, natsoperator, tlsfiles
 from protocol import labels, permissions, subjects
 
 MAIN_FILE = "nats-server.conf"
+Auth = Literal["static", "operator"]
+RESOLVER_DIR = "resolver"
 SITES_DIR = "sites"
 HUB_SEED = "hub.nk"
 
@@ -78,17 +85,26 @@ def nats_config(
     tls: tlsfiles.Paths | None = None,
     cluster: natsconfig.Cluster | None = None,
     config_file: str = MAIN_FILE,
-) -> tuple[Path, Identity]:
+    auth: Auth = "static",
+) -> tuple[Path, Identity | None]:
     """Write the main configuration (with ``tls``: clients must use TLS with that certificate;
-    with ``cluster``: this server is one node of that cluster, the routes TLS too with ``tls``)."""
+    with ``cluster``: this server is one node of that cluster, the routes TLS too with ``tls``).
+    The hub's static identity, or None in operator mode (the hub mints its own)."""
     subjects.check_prefix(prefix)
-    if Path(config_file).name != config_file or config_file == natsconfig.AUTH_FILE:
-        raise ValueError(f"--config-file {config_file!r}: a file name in DIR (not {natsconfig.AUTH_FILE})")
+    reserved = (natsconfig.AUTH_FILE, natsconfig.OPERATOR_FILE)
+    if Path(config_file).name != config_file or config_file in reserved:
+        raise ValueError(f"--config-file {config_file!r}: a file name in DIR (not {' or '.join(reserved)})")
     if tls is not None:
         tlsfiles.check(tls)
     config_dir.mkdir(parents=True, exist_ok=True)
-    hub = _identity(config_dir / HUB_SEED, "hub")
     store = store_dir if store_dir is not None else config_dir / "jetstream"
+    if auth == "operator":
+        natsoperator.write(natsoperator.Keys.load_or_create(config_dir))
+        hub = None
+        auth_file, resolver_dir = natsconfig.OPERATOR_FILE, str((store / RESOLVER_DIR).absolute())
+    else:
+        hub = _identity(config_dir / HUB_SEED, "hub")
+        auth_file, resolver_dir = natsconfig.AUTH_FILE, None
     main = config_dir / config_file
     files.write_public(
         main,
@@ -102,9 +118,12 @@ def nats_config(
             tls_key=str(tls.key.absolute()) if tls else None,
             tls_ca=str(tls.ca.absolute()) if tls and tls.ca else None,
             cluster_of=cluster,
+            auth_file=auth_file,
+            resolver_dir=resolver_dir,
         ),
     )
-    render_auth(config_dir, prefix=prefix)
+    if hub is not None:
+        render_auth(config_dir, prefix=prefix)
     return main, hub
 
 

@@ -6,7 +6,8 @@
     ├── SignatureError     an intent that is unsigned, mis-signed or signed by an untrusted key
     │   └── RetiredKeyError    signed by a key the hub retired (``keys retire``)
     ├── SealError          a sealed payload that cannot be opened (unknown key, corrupt box)
-    └── JWTError           a NATS JWT or NKey that is malformed, mis-signed or expired
+    ├── JWTError           a NATS JWT or NKey that is malformed, mis-signed or expired
+    └── CredentialError    a credential request the hub refuses (wrong site, stale, no proof)
 
 Every error carries a message naming the offending field, subject or key id, never secret
 material.
@@ -42,3 +43,7 @@ class SealError(ProtocolError):
 
 class JWTError(ProtocolError, ValueError):
     """A NATS JWT (or NKey) is malformed, its signature does not verify, or it has expired."""
+
+
+class CredentialError(ProtocolError):
+    """A request for a NATS credential is refused: the reason names the field, never a seed."""

@@ -52,6 +52,9 @@ delivered count, stream sequence, consumer sequence, timestamp, pending."""
 class Permissions(msgspec.Struct, frozen=True):
     publish: tuple[str, ...]
     subscribe: tuple[str, ...]
+    reply_to_requests: bool = False
+    """May publish one reply to the reply subject of a request it received (NATS's
+    ``allow_responses``), whatever that subject: the hub's credential service answers this way."""
 
 
 def site_inbox_prefix(site: str) -> str:
@@ -79,7 +82,17 @@ def for_site(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions
             f"$JS.API.CONSUMER.RESET.{own}",
             f"$JS.API.DIRECT.GET.{consumer.stream}.{own_intents}",
             ack_subjects(consumer),
+            subjects.service(subjects.Service.RENEW, site, prefix=prefix),
         ),
+        subscribe=(f"{site_inbox_prefix(site)}.>",),
+    )
+
+
+def for_bootstrap(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions:
+    """A site's bootstrap credential (operator mode): it may ask the hub, once, for the site's
+    first credential on ``<prefix>.bootstrap.<site>``, and read the answer in its inbox."""
+    return Permissions(
+        publish=(subjects.service(subjects.Service.BOOTSTRAP, site, prefix=prefix),),
         subscribe=(f"{site_inbox_prefix(site)}.>",),
     )
 
@@ -94,7 +107,12 @@ def for_hub(*, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions:
     """
     return Permissions(
         publish=(subjects.globbed(subjects.Kind.INTENT, prefix=prefix), "$JS.API.>"),
-        subscribe=("_INBOX.>",),
+        subscribe=(
+            "_INBOX.>",
+            subjects.service_globbed(subjects.Service.BOOTSTRAP, prefix=prefix),
+            subjects.service_globbed(subjects.Service.RENEW, prefix=prefix),
+        ),
+        reply_to_requests=True,
     )
 
 

@@ -5,6 +5,12 @@
     <prefix>.secret.<site>.<namespace>.<tcp>     agent → hub (sealed)
     <prefix>.site.<site>                         agent heartbeat
 
+and, in operator mode, the two request/reply subjects of the hub's credential service
+(``protocol.credentials``; core NATS, no stream keeps them):
+
+    <prefix>.bootstrap.<site>                    agent → hub, with the bootstrap credential
+    <prefix>.renew.<site>                        agent → hub, with its current credential
+
 Tokens are DNS-1123 labels, so a name can never smuggle in a '.', '*' or '>' and widen a
 subject or a permission. The prefix may have several labels (``kb``, ``acme.kb``).
 """
@@ -118,3 +124,29 @@ def parse(subject: str, *, prefix: str = DEFAULT_PREFIX) -> Parsed:
     except errors.SubjectError as exc:
         raise errors.SubjectError(f"subject {subject!r}: {exc}") from None
     return Parsed(kind, *checked)
+
+
+class Service(enum.StrEnum):
+    """The hub's credential service (``protocol.credentials``)."""
+
+    BOOTSTRAP = "bootstrap"
+    RENEW = "renew"
+
+
+def service(kind: Service, site: str, *, prefix: str = DEFAULT_PREFIX) -> str:
+    return f"{check_prefix(prefix)}.{kind.value}.{labels.check(site, field='site')}"
+
+
+def service_globbed(kind: Service, *, prefix: str = DEFAULT_PREFIX) -> str:
+    return f"{check_prefix(prefix)}.{kind.value}.*"
+
+
+def service_site(kind: Service, subject: str, *, prefix: str = DEFAULT_PREFIX) -> str:
+    """The site a credential-service subject names; SubjectError for any other subject."""
+    head = f"{check_prefix(prefix)}.{kind.value}."
+    if not subject.startswith(head):
+        raise errors.SubjectError(f"subject {subject!r} is not a {kind.value} request subject")
+    try:
+        return labels.check(subject[len(head) :], field="site")
+    except errors.SubjectError as exc:
+        raise errors.SubjectError(f"subject {subject!r}: {exc}") from None

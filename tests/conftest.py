@@ -9,6 +9,7 @@ Every server requires TLS with the session's test certificate (``helpers.nats_tl
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -16,8 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from common import bus, natsfiles
+from common import bus, natsfiles, natsoperator
 from common import kube as ckube
+from protocol import credentials, natsjwt
 from sandbox import kubeapi, natsd, ports
 from tests.helpers import nats_tls, options
 
@@ -112,6 +114,42 @@ def secured_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[nat
     )
     server.start()
     yield server, d / "conf"
+    server.stop()
+
+
+def operator_mode_server(
+    d: Path, *, sites: tuple[str, ...] = ("site-a", "site-b")
+) -> tuple[natsd.NatsServer, Path]:
+    """A nats-server in operator mode (`nats-config --auth operator`), not started, and its
+    config dir, with ``hub.creds`` and ``sites/<site>.creds``: users minted the way the hub mints
+    them (``protocol.credentials``), signed by the account's signing key."""
+    port = ports.free_port()
+    conf = d / "conf"
+    main, _ = natsfiles.nats_config(
+        conf, host="127.0.0.1", port=port, store_dir=d / "store", tls=nats_tls(), auth="operator"
+    )
+    keys = natsoperator.Keys.load_or_create(conf)
+    now = dt.datetime.now(dt.UTC)
+    hub_seed = natsjwt.new_seed("user")
+    hub = credentials.hub_user(natsjwt.public_of(hub_seed), account=keys.account_public, now=now)
+    (conf / "hub.creds").write_text(keys.user_creds(hub, hub_seed))
+    (conf / "sites").mkdir(exist_ok=True)
+    for site in sites:
+        seed = natsjwt.new_seed("user")
+        claims = credentials.site_user(site, natsjwt.public_of(seed), account=keys.account_public, now=now)
+        (conf / "sites" / f"{site}.creds").write_text(keys.user_creds(claims, seed))
+    server = natsd.NatsServer(
+        store_dir=d / "store", port=port, config=main, log_file=d / "nats.log", tls=nats_tls()
+    )
+    return server, conf
+
+
+@pytest.fixture(scope="module")
+def operator_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[natsd.NatsServer, Path]]:
+    """``secured_nats`` in operator mode: (server, config dir with hub.creds, sites/<site>.creds)."""
+    server, conf = operator_mode_server(tmp_path_factory.mktemp("operator"))
+    server.start()
+    yield server, conf
     server.stop()
 
 

@@ -96,14 +96,30 @@ def ca_for(url: str) -> Path | None:
 def options(
     url: str, *, seed_file: Path | None = None, inbox_prefix: str = "_INBOX", ca_file: Path | None = None
 ) -> bus.Options:
+    """``seed_file`` is an NKey seed, or a ``.creds`` file (operator mode) by its suffix."""
+    creds = seed_file is not None and seed_file.suffix == ".creds"
     return bus.Options(
         servers=(url,),
-        seed_file=seed_file,
+        seed_file=None if creds else seed_file,
+        creds_file=seed_file if creds else None,
         inbox_prefix=inbox_prefix,
         request_timeout=2.0,
         reconnect_wait=0.2,
         ca_file=ca_file if ca_file is not None else ca_for(url),
     )
+
+
+def identity_file(conf: Path, name: str) -> Path:
+    """The credential a configuration directory holds for ``name`` (``hub``, ``sites/site-a``):
+    its ``.creds`` in operator mode (``tests.conftest.operator_nats``), its NKey seed otherwise."""
+    creds = conf / f"{name}.creds"
+    return creds if creds.exists() else conf / f"{name}.nk"
+
+
+def creds_jwt(path: Path) -> str:
+    """The user JWT of a ``.creds`` file."""
+    lines = path.read_text().splitlines()
+    return lines[lines.index("-----BEGIN NATS USER JWT-----") + 1].strip()
 
 
 def stream(kind: subjects.Kind, prefix: str, *, site: str = "site-a") -> str:

@@ -76,6 +76,8 @@ class Message:
     subject: str
     data: bytes
     headers: dict[str, str]
+    reply: str = ""
+    """Where the sender waits for an answer (``Connection.respond``), if it sent a request."""
 
 
 @dataclass(eq=False)
@@ -127,7 +129,9 @@ class Connection:
         PermissionDenied (naming the subject) if it refuses it."""
 
         async def deliver(msg: Msg) -> None:
-            await handler(Message(subject=msg.subject, data=msg.data, headers=dict(msg.headers or {})))
+            await handler(
+                Message(subject=msg.subject, data=msg.data, headers=dict(msg.headers or {}), reply=msg.reply)
+            )
 
         made: list[Subscription] = []
 
@@ -142,6 +146,26 @@ class Connection:
             for sub in made:
                 await sub.unsubscribe()
             raise
+
+    async def request(self, subject: str, data: bytes, *, timeout: float | None = None) -> bytes:
+        """A core NATS request: the answer's bytes. Unavailable when nobody answers,
+        BusTimeout when the answer does not come in time, PermissionDenied naming the subject."""
+        wait = self.options.request_timeout if timeout is None else timeout
+        reply = await self.call(
+            self._nc.request(subject, data, timeout=wait), subjects=[subject], what=f"request on {subject}"
+        )
+        return bytes(reply.data)
+
+    async def respond(self, message: Message, data: bytes) -> None:
+        """Answer a request (a ``Message`` with a reply subject), once the server has taken it."""
+        if not message.reply:
+            raise ValueError(f"message on {message.subject} is not a request: it has no reply subject")
+
+        async def publish() -> None:
+            await self._nc.publish(message.reply, data)
+            await self.sync()
+
+        await self.call(publish(), subjects=[message.reply], what=f"answer on {message.reply}")
 
     async def sync(self) -> None:
         """Return once the server has processed everything sent before: a denial of it has arrived.

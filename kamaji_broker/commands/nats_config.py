@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from common import natsconfig, natsfiles, tlsfiles
+from common import natsconfig, natsfiles, natsoperator, tlsfiles
 from protocol import subjects
 
 
@@ -37,6 +37,14 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--monitor", metavar="HOST:PORT", help="serve nats-server's HTTP monitoring here (/varz, /healthz)"
     )
     nc.add_argument("--prefix", default=subjects.DEFAULT_PREFIX, help="subject prefix (default: kb)")
+    nc.add_argument(
+        "--auth",
+        choices=("static", "operator"),
+        default="static",
+        help="static: NKey users listed in auth.conf (re-rendered and reloaded on every site change); "
+        "operator: NATS decentralized auth, JWTs minted by the hub, sites added and revoked "
+        "with no file edited and no reload (keys in DIR/operator/)",
+    )
     _add_cluster_flags(nc)
     _add_tls_flags(nc)
 
@@ -139,8 +147,18 @@ def run(args: argparse.Namespace) -> int:
         tls=tls,
         cluster=cluster,
         config_file=args.config_file,
+        auth=args.auth,
     )
-    print(f"wrote {main}; hub NKey {hub.public_key}, seed {hub.seed_file}", file=sys.stderr)
+    if hub is not None:
+        print(f"wrote {main}; hub NKey {hub.public_key}, seed {hub.seed_file}", file=sys.stderr)
+    else:
+        d = args.dir / natsoperator.KEYS_DIR
+        print(
+            f"wrote {main} (operator mode); give the hub {d / 'account-signing.nk'}, "
+            f"{d / 'operator-signing.nk'} and {args.dir / natsoperator.HUB_SYSTEM_CREDS}; keep "
+            f"{d / 'operator.nk'}, {d / 'account.nk'} and {d / 'system.nk'} offline",
+            file=sys.stderr,
+        )
     if cluster is not None:
         print(
             f"cluster {cluster.name}: routes on {cluster.listen}, to {', '.join(cluster.routes)}"

@@ -19,8 +19,17 @@ def test_site_permissions_are_exactly_its_own_subjects() -> None:
         "$JS.API.CONSUMER.RESET.KB_INTENTS.agent-site-a",
         "$JS.API.DIRECT.GET.KB_INTENTS.kb.intent.site-a.*.*",
         "$JS.ACK.KB_INTENTS.agent-site-a.*.*.*.*.*",
+        "kb.renew.site-a",
     )
     assert p.subscribe == ("_INBOX_site-a.>",)
+    assert not p.reply_to_requests
+
+
+def test_bootstrap_permissions_ask_only_for_the_sites_first_credential() -> None:
+    p = permissions.for_bootstrap("site-a")
+    assert p.publish == ("kb.bootstrap.site-a",)
+    assert p.subscribe == ("_INBOX_site-a.>",)
+    assert not p.reply_to_requests
 
 
 def test_site_permissions_follow_a_dotted_prefix() -> None:
@@ -34,13 +43,16 @@ def test_site_permissions_follow_a_dotted_prefix() -> None:
         "$JS.API.CONSUMER.RESET.ACME_KB_INTENTS.agent-s",
         "$JS.API.DIRECT.GET.ACME_KB_INTENTS.acme.kb.intent.s.*.*",
         "$JS.ACK.ACME_KB_INTENTS.agent-s.*.*.*.*.*",
+        "acme.kb.renew.s",
     )
 
 
 def test_hub_permissions() -> None:
     hub = permissions.for_hub()
     assert hub.publish == ("kb.intent.*.*.*", "$JS.API.>")  # its consumers have no acks: no $JS.ACK
-    assert hub.subscribe == ("_INBOX.>",)  # never a site's _INBOX_<site>
+    # never a site's _INBOX_<site>; the credential service's requests
+    assert hub.subscribe == ("_INBOX.>", "kb.bootstrap.*", "kb.renew.*")
+    assert hub.reply_to_requests  # its answers go to the asking site's inbox
     assert not any(s.startswith(("kb.status", "kb.secret", "kb.site")) for s in hub.publish)
 
 

@@ -29,15 +29,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # the topology of nats_support.SITES and their messages, and site-a as an attacker.
 
 
+# Every case runs against both kinds of identity: static NKey users in auth.conf, and the JWTs
+# of operator mode, which must carry exactly the same grants.
+
+
+@pytest.fixture(params=["static", "operator"])
+def attacked(request: pytest.FixtureRequest) -> tuple[natsd.NatsServer, Path]:
+    """The server under attack and its config dir: ``secured_nats`` or ``operator_nats``."""
+    fixture = "secured_nats" if request.param == "static" else "operator_nats"
+    server: tuple[natsd.NatsServer, Path] = request.getfixturevalue(fixture)
+    return server
+
+
 @pytest.fixture
-async def hub(secured_nats: tuple[natsd.NatsServer, Path]) -> AsyncIterator[ns.Raw]:
-    raw = await ns.prepare(*secured_nats)
+async def hub(attacked: tuple[natsd.NatsServer, Path]) -> AsyncIterator[ns.Raw]:
+    raw = await ns.prepare(*attacked)
     yield raw
     await raw.close()
 
 
 @pytest.fixture
-async def site_a(secured_nats: tuple[natsd.NatsServer, Path], hub: ns.Raw) -> AsyncIterator[ns.Raw]:
-    raw = await ns.connect_site(*secured_nats, "site-a")
+async def site_a(attacked: tuple[natsd.NatsServer, Path], hub: ns.Raw) -> AsyncIterator[ns.Raw]:
+    raw = await ns.connect_site(*attacked, "site-a")
     yield raw
     await raw.close()

@@ -94,7 +94,8 @@ class Raw:
         await self.nc.close()
 
 
-async def connect(server: natsd.NatsServer, seed_file: Path, *, inbox_prefix: str = "_INBOX") -> Raw:
+async def connect(server: natsd.NatsServer, identity: Path, *, inbox_prefix: str = "_INBOX") -> Raw:
+    """A raw connection with ``identity``: an NKey seed, or a ``.creds`` file (operator mode)."""
     raw: Raw | None = None
     early: list[tuple[str, str]] = []
 
@@ -106,7 +107,11 @@ async def connect(server: natsd.NatsServer, seed_file: Path, *, inbox_prefix: st
     nc = await nats.connect(
         servers=[server.url],
         **helpers.tls_options(server.url),
-        nkeys_seed=str(seed_file),
+        **(
+            {"user_credentials": str(identity)}
+            if identity.suffix == ".creds"
+            else {"nkeys_seed": str(identity)}
+        ),
         inbox_prefix=inbox_prefix,
         error_cb=on_error,
         allow_reconnect=False,
@@ -117,11 +122,11 @@ async def connect(server: natsd.NatsServer, seed_file: Path, *, inbox_prefix: st
 
 
 async def connect_site(server: natsd.NatsServer, conf: Path, site: str) -> Raw:
-    return await connect(server, conf / "sites" / f"{site}.nk", inbox_prefix=f"_INBOX_{site}")
+    return await connect(server, helpers.identity_file(conf, f"sites/{site}"), inbox_prefix=f"_INBOX_{site}")
 
 
 async def connect_hub(server: natsd.NatsServer, conf: Path) -> Raw:
-    return await connect(server, conf / "hub.nk")
+    return await connect(server, helpers.identity_file(conf, "hub"))
 
 
 async def snapshot(js: JetStreamContext) -> dict[str, tuple[Any, ...]]:
@@ -191,7 +196,9 @@ def body(**fields: Any) -> bytes:
 
 async def prepare(server: natsd.NatsServer, conf: Path) -> Raw:
     """The hub's raw connection on a server with the topology of ``SITES`` and their messages."""
-    conn = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
+    conn = await bus.connect(
+        helpers.options(server.url, seed_file=helpers.identity_file(conf, "hub")), deadline=10
+    )
     try:
         await bus.ensure_topology(conn, sites=list(SITES))
     finally:

@@ -162,9 +162,9 @@ VICTIMS = {
 
 @pytest.mark.parametrize("victim", sorted(VICTIMS))
 async def test_a_site_cannot_pull_from_another_consumer_through_an_ack_subject(
-    secured_nats: tuple[natsd.NatsServer, Path], hub: ns.Raw, site_a: ns.Raw, victim: str
+    attacked: tuple[natsd.NatsServer, Path], hub: ns.Raw, site_a: ns.Raw, victim: str
 ) -> None:
-    server, _ = secured_nats
+    server, _ = attacked
     target = VICTIMS[victim]
     js = hub.nc.jetstream()
     before = await js.consumer_info(target.stream, target.durable_name)

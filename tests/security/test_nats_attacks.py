@@ -203,7 +203,7 @@ SUBSCRIBE = [
 
 @pytest.mark.parametrize(("subject", "payload"), [pytest.param(s, p, id=i) for i, s, p in PUBLISH])
 async def test_site_a_cannot_publish(
-    secured_nats: tuple[natsd.NatsServer, Path], hub: ns.Raw, site_a: ns.Raw, subject: str, payload: bytes
+    attacked: tuple[natsd.NatsServer, Path], hub: ns.Raw, site_a: ns.Raw, subject: str, payload: bytes
 ) -> None:
     js = hub.nc.jetstream()
     before = await ns.snapshot(js)
@@ -215,12 +215,12 @@ async def test_site_a_cannot_publish(
     await site_a.denied("publish", subject)
     assert site_a.received == []
     assert await ns.snapshot(js) == before
-    await ns.alive(secured_nats[0], hub, site_a)
+    await ns.alive(attacked[0], hub, site_a)
 
 
 @pytest.mark.parametrize("subject", SUBSCRIBE)
 async def test_site_a_cannot_subscribe(
-    secured_nats: tuple[natsd.NatsServer, Path], hub: ns.Raw, site_a: ns.Raw, subject: str
+    attacked: tuple[natsd.NatsServer, Path], hub: ns.Raw, site_a: ns.Raw, subject: str
 ) -> None:
     js = hub.nc.jetstream()
     before = await ns.snapshot(js)
@@ -229,7 +229,7 @@ async def test_site_a_cannot_subscribe(
 
     await site_a.denied("subscribe", subject)
     assert await ns.snapshot(js) == before
-    await ns.alive(secured_nats[0], hub, site_a)
+    await ns.alive(attacked[0], hub, site_a)
 
 
 @pytest.mark.parametrize(
@@ -243,7 +243,7 @@ async def test_site_a_cannot_subscribe(
     ],
 )
 async def test_a_request_body_on_its_own_direct_get_subject_reads_nothing_else(
-    secured_nats: tuple[natsd.NatsServer, Path], hub: ns.Raw, site_a: ns.Raw, body: bytes
+    attacked: tuple[natsd.NatsServer, Path], hub: ns.Raw, site_a: ns.Raw, body: bytes
 ) -> None:
     """The grant is allowed, so no violation: the server must answer with a refusal (a body
     selects messages only on the stream-wide subject), never with another site's message."""
@@ -262,11 +262,11 @@ async def test_a_request_body_on_its_own_direct_get_subject_reads_nothing_else(
     assert (reply.headers or {}).get("Status") == "408" and reply.data == b""
     assert site_a.violations == []
     assert await ns.snapshot(js) == before
-    await ns.alive(secured_nats[0], hub, site_a)
+    await ns.alive(attacked[0], hub, site_a)
 
 
 async def test_site_a_can_do_every_operation_of_its_own(
-    secured_nats: tuple[natsd.NatsServer, Path], hub: ns.Raw, site_a: ns.Raw
+    attacked: tuple[natsd.NatsServer, Path], hub: ns.Raw, site_a: ns.Raw
 ) -> None:
     """The control: with the same raw client, each of site-a's grants works."""
     info = json.loads((await site_a.ask(f"$JS.API.CONSUMER.INFO.{INTENTS}.{OWN}")).data)
@@ -298,5 +298,5 @@ async def test_site_a_can_do_every_operation_of_its_own(
         ack = await sjs.publish(subject, payload)
         assert ack.stream in (STATUS, SECRETS, SITES_STREAM)
     await site_a.subscribe("_INBOX_site-a.anything.below")
-    await ns.alive(secured_nats[0], hub, site_a)
+    await ns.alive(attacked[0], hub, site_a)
     assert site_a.violations == []

@@ -1,0 +1,213 @@
+"""Operator mode on disk: the NKeys and JWTs of NATS decentralized authentication.
+
+    DIR/operator/operator.nk           operator identity seed: offline, only to re-sign the
+                                       operator JWT when a signing key is rotated
+    DIR/operator/operator-signing.nk   operator signing key: the hub's, to re-sign the account
+                                       JWT with a revocation
+    DIR/operator/system.nk             system account seed: offline, signs the hub's system user
+    DIR/operator/account.nk            the kamaji-broker account's identity seed: offline
+    DIR/operator/account-signing.nk    the account's signing key: the hub's, to mint users
+    DIR/operator/*.jwt                 the operator, system and account JWTs (public)
+    DIR/hub-system.creds               the hub's system-account user: it may only push and look
+                                       up account JWTs ($SYS.REQ.CLAIMS.UPDATE, ...LOOKUP)
+    DIR/operator.conf                  what nats-server includes (``natsconfig.operator``)
+
+Every seed is 0600 and every file is kept if it exists (a later ``nats-config`` changes no
+identity, so nothing minted before stops working). The account JWT written here carries no
+revocations and stays the oldest: the resolver's own copy, which the hub updates, is newer and
+wins over it when a server starts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from common import files, natsconfig
+from protocol import credentials, errors, natsjwt, permissions
+
+KEYS_DIR = "operator"
+HUB_SYSTEM_CREDS = "hub-system.creds"
+ACCOUNT_NAME = "kamaji-broker"
+SYSTEM_ACCOUNT_NAME = "SYS"
+
+_UNLIMITED = {"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1, "wildcards": True}
+ACCOUNT_LIMITS: dict[str, int | bool] = {
+    **_UNLIMITED,
+    "conn": -1,
+    "leaf": -1,
+    "disallow_bearer": True,
+    # JetStream on, bounded per stream by the hub's stream limits (protocol.streams)
+    "mem_storage": -1,
+    "disk_storage": -1,
+    "streams": -1,
+    "consumer": -1,
+}
+"""The kamaji-broker account: JetStream enabled (zero storage would disable it), no bearer
+tokens (every user proves it holds its seed)."""
+
+
+def hub_system_permissions(account: str) -> permissions.Permissions:
+    """The hub's system-account user: push the account's JWT (a revocation) and look it up."""
+    return permissions.Permissions(
+        publish=("$SYS.REQ.CLAIMS.UPDATE", f"$SYS.REQ.ACCOUNT.{account}.CLAIMS.LOOKUP"),
+        subscribe=("_INBOX.>",),
+    )
+
+
+def _seed(path: Path, role: natsjwt.Role) -> bytes:
+    if path.exists():
+        seed = path.read_bytes().strip()
+        try:
+            natsjwt.key_pair(seed)
+        except errors.JWTError:  # named by its file, never echoed
+            raise ValueError(f"{path}: not an NKey seed (restore it from your backup)") from None
+        return seed
+    seed = natsjwt.new_seed(role)
+    files.write_private(path, seed.decode("ascii") + "\n")
+    return seed
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The operator-mode keys of one configuration directory."""
+
+    directory: Path
+    operator: bytes
+    operator_signing: bytes
+    system: bytes
+    account: bytes
+    account_signing: bytes
+
+    @classmethod
+    def load_or_create(cls, config_dir: Path) -> Keys:
+        d = config_dir / KEYS_DIR
+        d.mkdir(parents=True, exist_ok=True)
+        return cls(
+            directory=config_dir,
+            operator=_seed(d / "operator.nk", "operator"),
+            operator_signing=_seed(d / "operator-signing.nk", "operator"),
+            system=_seed(d / "system.nk", "account"),
+            account=_seed(d / "account.nk", "account"),
+            account_signing=_seed(d / "account-signing.nk", "account"),
+        )
+
+    @property
+    def account_public(self) -> str:
+        return natsjwt.public_of(self.account)
+
+    @property
+    def system_public(self) -> str:
+        return natsjwt.public_of(self.system)
+
+    def operator_jwt(self) -> str:
+        claims = natsjwt.Claims(
+            sub=natsjwt.public_of(self.operator),
+            iss="",
+            iat=0,
+            name="kamaji-broker-operator",
+            nats=natsjwt.Operator(
+                signing_keys=(natsjwt.public_of(self.operator_signing),), system_account=self.system_public
+            ),
+        )
+        return natsjwt.encode(claims, natsjwt.key_pair(self.operator))
+
+    def system_jwt(self) -> str:
+        limits: dict[str, int | bool] = {**_UNLIMITED, "conn": -1, "leaf": -1}
+        claims = natsjwt.Claims(
+            sub=self.system_public,
+            iss="",
+            iat=0,
+            name=SYSTEM_ACCOUNT_NAME,
+            nats=natsjwt.Account(limits=limits),
+        )
+        return natsjwt.encode(claims, natsjwt.key_pair(self.operator))
+
+    def account_jwt(self, *, revocations: dict[str, int] | None = None) -> str:
+        """The kamaji-broker account, signed by the operator's signing key (as the hub signs
+        it when it revokes)."""
+        return account_jwt(
+            self.account_public,
+            account_signing=natsjwt.public_of(self.account_signing),
+            operator_signing=self.operator_signing,
+            revocations=revocations or {},
+        )
+
+    def hub_system_creds(self) -> str:
+        user = natsjwt.new_seed("user")
+        perms = hub_system_permissions(self.account_public)
+        claims = natsjwt.Claims(
+            sub=natsjwt.public_of(user),
+            iss="",
+            iat=0,
+            name="hub-system",
+            nats=natsjwt.User(pub=natsjwt.Allow(perms.publish), sub=natsjwt.Allow(perms.subscribe)),
+        )
+        return natsjwt.creds(natsjwt.encode(claims, natsjwt.key_pair(self.system)), user)
+
+    def user_creds(self, claims: natsjwt.Claims, seed: bytes) -> str:
+        """A ``.creds`` file for ``claims`` (minted by ``protocol.credentials``), signed by the
+        account's signing key."""
+        return natsjwt.creds(natsjwt.encode(claims, natsjwt.key_pair(self.account_signing)), seed)
+
+    def bootstrap_creds(self, site: str, *, now: dt.datetime, lifetime: dt.timedelta, prefix: str) -> str:
+        """A fresh bootstrap credential for ``site`` (a new key each time)."""
+        seed = natsjwt.new_seed("user")
+        claims = credentials.bootstrap_user(
+            site,
+            natsjwt.public_of(seed),
+            account=self.account_public,
+            now=now,
+            lifetime=lifetime,
+            prefix=prefix,
+        )
+        return self.user_creds(claims, seed)
+
+
+def account_jwt(
+    account: str, *, account_signing: str, operator_signing: bytes, revocations: dict[str, int]
+) -> str:
+    """The kamaji-broker account's JWT with ``revocations``; the hub signs its updates with this
+    too (one shape for the account, wherever it is signed)."""
+    claims = natsjwt.Claims(
+        sub=account,
+        iss="",
+        iat=0,
+        name=ACCOUNT_NAME,
+        nats=natsjwt.Account(
+            limits=ACCOUNT_LIMITS, signing_keys=(account_signing,), revocations=dict(revocations)
+        ),
+    )
+    return natsjwt.encode(claims, natsjwt.key_pair(operator_signing))
+
+
+def _kept(path: Path, make: Callable[[], str], *, private: bool = False) -> str:
+    """The JWT (or creds) at ``path``, made and written only if absent: the account JWT in
+    particular must stay the first one, older than every revocation the hub pushed since, or a
+    server started with a fresh one would forget them."""
+    if path.exists():
+        return path.read_text().strip()
+    text = make()
+    (files.write_private if private else files.write_public)(path, text + "\n")
+    return text
+
+
+def write(keys: Keys) -> Path:
+    """Write the JWTs, the hub's system creds and ``operator.conf`` (keeping what exists)."""
+    d = keys.directory / KEYS_DIR
+    operator = _kept(d / "operator.jwt", keys.operator_jwt)
+    system = _kept(d / "system.jwt", keys.system_jwt)
+    account = _kept(d / "account.jwt", keys.account_jwt)
+    _kept(keys.directory / HUB_SYSTEM_CREDS, keys.hub_system_creds, private=True)
+    path = keys.directory / natsconfig.OPERATOR_FILE
+    files.write_public(
+        path,
+        natsconfig.operator(
+            operator_jwt=operator,
+            system_account=keys.system_public,
+            preload={keys.system_public: system, keys.account_public: account},
+        ),
+    )
+    return path

@@ -1,0 +1,115 @@
+"""Revoking NATS users (operator mode): the account JWT with a revocation, pushed to the resolver.
+
+nats-server refuses, and disconnects at once, every user whose JWT was issued at or before the
+time its public key is revoked at in the account JWT. The hub looks up the account JWT the
+resolver holds (``$SYS.REQ.ACCOUNT.<account>.CLAIMS.LOOKUP``), adds the revocations, signs the
+account again with the operator's signing key and pushes it (``$SYS.REQ.CLAIMS.UPDATE``): every
+server of the cluster applies it, no file is edited and nothing is reloaded. The full resolver
+keeps it across restarts.
+
+Only the revocations are taken from the JWT the resolver holds; the rest of the account (its
+limits, its signing key) comes from the code (``common.natsoperator.account_jwt``), so a
+tampered lookup could at most add revocations. An entry older than the longest lifetime of any
+JWT the hub mints is dropped: every JWT it covered has expired by then.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import msgspec
+
+from common import bus, natsoperator
+from common.bus import errors as bus_errors
+from protocol import credentials, errors, natsjwt
+
+log = logging.getLogger(__name__)
+
+UPDATE_SUBJECT = "$SYS.REQ.CLAIMS.UPDATE"
+
+
+def lookup_subject(account: str) -> str:
+    return f"$SYS.REQ.ACCOUNT.{account}.CLAIMS.LOOKUP"
+
+
+@dataclass(frozen=True)
+class Authority:
+    """What the hub holds in operator mode: the account it mints users of (public key and
+    signing-key seed) and the operator signing key it re-signs that account with."""
+
+    account: str
+    account_signing: bytes
+    operator_signing: bytes
+    keep_for: dt.timedelta = credentials.DEFAULT_LIFETIME
+
+    def __repr__(self) -> str:  # never the seeds
+        return f"Authority(account={self.account})"
+
+    def mint(self, claims: natsjwt.Claims) -> str:
+        return natsjwt.encode(claims, natsjwt.key_pair(self.account_signing))
+
+
+def merged(
+    held: Mapping[str, int], revoke: Mapping[str, int], *, now: dt.datetime, keep_for: dt.timedelta
+) -> dict[str, int]:
+    """``held`` with ``revoke`` added (the later time wins for a key), without entries older
+    than ``keep_for`` (whatever they covered has expired)."""
+    oldest = int((now - keep_for).timestamp())
+    out = {k: t for k, t in held.items() if t >= oldest}
+    for key, at in revoke.items():
+        out[key] = max(at, out.get(key, 0))
+    return out
+
+
+class _Result(msgspec.Struct):
+    code: int = 0
+    message: str = ""
+    description: str = ""
+
+
+class _Reply(msgspec.Struct):
+    data: _Result | None = None
+    error: _Result | None = None
+
+
+def _check_update(reply: bytes, *, account: str) -> None:
+    try:
+        answer = msgspec.json.decode(reply, type=_Reply)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        raise bus_errors.BusError(f"account {account}: the resolver's answer is not JSON") from None
+    if answer.error is not None or answer.data is None or answer.data.code != 200:
+        why = answer.error.description if answer.error else "no confirmation"
+        raise bus_errors.BusError(f"account {account}: the resolver refused the update: {why}")
+
+
+async def held_revocations(system: bus.Connection, account: str) -> dict[str, int]:
+    """The revocations of the account JWT the resolver holds now."""
+    token = (await system.request(lookup_subject(account), b"")).decode("ascii", "replace")
+    try:
+        claims = natsjwt.decode(token)
+    except errors.JWTError as exc:
+        raise bus_errors.BusError(f"account {account}: the resolver's JWT: {exc}") from None
+    if claims.sub != account or not isinstance(claims.nats, natsjwt.Account):
+        raise bus_errors.BusError(f"account {account}: the resolver answered with {claims.sub}'s JWT")
+    return dict(claims.nats.revocations)
+
+
+async def revoke(
+    system: bus.Connection, authority: Authority, keys: Mapping[str, int], *, now: dt.datetime
+) -> dict[str, int]:
+    """Revoke every user key of ``keys`` (public key → unix time: its JWTs issued at or before
+    it); the account's revocations now."""
+    held = await held_revocations(system, authority.account)
+    revocations = merged(held, keys, now=now, keep_for=authority.keep_for)
+    token = natsoperator.account_jwt(
+        authority.account,
+        account_signing=natsjwt.public_of(authority.account_signing),
+        operator_signing=authority.operator_signing,
+        revocations=revocations,
+    )
+    _check_update(await system.request(UPDATE_SUBJECT, token.encode("ascii")), account=authority.account)
+    log.info("revoked NATS users %s", ", ".join(sorted(keys)))
+    return revocations

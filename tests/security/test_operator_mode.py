@@ -1,0 +1,237 @@
+"""Operator mode (issue 16) against a real nats-server: only the JWTs the hub mints get in, a
+revoked site is thrown out at once and stays out across a restart of the server.
+
+The grants of every identity are the attack suite's (test_grants.py, test_nats_attacks.py), which
+runs in both modes. Here: who the server lets connect at all.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import nats
+import nats.errors
+import pytest
+
+from common import bus, natsoperator
+from hub import revocation
+from protocol import credentials, natsjwt
+from sandbox import natsd
+from tests import conftest, helpers
+from tests.security import nats_support as ns
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[natsd.NatsServer, Path]]:
+    """A server of the test's own (a revocation changes it for good)."""
+    srv, conf = conftest.operator_mode_server(tmp_path)
+    srv.start()
+    yield srv, conf
+    srv.stop()
+
+
+def _authority(conf: Path) -> revocation.Authority:
+    keys = natsoperator.Keys.load_or_create(conf)
+    return revocation.Authority(
+        account=keys.account_public,
+        account_signing=keys.account_signing,
+        operator_signing=keys.operator_signing,
+    )
+
+
+def _creds(path: Path, claims: natsjwt.Claims, seed: bytes, signer: bytes) -> Path:
+    path.write_text(natsjwt.creds(natsjwt.encode(claims, natsjwt.key_pair(signer)), seed))
+    return path
+
+
+async def _refused(srv: natsd.NatsServer, creds: Path) -> str:
+    """Connect with ``creds``: the server's refusal, lower-cased (fails if it lets us in)."""
+    try:
+        nc = await nats.connect(
+            servers=[srv.url],
+            **helpers.tls_options(srv.url),
+            user_credentials=str(creds),
+            allow_reconnect=False,
+            connect_timeout=5,
+        )
+    except nats.errors.Error as exc:
+        return str(exc).lower()
+    await nc.close()
+    raise AssertionError(f"{creds.name} was let in")
+
+
+async def _site_claims(conf: Path, site: str, **kw: object) -> tuple[natsjwt.Claims, bytes]:
+    keys = natsoperator.Keys.load_or_create(conf)
+    seed = natsjwt.new_seed("user")
+    now = kw.pop("now", dt.datetime.now(dt.UTC))
+    claims = credentials.site_user(site, natsjwt.public_of(seed), account=keys.account_public, now=now)  # type: ignore[arg-type]
+    return claims, seed
+
+
+async def test_a_site_jwt_minted_with_the_accounts_signing_key_gets_in(
+    server: tuple[natsd.NatsServer, Path],
+) -> None:
+    srv, conf = server
+    raw = await ns.connect_site(srv, conf, "site-a")
+    await ns.alive(srv, raw)
+    await raw.close()
+
+
+async def test_an_expired_jwt_is_refused_without_the_hub(
+    server: tuple[natsd.NatsServer, Path], tmp_path: Path
+) -> None:
+    srv, conf = server
+    keys = natsoperator.Keys.load_or_create(conf)
+    claims, seed = await _site_claims(conf, "site-a", now=dt.datetime.now(dt.UTC) - dt.timedelta(hours=25))
+    assert claims.exp < time.time()
+    assert "authorization violation" in await _refused(
+        srv, _creds(tmp_path / "old.creds", claims, seed, keys.account_signing)
+    )
+
+
+@pytest.mark.parametrize("signer", ["own-user-key", "stranger-account", "stranger-as-issuer-account"])
+async def test_a_jwt_the_site_signs_itself_is_refused(
+    server: tuple[natsd.NatsServer, Path], tmp_path: Path, signer: str
+) -> None:
+    """A site holds only its user seed: whatever it signs, with that or with an account key of
+    its own making, claiming every grant, the server does not trust."""
+    srv, conf = server
+    keys = natsoperator.Keys.load_or_create(conf)
+    seed, stranger = natsjwt.new_seed("user"), natsjwt.new_seed("account")
+    issuer_account = (
+        natsjwt.public_of(stranger) if signer == "stranger-as-issuer-account" else keys.account_public
+    )
+    everything = natsjwt.Claims(
+        sub=natsjwt.public_of(seed),
+        iss="",
+        iat=0,
+        name="site:site-a",
+        nats=natsjwt.User(
+            pub=natsjwt.Allow((">",)), sub=natsjwt.Allow((">",)), issuer_account=issuer_account
+        ),
+    )
+    key = seed if signer == "own-user-key" else stranger
+    forged = _creds(tmp_path / "forged.creds", everything, seed, key)
+    assert "authorization violation" in await _refused(srv, forged)
+
+
+async def test_a_tampered_jwt_asking_for_more_is_refused(
+    server: tuple[natsd.NatsServer, Path], tmp_path: Path
+) -> None:
+    """The site's real JWT with its grants widened: the signature no longer matches."""
+    srv, conf = server
+    keys = natsoperator.Keys.load_or_create(conf)
+    claims, seed = await _site_claims(conf, "site-a")
+    token = natsjwt.encode(claims, natsjwt.key_pair(keys.account_signing))
+    wider = natsjwt.encode(
+        natsjwt.Claims(
+            sub=claims.sub,
+            iss="",
+            iat=0,
+            name=claims.name,
+            nats=natsjwt.User(
+                pub=natsjwt.Allow((">",)), sub=natsjwt.Allow((">",)), issuer_account=keys.account_public
+            ),
+        ),
+        natsjwt.key_pair(keys.account_signing),
+    )
+    spliced = ".".join((token.split(".")[0], wider.split(".")[1], token.split(".")[2]))
+    (tmp_path / "spliced.creds").write_text(natsjwt.creds(spliced, seed))
+    assert "authorization violation" in await _refused(srv, tmp_path / "spliced.creds")
+
+
+async def test_a_jwt_without_its_seed_is_refused(server: tuple[natsd.NatsServer, Path]) -> None:
+    """The account disallows bearer tokens: a stolen JWT alone (it is not secret) is worthless."""
+    srv, conf = server
+    keys = natsoperator.Keys.load_or_create(conf)
+    claims, _seed = await _site_claims(conf, "site-a")
+    token = natsjwt.encode(claims, natsjwt.key_pair(keys.account_signing))
+    other = natsjwt.key_pair(natsjwt.new_seed("user"))
+    with pytest.raises(nats.errors.Error, match=r"(?i)authorization violation"):
+        await nats.connect(
+            servers=[srv.url],
+            **helpers.tls_options(srv.url),
+            user_jwt_cb=lambda: token.encode(),
+            signature_cb=lambda nonce: base64.b64encode(other.sign(nonce.encode())),
+            allow_reconnect=False,
+            connect_timeout=5,
+        )
+
+
+async def test_revocation_disconnects_the_site_at_once_and_survives_a_restart(
+    server: tuple[natsd.NatsServer, Path],
+) -> None:
+    srv, conf = server
+    authority = _authority(conf)
+    site_a = await ns.connect_site(srv, conf, "site-a")
+    site_b = await ns.connect_site(srv, conf, "site-b")
+    system = await bus.connect(
+        helpers.options(srv.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+    )
+    a_key = natsjwt.decode(helpers.creds_jwt(helpers.identity_file(conf, "sites/site-a"))).sub
+    try:
+        now = dt.datetime.now(dt.UTC)
+        held = await revocation.revoke(system, authority, {a_key: int(now.timestamp())}, now=now)
+        assert held == {a_key: int(now.timestamp())}
+        await helpers.eventually(lambda: not site_a.nc.is_connected, within=5, what="site-a disconnected")
+        assert site_b.nc.is_connected
+        await ns.alive(srv, site_b)
+        assert "authorization violation" in await _refused(srv, helpers.identity_file(conf, "sites/site-a"))
+        await site_b.close()
+        await system.close()
+        srv.restart()  # a full outage: the resolver's directory keeps the revocation
+        assert "authorization violation" in await _refused(srv, helpers.identity_file(conf, "sites/site-a"))
+        back = await ns.connect_site(srv, conf, "site-b")
+        await ns.alive(srv, back)
+        await back.close()
+    finally:
+        await site_a.nc.close()
+        await system.close()
+
+
+async def test_revocations_accumulate_and_old_ones_are_pruned(server: tuple[natsd.NatsServer, Path]) -> None:
+    srv, conf = server
+    authority = _authority(conf)
+    system = await bus.connect(
+        helpers.options(srv.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+    )
+    try:
+        now = dt.datetime.now(dt.UTC)
+        old = int((now - credentials.DEFAULT_LIFETIME - dt.timedelta(hours=1)).timestamp())
+        gone, kept = (natsjwt.public_of(natsjwt.new_seed("user")) for _ in range(2))
+        await revocation.revoke(system, authority, {gone: old}, now=now)
+        await revocation.revoke(system, authority, {kept: int(now.timestamp())}, now=now)
+        assert await revocation.held_revocations(system, authority.account) == {kept: int(now.timestamp())}
+    finally:
+        await system.close()
+
+
+def test_merged_keeps_the_later_time_and_drops_what_has_expired() -> None:
+    now = dt.datetime(2026, 12, 2, tzinfo=dt.UTC)
+    t = int(now.timestamp())
+    day = dt.timedelta(hours=24)
+    assert revocation.merged(
+        {"A": t - 10, "OLD": t - 86_401}, {"A": t - 20, "B": t}, now=now, keep_for=day
+    ) == {
+        "A": t - 10,
+        "B": t,
+    }
+
+
+async def test_the_hubs_system_user_cannot_do_anything_else(server: tuple[natsd.NatsServer, Path]) -> None:
+    srv, conf = server
+    system = await ns.connect(srv, conf / natsoperator.HUB_SYSTEM_CREDS)
+    try:
+        for subject in (
+            "$SYS.REQ.SERVER.PING",
+            "kb.intent.site-a.ns.cp",
+            "$SYS.REQ.ACCOUNT.AX.CLAIMS.LOOKUP",
+        ):
+            await system.publish(subject, b"{}")
+            await system.denied("publish", subject)
+    finally:
+        await system.close()
