@@ -73,6 +73,15 @@ def render_auth(config_dir: Path, *, prefix: str) -> Path:
     return path
 
 
+def _check(prefix: str, config_file: str, tls: tlsfiles.Paths | None) -> None:
+    subjects.check_prefix(prefix)
+    reserved = (natsconfig.AUTH_FILE, natsconfig.OPERATOR_FILE)
+    if Path(config_file).name != config_file or config_file in reserved:
+        raise ValueError(f"--config-file {config_file!r}: a file name in DIR (not {' or '.join(reserved)})")
+    if tls is not None:
+        tlsfiles.check(tls)
+
+
 def nats_config(
     config_dir: Path,
     *,
@@ -90,12 +99,7 @@ def nats_config(
     """Write the main configuration (with ``tls``: clients must use TLS with that certificate;
     with ``cluster``: this server is one node of that cluster, the routes TLS too with ``tls``).
     The hub's static identity, or None in operator mode (the hub mints its own)."""
-    subjects.check_prefix(prefix)
-    reserved = (natsconfig.AUTH_FILE, natsconfig.OPERATOR_FILE)
-    if Path(config_file).name != config_file or config_file in reserved:
-        raise ValueError(f"--config-file {config_file!r}: a file name in DIR (not {' or '.join(reserved)})")
-    if tls is not None:
-        tlsfiles.check(tls)
+    _check(prefix, config_file, tls)
     config_dir.mkdir(parents=True, exist_ok=True)
     store = store_dir if store_dir is not None else config_dir / "jetstream"
     if auth == "operator":

@@ -14,7 +14,7 @@ storage      stream info, last message per subject, purge, subjects
 """
 
 from common.bus.connecting import connect
-from common.bus.connection import Connection, Message, Options, Subscription, site_inbox_prefix
+from common.bus.connection import Connection, Identity, Message, Options, Subscription, site_inbox_prefix
 from common.bus.consuming import (
     Consumer,
     ConsumerState,
@@ -41,6 +41,7 @@ __all__ = [
     "Consumer",
     "ConsumerState",
     "Delivery",
+    "Identity",
     "Message",
     "Options",
     "StoredMessage",

@@ -9,6 +9,7 @@ reconnects and run the connection's ``on_reconnect`` callbacks.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import random
 from collections.abc import Callable
@@ -75,6 +76,10 @@ def _client_options(options: Options) -> dict[str, Any]:
         kwargs["nkeys_seed"] = str(options.seed_file)
     if options.creds_file is not None:
         kwargs["user_credentials"] = str(options.creds_file)
+    if options.identity is not None:
+        identity = options.identity
+        kwargs["user_jwt_cb"] = lambda: identity.jwt().encode("ascii")
+        kwargs["signature_cb"] = lambda nonce: base64.b64encode(identity.sign(nonce.encode("ascii")))
     if options.uses_tls:
         # TLS before the server's first word: nothing crosses the network in the clear, and a
         # server (or a man in the middle) that does not offer TLS cannot downgrade us to

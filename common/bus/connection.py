@@ -16,7 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import nats.aio.subscription
 import nats.errors
@@ -38,13 +38,27 @@ def site_inbox_prefix(site: str) -> str:
     return f"{DEFAULT_INBOX_PREFIX}_{site}"
 
 
+class Identity(Protocol):
+    """A NATS user that proves itself with a JWT and its NKey (operator mode), asked afresh at
+    every (re)connect: a renewed JWT is used from the next connect on."""
+
+    def jwt(self) -> str: ...
+
+    def sign(self, nonce: bytes) -> bytes:
+        """The raw Ed25519 signature of the server's nonce by the user's NKey."""
+        ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class Options:
     servers: tuple[str, ...]
     seed_file: Path | None = None
     """An NKey user seed file (as written by ``kamaji-broker site add`` / ``nats-config``)."""
     creds_file: Path | None = None
-    """A ``.creds`` file (JWT + seed), for servers in operator mode."""
+    """A ``.creds`` file (JWT + seed), for servers in operator mode; read at every connect."""
+    identity: Identity | None = None
+    """A JWT and NKey held in memory (operator mode): what the hub mints itself, what an agent
+    keeps in its Secret and renews."""
     inbox_prefix: str = DEFAULT_INBOX_PREFIX
     name: str = "kamaji-broker"
     request_timeout: float = 5.0
@@ -56,8 +70,9 @@ class Options:
     connection is TLS from its first byte, and a server that does not speak TLS is refused."""
 
     def __post_init__(self) -> None:
-        if self.seed_file is not None and self.creds_file is not None:
-            raise ValueError("give either an NKey seed file or a .creds file, not both")
+        given = [self.seed_file, self.creds_file, self.identity]
+        if sum(x is not None for x in given) > 1:
+            raise ValueError("give one NATS credential: an NKey seed file, a .creds file or an identity")
         for f in (self.seed_file, self.creds_file):
             if f is not None and not f.is_file():
                 raise ValueError(f"NATS credentials file {str(f)!r} does not exist")
