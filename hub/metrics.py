@@ -10,7 +10,7 @@ content. prometheus_client appends ``_total`` to counter names on exposition.
 from __future__ import annotations
 
 import functools
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -63,4 +63,18 @@ class Metrics:
             "kb_hub_bus_rejected",
             "Messages from the bus the hub could not use, by stream and reason",
             ["stream", "reason"],
+        )
+        self._credentials(counter)
+
+    def _credentials(self, counter: Any) -> None:
+        """Operator mode: the credential service's requests and the keys it revoked."""
+        self.credential_requests = counter(
+            "kb_hub_credential_requests",
+            "Site credential requests (operator mode), by kind (bootstrap, renew) and result "
+            "(granted, refused, unanswerable: a reply subject outside the site's inbox)",
+            ["kind", "result"],
+        )
+        self.credentials_revoked = counter(
+            "kb_hub_credentials_revoked",
+            "NATS user keys the hub revoked (used bootstraps, replaced keys, deleted sites)",
         )

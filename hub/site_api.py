@@ -74,6 +74,16 @@ class SiteSpec(apimachinery.Model):
     (the default rule, for one namespace per tenant on both sides)."""
 
 
+class SiteCredential(apimachinery.Model):
+    """The NATS credential the hub last minted for the site's agent (operator mode)."""
+
+    public_key: str
+    """The agent's user NKey (public): what deleting the Site revokes."""
+    issued_at: dt.datetime | None = None
+    expires_at: dt.datetime | None = None
+    """When the JWT expires unless the agent renews it before."""
+
+
 class SiteStatus(apimachinery.Model):
     """The site as the hub sees it (written by the hub only, on change)."""
 
@@ -94,6 +104,8 @@ class SiteStatus(apimachinery.Model):
     """The ``metadata.generation`` this status was computed for."""
     conditions: apimachinery.Conditions = pydantic.Field(default_factory=list)
     """Connected, SigningKeyTrusted."""
+    credential: SiteCredential | None = None
+    """Operator mode: the agent's NATS credential (written by the credential service only)."""
 
 
 class Site(apimachinery.Object):

@@ -6,6 +6,7 @@ Pure: no I/O, no NATS, no Kubernetes. Import modules (``from protocol import mes
 
 from protocol import (
     coordinates,
+    credentials,
     errors,
     keys,
     labels,
@@ -27,6 +28,7 @@ __all__ = [
     "SignatureError",
     "SubjectError",
     "coordinates",
+    "credentials",
     "errors",
     "keys",
     "labels",

@@ -119,7 +119,9 @@ class SiteSync:
         if site_status.worth_writing(s.status, status):
             try:
                 # Explicit nulls: a merge patch removes what is no longer known (a backlog).
-                body = status.model_dump(mode="json", by_alias=True)
+                # Without ``credential``: the credential service writes that, and a merge patch
+                # leaves what it does not name.
+                body = status.model_dump(mode="json", by_alias=True, exclude={"credential"})
                 await self.deps.kube.patch(SITE, site, {"status": body}, subresource="status")
             except kerrors.NotFound:
                 return None

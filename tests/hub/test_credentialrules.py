@@ -1,0 +1,117 @@
+"""hub.credentialrules.judge: who gets a site credential, by table."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import pytest
+
+from hub import credentialrules as rules
+from protocol import credentials, natsjwt
+
+NOW = dt.datetime(2026, 12, 2, 12, tzinfo=dt.UTC)
+ACCOUNT = natsjwt.new_seed("account")
+SIGNING = natsjwt.new_seed("account")
+STRANGER = natsjwt.new_seed("account")
+ISSUER = rules.Issuer(account=natsjwt.public_of(ACCOUNT), signing_key=natsjwt.public_of(SIGNING))
+AGENT = natsjwt.new_seed("user")
+OTHER = natsjwt.new_seed("user")
+BOOT = natsjwt.new_seed("user")
+
+
+def _key(seed: bytes) -> str:
+    return natsjwt.public_of(seed)
+
+
+def _presented(
+    role: str, site: str, holder: bytes, *, signer: bytes = SIGNING, account: str = ""
+) -> natsjwt.Claims:
+    make = credentials.bootstrap_user if role == "bootstrap" else credentials.site_user
+    claims = make(site, _key(holder), account=account or ISSUER.account, now=NOW)
+    return natsjwt.decode(natsjwt.encode(claims, natsjwt.key_pair(signer)), now=NOW.timestamp())
+
+
+@dataclass
+class Case:
+    kind: credentials.Kind
+    presented: natsjwt.Claims
+    record: rules.SiteRecord
+    asker: bytes = AGENT
+    used: tuple[str, ...] = ()
+    reason: str = ""
+    revoke: tuple[str, ...] = field(default_factory=tuple)
+
+
+B, R = credentials.Kind.BOOTSTRAP, credentials.Kind.RENEW
+HERE = rules.SiteRecord(exists=True)
+CASES = {
+    "bootstrap granted, revokes the bootstrap": Case(
+        B, _presented("bootstrap", "site-a", BOOT), HERE, revoke=(_key(BOOT),)
+    ),
+    "bootstrap again with a new key revokes the old key too": Case(
+        B,
+        _presented("bootstrap", "site-a", BOOT),
+        rules.SiteRecord(True, _key(OTHER)),
+        revoke=(_key(BOOT), _key(OTHER)),
+    ),
+    "bootstrap again with the same key": Case(
+        B, _presented("bootstrap", "site-a", BOOT), rules.SiteRecord(True, _key(AGENT)), revoke=(_key(BOOT),)
+    ),
+    "bootstrap used twice": Case(
+        B, _presented("bootstrap", "site-a", BOOT), HERE, used=(_key(BOOT),), reason="single-use"
+    ),
+    "bootstrap for another site": Case(
+        B, _presented("bootstrap", "site-b", BOOT), HERE, reason="site 'site-b''s, not 'site-a''s"
+    ),
+    "bootstrap with a site credential": Case(
+        B, _presented("site", "site-a", AGENT), HERE, reason="is not a bootstrap credential"
+    ),
+    "bootstrap without a Site": Case(
+        B, _presented("bootstrap", "site-a", BOOT), rules.SiteRecord(False), reason="no Site 'site-a'"
+    ),
+    "minted by a stranger's key": Case(
+        B, _presented("bootstrap", "site-a", BOOT, signer=STRANGER), HERE, reason="not minted by this hub"
+    ),
+    "minted for another account": Case(
+        B,
+        _presented("bootstrap", "site-a", BOOT, account=_key(STRANGER)),
+        HERE,
+        reason="not minted by this hub",
+    ),
+    "renewal granted": Case(R, _presented("site", "site-a", AGENT), rules.SiteRecord(True, _key(AGENT))),
+    "renewal when the status lost the key": Case(R, _presented("site", "site-a", AGENT), HERE),
+    "renewal of another key": Case(
+        R, _presented("site", "site-a", OTHER), HERE, reason="renews the key it connected with"
+    ),
+    "renewal of a replaced key": Case(
+        R,
+        _presented("site", "site-a", AGENT),
+        rules.SiteRecord(True, _key(OTHER)),
+        reason="no longer site 'site-a''s",
+    ),
+    "renewal by another site's credential": Case(
+        R, _presented("site", "site-b", AGENT), HERE, reason="site 'site-b''s"
+    ),
+    "renewal with the bootstrap credential": Case(
+        R, _presented("bootstrap", "site-a", AGENT), HERE, reason="is not a site credential"
+    ),
+    "renewal without a Site": Case(
+        R, _presented("site", "site-a", AGENT), rules.SiteRecord(False), reason="being deleted"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_judge(name: str) -> None:
+    case = CASES[name]
+    req = credentials.request(case.kind, "site-a", case.asker, credential="x", now=NOW)
+    verdict = rules.judge(
+        req, case.presented, site="site-a", issuer=ISSUER, record=case.record, used_bootstraps=case.used
+    )
+    if case.reason:
+        assert not verdict.granted and case.reason in verdict.reason
+        assert verdict.revoke == ()
+    else:
+        assert verdict.granted, verdict.reason
+        assert verdict.revoke == case.revoke

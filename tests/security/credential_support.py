@@ -1,0 +1,156 @@
+"""A world for the credential service's attack cases: a nats-server in operator mode, the
+management cluster's emulator with the Site CRD, and ``hub.credentialservice`` running on the
+hub's own connection (minted the way the hub mints it) with its system-account connection.
+
+An asker is a raw nats-py client (``ns.Raw``) with a bootstrap credential or a site's; it
+sends the request an agent would, or a hostile variant of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from common import bus, natsoperator
+from common import kube as ckube
+from common.kube import errors as kerrors
+from common.kube import resources
+from hub import credentialrules, credentialservice, revocation, site_api
+from hub import metrics as hub_metrics
+from hub.crdgen import SITE_FILENAME
+from protocol import credentials, natsjwt
+from sandbox import kubeapi, natsd
+from tests import conftest, helpers
+from tests.security import nats_support as ns
+
+CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
+
+
+@dataclass
+class World:
+    server: natsd.NatsServer
+    conf: Path
+    keys: natsoperator.Keys
+    kube: ckube.Kube
+    metrics: hub_metrics.Metrics
+    work: Path
+
+    async def add_site(self, site: str) -> None:
+        await self.kube.create(resources.SITE, site_api.manifest(site))
+
+    async def record(self, site: str) -> credentialrules.SiteRecord:
+        """What the hub's Site cache would say (read from the API here)."""
+        try:
+            obj = await self.kube.get(resources.SITE, site)
+        except kerrors.NotFound:
+            return credentialrules.SiteRecord(exists=False)
+        status = site_api.Site.parse(obj).status
+        deleting = bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+        return credentialrules.SiteRecord(
+            exists=not deleting, key=status.credential.public_key if status.credential else ""
+        )
+
+    def bootstrap_creds(self, site: str) -> Path:
+        path = self.work / f"{site}-{len(list(self.work.glob('*.creds')))}.creds"
+        path.write_text(
+            self.keys.bootstrap_creds(
+                site,
+                now=dt.datetime.now(dt.UTC),
+                lifetime=credentials.DEFAULT_BOOTSTRAP_LIFETIME,
+                prefix="kb",
+            )
+        )
+        return path
+
+    async def asker(self, creds: Path, site: str) -> ns.Raw:
+        return await ns.connect(self.server, creds, inbox_prefix=bus.site_inbox_prefix(site))
+
+    def counted(self, kind: str, result: str) -> float:
+        return float(self.metrics.credential_requests.labels(kind, result)._value.get())
+
+
+async def ask(
+    asker: ns.Raw,
+    kind: credentials.Kind,
+    site: str,
+    seed: bytes,
+    *,
+    credential: str,
+    subject_site: str | None = None,
+) -> credentials.Reply:
+    """Send the request an agent of ``site`` would (on ``subject_site``'s subject if given)."""
+    req = credentials.request(kind, site, seed, credential=credential)
+    subject = f"kb.{kind.value}.{subject_site or site}"
+    msg = await asker.ask(subject, msgspec.json.encode(req))
+    return msgspec.json.decode(msg.data, type=credentials.Reply)
+
+
+@asynccontextmanager
+async def world(tmp_path: Path) -> AsyncIterator[World]:
+    server, conf = conftest.operator_mode_server(tmp_path / "nats")
+    server.start()
+    cluster = kubeapi.Server(name="mgmt")
+    await cluster.start(port=0)
+    cluster.apply_crd_files([CRDS / SITE_FILENAME])
+    kube = await ckube.connect(in_cluster=False, kubeconfig=cluster.write_kubeconfig(tmp_path / "kubeconfig"))
+    keys = natsoperator.Keys.load_or_create(conf)
+    hub = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.creds"), deadline=10)
+    system = await bus.connect(
+        helpers.options(server.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+    )
+    (tmp_path / "askers").mkdir()
+    w = World(
+        server=server,
+        conf=conf,
+        keys=keys,
+        kube=kube,
+        metrics=hub_metrics.Metrics(),
+        work=tmp_path / "askers",
+    )
+    authority = revocation.Authority(
+        account=keys.account_public,
+        account_signing=keys.account_signing,
+        operator_signing=keys.operator_signing,
+    )
+    service = credentialservice.CredentialService(
+        credentialservice.Deps(
+            conn=hub, system=system, kube=kube, sites=w.record, authority=authority, metrics=w.metrics
+        )
+    )
+    task = asyncio.create_task(service.run())
+    try:
+        await helpers.eventually(lambda: _serving(w), what="credential service subscribed")
+        yield w
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        for c in (hub, system):
+            await c.close()
+        await kube.close()
+        await cluster.stop()
+        server.stop()
+
+
+async def _serving(w: World) -> bool:
+    """The service has subscribed: a request without a Site gets a refusal (not no responders)."""
+    creds = w.bootstrap_creds("probe")
+    probe = await w.asker(creds, "probe")
+    try:
+        reply = await ask(
+            probe,
+            credentials.Kind.BOOTSTRAP,
+            "probe",
+            natsjwt.new_seed("user"),
+            credential=helpers.creds_jwt(creds),
+        )
+    except Exception:
+        return False
+    finally:
+        await probe.close()
+    return "no Site 'probe'" in reply.error
