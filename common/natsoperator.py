@@ -8,7 +8,12 @@
     DIR/operator/account.nk            the kamaji-broker account's identity seed: offline
     DIR/operator/account-signing.nk    the account's signing key: the hub's, to mint users
     DIR/operator/*.jwt                 the operator, system and account JWTs (public)
-    DIR/hub-system.creds               the hub's system-account user: it may only push and look
+    DIR/hub/                           everything the hub needs, and nothing more (mount it as
+                                       the hub's Secret, ``--nats-operator-dir``):
+        account.jwt                    the account (public: its key, its signing key)
+        account-signing.nk             copy of the account's signing key (mints users)
+        operator-signing.nk            copy of the operator's signing key (re-signs the account)
+        system.creds                   the hub's system-account user: it may only push and look
                                        up account JWTs ($SYS.REQ.CLAIMS.UPDATE, ...LOOKUP)
     DIR/operator.conf                  what nats-server includes (``natsconfig.operator``)
 
@@ -29,7 +34,9 @@ from common import files, natsconfig
 from protocol import credentials, errors, natsjwt, permissions
 
 KEYS_DIR = "operator"
-HUB_SYSTEM_CREDS = "hub-system.creds"
+HUB_DIR = "hub"
+HUB_SYSTEM_CREDS = f"{HUB_DIR}/system.creds"
+"""The hub's system-account user, relative to the configuration directory."""
 ACCOUNT_NAME = "kamaji-broker"
 SYSTEM_ACCOUNT_NAME = "SYS"
 
@@ -200,7 +207,12 @@ def write(keys: Keys) -> Path:
     operator = _kept(d / "operator.jwt", keys.operator_jwt)
     system = _kept(d / "system.jwt", keys.system_jwt)
     account = _kept(d / "account.jwt", keys.account_jwt)
+    hub = keys.directory / HUB_DIR
+    hub.mkdir(exist_ok=True)
     _kept(keys.directory / HUB_SYSTEM_CREDS, keys.hub_system_creds, private=True)
+    files.write_public(hub / "account.jwt", account + "\n")
+    files.write_private(hub / "account-signing.nk", keys.account_signing.decode("ascii") + "\n")
+    files.write_private(hub / "operator-signing.nk", keys.operator_signing.decode("ascii") + "\n")
     path = keys.directory / natsconfig.OPERATOR_FILE
     files.write_public(
         path,

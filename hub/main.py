@@ -9,17 +9,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import functools
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 import nacl.signing
 
-from common import aiotasks, keyfiles, leader, service
+from common import aiotasks, bus, keyfiles, leader, service
 from common import kube as ckube
-from hub import ingest, intake, observations, sites
+from hub import (
+    credentialrules,
+    credentialservice,
+    ingest,
+    intake,
+    observations,
+    operatormode,
+    revocation,
+    sites,
+)
 from hub import metrics as hub_metrics
 from hub.controllers import config
 from hub.controllers import rkcp as rkcp_controller
@@ -42,6 +52,9 @@ class Hub(service.Service):
         self.controller: rkcp_controller.Controller | None = None
         self.elector: leader.Elector | None = None
         self.active: list[asyncio.Task[None]] = []
+        self.operator: operatormode.OperatorMode | None = None
+        self.system: bus.Connection | None = None
+        """Operator mode: the system-account connection that pushes revocations."""
 
     async def start(self) -> None:
         s = self.settings
@@ -71,10 +84,25 @@ class Hub(service.Service):
         log.info("hub started; health on port %d", self.health_server.port)
 
     async def _connect(self) -> ckube.Kube:
-        """The management cluster's client and the NATS connection (watched for readiness)."""
+        """The management cluster's client and the NATS connection (watched for readiness); in
+        operator mode with a user the hub mints itself, and its system-account connection."""
         s = self.settings
         kube = self.kube = await ckube.connect(in_cluster=s.in_cluster, kubeconfig=s.kubeconfig)
-        await self.connect_bus(s, name="kamaji-broker-hub")
+        if s.nats_operator_dir is None:
+            await self.connect_bus(s, name="kamaji-broker-hub")
+            return kube
+        lifetime = dt.timedelta(seconds=s.site_credential_lifetime)
+        self.operator = operatormode.load(s.nats_operator_dir, lifetime=lifetime)
+        identity = operatormode.hub_identity(self.operator, prefix=s.prefix, lifetime=lifetime)
+        conn = await self.connect_bus(s, name="kamaji-broker-hub", identity=identity)
+        self.spawn("nats-identity", lambda: operatormode.refresh(conn, identity))
+        self.system = await bus.connect(
+            bus.Options(
+                servers=s.servers, creds_file=self.operator.system_creds, ca_file=s.nats_ca_file,
+                name="kamaji-broker-hub-system",
+            )
+        )  # fmt: skip
+        log.info("operator mode: hub mints NATS users of account %s", self.operator.authority.account)
         return kube
 
     def _elect(self, kube: ckube.Kube, new_term: Callable[[], list[Loop]]) -> None:
@@ -109,7 +137,7 @@ class Hub(service.Service):
         earlier = keyfiles.load_public_keys(s.hub_public_keys).verify_keys() if s.hub_public_keys else {}
         deps = config.Deps(
             kube=kube, conn=conn, signer=signer, observations=seen, intake=reader, sites=site_state,
-            metrics=self.metrics, earlier_keys=earlier,
+            metrics=self.metrics, earlier_keys=earlier, revoke=self._revoker(),
         )  # fmt: skip
         controller = rkcp_controller.Controller(config.Settings.of(s), deps)
         # One way: the ingest tells the controller what changed; the controller knows it not.
@@ -129,7 +157,43 @@ class Hub(service.Service):
                 on_change=controller.on_site_change,
             )
 
-        return [("rkcp controller", controller.run), ("ingest", consumer.run), ("sites", poll_sites)]
+        loops: list[Loop] = [
+            ("rkcp controller", controller.run),
+            ("ingest", consumer.run),
+            ("sites", poll_sites),
+        ]
+        if self.operator is not None and self.system is not None:
+            service = credentialservice.CredentialService(
+                credentialservice.Deps(
+                    conn=conn, system=self.system, kube=kube, sites=self._site_record(controller),
+                    authority=self.operator.authority, metrics=self.metrics,
+                ),
+                prefix=s.prefix, lifetime=dt.timedelta(seconds=s.site_credential_lifetime),
+            )  # fmt: skip
+            loops.append(("credential service", service.run))
+        return loops
+
+    def _revoker(self) -> config.Revoke | None:
+        """Operator mode: revoke user keys by pushing the account JWT (``hub.revocation``)."""
+        operator, system = self.operator, self.system
+        if operator is None or system is None:
+            return None
+
+        async def revoke(keys: Mapping[str, int]) -> None:
+            await revocation.revoke(system, operator.authority, keys, now=dt.datetime.now(dt.UTC))
+            self.metrics.credentials_revoked.inc(len(keys))
+
+        return revoke
+
+    @staticmethod
+    def _site_record(
+        controller: rkcp_controller.Controller,
+    ) -> Callable[[str], Awaitable[credentialrules.SiteRecord]]:
+        async def record(site: str) -> credentialrules.SiteRecord:
+            await controller.informers.sites_synced.wait()
+            return controller.site_sync.record(site)
+
+        return record
 
     def _activate(self, loops: list[Loop]) -> None:
         self.active = [asyncio.create_task(aiotasks.supervise(name, run), name=name) for name, run in loops]
@@ -159,6 +223,8 @@ class Hub(service.Service):
         if self.elector is not None:
             with contextlib.suppress(Exception):
                 await self.elector.release()
+        if self.system is not None:
+            await self.system.close()
 
 
 async def run(settings: HubSettings) -> None:

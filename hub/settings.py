@@ -15,7 +15,7 @@ from pydantic_settings import SettingsConfigDict
 
 from common.durations import Duration
 from common.settings import ExistingFile, NamespaceList, ProcessSettings, SiteList, split
-from protocol import labels, streams
+from protocol import credentials, labels, streams
 
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 """A Kubernetes label value (at most 63 characters, checked apart)."""
@@ -65,6 +65,16 @@ class HubSettings(ProcessSettings):
     workers: int = Field(default=8, ge=1, le=64)
     heartbeat_interval: Duration = 10.0
     """The agents' heartbeat interval: a site counts as connected for three of them after a beat."""
+    nats_operator_dir: Path | None = None
+    """Operator mode: ``nats-config --auth operator``'s DIR/hub (account.jwt, account-signing.nk,
+    operator-signing.nk, system.creds). The hub then mints its own NATS user and every site's,
+    answers the agents' bootstrap and renew requests, and revokes a deleted Site's agent; it
+    replaces --nats-seed/--nats-creds."""
+    site_credential_lifetime: Duration = credentials.DEFAULT_LIFETIME.total_seconds()
+    """Seconds a site's (and the hub's own) NATS credential is valid; agents renew well before."""
+
+    def _nats_identities(self) -> dict[str, bool]:
+        return {**super()._nats_identities(), "--nats-operator-dir": self.nats_operator_dir is not None}
 
     @field_validator("sealing_keys")
     @classmethod

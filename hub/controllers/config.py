@@ -8,7 +8,7 @@ read them and never copy them about.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 import nacl.signing
@@ -64,6 +64,10 @@ class Settings:
         )
 
 
+Revoke = Callable[[Mapping[str, int]], Awaitable[None]]
+"""Revoke NATS user keys (public key → unix time: its JWTs issued at or before it)."""
+
+
 @dataclass(frozen=True)
 class Deps:
     kube: ckube.Kube
@@ -79,3 +83,6 @@ class Deps:
     earlier_keys: Mapping[str, nacl.signing.VerifyKey] = field(default_factory=dict)
     """The hub's earlier signing keys it still trusts, by key id (``--hub-public-keys``, retired
     ones left out): an intent one of them signed is the hub's (``rkcp.Published.signed``)."""
+    revoke: Revoke | None = None
+    """Operator mode: revokes NATS user keys (``hub.revocation``); a deleted Site's agent is
+    revoked before its finalizer goes. None with static NKey users (``auth.conf``)."""

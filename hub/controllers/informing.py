@@ -156,8 +156,16 @@ class _Sites(_Sink):
     def upsert(self, key: Key, obj: dict[str, Any]) -> None:
         site = self.i.site_sync.remember(obj)
         m = obj.get("metadata") or {}
-        inputs = hash((m.get("generation"), repr(obj.get("spec"))))
-        # Our own status writes come back too: only a new spec changes what is authorized.
+        inputs = hash(
+            (
+                m.get("generation"),
+                repr(obj.get("spec")),
+                m.get("deletionTimestamp"),
+                repr(m.get("finalizers")),
+            )
+        )
+        # Our own status writes come back too: only a new spec changes what is authorized, and
+        # a deletion (its finalizer: the credential's revocation, ``sitecredentials``).
         if self.i._site_inputs.get(site) != inputs:
             self.i._site_inputs[site] = inputs
             self.i.listener.site_changed(site)

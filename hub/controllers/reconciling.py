@@ -186,6 +186,7 @@ class Reconciler:
             last_heartbeat_time=snap.last_heartbeat_time,
             backlog=snap.backlog,
             kamaji_detected=snap.heartbeat.kamaji_detected if snap.heartbeat is not None else None,
+            revoked=self.deps.revoke is not None and not self.site_sync.record(coords.site).exists,
         )
         name = cluster_name or r.metadata.name
         # Until the Sites are listed every placement would look unauthorized (and say so).

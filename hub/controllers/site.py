@@ -18,8 +18,8 @@ import pydantic
 
 from common.kube import errors as kerrors
 from common.kube import resources
-from hub import site_api
-from hub.controllers import cache, config, queue
+from hub import credentialrules, site_api
+from hub.controllers import cache, config, queue, sitecredentials
 from hub.reconcile import site_status
 from protocol import keys as protocol_keys
 
@@ -52,6 +52,10 @@ class SiteSync:
         self.resync = max(1.0, settings.heartbeat_interval)
         """Seconds between looks at one site: connectedness changes as a heartbeat ages."""
         self.queue: queue.WorkQueue[str] = queue.WorkQueue()
+        self.credentials = (
+            sitecredentials.SiteCredentials(deps.kube, deps.revoke) if deps.revoke is not None else None
+        )
+        """Operator mode: the Site's finalizer and the revocation of its agent when deleted."""
         self._specs: dict[str, site_api.SiteSpec | None] = {}
         """Each Site's parsed spec: every reconcile asks, and the control-plane count asks once
         per RKCP, so parsing the cached JSON each time would cost more than the rest."""
@@ -73,6 +77,10 @@ class SiteSync:
     def forget(self, site: str) -> None:
         self.objects.pop(key(site))
         self._specs.pop(site, None)
+
+    def record(self, site: str) -> credentialrules.SiteRecord:
+        """What the Site says for its agent's NATS credential (it exists, its key)."""
+        return sitecredentials.record(self.objects.get(key(site)))
 
     def spec(self, site: str) -> site_api.SiteSpec | None:
         """The Site's spec; None when there is no Site object (or an invalid one: grant nothing)."""
@@ -98,6 +106,8 @@ class SiteSync:
         obj = self.objects.get(key(site))
         if obj is None:
             return None  # deleted: nothing to write, nothing to look at again
+        if self.credentials is not None and await self.credentials.sync(obj):
+            return None  # being deleted: revoked, released; its next event brings it back
         try:
             s = site_api.Site.parse(obj)
         except pydantic.ValidationError:

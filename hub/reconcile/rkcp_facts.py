@@ -26,6 +26,9 @@ class SiteView:
     backlog: int | None = None
     kamaji_detected: bool | None = None
     """Whether the site's agent finds Kamaji's TenantControlPlane resource (its heartbeat); None: unknown."""
+    revoked: bool = False
+    """Operator mode: the site has no Site (or it is being deleted), so its agent's NATS
+    credential is revoked (``hub.controllers.sitecredentials``) and none is minted for it."""
 
 
 class Secrets(enum.StrEnum):

@@ -40,7 +40,13 @@ _SECRETS_CONDITION: dict[Secrets, tuple[c.Status, str]] = {
 
 
 def set_site_connected_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> None:
-    if f.site.connected is None:
+    if f.site.revoked:
+        cond = new(
+            api.SITE_CONNECTED, c.FALSE, "CredentialsRevoked",
+            f"the Site {f.spec.site!r} was deleted (or is being deleted): the hub revoked its agent's NATS "
+            "credential and mints none until the Site is created again", f, now=now,
+        )  # fmt: skip
+    elif f.site.connected is None:
         cond = new(api.SITE_CONNECTED, c.UNKNOWN, "NoHeartbeat", "no heartbeat from the site yet", f, now=now)
     elif f.site.connected:
         cond = new(api.SITE_CONNECTED, c.TRUE, "HeartbeatReceived", "", f, now=now)

@@ -154,9 +154,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         d = args.dir / natsoperator.KEYS_DIR
         print(
-            f"wrote {main} (operator mode); give the hub {d / 'account-signing.nk'}, "
-            f"{d / 'operator-signing.nk'} and {args.dir / natsoperator.HUB_SYSTEM_CREDS}; keep "
-            f"{d / 'operator.nk'}, {d / 'account.nk'} and {d / 'system.nk'} offline",
+            f"wrote {main} (operator mode); give the hub the directory {args.dir / natsoperator.HUB_DIR} "
+            f"(--nats-operator-dir); keep {d / 'operator.nk'}, {d / 'account.nk'} and "
+            f"{d / 'system.nk'} offline",
             file=sys.stderr,
         )
     if cluster is not None:

@@ -215,6 +215,14 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
         {"SiteConnected": ("False", "HeartbeatMissing"), "StatusFresh": ("False", "SiteSilent")},
     ),
     (
+        "site's credential revoked (its Site deleted, operator mode): says so, not a missing heartbeat",
+        observed(
+            site=SiteView(connected=False, last_heartbeat_time=NOW - dt.timedelta(minutes=5), revoked=True)
+        ),
+        ["SetEndpoint"],
+        {"SiteConnected": ("False", "CredentialsRevoked"), "Ready": ("False", "CredentialsRevoked")},
+    ),
+    (
         "intent not yet applied by the site",
         observed(published=published(seq=9), report=rkcp.SiteReport(status=status(seq=5))),
         ["SetEndpoint"],

@@ -1,0 +1,74 @@
+"""Operator mode: a Site holds a finalizer, and deleting it revokes its agent's NATS credential.
+
+While a Site exists it carries ``FINALIZER``. When it is deleted, the key its credential was
+last minted for (``status.credential.publicKey``, written by ``hub.credentialservice``) is
+revoked (``Deps.revoke``: the account JWT with the revocation, pushed to the resolver; the
+server disconnects the agent at once), and only then is the finalizer removed. A Site deleted
+while the hub is down waits, Terminating, for the hub. ``record`` says what the credential
+service and the RKCPs' ``SiteConnected`` need to know of a site.
+
+Talks to the management cluster (``sites``: the finalizer) and, through ``revoke``, to NATS.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+from common import kube as ckube
+from common.kube import errors as kerrors
+from common.kube import resources
+from hub import credentialrules
+
+log = logging.getLogger(__name__)
+
+FINALIZER: Final = "kamaji-broker.io/nats-credentials"
+Revoke = Callable[[Mapping[str, int]], Awaitable[None]]
+
+
+def record(obj: dict[str, Any] | None) -> credentialrules.SiteRecord:
+    """What a Site object (None: there is none) says for its credential."""
+    if obj is None:
+        return credentialrules.SiteRecord(exists=False)
+    meta = obj.get("metadata") or {}
+    credential = (obj.get("status") or {}).get("credential") or {}
+    return credentialrules.SiteRecord(
+        exists=not meta.get("deletionTimestamp"), key=str(credential.get("publicKey") or "")
+    )
+
+
+class SiteCredentials:
+    def __init__(self, kube: ckube.Kube, revoke: Revoke) -> None:
+        self.kube = kube
+        self.revoke = revoke
+
+    async def sync(self, obj: dict[str, Any]) -> bool:
+        """Hold the finalizer on a live Site, or revoke and release a deleted one. True when
+        the Site is being deleted (nothing else to write for it)."""
+        meta = obj.get("metadata") or {}
+        site = str(meta.get("name") or "")
+        finalizers = list(meta.get("finalizers") or [])
+        if not meta.get("deletionTimestamp"):
+            if FINALIZER not in finalizers:
+                await self._finalizers(site, meta, [*finalizers, FINALIZER])
+            return False
+        if FINALIZER in finalizers:
+            key = record(obj).key
+            if key:
+                await self.revoke({key: int(dt.datetime.now(dt.UTC).timestamp())})
+                log.info("Site %s deleted: revoked its agent's NATS credential %s", site, key)
+            else:
+                log.info("Site %s deleted: its agent never had a credential, nothing to revoke", site)
+            await self._finalizers(site, meta, [f for f in finalizers if f != FINALIZER])
+        return True
+
+    async def _finalizers(self, site: str, meta: dict[str, Any], finalizers: list[str]) -> None:
+        body = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "finalizers": finalizers}}
+        try:
+            await self.kube.patch(resources.SITE, site, body)
+        except kerrors.Conflict:
+            log.debug("Site %s changed meanwhile; its next event brings it back", site)
+        except kerrors.NotFound:
+            pass

@@ -1,0 +1,99 @@
+"""The hub in operator mode: what ``--nats-operator-dir`` holds, and the hub's own identity.
+
+The directory is ``nats-config --auth operator``'s DIR/hub (``common.natsoperator``):
+``account.jwt`` (the account, public), ``account-signing.nk`` (mints every user: sites, and the
+hub itself), ``operator-signing.nk`` (re-signs the account with a revocation) and
+``system.creds`` (the hub's system-account user, which pushes it). ``load`` checks that they
+belong together, naming the file that does not. The hub's own user is minted by the hub at
+start, with a key that never leaves the process (``hub_identity``), and minted again at half
+its lifetime (``refresh``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from common import bus, keyfiles, natsidentity
+from hub import revocation
+from protocol import credentials, errors, natsjwt
+
+log = logging.getLogger(__name__)
+
+FILES = ("account.jwt", "account-signing.nk", "operator-signing.nk", "system.creds")
+
+
+@dataclass(frozen=True)
+class OperatorMode:
+    authority: revocation.Authority
+    system_creds: Path
+
+
+def _seed(path: Path, role: natsjwt.Role) -> bytes:
+    """The NKey seed of ``role`` at ``path`` (a private file: group read is tolerated, as
+    Kubernetes mounts Secrets 0440 with the pod's fsGroup); never echoed in an error."""
+    keyfiles.check_private(path, group_ok=True)
+    seed = path.read_bytes().strip()
+    try:
+        natsjwt.public_key(natsjwt.public_of(seed), role)
+    except errors.JWTError:
+        raise ValueError(f"{path}: not the NKey seed of an {role}") from None
+    return seed
+
+
+def load(directory: Path, *, lifetime: dt.timedelta = credentials.DEFAULT_LIFETIME) -> OperatorMode:
+    """The hub's operator-mode material; ValueError naming the file that is missing or wrong."""
+    for name in FILES:
+        if not (directory / name).is_file():
+            raise ValueError(
+                f"--nats-operator-dir {directory}: {name} is missing "
+                "(`nats-config --auth operator` writes them in DIR/hub)"
+            )
+    try:
+        account = natsjwt.decode((directory / "account.jwt").read_text(), now=0)
+    except errors.JWTError as exc:
+        raise ValueError(f"{directory / 'account.jwt'}: {exc}") from None
+    signing = _seed(directory / "account-signing.nk", "account")
+    operator_signing = _seed(directory / "operator-signing.nk", "operator")
+    if (
+        not isinstance(account.nats, natsjwt.Account)
+        or natsjwt.public_of(signing) not in account.nats.signing_keys
+    ):
+        raise ValueError(
+            f"{directory / 'account-signing.nk'} is not a signing key of the account in account.jwt"
+        )
+    if account.iss != natsjwt.public_of(operator_signing):
+        raise ValueError(
+            f"{directory / 'operator-signing.nk'} did not sign account.jwt: not this operator's key"
+        )
+    authority = revocation.Authority(
+        account=account.sub, account_signing=signing, operator_signing=operator_signing, keep_for=lifetime
+    )
+    return OperatorMode(authority=authority, system_creds=directory / "system.creds")
+
+
+def hub_identity(mode: OperatorMode, *, prefix: str, lifetime: dt.timedelta) -> natsidentity.SelfMinted:
+    def mint(key: str, now: dt.datetime) -> str:
+        claims = credentials.hub_user(
+            key, account=mode.authority.account, now=now, lifetime=lifetime, prefix=prefix
+        )
+        return mode.authority.mint(claims)
+
+    return natsidentity.SelfMinted(mint)
+
+
+async def refresh(conn: bus.Connection, identity: natsidentity.SelfMinted) -> None:
+    """Reconnect at half the hub's JWT lifetime, so that the server never sees it expire (it
+    would close the connection): the reconnect presents a freshly minted one."""
+    while True:
+        expires = identity.expires_at
+        if expires is None:
+            return
+        left = (expires - dt.datetime.now(dt.UTC)).total_seconds()
+        await asyncio.sleep(max(1.0, left / 2))
+        if (expires - dt.datetime.now(dt.UTC)).total_seconds() <= left / 2 + 1:
+            log.info("renewing the hub's own NATS credential (it expires at %s)", expires.isoformat())
+            await conn.reconnect()

@@ -1,0 +1,136 @@
+"""`kamaji-broker hub --nats-operator-dir` as a real process on a nats-server in operator mode:
+it mints its own user, answers a site's bootstrap, and deleting the Site revokes the site's
+agent at once (issue 16), with every RKCP of the site saying so in ``SiteConnected``."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from common import bus, keyfiles, natsfiles, natsoperator
+from common import kube as ckube
+from common.kube import resources
+from hub import operatormode
+from hub.controllers import sitecredentials
+from protocol import credentials, natsjwt
+from sandbox import kubeapi, natsd
+from tests import conftest, helpers
+from tests.hub.conftest import RKCP, SITE, cluster_obj, rkcp_obj
+from tests.hub.test_process import hub_process
+from tests.hub.test_process import mgmt as mgmt  # the fixture
+from tests.security import nats_support as ns
+
+
+@pytest.fixture
+async def operator(tmp_path: Path) -> AsyncIterator[tuple[natsd.NatsServer, Path]]:
+    server, conf = conftest.operator_mode_server(tmp_path / "nats")
+    server.start()
+    yield server, conf
+    server.stop()
+
+
+def _args(server: natsd.NatsServer, conf: Path, keys_dir: Path, kubeconfig: Path) -> list[str]:
+    return [
+        "--kubeconfig", str(kubeconfig), "--nats-url", server.url,
+        "--nats-ca-file", str(helpers.nats_tls().ca),
+        "--nats-operator-dir", str(conf / natsoperator.HUB_DIR),
+        "--signing-key", str(keys_dir / keyfiles.SIGNING_FILE),
+        "--sealing-keys", str(keys_dir / keyfiles.SEALING_DIR),
+        "--all-namespaces", "--heartbeat-interval", "1",
+    ]  # fmt: skip
+
+
+async def _condition(kube: ckube.Kube, name: str, kind: str) -> tuple[str, str, str]:
+    obj: dict[str, Any] = await kube.get(RKCP, name, namespace="default")
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond["type"] == kind:
+            return cond["status"], cond["reason"], cond.get("message", "")
+    return "", "", ""
+
+
+async def test_bootstrap_then_deleting_the_site_revokes_its_agent(
+    operator: tuple[natsd.NatsServer, Path], mgmt: tuple[kubeapi.Server, ckube.Kube, Path], tmp_path: Path
+) -> None:
+    server, conf = operator
+    _, kube, kubeconfig = mgmt
+    keyfiles.generate(tmp_path / "keys")
+    hub = hub_process(_args(server, conf, tmp_path / "keys", kubeconfig), tmp_path / "hub.log", "hub-1")
+    try:
+        await helpers.eventually(
+            lambda: _finalized(kube), within=30, what="the Site holds the hub's finalizer"
+        )
+        cl = await kube.create(resources.CLUSTER, cluster_obj("c1"), namespace="default")
+        await kube.create(RKCP, rkcp_obj("cp1", cluster=cl), namespace="default")
+        # an agent bootstraps with a credential `site add` would make
+        keys = natsoperator.Keys.load_or_create(conf)
+        boot = tmp_path / "boot.creds"
+        boot.write_text(
+            keys.bootstrap_creds(
+                SITE,
+                now=dt.datetime.now(dt.UTC),
+                lifetime=credentials.DEFAULT_BOOTSTRAP_LIFETIME,
+                prefix="kb",
+            )
+        )
+        asker = await ns.connect(server, boot, inbox_prefix=bus.site_inbox_prefix(SITE))
+        seed = natsjwt.new_seed("user")
+        req = credentials.request(credentials.Kind.BOOTSTRAP, SITE, seed, credential=helpers.creds_jwt(boot))
+        reply = msgspec.json.decode(
+            (await asker.ask(f"kb.bootstrap.{SITE}", msgspec.json.encode(req))).data, type=credentials.Reply
+        )
+        assert reply.jwt, reply.error
+        agent_creds = tmp_path / "agent.creds"
+        agent_creds.write_text(natsjwt.creds(reply.jwt, seed))
+        agent = await ns.connect(server, agent_creds, inbox_prefix=bus.site_inbox_prefix(SITE))
+        site = await kube.get(resources.SITE, SITE)
+        assert site["status"]["credential"]["publicKey"] == natsjwt.public_of(seed)
+
+        await kube.delete(resources.SITE, SITE)
+        await helpers.eventually(lambda: not agent.nc.is_connected, within=10, what="the agent thrown out")
+        await helpers.eventually(lambda: _gone(kube), within=10, what="the Site released and gone")
+        status, _reason, message = await helpers.eventually(
+            lambda: _condition(kube, "cp1", "SiteConnected"),
+            lambda c: c[1] == "CredentialsRevoked",
+            within=30,
+        )
+        assert status == "False" and "revoked its agent's NATS credential" in message
+        with pytest.raises(Exception, match=r"(?i)authorization violation"):
+            await ns.connect(server, agent_creds, inbox_prefix=bus.site_inbox_prefix(SITE))
+    finally:
+        assert await asyncio.to_thread(hub.stop) == 0
+
+
+async def _finalized(kube: ckube.Kube) -> bool:
+    site = await kube.get(resources.SITE, SITE)
+    return sitecredentials.FINALIZER in (site["metadata"].get("finalizers") or [])
+
+
+async def _gone(kube: ckube.Kube) -> bool:
+    return await kube.get_or_none(resources.SITE, SITE) is None
+
+
+def test_the_operator_dir_is_checked_file_by_file(tmp_path: Path) -> None:
+    natsfiles.nats_config(tmp_path / "a", auth="operator")
+    natsfiles.nats_config(tmp_path / "b", auth="operator")
+    good = tmp_path / "a" / natsoperator.HUB_DIR
+    assert (
+        operatormode.load(good).authority.account
+        == natsoperator.Keys.load_or_create(tmp_path / "a").account_public
+    )
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    for name in operatormode.FILES:
+        source = tmp_path / ("b" if name == "account-signing.nk" else "a") / natsoperator.HUB_DIR / name
+        (mixed / name).write_bytes(source.read_bytes())
+        (mixed / name).chmod(0o600)
+    with pytest.raises(ValueError, match=r"account-signing\.nk is not a signing key of the account"):
+        operatormode.load(mixed)
+    (mixed / "system.creds").unlink()
+    with pytest.raises(ValueError, match=r"system\.creds is missing"):
+        operatormode.load(mixed)
