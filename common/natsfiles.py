@@ -20,6 +20,7 @@ current permissions.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,9 +145,37 @@ def site_add(config_dir: Path, site: str, *, prefix: str = subjects.DEFAULT_PREF
     return identity
 
 
+BOOTSTRAP_SUFFIX = ".bootstrap.creds"
+
+
+def operator_mode(config_dir: Path) -> bool:
+    """Whether ``config_dir`` was written by ``nats-config --auth operator``."""
+    return (config_dir / natsoperator.KEYS_DIR / "account-signing.nk").is_file()
+
+
+def site_bootstrap(
+    config_dir: Path, site: str, *, lifetime: dt.timedelta, prefix: str = subjects.DEFAULT_PREFIX
+) -> Path:
+    """Operator mode: a fresh single-use bootstrap credential for ``site`` (0600), to hand to its
+    agent, which makes its own key and asks the hub for its credential with this. Nothing
+    changes on the servers."""
+    labels.check(site, field="site name")
+    subjects.check_prefix(prefix)
+    keys = natsoperator.Keys.load_or_create(config_dir)
+    path = config_dir / SITES_DIR / f"{site}{BOOTSTRAP_SUFFIX}"
+    (config_dir / SITES_DIR).mkdir(exist_ok=True)
+    files.write_private(
+        path, keys.bootstrap_creds(site, now=dt.datetime.now(dt.UTC), lifetime=lifetime, prefix=prefix)
+    )
+    return path
+
+
 def site_remove(config_dir: Path, site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> None:
     labels.check(site, field="site name")
     sites = config_dir / SITES_DIR
+    if operator_mode(config_dir):  # the hub revokes the agent when its Site is deleted
+        (sites / f"{site}{BOOTSTRAP_SUFFIX}").unlink(missing_ok=True)
+        return
     if not (sites / f"{site}.conf").exists():
         raise FileNotFoundError(f"site {site!r} is not configured in {config_dir}")
     for suffix in (".conf", ".nk", ".pub"):

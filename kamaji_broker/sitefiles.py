@@ -82,3 +82,16 @@ async def apply(kubeconfig: Path, site: str, *, placements: list[site_api.Placem
         return "created"
     finally:
         await api.close()
+
+
+async def delete(kubeconfig: Path, site: str) -> str:
+    """Delete the Site: "deleted", or "not found" when there was none."""
+    api = await ckube.api_client_from_kubeconfig(str(kubeconfig))
+    try:
+        try:
+            await ckube.Kube(api).delete(resources.SITE, site)
+        except kerrors.NotFound:
+            return "not found"
+        return "deleted"
+    finally:
+        await api.close()

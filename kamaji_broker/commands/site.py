@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import sys
 from pathlib import Path
 
-from common import natsfiles
+from common import durations, natsfiles
 from kamaji_broker import sitefiles
-from protocol import subjects
+from protocol import credentials, subjects
 
 
 def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,6 +28,21 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         a.add_argument("--prefix", default=subjects.DEFAULT_PREFIX, help="subject prefix (default: kb)")
         if action == "add":
             _add_placement_flags(a)
+            a.add_argument(
+                "--bootstrap-lifetime",
+                type=durations.parse,
+                default=credentials.DEFAULT_BOOTSTRAP_LIFETIME.total_seconds(),
+                metavar="DURATION",
+                help="operator mode: how long the bootstrap credential may be used, once (default 1h)",
+            )
+        else:
+            a.add_argument(
+                "--apply",
+                metavar="KUBECONFIG",
+                type=Path,
+                help="also delete the Site in the management cluster of KUBECONFIG (in operator mode the "
+                "hub then revokes the site's agent at once)",
+            )
     ls = site_sub.add_parser("list", help="list configured sites")
     ls.add_argument("--nats-config-dir", required=True, type=Path)
 
@@ -60,22 +76,45 @@ def run(args: argparse.Namespace) -> int:
     if args.site_command == "add":
         _add(args, config_dir)
     else:
-        natsfiles.site_remove(config_dir, args.site, prefix=args.prefix)
-        sitefiles.remove(config_dir / natsfiles.SITES_DIR, args.site)
-        print(f"site {args.site} removed", file=sys.stderr)
+        _remove(args, config_dir)
+    if not natsfiles.operator_mode(config_dir):
+        print("reload the server to apply: nats-server --signal reload", file=sys.stderr)
+    return 0
+
+
+def _remove(args: argparse.Namespace, config_dir: Path) -> None:
+    natsfiles.site_remove(config_dir, args.site, prefix=args.prefix)
+    sitefiles.remove(config_dir / natsfiles.SITES_DIR, args.site)
+    print(f"site {args.site} removed", file=sys.stderr)
+    if args.apply is not None:
+        done = asyncio.run(sitefiles.delete(args.apply, args.site))
+        print(f"Site {args.site} {done} in the management cluster", file=sys.stderr)
+    else:
         print(
             f"delete its Site in the management cluster too: kubectl delete site {args.site}", file=sys.stderr
         )
-    print("reload the server to apply: nats-server --signal reload", file=sys.stderr)
-    return 0
+    if natsfiles.operator_mode(config_dir):
+        print("operator mode: the hub revokes the site's agent when its Site is deleted", file=sys.stderr)
 
 
 def _add(args: argparse.Namespace, config_dir: Path) -> None:
     placements = sitefiles.placements(args.namespaces, args.target_namespaces)
-    identity = natsfiles.site_add(config_dir, args.site, prefix=args.prefix)
-    print(f"site {identity.name}: NKey {identity.public_key}", file=sys.stderr)
-    print(f"agent seed file (give it to this site's agent only): {identity.seed_file}", file=sys.stderr)
-    manifest = sitefiles.write(identity.seed_file.parent, args.site, placements=placements)
+    if natsfiles.operator_mode(config_dir):
+        lifetime = dt.timedelta(seconds=args.bootstrap_lifetime)
+        boot = natsfiles.site_bootstrap(config_dir, args.site, lifetime=lifetime, prefix=args.prefix)
+        print(
+            f"site {args.site}: bootstrap credential {boot} (single use, valid {lifetime}); give it to "
+            "this site's agent (--nats-bootstrap-creds): it makes its own key and asks the hub for "
+            "its credential. Nothing changes on the NATS servers.",
+            file=sys.stderr,
+        )
+        directory = boot.parent
+    else:
+        identity = natsfiles.site_add(config_dir, args.site, prefix=args.prefix)
+        print(f"site {identity.name}: NKey {identity.public_key}", file=sys.stderr)
+        print(f"agent seed file (give it to this site's agent only): {identity.seed_file}", file=sys.stderr)
+        directory = identity.seed_file.parent
+    manifest = sitefiles.write(directory, args.site, placements=placements)
     print(f"Site manifest for the management cluster: kubectl apply -f {manifest}", file=sys.stderr)
     if args.apply is not None:
         done = asyncio.run(sitefiles.apply(args.apply, args.site, placements=placements))

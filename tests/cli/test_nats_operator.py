@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from common import natsoperator
+from hub import operatormode
 from kamaji_broker import cli
 from protocol import natsjwt
+from tests import helpers
 
 SEEDS = ("operator.nk", "operator-signing.nk", "system.nk", "account.nk", "account-signing.nk")
 
@@ -65,3 +67,41 @@ def test_a_damaged_seed_is_refused_by_file_without_its_contents(
     assert cli.main(["nats-config", "--dir", str(tmp_path), "--auth", "operator"]) == 2
     err = capsys.readouterr().err
     assert "account-signing.nk" in err and "SAGARBAGE" not in err
+
+
+def test_site_add_in_operator_mode_makes_a_bootstrap_credential_and_changes_no_server_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _run(tmp_path)
+    server_files = {p: p.read_bytes() for p in (tmp_path / "nats-server.conf", tmp_path / "operator.conf")}
+    assert (
+        cli.main(["site", "add", "site-a", "--nats-config-dir", str(tmp_path), "--bootstrap-lifetime", "2h"])
+        == 0
+    )
+    boot = tmp_path / "sites" / "site-a.bootstrap.creds"
+    assert stat.S_IMODE(boot.stat().st_mode) == 0o600
+    claims = natsjwt.decode(helpers.creds_jwt(boot))
+    assert claims.name == "bootstrap:site-a" and claims.exp - claims.iat == 7200
+    assert isinstance(claims.nats, natsjwt.User) and claims.nats.pub.allow == ("kb.bootstrap.site-a",)
+    assert claims.iss == natsjwt.public_of(
+        (tmp_path / natsoperator.KEYS_DIR / "account-signing.nk").read_bytes()
+    )
+    assert (tmp_path / "sites" / "site-a.site.yaml").exists()
+    assert {p: p.read_bytes() for p in server_files} == server_files
+    assert not (tmp_path / "auth.conf").exists()
+    err = capsys.readouterr().err
+    assert "Nothing changes on the NATS servers" in err and "reload" not in err
+    assert cli.main(["site", "remove", "site-a", "--nats-config-dir", str(tmp_path)]) == 0
+    assert not boot.exists()
+    assert "the hub revokes the site's agent when its Site is deleted" in capsys.readouterr().err
+
+
+def test_the_hub_directory_holds_what_the_hub_needs_only(tmp_path: Path) -> None:
+    _run(tmp_path)
+    hub = tmp_path / natsoperator.HUB_DIR
+    assert sorted(p.name for p in hub.iterdir()) == sorted(operatormode.FILES)
+    for name in ("account-signing.nk", "operator-signing.nk", "system.creds"):
+        assert stat.S_IMODE((hub / name).stat().st_mode) == 0o600, name
+    assert (
+        operatormode.load(hub).authority.account == natsoperator.Keys.load_or_create(tmp_path).account_public
+    )
