@@ -4,22 +4,26 @@ replicas; and the flags are refused with a clear error when they cannot make a c
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from common import bus, tlsfiles
+from common import bus, natsoperator, tlsfiles
+from common.bus import errors as bus_errors
+from hub import revocation
 from kamaji_broker import cli
-from protocol import streams
+from protocol import credentials, natsjwt, streams
 from sandbox import natsd, natsmonitor, ports
 from tests import helpers
 
 NODES = ("nats-0", "nats-1", "nats-2")
 
 
-def _configure(directory: Path) -> list[natsd.NatsServer]:
-    """One `nats-config` run per node, all in one directory (they share auth.conf and TLS)."""
+def _configure(directory: Path, *extra: str) -> list[natsd.NatsServer]:
+    """One `nats-config` run per node, all in one directory (they share auth.conf, or the
+    operator's keys, and TLS)."""
     client_ports = {name: ports.free_port() for name in NODES}
     route_ports = {name: ports.free_port() for name in NODES}
     routes = ",".join(f"nats://127.0.0.1:{port}" for port in route_ports.values())
@@ -32,6 +36,7 @@ def _configure(directory: Path) -> list[natsd.NatsServer]:
             "--store-dir", str(directory / f"js-{name}"), "--monitor", f"127.0.0.1:{monitor}",
             "--tls-generate", str(directory / "tls"),
             "--cluster-name", "kb", "--cluster-listen", f"127.0.0.1:{route_ports[name]}", "--routes", routes,
+            *extra,
         ]  # fmt: skip
         assert cli.main(argv) == 0
         servers.append(
@@ -96,6 +101,86 @@ async def test_three_nodes_form_a_cluster_and_hold_r3_streams(cluster: list[nats
             return await natsmonitor.stream_leader_of(monitors, stream) in NODES
 
         await helpers.eventually(stream_led, within=30, every=0.2)
+
+
+@pytest.fixture
+def operator_cluster(tmp_path: Path) -> Iterator[list[natsd.NatsServer]]:
+    servers = _configure(tmp_path / "nats", "--auth", "operator")
+    try:
+        for server in servers:
+            server.start()
+        yield servers
+    finally:
+        for server in servers:
+            server.stop()
+
+
+async def _meta_leader(servers: list[natsd.NatsServer]) -> None:
+    monitors = [s.monitor_url for s in servers]
+
+    async def elected() -> bool:
+        return bool(await natsmonitor.meta_leader_of(monitors, nodes=3))
+
+    await helpers.eventually(elected, within=30, every=0.2)
+
+
+def _site_creds(directory: Path, site: str) -> Path:
+    keys = natsoperator.Keys.load_or_create(directory)
+    seed = natsjwt.new_seed("user")
+    claims = credentials.site_user(
+        site, natsjwt.public_of(seed), account=keys.account_public, now=dt.datetime.now(dt.UTC)
+    )
+    path = directory / f"{site}.creds"
+    path.write_text(keys.user_creds(claims, seed))
+    return path
+
+
+async def test_a_revocation_reaches_every_node_and_survives_a_full_outage(
+    operator_cluster: list[natsd.NatsServer],
+) -> None:
+    """Operator mode in a cluster: the hub pushes the revocation to one node, every node throws
+    the site out, and after all three stopped and started again (the resolver's directories
+    intact) none lets it back in, while another site still connects."""
+    await _meta_leader(operator_cluster)
+    directory = operator_cluster[0].store_dir.parent
+    ca = directory / "tls" / "ca.crt"
+    site_a, site_b = _site_creds(directory, "site-a"), _site_creds(directory, "site-b")
+    on_last = await bus.connect(
+        bus.Options(servers=(operator_cluster[2].url,), creds_file=site_a, ca_file=ca), deadline=10
+    )
+    keys = natsoperator.Keys.load_or_create(directory)
+    authority = revocation.Authority(
+        account=keys.account_public,
+        account_signing=keys.account_signing,
+        operator_signing=keys.operator_signing,
+    )
+    system = await bus.connect(
+        bus.Options(
+            servers=(operator_cluster[0].url,),
+            creds_file=directory / natsoperator.HUB_SYSTEM_CREDS,
+            ca_file=ca,
+        ),
+        deadline=10,
+    )
+    now = dt.datetime.now(dt.UTC)
+    await revocation.revoke(
+        system, authority, {natsjwt.decode(helpers.creds_jwt(site_a)).sub: int(now.timestamp())}, now=now
+    )
+    await system.close()
+    await helpers.eventually(
+        lambda: not on_last.connected, within=10, what="site-a thrown out by the third node"
+    )
+    await on_last.close()
+    for server in operator_cluster:
+        server.stop()
+    for server in operator_cluster:
+        server.start()
+    await _meta_leader(operator_cluster)
+    for server in operator_cluster:
+        with pytest.raises(bus_errors.Unavailable, match=r"(?i)authorization violation"):
+            await bus.connect(bus.Options(servers=(server.url,), creds_file=site_a, ca_file=ca), deadline=2)
+        ok = await bus.connect(bus.Options(servers=(server.url,), creds_file=site_b, ca_file=ca), deadline=10)
+        await ok.close()
 
 
 @pytest.mark.parametrize(
