@@ -138,6 +138,9 @@ class Hub(service.Service):
         deps = config.Deps(
             kube=kube, conn=conn, signer=signer, observations=seen, intake=reader, sites=site_state,
             metrics=self.metrics, earlier_keys=earlier, revoke=self._revoker(),
+            mint_bootstrap=operatormode.bootstrap_minter(
+                self.operator, prefix=s.prefix, lifetime=dt.timedelta(seconds=s.bootstrap_lifetime)
+            ) if self.operator is not None else None,
         )  # fmt: skip
         controller = rkcp_controller.Controller(config.Settings.of(s), deps)
         # One way: the ingest tells the controller what changed; the controller knows it not.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,6 +84,26 @@ def hub_identity(mode: OperatorMode, *, prefix: str, lifetime: dt.timedelta) -> 
         return mode.authority.mint(claims)
 
     return natsidentity.SelfMinted(mint)
+
+
+def bootstrap_minter(
+    mode: OperatorMode, *, prefix: str, lifetime: dt.timedelta
+) -> Callable[[str, dt.datetime], str]:
+    """``mint(site, now)``: a bootstrap ``.creds`` for ``site``, with a key of its own each time."""
+
+    def mint(site: str, now: dt.datetime) -> str:
+        seed = natsjwt.new_seed("user")
+        claims = credentials.bootstrap_user(
+            site,
+            natsjwt.public_of(seed),
+            account=mode.authority.account,
+            now=now,
+            lifetime=lifetime,
+            prefix=prefix,
+        )
+        return natsjwt.creds(mode.authority.mint(claims), seed)
+
+    return mint
 
 
 async def refresh(conn: bus.Connection, identity: natsidentity.SelfMinted) -> None:

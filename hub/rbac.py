@@ -16,7 +16,8 @@ RULES: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
     ("controlplane.cluster.x-k8s.io", "remotekamajicontrolplanes/status", ("patch",)),
     # Placement authorization: Sites are read (cached from a watch); their status is the hub's
     # inventory of each site, written on change.
-    ("kamaji-broker.io", "sites", ("list", "watch")),
+    # Operator mode: patch for the finalizer that revokes a deleted Site's agent.
+    ("kamaji-broker.io", "sites", ("list", "watch", "patch")),
     ("kamaji-broker.io", "sites/status", ("patch",)),
     # Owner Clusters: network fields and the paused flag, read only.
     ("cluster.x-k8s.io", "clusters", ("list", "watch")),
@@ -27,7 +28,8 @@ RULES: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
     ("infrastructure.cluster.x-k8s.io", "*", ("get", "patch")),
     # <cluster>-kubeconfig and <cluster>-ca: watched (by label) for their checksums, created,
     # replaced on a new checksum.
-    ("", "secrets", ("get", "list", "watch", "create", "update")),
+    # Operator mode: a new Site's bootstrap credential, deleted once used.
+    ("", "secrets", ("get", "list", "watch", "create", "update", "delete")),
     ("", "events", ("create",)),
     # Leader election.
     ("coordination.k8s.io", "leases", ("get", "create", "update")),

@@ -70,6 +70,13 @@ class HubSettings(ProcessSettings):
     operator-signing.nk, system.creds). The hub then mints its own NATS user and every site's,
     answers the agents' bootstrap and renew requests, and revokes a deleted Site's agent; it
     replaces --nats-seed/--nats-creds."""
+    bootstrap_namespace: str = ""
+    """Operator mode: the namespace where the hub writes a new Site's bootstrap credential
+    (Secret ``<site>-nats-bootstrap``, key ``bootstrap.creds``) for the operator to hand over;
+    default: --lease-namespace (the hub's own); with neither, none (``site add`` makes them)."""
+    bootstrap_lifetime: Duration = credentials.DEFAULT_BOOTSTRAP_LIFETIME.total_seconds()
+    """Operator mode: how long a bootstrap credential may be used, once (the hub's Secret is
+    minted again before it expires)."""
     site_credential_lifetime: Duration = credentials.DEFAULT_LIFETIME.total_seconds()
     """Seconds a site's (and the hub's own) NATS credential is valid; agents renew well before."""
 

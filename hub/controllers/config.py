@@ -8,6 +8,7 @@ read them and never copy them about.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -41,6 +42,10 @@ class Settings:
     """Reconciles running at once (each on a different RKCP)."""
     heartbeat_interval: float = sites.HEARTBEAT_INTERVAL
     """The agents' heartbeat interval: a site is connected while its last beat is ≤ 3 of them old."""
+    bootstrap_namespace: str = ""
+    """Operator mode: where a new Site's ``<site>-nats-bootstrap`` Secret is written (empty: none)."""
+    bootstrap_lifetime: float = 3600.0
+    """Seconds a bootstrap credential in such a Secret is valid (it is minted again before)."""
     intent_check_interval: float = rkcp.RESYNC_SECONDS
     """Seconds between checks of each intent subject against the hub's record (a purge or an
     overwrite behind the hub's back); every RKCP is also reconciled at least this often."""
@@ -61,6 +66,8 @@ class Settings:
             limits=s.site_limits,
             workers=s.workers,
             heartbeat_interval=s.heartbeat_interval,
+            bootstrap_namespace=(s.bootstrap_namespace or s.lease_namespace) if s.nats_operator_dir else "",
+            bootstrap_lifetime=s.bootstrap_lifetime,
         )
 
 
@@ -84,5 +91,7 @@ class Deps:
     """The hub's earlier signing keys it still trusts, by key id (``--hub-public-keys``, retired
     ones left out): an intent one of them signed is the hub's (``rkcp.Published.signed``)."""
     revoke: Revoke | None = None
+    mint_bootstrap: Callable[[str, dt.datetime], str] | None = None
+    """Operator mode: a fresh bootstrap ``.creds`` for a site (``hub.operatormode``)."""
     """Operator mode: revokes NATS user keys (``hub.revocation``); a deleted Site's agent is
     revoked before its finalizer goes. None with static NKey users (``auth.conf``)."""

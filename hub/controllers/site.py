@@ -19,7 +19,7 @@ import pydantic
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import credentialrules, site_api
-from hub.controllers import cache, config, queue, sitecredentials
+from hub.controllers import bootstrapsecrets, cache, config, queue, sitecredentials
 from hub.reconcile import site_status
 from protocol import keys as protocol_keys
 
@@ -53,12 +53,24 @@ class SiteSync:
         """Seconds between looks at one site: connectedness changes as a heartbeat ages."""
         self.queue: queue.WorkQueue[str] = queue.WorkQueue()
         self.credentials = (
-            sitecredentials.SiteCredentials(deps.kube, deps.revoke) if deps.revoke is not None else None
+            sitecredentials.SiteCredentials(deps.kube, deps.revoke, self._bootstrap())
+            if deps.revoke is not None
+            else None
         )
         """Operator mode: the Site's finalizer and the revocation of its agent when deleted."""
         self._specs: dict[str, site_api.SiteSpec | None] = {}
         """Each Site's parsed spec: every reconcile asks, and the control-plane count asks once
         per RKCP, so parsing the cached JSON each time would cost more than the rest."""
+
+    def _bootstrap(self) -> bootstrapsecrets.BootstrapSecrets | None:
+        if self.deps.mint_bootstrap is None or not self.settings.bootstrap_namespace:
+            return None
+        return bootstrapsecrets.BootstrapSecrets(
+            self.deps.kube,
+            namespace=self.settings.bootstrap_namespace,
+            mint=self.deps.mint_bootstrap,
+            lifetime=dt.timedelta(seconds=self.settings.bootstrap_lifetime),
+        )
 
     def add(self, site: str) -> None:
         self.queue.add(site)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from common import kube as ckube
 from common.kube import errors as kerrors
@@ -39,10 +39,20 @@ def record(obj: dict[str, Any] | None) -> credentialrules.SiteRecord:
     )
 
 
+class Bootstrap(Protocol):
+    """The bootstrap Secret of a new Site (``hub.controllers.bootstrapsecrets``)."""
+
+    async def ensure(self, site: str, *, bootstrapped: bool) -> None: ...
+
+    async def release(self, site: str, revoke: Revoke) -> None: ...
+
+
 class SiteCredentials:
-    def __init__(self, kube: ckube.Kube, revoke: Revoke) -> None:
+    def __init__(self, kube: ckube.Kube, revoke: Revoke, bootstrap: Bootstrap | None = None) -> None:
         self.kube = kube
         self.revoke = revoke
+        self.bootstrap = bootstrap
+        """Operator mode with a bootstrap namespace: a new Site's bootstrap Secret."""
 
     async def sync(self, obj: dict[str, Any]) -> bool:
         """Hold the finalizer on a live Site, or revoke and release a deleted one. True when
@@ -53,8 +63,12 @@ class SiteCredentials:
         if not meta.get("deletionTimestamp"):
             if FINALIZER not in finalizers:
                 await self._finalizers(site, meta, [*finalizers, FINALIZER])
+            if self.bootstrap is not None:
+                await self.bootstrap.ensure(site, bootstrapped=bool(record(obj).key))
             return False
         if FINALIZER in finalizers:
+            if self.bootstrap is not None:
+                await self.bootstrap.release(site, self.revoke)
             key = record(obj).key
             if key:
                 await self.revoke({key: int(dt.datetime.now(dt.UTC).timestamp())})

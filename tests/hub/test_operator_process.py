@@ -5,6 +5,7 @@ agent at once (issue 16), with every RKCP of the site saying so in ``SiteConnect
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -42,7 +43,7 @@ def _args(server: natsd.NatsServer, conf: Path, keys_dir: Path, kubeconfig: Path
         "--nats-operator-dir", str(conf / natsoperator.HUB_DIR),
         "--signing-key", str(keys_dir / keyfiles.SIGNING_FILE),
         "--sealing-keys", str(keys_dir / keyfiles.SEALING_DIR),
-        "--all-namespaces", "--heartbeat-interval", "1",
+        "--all-namespaces", "--heartbeat-interval", "1", "--bootstrap-namespace", "default",
     ]  # fmt: skip
 
 
@@ -90,6 +91,14 @@ async def test_bootstrap_then_deleting_the_site_revokes_its_agent(
         agent = await ns.connect(server, agent_creds, inbox_prefix=bus.site_inbox_prefix(SITE))
         site = await kube.get(resources.SITE, SITE)
         assert site["status"]["credential"]["publicKey"] == natsjwt.public_of(seed)
+        # used: the bootstrap Secret is deleted, its credential revoked
+        await helpers.eventually(
+            lambda: _no_secret(kube, f"{SITE}-nats-bootstrap"),
+            within=30,
+            what="the used bootstrap Secret deleted",
+        )
+        with pytest.raises(Exception, match=r"(?i)authorization violation"):
+            await ns.connect(server, boot, inbox_prefix=bus.site_inbox_prefix(SITE))
 
         await kube.delete(resources.SITE, SITE)
         await helpers.eventually(lambda: not agent.nc.is_connected, within=10, what="the agent thrown out")
@@ -109,6 +118,33 @@ async def test_bootstrap_then_deleting_the_site_revokes_its_agent(
 async def _finalized(kube: ckube.Kube) -> bool:
     site = await kube.get(resources.SITE, SITE)
     return sitecredentials.FINALIZER in (site["metadata"].get("finalizers") or [])
+
+
+async def _no_secret(kube: ckube.Kube, name: str) -> bool:
+    return await kube.get_or_none(resources.SECRET, name, namespace="default") is None
+
+
+async def test_a_site_deleted_before_its_agent_came_takes_its_bootstrap_credential_along(
+    operator: tuple[natsd.NatsServer, Path], mgmt: tuple[kubeapi.Server, ckube.Kube, Path], tmp_path: Path
+) -> None:
+    server, conf = operator
+    _, kube, kubeconfig = mgmt
+    keyfiles.generate(tmp_path / "keys")
+    hub = hub_process(_args(server, conf, tmp_path / "keys", kubeconfig), tmp_path / "hub.log", "hub-1")
+    try:
+        secret = await helpers.eventually(
+            lambda: kube.get_or_none(resources.SECRET, f"{SITE}-nats-bootstrap", namespace="default"),
+            within=30, what="the bootstrap Secret",
+        )  # fmt: skip
+        boot = tmp_path / "boot.creds"
+        boot.write_bytes(base64.b64decode(secret["data"]["bootstrap.creds"]))
+        waiting = await ns.connect(server, boot, inbox_prefix=bus.site_inbox_prefix(SITE))
+        await kube.delete(resources.SITE, SITE)
+        await helpers.eventually(lambda: not waiting.nc.is_connected, within=10, what="the bootstrap revoked")
+        await helpers.eventually(lambda: _no_secret(kube, f"{SITE}-nats-bootstrap"), within=10)
+        await helpers.eventually(lambda: _gone(kube), within=10, what="the Site released and gone")
+    finally:
+        assert await asyncio.to_thread(hub.stop) == 0
 
 
 async def _gone(kube: ckube.Kube) -> bool:

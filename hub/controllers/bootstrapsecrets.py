@@ -1,0 +1,131 @@
+"""Operator mode: the bootstrap credential of a new Site, as a Secret for the operator to hand over.
+
+Creating a ``Site`` is enough to onboard a site (``kamaji-broker site add`` offline is the other
+way): while the Site has no credential yet (``status.credential``), the hub keeps a Secret
+``<site>-nats-bootstrap`` in its namespace with a single-use, short-lived bootstrap credential
+(``bootstrap.creds``, as the agent's ``--nats-bootstrap-creds`` takes it), minted again when it
+nears its expiry. Once the agent has bootstrapped (the key is recorded), the Secret has served
+and is deleted; its key is revoked by the credential service at that moment. When the Site is
+deleted before it was used, its key is revoked and the Secret deleted too.
+
+The hub remembers the expiry of each Secret it wrote, so a Site looked at every heartbeat
+interval costs no read. Talks to the management cluster (``secrets`` in one namespace).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+from common import kube as ckube
+from common.kube import resources
+from hub.controllers.sitecredentials import Revoke
+from protocol import errors, natsjwt
+
+log = logging.getLogger(__name__)
+
+KEY: Final = "bootstrap.creds"
+SITE_LABEL: Final = "kamaji-broker.io/site"
+
+
+def secret_name(site: str) -> str:
+    return f"{site}-nats-bootstrap"
+
+
+def _jwt_of(creds: str) -> str:
+    lines = creds.splitlines()
+    return lines[lines.index("-----BEGIN NATS USER JWT-----") + 1].strip()
+
+
+class BootstrapSecrets:
+    def __init__(
+        self,
+        kube: ckube.Kube,
+        *,
+        namespace: str,
+        mint: Callable[[str, dt.datetime], str],
+        lifetime: dt.timedelta,
+    ) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.mint = mint
+        """``mint(site, now)``: the text of a fresh bootstrap ``.creds`` for ``site``."""
+        self.renew_before = lifetime / 5
+        self._expires: dict[str, dt.datetime] = {}
+        """The expiry of the Secret written (or found) for each site still waiting for its agent."""
+        self._served: set[str] = set()
+        """Sites whose agent bootstrapped and whose Secret is deleted."""
+
+    async def ensure(self, site: str, *, bootstrapped: bool) -> None:
+        """A valid bootstrap Secret while the site has no credential; none once it has."""
+        if bootstrapped:
+            if site not in self._served:
+                await self.kube.delete(resources.SECRET, secret_name(site), namespace=self.namespace)
+                self._served.add(site)
+                self._expires.pop(site, None)
+            return
+        self._served.discard(site)
+        now = dt.datetime.now(dt.UTC)
+        expires = self._expires.get(site)
+        if expires is None:
+            expires = await self._stored_expiry(site)
+        if expires is not None and expires - now > self.renew_before:
+            self._expires[site] = expires
+            return
+        creds = self.mint(site, now)
+        exp = natsjwt.decode(_jwt_of(creds), now=0).exp
+        await self.kube.create_or_replace(
+            resources.SECRET, self._secret(site, creds), namespace=self.namespace
+        )
+        self._expires[site] = dt.datetime.fromtimestamp(exp, dt.UTC)
+        log.info(
+            "Site %s: bootstrap credential in Secret %s/%s until %s; hand it to the site's agent",
+            site, self.namespace, secret_name(site), self._expires[site].isoformat(),
+        )  # fmt: skip
+
+    async def release(self, site: str, revoke: Revoke) -> None:
+        """The Site is deleted: revoke its unused bootstrap credential and delete the Secret."""
+        self._expires.pop(site, None)
+        self._served.discard(site)
+        obj = await self.kube.get_or_none(resources.SECRET, secret_name(site), namespace=self.namespace)
+        if obj is None:
+            return
+        key = _key_of(obj)
+        if key:
+            await revoke({key: int(dt.datetime.now(dt.UTC).timestamp())})
+        await self.kube.delete(resources.SECRET, secret_name(site), namespace=self.namespace)
+
+    async def _stored_expiry(self, site: str) -> dt.datetime | None:
+        obj = await self.kube.get_or_none(resources.SECRET, secret_name(site), namespace=self.namespace)
+        if obj is None:
+            return None
+        try:
+            creds = base64.b64decode((obj.get("data") or {}).get(KEY, "")).decode("ascii")
+            claims = natsjwt.decode(_jwt_of(creds), now=0)
+        except (ValueError, UnicodeDecodeError, errors.JWTError):
+            return None  # not one of ours, or damaged: replaced
+        return dt.datetime.fromtimestamp(claims.exp, dt.UTC) if claims.exp else None
+
+    def _secret(self, site: str, creds: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": secret_name(site),
+                "namespace": self.namespace,
+                "labels": {"app.kubernetes.io/managed-by": "kamaji-broker", SITE_LABEL: site},
+            },
+            "type": "Opaque",
+            "data": {KEY: base64.b64encode(creds.encode("ascii")).decode("ascii")},
+        }
+
+
+def _key_of(obj: dict[str, Any]) -> str:
+    try:
+        creds = base64.b64decode((obj.get("data") or {}).get(KEY, "")).decode("ascii")
+        return natsjwt.decode(_jwt_of(creds), now=0).sub
+    except (ValueError, UnicodeDecodeError, errors.JWTError):
+        return ""
