@@ -160,21 +160,26 @@ class Hub(service.Service):
                 on_change=controller.on_site_change,
             )
 
-        loops: list[Loop] = [
+        return [
             ("rkcp controller", controller.run),
             ("ingest", consumer.run),
             ("sites", poll_sites),
+            *self._credential_service(kube, controller),
         ]
-        if self.operator is not None and self.system is not None:
-            service = credentialservice.CredentialService(
-                credentialservice.Deps(
-                    conn=conn, system=self.system, kube=kube, sites=self._site_record(controller),
-                    authority=self.operator.authority, metrics=self.metrics,
-                ),
-                prefix=s.prefix, lifetime=dt.timedelta(seconds=s.site_credential_lifetime),
-            )  # fmt: skip
-            loops.append(("credential service", service.run))
-        return loops
+
+    def _credential_service(self, kube: ckube.Kube, controller: rkcp_controller.Controller) -> list[Loop]:
+        """Operator mode: the loop that answers the agents' bootstrap and renewal requests."""
+        s, conn = self.settings, self.conn
+        if self.operator is None or self.system is None or conn is None:
+            return []
+        service = credentialservice.CredentialService(
+            credentialservice.Deps(
+                conn=conn, system=self.system, kube=kube, sites=self._site_record(controller),
+                authority=self.operator.authority, metrics=self.metrics,
+            ),
+            prefix=s.prefix, lifetime=dt.timedelta(seconds=s.site_credential_lifetime),
+        )  # fmt: skip
+        return [("credential service", service.run)]
 
     def _revoker(self) -> config.Revoke | None:
         """Operator mode: revoke user keys by pushing the account JWT (``hub.revocation``)."""
