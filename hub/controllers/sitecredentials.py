@@ -21,6 +21,7 @@ from common import kube as ckube
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import credentialrules
+from hub.reconcile import owner
 
 log = logging.getLogger(__name__)
 
@@ -60,23 +61,32 @@ class SiteCredentials:
         meta = obj.get("metadata") or {}
         site = str(meta.get("name") or "")
         finalizers = list(meta.get("finalizers") or [])
+        # clusterctl move deletes the source's copy: the site lives on in the target
+        moving = owner.DELETE_FOR_MOVE in (meta.get("annotations") or {})
         if not meta.get("deletionTimestamp"):
-            if FINALIZER not in finalizers:
+            if FINALIZER not in finalizers and not moving:
                 await self._finalizers(site, meta, [*finalizers, FINALIZER])
             if self.bootstrap is not None:
                 await self.bootstrap.ensure(site, bootstrapped=bool(record(obj).key))
             return False
         if FINALIZER in finalizers:
-            if self.bootstrap is not None:
-                await self.bootstrap.release(site, self.revoke)
-            key = record(obj).key
-            if key:
-                await self.revoke({key: int(dt.datetime.now(dt.UTC).timestamp())})
-                log.info("Site %s deleted: revoked its agent's NATS credential %s", site, key)
+            if moving:
+                log.info("Site %s deleted for clusterctl move: its agent keeps its credential", site)
             else:
-                log.info("Site %s deleted: its agent never had a credential, nothing to revoke", site)
+                await self._revoke(site, obj)
             await self._finalizers(site, meta, [f for f in finalizers if f != FINALIZER])
         return True
+
+    async def _revoke(self, site: str, obj: dict[str, Any]) -> None:
+        """Revoke what the deleted Site's agent holds: its credential, an unused bootstrap."""
+        if self.bootstrap is not None:
+            await self.bootstrap.release(site, self.revoke)
+        key = record(obj).key
+        if not key:
+            log.info("Site %s deleted: its agent never had a credential, nothing to revoke", site)
+            return
+        await self.revoke({key: int(dt.datetime.now(dt.UTC).timestamp())})
+        log.info("Site %s deleted: revoked its agent's NATS credential %s", site, key)
 
     async def _finalizers(self, site: str, meta: dict[str, Any], finalizers: list[str]) -> None:
         body = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "finalizers": finalizers}}
