@@ -15,7 +15,7 @@ import pytest
 
 from common import kube as ckube
 from common.kube import resources
-from hub import crdgen, site_api
+from hub import credentialrules, crdgen, site_api
 from hub.controllers import sitecredentials
 from hub.reconcile import owner
 from sandbox import kubeapi
@@ -108,6 +108,6 @@ async def test_a_site_marked_for_move_gets_no_finalizer(kube: ckube.Kube) -> Non
 def test_record_says_what_the_credential_service_needs() -> None:
     assert sitecredentials.record(None).exists is False
     obj = {"metadata": {"name": "a"}, "status": {"credential": {"publicKey": "UK"}}}
-    assert sitecredentials.record(obj) == sitecredentials.credentialrules.SiteRecord(exists=True, key="UK")
+    assert sitecredentials.record(obj) == credentialrules.SiteRecord(exists=True, key="UK")
     deleting = {"metadata": {"name": "a", "deletionTimestamp": "2026-12-02T00:00:00Z"}}
     assert sitecredentials.record(deleting).exists is False
