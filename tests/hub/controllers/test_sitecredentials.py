@@ -15,7 +15,7 @@ import pytest
 
 from common import kube as ckube
 from common.kube import resources
-from hub import credentialrules, crdgen, site_api
+from hub import crdgen, credentialrules, site_api
 from hub.controllers import sitecredentials
 from hub.reconcile import owner
 from sandbox import kubeapi
