@@ -1,5 +1,5 @@
 """deploy/nats: the 3-node JetStream cluster configuration is valid for the real nats-server,
-beside the auth.conf and the TLS files the operator commands render, and the Kubernetes
+beside the operator.conf and the TLS files the operator commands render, and the Kubernetes
 manifests fit it: TLS for clients, routes and leaf nodes from the Secret `nats-tls`, and no
 Service publishes the monitoring port."""
 
@@ -36,7 +36,17 @@ def _config_dir(tmp_path: Path) -> Path:
     nats = tmp_path / "nats"
     hosts = [a for h in HEADLESS_SANS for a in ("--tls-host", h)]
     subprocess.run(
-        [*kb, "nats-config", "--dir", str(nats), "--tls-generate", str(nats / "tls"), *hosts],
+        [
+            *kb,
+            "nats-config",
+            "--dir",
+            str(nats),
+            "--auth",
+            "operator",
+            "--tls-generate",
+            str(nats / "tls"),
+            *hosts,
+        ],
         capture_output=True,
         check=True,
     )
@@ -70,9 +80,9 @@ def test_cluster_config_is_valid_beside_the_generated_users(tmp_path: Path) -> N
     assert unnamed.returncode != 0
 
 
-def test_cluster_config_needs_the_auth_include(tmp_path: Path) -> None:
+def test_cluster_config_needs_the_operator_include(tmp_path: Path) -> None:
     nats = _config_dir(tmp_path)
-    (nats / "auth.conf").unlink()
+    (nats / "operator.conf").unlink()
     assert _check(nats / "cluster.conf", POD_NAME="nats-0").returncode != 0
 
 
@@ -123,7 +133,8 @@ def test_manifests_validate_and_fit_the_config(docs: list[dict[str, Any]]) -> No
     headless = statefulset["spec"]["serviceName"]
     routes = re.findall(r'"nats://([^":]+):6222"', text)
     assert routes == [f"nats-{i}.{headless}.{namespace}.svc.cluster.local" for i in range(replicas)]
-    assert 'include "auth.conf"' in text and 'store_dir: "/data/jetstream"' in text
+    assert 'include "operator.conf"' in text and 'store_dir: "/data/jetstream"' in text
+    assert "type: full" in text and 'dir: "/data/resolver"' in text and "allow_delete: false" in text
     assert 'name: "kamaji-broker"' in text  # the cluster's name
     pod = statefulset["spec"]["template"]["spec"]
     (container,) = pod["containers"]
@@ -134,7 +145,7 @@ def test_manifests_validate_and_fit_the_config(docs: list[dict[str, Any]]) -> No
     (config,) = [v for v in pod["volumes"] if v["name"] == "config"]
     names = {s["configMap"]["name"] for s in config["projected"]["sources"]}
     generated = m.one(docs, "ConfigMap")
-    assert generated["metadata"]["name"] in names and "nats-auth" in names
+    assert generated["metadata"]["name"] in names and "nats-operator" in names
     assert generated["data"]["nats-server.conf"] == text
     services = {s["metadata"]["name"]: s for s in m.of_kind(docs, "Service")}
     assert services[headless]["spec"]["clusterIP"] == "None"
@@ -173,6 +184,7 @@ def _node_config(nats: Path, tmp_path: Path, index: int, ports: list[dict[str, i
         ('"0.0.0.0:7422"', f'"127.0.0.1:{own["leaf"]}"'),
         ('"/var/run/nats/nats.pid"', f'"{tmp_path}/nats-{index}.pid"'),
         ('"/data/jetstream"', f'"{tmp_path}/data-{index}"'),
+        ('"/data/resolver"', f'"{tmp_path}/resolver-{index}"'),
         ("max_file_store: 10GB", "max_file_store: 64MB"),
     ):
         assert old in text, old
