@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hub import crdgen, rbac
+from hub import crdgen, operatormode, rbac
 from hub.settings import HubSettings
 from kamaji_broker import cli, flags
 from tests.deploy import manifests as m
@@ -126,7 +126,7 @@ def _operator_files(tmp_path: Path) -> dict[tuple[str, str], dict[str, str]]:
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
     subprocess.run(
-        [*kb, "nats-config", "--dir", str(nats), "--tls-generate", str(nats / "tls"),
+        [*kb, "nats-config", "--dir", str(nats), "--auth", "operator", "--tls-generate", str(nats / "tls"),
          "--tls-host", "nats.nats.svc"],
         capture_output=True, check=True, timeout=60,
     )  # fmt: skip
@@ -135,7 +135,8 @@ def _operator_files(tmp_path: Path) -> dict[tuple[str, str], dict[str, str]]:
     return {
         ("Secret", hub_keys["metadata"]["name"]): m.secret_data(hub_keys),
         ("Secret", "kamaji-broker-hub-sealing-keys"): sealing,
-        ("Secret", "kamaji-broker-hub-nats"): {"hub.nk": (nats / "hub.nk").read_text()},
+        # --from-file=nats/hub/
+        ("Secret", "kamaji-broker-hub-nats"): {p.name: p.read_text() for p in (nats / "hub").iterdir()},
         ("ConfigMap", "kamaji-broker-nats-ca"): {"ca.crt": (nats / "tls" / "ca.crt").read_text()},
     }
 
@@ -171,6 +172,13 @@ def test_deployment_flags_load_with_the_operator_secrets(
     assert settings.stream_replicas == 3, "deploy/nats is a 3-node JetStream cluster"
     assert len(list(settings.sealing_keys.glob("*.key"))) == 1
     assert settings.servers == ("tls://nats.nats.svc:4222",)
+    # Operator mode: the directory holds what the hub loads, as nats-config wrote it, with the
+    # mode Kubernetes gives the Secret's files (its defaultMode)
+    assert settings.nats_operator_dir is not None
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "nats"]
+    for path in settings.nats_operator_dir.iterdir():
+        path.chmod(volume["secret"]["defaultMode"])
+    assert operatormode.load(settings.nats_operator_dir).authority.account.startswith("A")
     # TLS verified against the CA nats-config made (mounted from the ConfigMap).
     assert settings.nats_ca_file is not None
     assert settings.nats_ca_file.read_text().startswith("-----BEGIN CERTIFICATE-----")

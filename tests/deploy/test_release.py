@@ -161,7 +161,7 @@ def test_the_manager_runs_the_hub_as_the_variables_say(
     sources = {
         ("Secret", "kamaji-broker-hub-keys"): {"signing.key": "k\n"},
         ("Secret", "kamaji-broker-hub-sealing-keys"): {"a.key": "k\n"},
-        ("Secret", "kamaji-broker-hub-nats"): {"hub.nk": "k\n"},
+        ("Secret", "kamaji-broker-hub-nats"): {"account.jwt": "j\n", "system.creds": "c\n"},
         ("ConfigMap", "kamaji-broker-nats-ca"): {"ca.crt": "c\n"},
     }
     mounts = m.materialize(pod, container, sources=sources, root=tmp_path)
