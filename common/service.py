@@ -51,13 +51,16 @@ class Service:
         name: str,
         inbox_prefix: str = connection.DEFAULT_INBOX_PREFIX,
         on: Callable[[bool], None] | None = None,
+        identity: bus.Identity | None = None,
     ) -> bus.Connection:
-        """Connect to NATS as ``s`` says (retrying forever) and keep the NATS check in step."""
+        """Connect to NATS as ``s`` says (retrying forever) and keep the NATS check in step;
+        with ``identity`` (operator mode: a JWT held in memory) instead of a seed or .creds file."""
         self.conn = conn = await bus.connect(
             bus.Options(
                 servers=s.servers,
                 seed_file=s.nats_seed,
                 creds_file=s.nats_creds,
+                identity=identity,
                 ca_file=s.nats_ca_file,
                 inbox_prefix=inbox_prefix,
                 name=name,

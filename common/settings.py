@@ -77,12 +77,25 @@ class ProcessSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _one_of_each(self) -> Self:
-        if (self.nats_seed is None) == (self.nats_creds is None):
-            raise ValueError("give exactly one of --nats-seed or --nats-creds")
+        self._check_nats_identity()
         if (self.kubeconfig is None) == (not self.in_cluster):
             raise ValueError("give exactly one of --kubeconfig or --in-cluster")
         self._check_scope()
         return self
+
+    def _nats_identities(self) -> dict[str, bool]:
+        """Each way this process may be given its NATS identity (by flag) and whether it was.
+        A subclass with another way adds it: the agent's operator mode (its own key, a JWT from
+        the hub), the hub minting its own."""
+        return {"--nats-seed": self.nats_seed is not None, "--nats-creds": self.nats_creds is not None}
+
+    def _check_nats_identity(self) -> None:
+        ways = self._nats_identities()
+        given = [flag for flag, used in ways.items() if used]
+        if len(given) != 1:
+            choices = ", ".join(ways)
+            got = f"; got {' and '.join(given)}" if given else ""
+            raise ValueError(f"give exactly one NATS identity: one of {choices}{got}")
 
     def _check_scope(self) -> None:
         """Where the process works: a subclass with more ways to say it (the hub's --namespace)

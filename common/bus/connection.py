@@ -182,6 +182,13 @@ class Connection:
 
         await self.call(publish(), subjects=[message.reply], what=f"answer on {message.reply}")
 
+    async def reconnect(self) -> None:
+        """Leave the server and connect again (nats-py's ``force_reconnect``), presenting the
+        identity's current JWT. After a renewal this is how the new JWT takes over: nats-py
+        closes the connection for good on the server's "User Authentication Expired" rather than
+        reconnecting, so waiting for the old JWT's expiry would lose the connection."""
+        await self._nc.force_reconnect()
+
     async def sync(self) -> None:
         """Return once the server has processed everything sent before: a denial of it has arrived.
 
