@@ -78,6 +78,7 @@ class Responder:
     async def stop(self) -> None:
         for sub in self.subscriptions:
             await sub.unsubscribe()
+        self.subscriptions.clear()
 
 
 async def responder(url: str, conf: Path, **kw: object) -> Responder:

@@ -16,16 +16,17 @@ from typing import Any
 import msgspec
 import prometheus_client
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from agent import credential, credential_state
 from agent import metrics as agent_metrics
 from agent.settings import AgentSettings
-from common import bus, health, natsidentity
+from common import bus, health, keyfiles, natsidentity
 from common import kube as ckube
 from common.bus import errors as bus_errors
 from common.kube import resources
 from protocol import credentials, natsjwt, subjects
-from sandbox import natsd
+from sandbox import kubeapi, natsd
 from tests import helpers
 from tests.agent import hub_credentials
 
@@ -217,3 +218,47 @@ async def test_renewal_replaces_the_jwt_before_expiry_and_the_connection_outlive
         renewing.cancel()
         await asyncio.gather(renewing, return_exceptions=True)
         await conn.close()
+
+
+async def test_the_agent_process_in_operator_mode_joins_with_its_own_key(
+    operator_nats: tuple[natsd.NatsServer, Path],
+    hub: hub_credentials.Responder,
+    cluster: kubeapi.Server,
+    site_kube: ckube.Kube,
+    tmp_path: Path,
+) -> None:
+    """`kamaji-broker agent --nats-identity-secret --nats-bootstrap-creds`: agent.main's wiring
+    bootstraps, connects as the site (its consumer binds: /readyz is 200 with the credential
+    check), shows the expiry, and never writes its seed to the log."""
+    server, conf = operator_nats
+    topology = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.creds"), deadline=10)
+    await bus.ensure_topology(topology, sites=["site-a"])
+    await topology.close()
+    keyfiles.generate(tmp_path / "keys")
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "site.kubeconfig")
+    bootstrap = hub_credentials.bootstrap_creds(conf, tmp_path / "bootstrap.creds")
+    args = [
+        "--site", "site-a", "--nats-url", server.url,
+        "--nats-identity-secret", f"{NAMESPACE}/{SECRET}", "--nats-bootstrap-creds", str(bootstrap),
+        "--hub-public-keys", str(tmp_path / "keys" / "hub-public-keys.json"),
+        "--kubeconfig", str(kubeconfig), "--all-namespaces",
+    ]  # fmt: skip
+    proc = helpers.CliProcess("agent", args, log=tmp_path / "agent.log")
+    try:
+        text = await proc.readyz(lambda status, _: status == 200)
+        assert "[+] nats-credential: JWT valid until" in text and "[+] consumer" in text
+        kept = await stored(site_kube)
+        assert kept.seed is not None and kept.jwt is not None
+        _, metrics = await proc.get("/metrics")
+        expiry = natsjwt.decode(kept.jwt).exp
+        samples = {
+            sample.name: sample.value
+            for family in text_string_to_metric_families(metrics)
+            for sample in family.samples
+        }
+        assert samples["kb_agent_nats_credential_expiry_timestamp_seconds"] == expiry
+        assert hub.kinds() == [credentials.Kind.BOOTSTRAP]
+    finally:
+        assert await asyncio.to_thread(proc.stop) == 0
+    assert kept.seed.decode() not in proc.log.read_text()
+    assert "bootstrapped: the hub minted a JWT" in proc.log.read_text()
