@@ -192,8 +192,9 @@ class Credential:
             now = self._clock()
             self.readiness.set(CHECK, *state.readiness(self.life, now=now, failure=failure))
             due = state.renew_at(self.life, renew_before=self.settings.nats_renew_before)
+            look_again = min(state.next_change(self.life, now=now) - now, RECHECK)
             if now < due:
-                await asyncio.sleep(min(due - now, RECHECK))
+                await asyncio.sleep(min(due - now, look_again))
                 continue
             try:
                 await self._renew(conn)
@@ -201,7 +202,8 @@ class Credential:
                 failures += 1
                 failure = str(exc)
                 log.warning("renewing the NATS credential failed: %s", failure)
-                await asyncio.sleep(backoff.delay(failures, base=RETRY_BASE, cap=RETRY_CAP))
+                pause = backoff.delay(failures, base=RETRY_BASE, cap=RETRY_CAP)
+                await asyncio.sleep(min(pause, look_again))
             else:
                 failure, failures = "", 0
 

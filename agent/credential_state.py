@@ -139,6 +139,16 @@ def readiness(life: Lifetime, *, now: float, failure: str = "") -> tuple[bool, s
     return True, text
 
 
+def next_change(life: Lifetime, *, now: float) -> float:
+    """When ``readiness`` next changes on its own (the close threshold, then the expiry): the
+    renewal loop looks again by then, so /readyz never lags behind a credential that lapses."""
+    total = life.expires - life.issued
+    for at in (life.expires - CLOSE_FRACTION * total, life.expires):
+        if now < at:
+            return at
+    return float("inf")
+
+
 def failed(what: str, reason: str, *, retry_in: float) -> str:
     """/readyz while bootstrapping (or keeping the Secret) fails."""
     return f"{what} failed: {reason}; retrying in {retry_in:.1f}s"

@@ -262,3 +262,45 @@ async def test_the_agent_process_in_operator_mode_joins_with_its_own_key(
         assert await asyncio.to_thread(proc.stop) == 0
     assert kept.seed.decode() not in proc.log.read_text()
     assert "bootstrapped: the hub minted a JWT" in proc.log.read_text()
+
+
+async def test_renewals_failing_while_the_hub_is_down_show_in_readyz_as_the_expiry_nears(
+    operator_nats: tuple[natsd.NatsServer, Path],
+    hub: hub_credentials.Responder,
+    site_kube: ckube.Kube,
+    tmp_path: Path,
+) -> None:
+    """The site keeps working on its JWT while the hub cannot renew it, and /readyz turns not
+    ready, naming why renewal fails, once less than a tenth of the lifetime is left."""
+    server, conf = operator_nats
+    hub.lifetime = dt.timedelta(seconds=8)
+    s = settings(server, hub_credentials.bootstrap_creds(conf, tmp_path / "b.creds"))
+    cred = make(s, site_kube)
+    held = await cred.obtain()
+    first = held.jwt()
+    await hub.stop()  # the hub is down: nobody answers on kb.renew.site-a
+    conn = await connect(s, held)
+    renewing = asyncio.ensure_future(cred.renew_forever(conn))
+    try:
+        check = await helpers.eventually(
+            lambda: cred.readiness.checks[credential.CHECK],
+            lambda c: "renewal failing" in c[1],
+            within=15,
+            what="a failing renewal in /readyz",
+        )
+        assert "no responders" in check[1]
+        if check[0]:  # still ready while more than a tenth is left
+            assert "JWT valid until" in check[1]
+        check = await helpers.eventually(
+            lambda: cred.readiness.checks[credential.CHECK],
+            lambda c: not c[0],
+            within=15,
+            what="not ready as the expiry nears",
+        )
+        assert ("expiring soon" in check[1] or "expired at" in check[1]) and "no responders" in check[1]
+        assert held.jwt() == first and hub.kinds() == [credentials.Kind.BOOTSTRAP]
+        assert cred.held is held
+    finally:
+        renewing.cancel()
+        await asyncio.gather(renewing, return_exceptions=True)
+        await conn.close()

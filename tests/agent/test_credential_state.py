@@ -114,6 +114,15 @@ def test_readiness(now: float, failure: str, ok: bool, text: str) -> None:
         assert failure in got
 
 
+@pytest.mark.parametrize(
+    ("now", "at"),
+    [(0, 270), (269, 270), (270, 300), (299, 300), (300, float("inf"))],
+    ids=["fresh", "before-close", "at-close", "before-expiry", "expired"],
+)
+def test_next_change(now: float, at: float) -> None:
+    assert state.next_change(state.Lifetime(0, 300), now=now) == at
+
+
 def test_failed_says_what_and_when_again() -> None:
     assert state.failed("bootstrap", "the hub refused: used", retry_in=2.25) == (
         "bootstrap failed: the hub refused: used; retrying in 2.2s"
