@@ -27,7 +27,7 @@ from common import backoff, bus, health, kube, natsidentity
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from common.kube import resources
-from protocol import credentials, natsjwt, subjects
+from protocol import credentials, errors, natsjwt, subjects
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -149,8 +149,13 @@ class Credential:
             raise CredentialFailed(f"{self.where} holds no usable JWT and no --nats-bootstrap-creds is given")
         try:
             credential = jwt_of_creds(path.read_text())
+            natsjwt.decode(credential, now=self._clock())  # an expired one: said plainly, no connect
         except OSError as exc:
             raise CredentialFailed(f"--nats-bootstrap-creds {str(path)!r}: {exc.strerror}") from None
+        except errors.JWTError as exc:
+            raise CredentialFailed(
+                f"--nats-bootstrap-creds {str(path)!r}: {exc}; ask the operator for a new one"
+            ) from None
         options = bus.Options(
             servers=s.servers,
             creds_file=path,

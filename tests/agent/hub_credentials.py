@@ -88,12 +88,16 @@ async def responder(url: str, conf: Path, **kw: object) -> Responder:
 
 
 def bootstrap_creds(
-    conf: Path, path: Path, *, site: str = "site-a", prefix: str = subjects.DEFAULT_PREFIX
+    conf: Path,
+    path: Path,
+    *,
+    site: str = "site-a",
+    prefix: str = subjects.DEFAULT_PREFIX,
+    age: dt.timedelta = dt.timedelta(0),
 ) -> Path:
-    """A fresh bootstrap .creds for ``site``, as ``kamaji-broker site add`` hands it over."""
+    """A bootstrap .creds for ``site`` issued ``age`` ago (valid for an hour), as ``kamaji-broker
+    site add`` hands it over."""
     keys = natsoperator.Keys.load_or_create(conf)
-    text = keys.bootstrap_creds(
-        site, now=dt.datetime.now(dt.UTC), lifetime=dt.timedelta(hours=1), prefix=prefix
-    )
-    path.write_text(text)
+    now = dt.datetime.now(dt.UTC) - age
+    path.write_text(keys.bootstrap_creds(site, now=now, lifetime=dt.timedelta(hours=1), prefix=prefix))
     return path

@@ -137,7 +137,7 @@ async def test_a_restart_reuses_the_secret_without_a_bootstrap(
     await conn.close()
 
 
-@pytest.mark.parametrize("failure", ["refused", "no responder"])
+@pytest.mark.parametrize("failure", ["refused", "no responder", "expired bootstrap", "no bootstrap file"])
 async def test_a_failed_bootstrap_is_in_readyz_and_retried_until_granted(
     failure: str,
     operator_nats: tuple[natsd.NatsServer, Path],
@@ -146,28 +146,42 @@ async def test_a_failed_bootstrap_is_in_readyz_and_retried_until_granted(
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """Each failure is named in /readyz while the agent keeps trying; once the hub answers again
+    (or the operator hands over a fresh bootstrap .creds, read at every attempt) it joins."""
     caplog.set_level(logging.DEBUG)
     server, conf = operator_nats
+    path = tmp_path / "b.creds"
+    expected = {
+        "refused": "the hub refused: bootstrap credential already used",
+        "no responder": "no responders",
+        "expired bootstrap": "expired at",
+        "no bootstrap file": "No such file or directory",
+    }[failure]
     if failure == "refused":
         hub.refuse = "bootstrap credential already used"
-        expected = "already used"
-    else:
+    elif failure == "no responder":
         await hub.stop()
-        expected = "no responders"
-    cred = make(settings(server, hub_credentials.bootstrap_creds(conf, tmp_path / "b.creds")), site_kube)
+    if failure == "expired bootstrap":
+        hub_credentials.bootstrap_creds(conf, path, age=dt.timedelta(hours=2))
+    elif failure != "no bootstrap file":
+        hub_credentials.bootstrap_creds(conf, path)
+    cred = make(settings(server, path), site_kube)
     obtaining = asyncio.ensure_future(cred.obtain())
     try:
-        await helpers.eventually(
+        reason = await helpers.eventually(
             lambda: cred.readiness.checks.get(credential.CHECK, (True, ""))[1],
-            lambda r: expected in r,
+            lambda r: expected.lower() in r.lower(),
+            within=30,
             what="the failure in /readyz",
         )
-        assert not cred.readiness.ready and "bootstrap failed" in cred.readiness.report()
+        assert not cred.readiness.ready and reason.startswith("bootstrap failed: ")
         assert not obtaining.done()
         hub.refuse = ""
         if failure == "no responder":
             await hub.start()
-        held = await asyncio.wait_for(obtaining, 30)
+        if failure in ("expired bootstrap", "no bootstrap file"):
+            hub_credentials.bootstrap_creds(conf, path)
+        held = await asyncio.wait_for(obtaining, 60)
     finally:
         obtaining.cancel()
     assert cred.readiness.ready and hub.kinds() == [credentials.Kind.BOOTSTRAP]
