@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from agent import heartbeat, publishing
+from agent import credential, heartbeat, publishing
 from agent import metrics as agent_metrics
 from agent.apply import loop as apply_loop
 from agent.cleanup import loop as cleanup_loop
@@ -39,19 +39,31 @@ class Agent(service.Service):
         self.status: status_loop.StatusLoop | None = None
         self.cleanup: cleanup_loop.CleanupLoop | None = None
         self.heartbeat: heartbeat.Heartbeat | None = None
+        self.credential: credential.Credential | None = None
 
     async def start(self) -> None:
         s = self.settings
-        await self.serve_health(s.listen, self.metrics.registry, KUBE_CHECK)
+        checks = (KUBE_CHECK, credential.CHECK) if s.operator_mode else (KUBE_CHECK,)
+        await self.serve_health(s.listen, self.metrics.registry, *checks)
         hub_keys = self._hub_keys()
         kube = self.kube = await ckube.connect(in_cluster=s.in_cluster, kubeconfig=s.kubeconfig)
         self.spawn("kube-probe", lambda: self._probe_kube(kube))
+        identity = None
+        if s.operator_mode:  # our own key, a JWT from the Secret or bootstrapped (issue 16)
+            self.credential = credential.Credential(
+                s, kube=kube, readiness=self.readiness, metrics=self.metrics
+            )
+            identity = await self.credential.obtain()
         conn = await self.connect_bus(
             s,
             name=f"kamaji-broker-agent-{s.site}",
             inbox_prefix=bus.site_inbox_prefix(s.site),
             on=self._connected,
+            identity=identity,
         )
+        if self.credential is not None:
+            renewing = self.credential
+            self.supervise("nats-credential renewal", lambda: renewing.renew_forever(conn))
         publisher = publishing.Publisher(conn, site=s.site, prefix=s.prefix)
         self._start_loops(
             Deps(

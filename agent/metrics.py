@@ -40,6 +40,11 @@ class Metrics:
             "TCP specs re-applied after drift (an edit, or a deletion at the site)",
             registry=r,
         )
+        self.credential_expiry = Gauge(
+            "kb_agent_nats_credential_expiry_timestamp_seconds",
+            "Unix time at which this site's NATS JWT expires (operator mode; renewed well before)",
+            registry=r,
+        )
         self.hub_keys = Gauge(
             "kb_agent_hub_key",
             "Hub key ids this agent uses (1): signing keys it trusts, the sealing key it seals to",

@@ -16,3 +16,9 @@ RULES: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
     # Warning events about orphans.
     ("", "events", ("create",)),
 )
+
+IDENTITY_RULES: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
+    # Operator mode: its own NKey seed and JWT, in one Secret of its own namespace (the chart's
+    # Role names that Secret for get and update; create cannot be limited to a name).
+    ("", "secrets", ("get", "create", "update")),
+)

@@ -6,6 +6,7 @@ invalid or missing value fails start-up with an error naming the flag.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -43,6 +44,58 @@ class AgentSettings(ProcessSettings):
     """Seconds before an intent whose namespace is missing is tried again (a site admin may create it)."""
     status_min_interval: Duration = 0.5
     """Coalescing window: at most one Status per TCP per this many seconds."""
+
+    nats_identity_secret: str | None = None
+    """Operator mode: ``NAMESPACE/NAME`` of the Secret at this site where the agent keeps its own
+    user NKey seed (made here at first start, never sent anywhere) and its current JWT; the
+    chart's is ``<release namespace>/<release>-identity``. Instead of --nats-seed/--nats-creds."""
+    nats_bootstrap_creds: Path | None = None
+    """Operator mode: the bootstrap .creds the operator handed over, used only while the identity
+    Secret holds no valid JWT. Read when needed, not at start: it is single-use, and may be gone
+    once the site has joined."""
+    nats_renew_before: Duration | None = None
+    """Operator mode: renew the JWT when less than this is left of it; by default a third of its
+    lifetime (8 h of the hub's 24 h), time enough to outlast a hub that is down for a while."""
+
+    @field_validator("nats_identity_secret")
+    @classmethod
+    def _namespace_and_name(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        namespace, slash, name = v.partition("/")
+        if not slash:
+            raise ValueError(f"nats identity secret {v!r}: give NAMESPACE/NAME")
+        for what, item in (("namespace", namespace), ("name", name)):
+            why = labels.problem(item)
+            if why:
+                raise ValueError(
+                    f"nats identity secret {v!r}: {what} {item!r} is not a DNS-1123 label: {why}"
+                )
+        return v
+
+    def _check_nats_identity(self) -> None:
+        if self.nats_bootstrap_creds is not None and self.nats_identity_secret is None:
+            raise ValueError(
+                "--nats-bootstrap-creds is for operator mode: give it with --nats-identity-secret "
+                "(where the agent keeps its own key), instead of --nats-seed or --nats-creds"
+            )
+        super()._check_nats_identity()
+
+    def _nats_identities(self) -> dict[str, bool]:
+        return {**super()._nats_identities(), "--nats-identity-secret": self.operator_mode}
+
+    @property
+    def operator_mode(self) -> bool:
+        """The agent keeps its own key and asks the hub for its JWTs (issue 16)."""
+        return self.nats_identity_secret is not None
+
+    @property
+    def identity_secret(self) -> tuple[str, str]:
+        """(namespace, name) of --nats-identity-secret."""
+        if self.nats_identity_secret is None:
+            raise ValueError("not in operator mode: --nats-identity-secret is not set")
+        namespace, _, name = self.nats_identity_secret.partition("/")
+        return namespace, name
 
     @field_validator("site")
     @classmethod

@@ -22,6 +22,7 @@ import pytest
 from agent import rbac
 from agent.settings import AgentSettings
 from kamaji_broker import flags
+from protocol import natsjwt
 from tests.deploy import manifests as m
 
 REQUIRED = {
@@ -51,6 +52,24 @@ NON_DEFAULT = {
     "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
     "port": 9090,
 }
+
+
+OPERATOR_MODE_ENV = {
+    "KB_AGENT_NATS_IDENTITY_SECRET",
+    "KB_AGENT_NATS_BOOTSTRAP_CREDS",
+    "KB_AGENT_NATS_RENEW_BEFORE",
+}
+OPERATOR = {
+    **REQUIRED,
+    "credentials": {
+        "existingSecret": "kamaji-broker-agent-bootstrap",
+        "key": "bootstrap.creds",
+        "type": "operator",
+        "renewBefore": "8h",
+    },
+}
+"""Operator mode (issue 16): the bootstrap .creds handed over, the agent's own key kept in an
+identity Secret of the release namespace."""
 
 
 @pytest.fixture(scope="module")
@@ -181,8 +200,8 @@ def test_environment_loads_into_the_agent_settings(
     env = {e["name"]: e["value"] for e in container["env"]}
     settable = {f"KB_AGENT_{n.upper()}" for n in AgentSettings.model_fields}
     assert set(env) - {"KB_LOG_LEVEL"} <= settable
-    # Every setting is given, except a kubeconfig (in-cluster) and the other credential kind.
-    assert settable - set(env) == {"KB_AGENT_KUBECONFIG", "KB_AGENT_NATS_CREDS"}
+    # Every setting is given, except a kubeconfig (in-cluster) and the other credential kinds.
+    assert settable - set(env) == {"KB_AGENT_KUBECONFIG", "KB_AGENT_NATS_CREDS", *OPERATOR_MODE_ENV}
     for name, value in env.items():
         monkeypatch.setenv(name, m.local_path(value, mounts))
     settings = flags.load(AgentSettings, argparse.Namespace())  # all from the environment
@@ -222,6 +241,50 @@ def test_creds_type_sets_the_creds_variable() -> None:
     assert "KB_AGENT_NATS_SEED" not in env
 
 
+def test_operator_mode_keeps_its_own_key_in_one_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = m.documents(m.render_chart(OPERATOR))
+    _validate_all(docs)
+    identity = next(r for r in m.of_kind(docs, "Role") if r["metadata"]["name"].endswith("-identity"))
+    assert identity["metadata"]["namespace"] == "kamaji-broker-system"
+    stripped = [{**rule, "resourceNames": []} for rule in identity["rules"]]
+    assert m.granted([{"rules": stripped}]) == m.declared(rbac.IDENTITY_RULES)
+    for rule in identity["rules"]:  # get and update only that Secret; create cannot be named
+        named = ["kamaji-broker-agent-identity"] if rule["verbs"] != ["create"] else None
+        assert rule.get("resourceNames") == named, rule
+    targets = [r for r in m.of_kind(docs, "Role") if r is not identity]
+    assert {r["metadata"]["namespace"] for r in targets} == {"tenants", "tenants-eu"}
+    assert all(m.granted([r]) == m.declared(rbac.RULES) for r in targets)
+    binding = next(
+        b for b in m.of_kind(docs, "RoleBinding") if b["roleRef"]["name"] == identity["metadata"]["name"]
+    )
+    assert binding["metadata"]["namespace"] == "kamaji-broker-system"
+
+    pod = m.one(docs, "Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "nats-credentials"]
+    assert volume["secret"]["optional"] is True  # single use: may be deleted once joined
+    bootstrap = natsjwt.creds("a.b.c", natsjwt.new_seed("user"))
+    sources = {
+        ("Secret", "kamaji-broker-agent-bootstrap"): {"bootstrap.creds": bootstrap},
+        ("ConfigMap", "kamaji-broker-hub-keys"): {"hub-public-keys.json": "{}"},
+        ("ConfigMap", "kamaji-broker-nats-ca"): {"ca.crt": "-"},
+    }
+    mounts = m.materialize(pod, container, sources=sources, root=tmp_path / "pod")
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert set(env) >= OPERATOR_MODE_ENV and not {"KB_AGENT_NATS_SEED", "KB_AGENT_NATS_CREDS"} & set(env)
+    for name, value in env.items():
+        monkeypatch.setenv(name, m.local_path(value, mounts))
+    settings = flags.load(AgentSettings, argparse.Namespace())
+    assert settings.operator_mode and settings.nats_seed is None and settings.nats_creds is None
+    assert settings.identity_secret == ("kamaji-broker-system", "kamaji-broker-agent-identity")
+    assert (
+        settings.nats_bootstrap_creds is not None and settings.nats_bootstrap_creds.read_text() == bootstrap
+    )
+    assert settings.nats_renew_before == 8 * 3600
+
+
 def test_pod_is_hardened(default_docs: list[dict[str, Any]]) -> None:
     deployment = m.one(default_docs, "Deployment")
     assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
@@ -243,6 +306,9 @@ def test_pod_is_hardened(default_docs: list[dict[str, Any]]) -> None:
         ({"nats": {"url": "tls://n:4222", "tls": {"ca": "not a certificate"}}}, "ca"),
         ({"podDisruptionBudget": {"enabled": "yes"}}, "enabled"),
         ({"replicaCount": 2}, "replicaCount"),
+        ({"credentials": {"type": "csr"}}, "type"),
+        ({"credentials": {"identitySecret": "Identity"}}, "identitySecret"),
+        ({"credentials": {"renewBefore": "soon"}}, "renewBefore"),
     ],
 )
 def test_schema_rejects_bad_values(change: dict[str, Any], error: str) -> None:

@@ -422,3 +422,21 @@ async def test_a_subscription_hears_what_is_published(conn: bus.Connection, topo
     await helpers.eventually(arrived)
     assert (heard[0].subject, heard[0].data, heard[0].headers["Nats-Msg-Id"]) == (subject, b"one", "one")
     await sub.unsubscribe()
+
+
+async def test_reconnect_connects_again_with_its_subscriptions(nats_server: natsd.NatsServer) -> None:
+    """What an agent does after renewing its JWT: leave and connect again (presenting the new
+    one); its subscriptions are made again and answer as before."""
+    conn = await bus.connect(helpers.options(nats_server.url), deadline=10)
+    try:
+
+        async def pong(message: bus.Message) -> None:
+            await conn.respond(message, b"pong:" + message.data)
+
+        await conn.subscribe("kbtest.reconnect.ping", pong)
+        await conn.reconnect()
+        await helpers.eventually(lambda: conn.reconnects, lambda n: n == 1, what="one reconnect")
+        await helpers.eventually(lambda: conn.connected, what="connected again")
+        assert await conn.request("kbtest.reconnect.ping", b"1") == b"pong:1"
+    finally:
+        await conn.close()

@@ -47,6 +47,25 @@ kamaji-broker.io/site: {{ .Values.site | quote }}
 {{- end -}}
 {{- end -}}
 
+{{/* Operator mode: the Secret where the agent keeps its own NKey seed and JWT. */}}
+{{- define "kba.identitySecret" -}}
+{{- default (printf "%s-identity" (include "kba.fullname" .)) .Values.credentials.identitySecret -}}
+{{- end -}}
+
+{{/*
+Operator mode, in the release namespace: exactly agent/rbac.py's IDENTITY_RULES, on the one
+identity Secret (create cannot be limited to a name).
+*/}}
+{{- define "kba.identityRules" -}}
+- apiGroups: [""]
+  resources: ["secrets"]
+  resourceNames: [{{ include "kba.identitySecret" . | quote }}]
+  verbs: ["get", "update"]
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["create"]
+{{- end -}}
+
 {{/* Where the NATS CA comes from: "configMap <name>", "secret <name>", or "" (system CAs). */}}
 {{- define "kba.natsCA" -}}
 {{- with .Values.nats.tls -}}
