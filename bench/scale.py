@@ -8,7 +8,7 @@ NATS topology itself: the intents stream, one stream per site, the hub's consume
 would run (``Sites`` below).
 
 Simulated cheaply: the S site agents run as one process (``--simulators K`` for K), started from
-this file with ``--simulate``. For every site it connects with that site's own seed, binds the
+this file with ``--simulate``. For every site it connects with that site's own credential, binds the
 site's real ``agent-<site>`` consumer, verifies each intent's signature and, for a provision,
 publishes what a real agent publishes through ``agent.publishing.Publisher``: the sealed box
 (an admin kubeconfig pointing at the control plane's endpoint, its CA and key, sealed to the
@@ -83,13 +83,15 @@ class Sites(launcher.Topology):
     started afterwards with ``start_simulators``."""
 
     async def _credentials(self) -> None:
-        # What ``kamaji-broker site add`` does, in this process: S CLI runs would take minutes.
+        # Operator mode: each simulated site connects with a credential the launcher mints
+        # (``site_credential``), and its Site manifest is written here (S CLI runs would take
+        # minutes).
         await self._cli("keys", "generate", "--out", str(self.keys_dir))
         await self._configure_nats()
+        self._mint_observers()
         placements = sitefiles.placements(",".join(self.options.rkcp_namespaces), self.namespace)
         for site in self.sites:
-            identity = natsfiles.site_add(self.nats_dir, site)
-            sitefiles.write(identity.seed_file.parent, site, placements=placements)
+            sitefiles.write(self.nats_dir / natsfiles.SITES_DIR, site, placements=placements)
 
     def _start_emulators(self) -> list[processes.Child]:
         return [self._emulator(MGMT, [*self._render_crds(), crds.CLUSTER, *crds.TOPOLOGY])]
@@ -117,7 +119,7 @@ class Sites(launcher.Topology):
                         "ca_file": str(self.nats_ca_file),
                         "public_keys": str(self.hub_public_keys),
                         "heartbeat_interval": self.options.heartbeat_interval,
-                        "sites": {site: [i, str(self.site_seed(site))] for site, i in mine.items()},
+                        "sites": {site: [i, str(self.site_credential(site))] for site, i in mine.items()},
                     }
                 )
             )
@@ -288,10 +290,10 @@ async def simulate(config: dict[str, Any]) -> None:
     hub_keys = keyfiles.load_public_keys(Path(config["public_keys"]))
     secrets = Secrets()
 
-    async def bound(site: str, index: int, seed: str) -> tuple[SimulatedSite, bus.Consumer]:
+    async def bound(site: str, index: int, creds: str) -> tuple[SimulatedSite, bus.Consumer]:
         options = bus.Options(
             servers=tuple(config["servers"]),
-            seed_file=Path(seed),
+            creds_file=Path(creds),
             ca_file=Path(config["ca_file"]),
             inbox_prefix=bus.site_inbox_prefix(site),
             name=f"bench-scale-{site}",

@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from common import kube
 from common.kube import errors as kerrors
 from common.kube import resources
@@ -50,6 +52,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sites", required=True, help="comma-separated site names")
     p.add_argument("--namespace", default="tenants", help="target namespace created at every site")
     p.add_argument("--port", type=int, default=6443, help="mgmt's port; site i gets port+1+i")
+    p.add_argument(
+        "--site-manifests",
+        type=Path,
+        help="a directory of <site>.site.yaml (kamaji-broker site add): each Site is created in "
+        "mgmt, the operator's `kubectl apply -f` (in operator mode an agent bootstraps only for a Site)",
+    )
     p.add_argument(
         "--address",
         default=os.environ.get("KB_CLUSTERS_ADDRESS", "127.0.0.1"),
@@ -91,6 +99,8 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
             stack.push_async_callback(server.stop)
             server.write_kubeconfig(directory / f"{name}.kubeconfig")
             log.info("cluster %s at %s", name, server.url)
+        if args.site_manifests is not None:
+            await _apply_sites(directory / f"{MGMT}.kubeconfig", args.site_manifests)
         for index, site in enumerate(sites):
             api_client = await kube.api_client_from_kubeconfig(directory / f"{site}.kubeconfig")
             api_clients.append(api_client)
@@ -108,6 +118,21 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
         log.info("clusters ready: %s", ", ".join(servers))
         await stop.wait()
         await asyncio.to_thread((directory / READY_FILE).unlink, missing_ok=True)
+
+
+def _read_sites(manifests: Path) -> list[dict[str, Any]]:
+    return [yaml.safe_load(path.read_text()) for path in sorted(manifests.glob("*.site.yaml"))]
+
+
+async def _apply_sites(kubeconfig: Path, manifests: Path) -> None:
+    api_client = await kube.api_client_from_kubeconfig(kubeconfig)
+    try:
+        for body in await asyncio.to_thread(_read_sites, manifests):
+            with contextlib.suppress(kerrors.Conflict):
+                await kube.Kube(api_client).create(resources.SITE, body)
+            log.info("Site %s created", body["metadata"]["name"])
+    finally:
+        await api_client.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

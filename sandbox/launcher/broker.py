@@ -23,6 +23,9 @@ from sandbox.launcher.options import MGMT, Options
 __all__ = ["HUB_LEASE", "Broker"]
 
 HUB_LEASE = "kamaji-broker-hub"
+AGENT_IDENTITY_SECRET = "kamaji-broker-agent-nats"
+"""The Secret in each site's ``default`` namespace where its agent keeps its own NATS key and
+JWT (operator mode): made at its first start, from the bootstrap credential ``site add`` wrote."""
 
 
 class Broker(NatsNodes, Clusters):
@@ -57,7 +60,7 @@ class Broker(NatsNodes, Clusters):
             sys.executable, *CLI, "hub",
             "--kubeconfig", str(self.kubeconfig(cluster)),
             "--nats-url", ",".join(self.nats_urls),
-            "--nats-seed", str(self.hub_seed),
+            "--nats-operator-dir", str(self.hub_operator_dir),
             "--nats-ca-file", str(self.nats_ca_file),
             "--signing-key", str(self.keys_dir / "signing.key"),
             "--sealing-keys", str(self.keys_dir / "sealing"),
@@ -84,7 +87,8 @@ class Broker(NatsNodes, Clusters):
             sys.executable, *CLI, "agent",
             "--site", site,
             "--nats-url", ",".join(self.nats_urls),
-            "--nats-seed", str(self.site_seed(site)),
+            "--nats-identity-secret", f"default/{AGENT_IDENTITY_SECRET}",
+            "--nats-bootstrap-creds", str(self.bootstrap_creds(site)),
             "--nats-ca-file", str(self.nats_ca_file),
             "--hub-public-keys", str(self.hub_public_keys),
             "--kubeconfig", str(self.kubeconfig(site)),

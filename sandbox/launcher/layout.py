@@ -8,15 +8,20 @@ logs. Pure paths, no I/O but ``prepare_directory``. ``Layout`` is the first laye
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shutil
 from pathlib import Path
 
-from common import natsfiles
+from common import natsfiles, natsoperator
 from sandbox.launcher import processes
 from sandbox.launcher.options import MGMT, Options
 
-__all__ = ["MARKER", "Layout", "prepare_directory"]
+__all__ = ["CREDENTIAL_LIFETIME", "MARKER", "Layout", "prepare_directory"]
+
+CREDENTIAL_LIFETIME = dt.timedelta(days=7)
+"""The launcher's own credentials (the observer's, a test's site credential): a sandbox may run
+for days; the hub's and the agents' are theirs to renew."""
 
 MARKER = ".kamaji-broker-sandbox"
 """Written into every sandbox directory (with the launcher's PID): only such a directory is ever
@@ -78,7 +83,11 @@ class Layout:
         """The CA (ca.crt, ca.key) and the server certificate ``nats-config --tls-generate`` made."""
         self.nats_ca_file = self.tls_dir / "ca.crt"
         """What hub and agents (and any client of this topology) verify the server with."""
-        self.hub_seed = self.nats_dir / "hub.nk"
+        self.hub_operator_dir = self.nats_dir / natsoperator.HUB_DIR
+        """What ``nats-config --auth operator`` wrote for the hub (``--nats-operator-dir``)."""
+        self.hub_credential = self.nats_dir / "observer.creds"
+        """A user with the hub's permissions, minted by the launcher for whoever looks at the
+        bus from outside (the tests, invariants): the hub itself mints its own."""
         self.hub_public_keys = self.keys_dir / "hub-public-keys.json"
         self.mgmt_kubeconfig = self.kubeconfig(MGMT)
 
@@ -91,8 +100,14 @@ class Layout:
         """The target namespace at every site."""
         return self.options.namespace
 
-    def site_seed(self, site: str) -> Path:
-        return self.nats_dir / "sites" / f"{site}.nk"
+    def bootstrap_creds(self, site: str) -> Path:
+        """The single-use bootstrap credential ``site add`` wrote: the agent's first start."""
+        return self.nats_dir / natsfiles.SITES_DIR / f"{site}{natsfiles.BOOTSTRAP_SUFFIX}"
+
+    def site_credential(self, site: str) -> Path:
+        """A credential of ``site``'s own (not its agent's key), minted by the launcher for
+        tests and benches that act as the site."""
+        return self.nats_dir / natsfiles.SITES_DIR / f"{site}.creds"
 
     def site_manifest(self, site: str) -> Path:
         """The ``Site`` object ``site add`` wrote for ``site``."""

@@ -149,7 +149,7 @@ class NatsNodes(Children):
                 "--host", "127.0.0.1", "--port", str(self.nats_ports[name]),
                 "--store-dir", str(store), "--server-name", self._server_name(name),
                 "--monitor", f"127.0.0.1:{self.nats_monitor_ports[name]}",
-                "--tls-generate", str(self.tls_dir), *cluster,
+                "--tls-generate", str(self.tls_dir), "--auth", "operator", *cluster,
             )  # fmt: skip
 
     def _start_nats(self) -> list[processes.Child]:

@@ -28,12 +28,14 @@ Used by ``kamaji-broker sandbox``, the end-to-end and fault tests and the benchm
 
 from __future__ import annotations
 
+import datetime as dt
 from types import TracebackType
 
-from protocol import streams
+from common import files, natsfiles, natsoperator
+from protocol import credentials, natsjwt, streams
 from sandbox.launcher.broker import Broker
 from sandbox.launcher.controlplanes import ControlPlanes
-from sandbox.launcher.layout import prepare_directory
+from sandbox.launcher.layout import CREDENTIAL_LIFETIME, prepare_directory
 
 __all__ = ["Topology"]
 
@@ -86,6 +88,24 @@ class Topology(Broker, ControlPlanes):
         # After the hub: it creates the streams and every agent's durable consumer.
         await self._ready(self._start_agents())
 
+    def _mint_observers(self) -> None:
+        """The launcher's own users (``hub_credential``, ``site_credential``): minted with the
+        account's signing key, as the hub mints, for whoever looks at the bus from outside."""
+        keys = natsoperator.Keys.load_or_create(self.nats_dir)
+        now, account = dt.datetime.now(dt.UTC), keys.account_public
+        (self.nats_dir / natsfiles.SITES_DIR).mkdir(exist_ok=True)
+        seed = natsjwt.new_seed("user")
+        hub = credentials.hub_user(
+            natsjwt.public_of(seed), account=account, now=now, lifetime=CREDENTIAL_LIFETIME
+        )
+        files.write_private(self.hub_credential, keys.user_creds(hub, seed))
+        for site in self.sites:
+            seed = natsjwt.new_seed("user")
+            claims = credentials.site_user(
+                site, natsjwt.public_of(seed), account=account, now=now, lifetime=CREDENTIAL_LIFETIME
+            )
+            files.write_private(self.site_credential(site), keys.user_creds(claims, seed))
+
     async def stop(self) -> None:
         """Stop everything that was started, in reverse order; safe to call more than once."""
         await self._disconnect()
@@ -94,8 +114,9 @@ class Topology(Broker, ControlPlanes):
     async def _credentials(self) -> None:
         await self._cli("keys", "generate", "--out", str(self.keys_dir))
         await self._configure_nats()
+        self._mint_observers()
         for site in self.sites:
-            # One at a time: each run re-renders the shared auth.conf.
+            # `site add` writes each site's single-use bootstrap credential (operator mode).
             await self._cli(
                 "site", "add", site, "--nats-config-dir", str(self.nats_dir),
                 "--namespaces", ",".join(self.options.rkcp_namespaces),

@@ -93,7 +93,8 @@ def test_wiring_is_consistent() -> None:
     # Hub: the hub seed, the CA, the keys, mgmt's kubeconfig, every site.
     assert hub["KB_HUB_NATS_URL"] == f"tls://nats:{port}"
     assert hub["KB_HUB_NATS_CA_FILE"] == f"{tls_dir}/ca.crt"
-    assert hub["KB_HUB_NATS_SEED"] == f"{nats_dir}/hub.nk"
+    assert hub["KB_HUB_NATS_OPERATOR_DIR"] == f"{nats_dir}/hub", "operator mode: the hub mints"
+    assert c.option(_nats_config_args(), "--auth") == "operator"
     assert hub["KB_HUB_SIGNING_KEY"] == f"{keys}/signing.key"
     assert hub["KB_HUB_SEALING_KEYS"] == f"{keys}/sealing"
     assert hub["KB_HUB_KUBECONFIG"] == f"{kube_dir}/mgmt.kubeconfig"
@@ -107,11 +108,14 @@ def test_wiring_is_consistent() -> None:
         assert name == f"agent-{site}"
         assert env["KB_AGENT_NATS_URL"] == hub["KB_HUB_NATS_URL"]
         assert env["KB_AGENT_NATS_CA_FILE"] == hub["KB_HUB_NATS_CA_FILE"]
-        assert env["KB_AGENT_NATS_SEED"] == f"{nats_dir}/sites/{site}.nk"
+        # its own key in a Secret at the site, first from the bootstrap credential `site add` made
+        assert env["KB_AGENT_NATS_BOOTSTRAP_CREDS"] == f"{nats_dir}/sites/{site}.bootstrap.creds"
+        assert env["KB_AGENT_NATS_IDENTITY_SECRET"].split("/")[1]
         assert env["KB_AGENT_HUB_PUBLIC_KEYS"] == f"{keys}/hub-public-keys.json"
         assert env["KB_AGENT_KUBECONFIG"] == f"{kube_dir}/{site}.kubeconfig"
         assert env["KB_AGENT_NAMESPACES"] == c.option(clusters, "--namespace")
     assert c.option(clusters, "--sites").split(",") == sites
+    assert c.option(clusters, "--site-manifests") == f"{nats_dir}/sites", "the Sites `site add` wrote"
     e2e = c.argv(SERVICES["e2e"])
     assert c.options(e2e, "--sites")[0].split(",") == sites
     assert c.options(e2e, "--kubeconfig-dir") == [kube_dir]
