@@ -8,6 +8,9 @@
     DIR/operator/account.nk            the kamaji-broker account's identity seed: offline
     DIR/operator/account-signing.nk    the account's signing key: the hub's, to mint users
     DIR/operator/*.jwt                 the operator, system and account JWTs (public)
+    DIR/operator/*-signing.previous    public keys of signing keys being rotated out
+                                       (``rotate``): still listed, so what they signed stays
+                                       valid until ``retire_previous``
     DIR/hub/                           everything the hub needs, and nothing more (mount it as
                                        the hub's Secret, ``--nats-operator-dir``):
         account.jwt                    the account (public: its key, its signing key)
@@ -64,7 +67,8 @@ def hub_system_permissions(account: str) -> permissions.Permissions:
     )
 
 
-def _seed(path: Path, role: natsjwt.Role) -> bytes:
+def load_seed(path: Path, role: natsjwt.Role) -> bytes:
+    """The NKey seed at ``path``, made (0600) if absent; ValueError naming the file if damaged."""
     if path.exists():
         seed = path.read_bytes().strip()
         try:
@@ -77,6 +81,13 @@ def _seed(path: Path, role: natsjwt.Role) -> bytes:
     return seed
 
 
+def previous_keys(path: Path) -> tuple[str, ...]:
+    """The public keys of rotated-out signing keys listed at ``path`` (none if absent)."""
+    if not path.exists():
+        return ()
+    return tuple(line.strip() for line in path.read_text().splitlines() if line.strip())
+
+
 @dataclass(frozen=True)
 class Keys:
     """The operator-mode keys of one configuration directory."""
@@ -87,6 +98,8 @@ class Keys:
     system: bytes
     account: bytes
     account_signing: bytes
+    previous_operator_signing: tuple[str, ...] = ()
+    previous_account_signing: tuple[str, ...] = ()
 
     @classmethod
     def load_or_create(cls, config_dir: Path) -> Keys:
@@ -94,12 +107,22 @@ class Keys:
         d.mkdir(parents=True, exist_ok=True)
         return cls(
             directory=config_dir,
-            operator=_seed(d / "operator.nk", "operator"),
-            operator_signing=_seed(d / "operator-signing.nk", "operator"),
-            system=_seed(d / "system.nk", "account"),
-            account=_seed(d / "account.nk", "account"),
-            account_signing=_seed(d / "account-signing.nk", "account"),
+            operator=load_seed(d / "operator.nk", "operator"),
+            operator_signing=load_seed(d / "operator-signing.nk", "operator"),
+            system=load_seed(d / "system.nk", "account"),
+            account=load_seed(d / "account.nk", "account"),
+            account_signing=load_seed(d / "account-signing.nk", "account"),
+            previous_operator_signing=previous_keys(d / "operator-signing.previous"),
+            previous_account_signing=previous_keys(d / "account-signing.previous"),
         )
+
+    @property
+    def operator_signing_keys(self) -> tuple[str, ...]:
+        return (natsjwt.public_of(self.operator_signing), *self.previous_operator_signing)
+
+    @property
+    def account_signing_keys(self) -> tuple[str, ...]:
+        return (natsjwt.public_of(self.account_signing), *self.previous_account_signing)
 
     @property
     def account_public(self) -> str:
@@ -115,9 +138,7 @@ class Keys:
             iss="",
             iat=0,
             name="kamaji-broker-operator",
-            nats=natsjwt.Operator(
-                signing_keys=(natsjwt.public_of(self.operator_signing),), system_account=self.system_public
-            ),
+            nats=natsjwt.Operator(signing_keys=self.operator_signing_keys, system_account=self.system_public),
         )
         return natsjwt.encode(claims, natsjwt.key_pair(self.operator))
 
@@ -132,14 +153,15 @@ class Keys:
         )
         return natsjwt.encode(claims, natsjwt.key_pair(self.operator))
 
-    def account_jwt(self, *, revocations: dict[str, int] | None = None) -> str:
-        """The kamaji-broker account, signed by the operator's signing key (as the hub signs
-        it when it revokes)."""
+    def account_jwt(self, *, iat: int = 0) -> str:
+        """The kamaji-broker account without revocations, signed by the operator's signing key
+        (as the hub signs it when it revokes); issued at ``iat`` (default: now)."""
         return account_jwt(
             self.account_public,
-            account_signing=natsjwt.public_of(self.account_signing),
+            signing_keys=self.account_signing_keys,
             operator_signing=self.operator_signing,
-            revocations=revocations or {},
+            revocations={},
+            iat=iat,
         )
 
     def hub_system_creds(self) -> str:
@@ -174,18 +196,22 @@ class Keys:
 
 
 def account_jwt(
-    account: str, *, account_signing: str, operator_signing: bytes, revocations: dict[str, int]
+    account: str,
+    *,
+    signing_keys: tuple[str, ...],
+    operator_signing: bytes,
+    revocations: dict[str, int],
+    iat: int = 0,
 ) -> str:
-    """The kamaji-broker account's JWT with ``revocations``; the hub signs its updates with this
-    too (one shape for the account, wherever it is signed)."""
+    """The kamaji-broker account's JWT with ``revocations``, its users signed by any of
+    ``signing_keys``; the hub signs its updates with this too (one shape for the account,
+    wherever it is signed)."""
     claims = natsjwt.Claims(
         sub=account,
         iss="",
-        iat=0,
+        iat=iat,
         name=ACCOUNT_NAME,
-        nats=natsjwt.Account(
-            limits=ACCOUNT_LIMITS, signing_keys=(account_signing,), revocations=dict(revocations)
-        ),
+        nats=natsjwt.Account(limits=ACCOUNT_LIMITS, signing_keys=signing_keys, revocations=dict(revocations)),
     )
     return natsjwt.encode(claims, natsjwt.key_pair(operator_signing))
 
@@ -201,16 +227,45 @@ def _kept(path: Path, make: Callable[[], str], *, private: bool = False) -> str:
     return text
 
 
+def _operator(keys: Keys) -> str:
+    """The operator JWT: kept, unless its signing keys are no longer the keys' (a rotation)."""
+    path = keys.directory / KEYS_DIR / "operator.jwt"
+    if path.exists():
+        held = natsjwt.decode(path.read_text(), now=0)
+        if isinstance(held.nats, natsjwt.Operator) and held.nats.signing_keys == keys.operator_signing_keys:
+            return path.read_text().strip()
+    token = keys.operator_jwt()
+    files.write_public(path, token + "\n")
+    return token
+
+
+def _preload(keys: Keys) -> str:
+    """The account JWT the servers start with: signed with the keys as they are now, but issued
+    when the first one was, so that it never looks newer than the resolver's copy (nats-server
+    replaces the resolver's copy, with every revocation the hub pushed, by a newer preload)."""
+    path = keys.directory / KEYS_DIR / "account.jwt"
+    iat = natsjwt.decode(path.read_text(), now=0).iat if path.exists() else 0
+    token = keys.account_jwt(iat=iat)
+    if path.exists():
+        held, made = natsjwt.decode(path.read_text(), now=0), natsjwt.decode(token, now=0)
+        if (held.iss, held.nats) == (made.iss, made.nats):
+            return path.read_text().strip()
+    files.write_public(path, token + "\n")
+    return token
+
+
 def write(keys: Keys) -> Path:
-    """Write the JWTs, the hub's system creds and ``operator.conf`` (keeping what exists)."""
+    """Write the JWTs, the hub's system creds and ``operator.conf`` (keeping what exists), and
+    the hub's directory with the account as it is now (its signing keys after a rotation: the
+    hub pushes it to the resolver; the servers' preload stays the first, oldest one)."""
     d = keys.directory / KEYS_DIR
-    operator = _kept(d / "operator.jwt", keys.operator_jwt)
+    operator = _operator(keys)
     system = _kept(d / "system.jwt", keys.system_jwt)
-    account = _kept(d / "account.jwt", keys.account_jwt)
+    account = _preload(keys)
     hub = keys.directory / HUB_DIR
     hub.mkdir(exist_ok=True)
     _kept(keys.directory / HUB_SYSTEM_CREDS, keys.hub_system_creds, private=True)
-    files.write_public(hub / "account.jwt", account + "\n")
+    files.write_public(hub / "account.jwt", keys.account_jwt() + "\n")
     files.write_private(hub / "account-signing.nk", keys.account_signing.decode("ascii") + "\n")
     files.write_private(hub / "operator-signing.nk", keys.operator_signing.decode("ascii") + "\n")
     path = keys.directory / natsconfig.OPERATOR_FILE

@@ -179,7 +179,11 @@ class Hub(service.Service):
             ),
             prefix=s.prefix, lifetime=dt.timedelta(seconds=s.site_credential_lifetime),
         )  # fmt: skip
-        return [("credential service", service.run)]
+        operator, system = self.operator, self.system
+        return [
+            ("credential service", service.run),
+            ("nats account", lambda: operatormode.keep_account(system, operator.authority)),
+        ]
 
     def _revoker(self) -> config.Revoke | None:
         """Operator mode: revoke user keys by pushing the account JWT (``hub.revocation``)."""

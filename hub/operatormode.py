@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common import bus, keyfiles, natsidentity
+from common.bus import errors as bus_errors
 from hub import revocation
 from protocol import credentials, errors, natsjwt
 
@@ -71,7 +72,14 @@ def load(directory: Path, *, lifetime: dt.timedelta = credentials.DEFAULT_LIFETI
             f"{directory / 'operator-signing.nk'} did not sign account.jwt: not this operator's key"
         )
     authority = revocation.Authority(
-        account=account.sub, account_signing=signing, operator_signing=operator_signing, keep_for=lifetime
+        account=account.sub,
+        account_signing=signing,
+        operator_signing=operator_signing,
+        keep_for=lifetime,
+        signing_keys=(
+            natsjwt.public_of(signing),
+            *(k for k in account.nats.signing_keys if k != natsjwt.public_of(signing)),
+        ),
     )
     return OperatorMode(authority=authority, system_creds=directory / "system.creds")
 
@@ -104,6 +112,22 @@ def bootstrap_minter(
         return natsjwt.creds(mode.authority.mint(claims), seed)
 
     return mint
+
+
+ACCOUNT_CHECK_INTERVAL = 60.0
+"""Seconds between looks at the account the resolver holds (one request)."""
+
+
+async def keep_account(system: bus.Connection, authority: revocation.Authority) -> None:
+    """Keep the resolver's account as the hub holds it: at once (a rotated signing key reaches
+    the servers when the hub starts with it), then every ``ACCOUNT_CHECK_INTERVAL`` (a node
+    whose resolver started empty from the oldest preload catches up)."""
+    while True:
+        try:
+            await revocation.sync_account(system, authority, now=dt.datetime.now(dt.UTC))
+        except bus_errors.BusError as exc:
+            log.warning("cannot check the NATS account %s: %s; retrying", authority.account, exc)
+        await asyncio.sleep(ACCOUNT_CHECK_INTERVAL)
 
 
 async def refresh(conn: bus.Connection, identity: natsidentity.SelfMinted) -> None:

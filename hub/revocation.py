@@ -44,6 +44,13 @@ class Authority:
     account_signing: bytes
     operator_signing: bytes
     keep_for: dt.timedelta = credentials.DEFAULT_LIFETIME
+    signing_keys: tuple[str, ...] = ()
+    """Every key the account's users may be signed by (the hub's own first; during a rotation
+    also the one rotated out); empty: the hub's own only."""
+
+    @property
+    def account_signing_keys(self) -> tuple[str, ...]:
+        return self.signing_keys or (natsjwt.public_of(self.account_signing),)
 
     def __repr__(self) -> str:  # never the seeds
         return f"Authority(account={self.account})"
@@ -85,8 +92,8 @@ def _check_update(reply: bytes, *, account: str) -> None:
         raise bus_errors.BusError(f"account {account}: the resolver refused the update: {why}")
 
 
-async def held_revocations(system: bus.Connection, account: str) -> dict[str, int]:
-    """The revocations of the account JWT the resolver holds now."""
+async def held_account(system: bus.Connection, account: str) -> natsjwt.Claims:
+    """The account JWT's claims as the resolver holds them now."""
     token = (await system.request(lookup_subject(account), b"")).decode("ascii", "replace")
     try:
         claims = natsjwt.decode(token)
@@ -94,7 +101,17 @@ async def held_revocations(system: bus.Connection, account: str) -> dict[str, in
         raise bus_errors.BusError(f"account {account}: the resolver's JWT: {exc}") from None
     if claims.sub != account or not isinstance(claims.nats, natsjwt.Account):
         raise bus_errors.BusError(f"account {account}: the resolver answered with {claims.sub}'s JWT")
-    return dict(claims.nats.revocations)
+    return claims
+
+
+def _account(claims: natsjwt.Claims) -> natsjwt.Account:
+    assert isinstance(claims.nats, natsjwt.Account)  # held_account checked it
+    return claims.nats
+
+
+async def held_revocations(system: bus.Connection, account: str) -> dict[str, int]:
+    """The revocations of the account JWT the resolver holds now."""
+    return dict(_account(await held_account(system, account)).revocations)
 
 
 async def revoke(
@@ -102,14 +119,51 @@ async def revoke(
 ) -> dict[str, int]:
     """Revoke every user key of ``keys`` (public key → unix time: its JWTs issued at or before
     it); the account's revocations now."""
-    held = await held_revocations(system, authority.account)
-    revocations = merged(held, keys, now=now, keep_for=authority.keep_for)
-    token = natsoperator.account_jwt(
-        authority.account,
-        account_signing=natsjwt.public_of(authority.account_signing),
-        operator_signing=authority.operator_signing,
-        revocations=revocations,
-    )
-    _check_update(await system.request(UPDATE_SUBJECT, token.encode("ascii")), account=authority.account)
+    held = await held_account(system, authority.account)
+    revocations = merged(_account(held).revocations, keys, now=now, keep_for=authority.keep_for)
+    await _push(system, authority, revocations, after=held, now=now)
     log.info("revoked NATS users %s", ", ".join(sorted(keys)))
     return revocations
+
+
+async def sync_account(system: bus.Connection, authority: Authority, *, now: dt.datetime) -> bool:
+    """Push the account as the hub holds it (its signing keys, after a rotation; signed by the
+    operator signing key the hub holds) when the resolver's copy differs, keeping the
+    resolver's revocations: before an operator signing key is retired, every node's copy is
+    signed by the new one. Whether it pushed."""
+    held = await held_account(system, authority.account)
+    account = _account(held)
+    current = (
+        account.signing_keys == authority.account_signing_keys
+        and account.limits == natsoperator.ACCOUNT_LIMITS
+        and held.iss == natsjwt.public_of(authority.operator_signing)  # not by a key being retired
+    )
+    if current:
+        return False
+    revocations = merged(account.revocations, {}, now=now, keep_for=authority.keep_for)
+    await _push(system, authority, revocations, after=held, now=now)
+    log.info(
+        "account %s pushed with signing keys %s", authority.account, ", ".join(authority.account_signing_keys)
+    )
+    return True
+
+
+async def _push(
+    system: bus.Connection,
+    authority: Authority,
+    revocations: dict[str, int],
+    *,
+    after: natsjwt.Claims,
+    now: dt.datetime,
+) -> None:
+    """Push the account, issued strictly after the copy it replaces: a server compares issue
+    times (seconds), and a preload issued in the same second would otherwise win at its next
+    start and drop what this push carries."""
+    token = natsoperator.account_jwt(
+        authority.account,
+        signing_keys=authority.account_signing_keys,
+        operator_signing=authority.operator_signing,
+        revocations=revocations,
+        iat=max(int(now.timestamp()), after.iat + 1),
+    )
+    _check_update(await system.request(UPDATE_SUBJECT, token.encode("ascii")), account=authority.account)

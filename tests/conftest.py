@@ -99,10 +99,11 @@ async def kube(cluster: kubeapi.Server, tmp_path: Path) -> AsyncIterator[ckube.K
 
 
 @pytest.fixture(scope="module")
-def secured_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[natsd.NatsServer, Path]]:
-    """A nats-server configured by `kamaji-broker nats-config`, with sites site-a and site-b
-    added by `site add`: (server, config dir holding hub.nk and sites/<site>.nk)."""
-    d = tmp_path_factory.mktemp("secured")
+def static_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[natsd.NatsServer, Path]]:
+    """A nats-server configured by `kamaji-broker nats-config --auth static` (the mode of earlier
+    releases, kept for compatibility), with sites site-a and site-b added by `site add`:
+    (server, config dir holding hub.nk and sites/<site>.nk)."""
+    d = tmp_path_factory.mktemp("static")
     port = ports.free_port()
     main, _ = natsfiles.nats_config(
         d / "conf", host="127.0.0.1", port=port, store_dir=d / "store", tls=nats_tls()
@@ -145,12 +146,20 @@ def operator_mode_server(
 
 
 @pytest.fixture(scope="module")
-def operator_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[natsd.NatsServer, Path]]:
-    """``secured_nats`` in operator mode: (server, config dir with hub.creds, sites/<site>.creds)."""
-    server, conf = operator_mode_server(tmp_path_factory.mktemp("operator"))
+def secured_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[natsd.NatsServer, Path]]:
+    """A nats-server as `kamaji-broker nats-config` configures it (operator mode), with users of
+    the hub and of sites site-a and site-b minted as the hub mints them: (server, config dir
+    with hub.creds and sites/<site>.creds; ``helpers.identity_file`` finds them)."""
+    server, conf = operator_mode_server(tmp_path_factory.mktemp("secured"))
     server.start()
     yield server, conf
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def operator_nats(secured_nats: tuple[natsd.NatsServer, Path]) -> tuple[natsd.NatsServer, Path]:
+    """``secured_nats``, by the name of the mode (the tests of operator mode itself)."""
+    return secured_nats
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

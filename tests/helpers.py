@@ -116,6 +116,25 @@ def identity_file(conf: Path, name: str) -> Path:
     return creds if creds.exists() else conf / f"{name}.nk"
 
 
+def identity_flag(path: Path, *, prefix: str = "--nats") -> list[str]:
+    """The process flag for a credential file: ``--nats-creds`` for a ``.creds``, else
+    ``--nats-seed``."""
+    return [f"{prefix}-{'creds' if path.suffix == '.creds' else 'seed'}", str(path)]
+
+
+def seed_of(path: Path) -> str:
+    """The NKey seed of a credential file: a ``.creds`` file's seed, or the seed file itself."""
+    lines = [line.strip() for line in path.read_text().splitlines()]
+    if path.suffix == ".creds":
+        return lines[lines.index("-----BEGIN USER NKEY SEED-----") + 1]
+    return lines[0]
+
+
+def credential_option(path: Path) -> dict[str, str]:
+    """``nats.connect``'s argument for a credential file (``.creds`` or an NKey seed)."""
+    return {"user_credentials": str(path)} if path.suffix == ".creds" else {"nkeys_seed": str(path)}
+
+
 def creds_jwt(path: Path) -> str:
     """The user JWT of a ``.creds`` file."""
     lines = path.read_text().splitlines()

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from common import natsconfig, natsfiles, natsoperator, tlsfiles
+from common import natsconfig, natsfiles, natsoperator, natsrotation, tlsfiles
 from protocol import subjects
 
 
@@ -39,11 +39,26 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     nc.add_argument("--prefix", default=subjects.DEFAULT_PREFIX, help="subject prefix (default: kb)")
     nc.add_argument(
         "--auth",
-        choices=("static", "operator"),
-        default="static",
-        help="static: NKey users listed in auth.conf (re-rendered and reloaded on every site change); "
-        "operator: NATS decentralized auth, JWTs minted by the hub, sites added and revoked "
-        "with no file edited and no reload (keys in DIR/operator/)",
+        choices=("operator", "static"),
+        default="operator",
+        help="operator (the default): NATS decentralized auth, JWTs minted by the hub, sites added "
+        "and revoked with no file edited and no reload (keys in DIR/operator/, the hub's in DIR/hub/); "
+        "static: NKey users listed in auth.conf, re-rendered and reloaded on every site change "
+        "(earlier releases)",
+    )
+    nc.add_argument(
+        "--rotate-signing-key",
+        choices=("operator", "account"),
+        action="append",
+        default=[],
+        help="operator mode: a new signing key of the operator (re-signs the account) or of the "
+        "account (mints every user); the old one stays trusted until --retire-previous-signing-keys "
+        "(deploy/README.md, 'NATS operator and account keys')",
+    )
+    nc.add_argument(
+        "--retire-previous-signing-keys",
+        action="store_true",
+        help="operator mode: stop trusting the signing keys rotated out (what they signed stops working)",
     )
     _add_cluster_flags(nc)
     _add_tls_flags(nc)
@@ -131,9 +146,39 @@ def _cluster(args: argparse.Namespace) -> natsconfig.Cluster | None:
     return natsconfig.Cluster(name=args.cluster_name, listen=args.cluster_listen, routes=routes)
 
 
+def _rotate(args: argparse.Namespace) -> None:
+    """``--rotate-signing-key`` / ``--retire-previous-signing-keys``, before the files are written."""
+    if not (args.rotate_signing_key or args.retire_previous_signing_keys):
+        return
+    if args.auth != "operator" or not natsfiles.operator_mode(args.dir):
+        raise ValueError(
+            f"--rotate-signing-key and --retire-previous-signing-keys need {args.dir} in operator mode"
+        )
+    if args.rotate_signing_key and args.retire_previous_signing_keys:
+        raise ValueError(
+            "rotate first, retire later: give --rotate-signing-key or --retire-previous-signing-keys"
+        )
+    for role in args.rotate_signing_key:
+        new = natsrotation.rotate(args.dir, role)
+        print(f"new {role} signing key {new}; the previous one stays trusted until retired", file=sys.stderr)
+    if args.retire_previous_signing_keys:
+        gone = natsrotation.retire_previous(args.dir)
+        print(f"retired signing keys: {', '.join(gone) or 'none'}", file=sys.stderr)
+    print(
+        f"next: give the hub {args.dir / natsoperator.HUB_DIR} again (it pushes the account at its start)"
+        + (
+            "; update operator.conf on every server and restart them one by one"
+            if "operator" in args.rotate_signing_key or args.retire_previous_signing_keys
+            else ""
+        ),
+        file=sys.stderr,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise ValueError(f"--port must be between 1 and 65535, got {args.port}")
+    _rotate(args)
     cluster = _cluster(args)
     tls = _tls(args)
     main, hub = natsfiles.nats_config(

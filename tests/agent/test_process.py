@@ -37,7 +37,9 @@ async def world(
     api = await ckube.api_client_from_kubeconfig(kubeconfig)
     await ckube.Kube(api).create(resources.NAMESPACE, {"metadata": {"name": NAMESPACE}})
     await api.close()
-    hub = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
+    hub = await bus.connect(
+        helpers.options(server.url, seed_file=helpers.identity_file(conf, "hub")), deadline=10
+    )
     await bus.ensure_topology(hub, sites=["site-a", "site-b"])
     yield server, conf, tmp_path / "keys", kubeconfig, hub
     await hub.close()
@@ -45,7 +47,7 @@ async def world(
 
 def agent_args(server: natsd.NatsServer, seed: Path, keys_dir: Path, kubeconfig: Path) -> list[str]:
     return [
-        "--site", "site-a", "--nats-url", server.url, "--nats-seed", str(seed),
+        "--site", "site-a", "--nats-url", server.url, *helpers.identity_flag(seed),
         "--hub-public-keys", str(keys_dir / "hub-public-keys.json"), "--kubeconfig", str(kubeconfig),
         "--namespaces", NAMESPACE,
     ]  # fmt: skip
@@ -56,7 +58,8 @@ async def test_agent_process_applies_intents_and_stops_cleanly(
 ) -> None:
     server, conf, keys_dir, kubeconfig, hub = world
     proc = agent_process(
-        agent_args(server, conf / "sites" / "site-a.nk", keys_dir, kubeconfig), tmp_path / "agent.log"
+        agent_args(server, helpers.identity_file(conf, "sites/site-a"), keys_dir, kubeconfig),
+        tmp_path / "agent.log",
     )
     try:
         text = await proc.readyz(lambda status, _: status == 200)
@@ -98,7 +101,7 @@ async def test_agent_process_applies_intents_and_stops_cleanly(
     assert code == 0
     log = proc.log.read_text()
     signing_key = (keys_dir / keyfiles.SIGNING_FILE).read_text().strip()
-    seed = (conf / "sites" / "site-a.nk").read_text().strip()
+    seed = helpers.seed_of(helpers.identity_file(conf, "sites/site-a"))
     assert signing_key not in log and seed not in log
 
 
@@ -108,7 +111,7 @@ async def test_an_edit_at_the_site_is_reverted_from_the_watch_not_at_the_resync(
     """Issue 11 §5: with an hour between anti-entropy passes, a site admin's edit of the version
     and the replicas is undone from the TCP watch event, and the hub hears Ready again."""
     server, conf, keys_dir, kubeconfig, hub = world
-    args = agent_args(server, conf / "sites" / "site-a.nk", keys_dir, kubeconfig)
+    args = agent_args(server, helpers.identity_file(conf, "sites/site-a"), keys_dir, kubeconfig)
     proc = agent_process([*args, "--resync-interval", "1h"], tmp_path / "agent.log")
     api = await ckube.api_client_from_kubeconfig(kubeconfig)
     site = ckube.Kube(api)
@@ -148,7 +151,8 @@ async def test_credentials_of_another_site_are_a_clear_configuration_error(
 ) -> None:
     server, conf, keys_dir, kubeconfig, _ = world
     proc = agent_process(
-        agent_args(server, conf / "sites" / "site-b.nk", keys_dir, kubeconfig), tmp_path / "agent.log"
+        agent_args(server, helpers.identity_file(conf, "sites/site-b"), keys_dir, kubeconfig),
+        tmp_path / "agent.log",
     )
     try:
         text = await proc.readyz(lambda status, text: status == 503 and "permission denied" in text)

@@ -58,7 +58,7 @@ def _configure(directory: Path, *extra: str) -> list[natsd.NatsServer]:
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[list[natsd.NatsServer]]:
-    servers = _configure(tmp_path / "nats")
+    servers = _configure(tmp_path / "nats", "--auth", "static")
     try:
         for server in servers:
             server.start()

@@ -22,7 +22,18 @@ def valid(config: Path) -> bool:
 
 
 def test_nats_config_writes_a_valid_server_config(tmp_path: Path) -> None:
-    assert cli.main(["nats-config", "--dir", str(tmp_path), "--port", "4333", "--host", "127.0.0.1"]) == 0
+    argv = [
+        "nats-config",
+        "--dir",
+        str(tmp_path),
+        "--port",
+        "4333",
+        "--host",
+        "127.0.0.1",
+        "--auth",
+        "static",
+    ]
+    assert cli.main(argv) == 0
     main = tmp_path / "nats-server.conf"
     text = main.read_text()
     assert "jetstream" in text and 'include "auth.conf"' in text and "127.0.0.1:4333" in text

@@ -155,7 +155,7 @@ def _site_files(tmp_path: Path, site: str) -> tuple[str, str, str]:
     )
     nats = tmp_path / "nats"
     subprocess.run(
-        [*kb, "nats-config", "--dir", str(nats), "--tls-generate", str(nats / "tls")],
+        [*kb, "nats-config", "--dir", str(nats), "--auth", "static", "--tls-generate", str(nats / "tls")],
         capture_output=True,
         check=True,
     )

@@ -46,7 +46,8 @@ async def mgmt(tmp_path: Path) -> AsyncIterator[tuple[kubeapi.Server, ckube.Kube
 
 def hub_args(server: natsd.NatsServer, conf: Path, keys_dir: Path, kubeconfig: Path) -> list[str]:
     return [
-        "--kubeconfig", str(kubeconfig), "--nats-url", server.url, "--nats-seed", str(conf / "hub.nk"),
+        "--kubeconfig", str(kubeconfig), "--nats-url", server.url,
+        *helpers.identity_flag(helpers.identity_file(conf, "hub")),
         "--signing-key", str(keys_dir / keyfiles.SIGNING_FILE),
         "--sealing-keys", str(keys_dir / keyfiles.SEALING_DIR),
         "--all-namespaces", "--sites", "site-a", "--leader-elect", "--lease-namespace", "default",
@@ -62,7 +63,9 @@ async def test_two_replicas_one_leader_and_a_takeover_publishes_nothing_twice(
     keyfiles.generate(tmp_path / "keys")
     args = hub_args(server, conf, tmp_path / "keys", kubeconfig)
     hubs = {name: hub_process(args, tmp_path / f"{name}.log", name) for name in ("hub-1", "hub-2")}
-    reader = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
+    reader = await bus.connect(
+        helpers.options(server.url, seed_file=helpers.identity_file(conf, "hub")), deadline=10
+    )
     try:
         holder: list[str] = []
 

@@ -35,8 +35,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(params=["static", "operator"])
 def attacked(request: pytest.FixtureRequest) -> tuple[natsd.NatsServer, Path]:
-    """The server under attack and its config dir: ``secured_nats`` or ``operator_nats``."""
-    fixture = "secured_nats" if request.param == "static" else "operator_nats"
+    """The server under attack and its config dir: ``static_nats`` or ``secured_nats``."""
+    fixture = "static_nats" if request.param == "static" else "secured_nats"
     server: tuple[natsd.NatsServer, Path] = request.getfixturevalue(fixture)
     return server
 

@@ -128,7 +128,8 @@ class Stand:
     async def raw_publish(self, site: str, subject: str, data: bytes) -> bytes:
         """Publish by speaking the NATS protocol directly, as an attacker's own client would,
         without nats-py's client-side max_payload check; returns the server's first answer."""
-        kp = nkeys.from_seed(bytearray((self.conf / "sites" / f"{site}.nk").read_bytes().strip()))
+        identity = helpers.identity_file(self.conf, f"sites/{site}")
+        kp = nkeys.from_seed(bytearray(helpers.seed_of(identity).encode()))
         # TLS first, as every client of this server (nats-config's handshake_first).
         tls = helpers.tls_context(self.nats.url)
         reader, writer = await asyncio.open_connection(
@@ -141,9 +142,12 @@ class Stand:
                 "pedantic": False,
                 "protocol": 1,
                 "headers": True,
-                "nkey": kp.public_key.decode(),
                 "sig": base64.b64encode(kp.sign(info["nonce"].encode())).decode(),
             }
+            if identity.suffix == ".creds":  # operator mode: the user JWT, and the proof of its key
+                connect["jwt"] = helpers.creds_jwt(identity)
+            else:
+                connect["nkey"] = kp.public_key.decode()
             writer.write(f"CONNECT {json.dumps(connect)}\r\nPING\r\n".encode())
             await writer.drain()
             pong = await reader.readline()
@@ -302,7 +306,8 @@ async def stand(work: Path, *, hub_flags: tuple[str, ...] = ()) -> AsyncIterator
             made = await kube.create(RKCP, rkcp_obj(name, site, cl), namespace=NS)
             uids[site] = made["metadata"]["uid"]
         args = [
-            "--kubeconfig", str(kubeconfig), "--nats-url", nats.url, "--nats-seed", str(conf / "hub.nk"),
+            "--kubeconfig", str(kubeconfig), "--nats-url", nats.url,
+            *helpers.identity_flag(helpers.identity_file(conf, "hub")),
             "--signing-key", str(keys_dir / keyfiles.SIGNING_FILE),
             "--sealing-keys", str(keys_dir / keyfiles.SEALING_DIR),
             "--all-namespaces", "--sites", ",".join(SITES),
@@ -310,14 +315,16 @@ async def stand(work: Path, *, hub_flags: tuple[str, ...] = ()) -> AsyncIterator
         ]  # fmt: skip
         hub = helpers.CliProcess("hub", args, log=work / "hub.log")
         await hub.readyz(lambda code, _: code == 200)
-        reader = await bus.connect(helpers.options(nats.url, seed_file=conf / "hub.nk"), deadline=10)
+        reader = await bus.connect(
+            helpers.options(nats.url, seed_file=helpers.identity_file(conf, "hub")), deadline=10
+        )
         connections.append(reader)
         sites = {}
         for site in SITES:
             sites[site] = await bus.connect(
                 helpers.options(
                     nats.url,
-                    seed_file=conf / "sites" / f"{site}.nk",
+                    seed_file=helpers.identity_file(conf, f"sites/{site}"),
                     inbox_prefix=bus.site_inbox_prefix(site),
                 ),
                 deadline=10,

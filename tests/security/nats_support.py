@@ -107,11 +107,7 @@ async def connect(server: natsd.NatsServer, identity: Path, *, inbox_prefix: str
     nc = await nats.connect(
         servers=[server.url],
         **helpers.tls_options(server.url),
-        **(
-            {"user_credentials": str(identity)}
-            if identity.suffix == ".creds"
-            else {"nkeys_seed": str(identity)}
-        ),
+        **helpers.credential_option(identity),
         inbox_prefix=inbox_prefix,
         error_cb=on_error,
         allow_reconnect=False,

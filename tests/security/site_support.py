@@ -59,12 +59,16 @@ def intent_subject(name: str, *, namespace: str = NAMESPACE, site: str = SITE) -
 
 
 async def hub_connection(server: natsd.NatsServer, conf: Path) -> bus.Connection:
-    return await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
+    return await bus.connect(
+        helpers.options(server.url, seed_file=helpers.identity_file(conf, "hub")), deadline=10
+    )
 
 
 async def site_connection(server: natsd.NatsServer, conf: Path, site: str = SITE) -> bus.Connection:
     options = helpers.options(
-        server.url, seed_file=conf / "sites" / f"{site}.nk", inbox_prefix=bus.site_inbox_prefix(site)
+        server.url,
+        seed_file=helpers.identity_file(conf, f"sites/{site}"),
+        inbox_prefix=bus.site_inbox_prefix(site),
     )
     return await bus.connect(options, deadline=10)
 
@@ -216,7 +220,7 @@ async def stolen_hub_identity(server: natsd.NatsServer, conf: Path) -> AsyncIter
     nc = await nats.connect(
         servers=[server.url],
         **helpers.tls_options(server.url),
-        nkeys_seed=str(conf / "hub.nk"),
+        **helpers.credential_option(helpers.identity_file(conf, "hub")),
         allow_reconnect=False,
         # The server sends INFO only after its TLS-first wait (natsconfig.TLS_FIRST_FALLBACK,
         # 2 s) to a client that waits for it: nats-py's default 2 s would race that.

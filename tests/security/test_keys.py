@@ -422,7 +422,9 @@ async def test_the_agent_process_refuses_a_retired_key_and_shows_the_keys_it_tru
     api = await ckube.api_client_from_kubeconfig(kubeconfig)
     site = ckube.Kube(api)
     await site.create(resources.NAMESPACE, {"metadata": {"name": ks.NAMESPACE}})
-    hub = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
+    hub = await bus.connect(
+        helpers.options(server.url, seed_file=helpers.identity_file(conf, "hub")), deadline=10
+    )
     await bus.ensure_topology(hub, sites=[ks.SITE])
     proc = helpers.CliProcess(
         "agent",
@@ -431,8 +433,7 @@ async def test_the_agent_process_refuses_a_retired_key_and_shows_the_keys_it_tru
             ks.SITE,
             "--nats-url",
             server.url,
-            "--nats-seed",
-            str(conf / "sites" / "site-a.nk"),
+            *helpers.identity_flag(helpers.identity_file(conf, "sites/site-a")),
             "--hub-public-keys",
             str(c.public_file),
             "--kubeconfig",

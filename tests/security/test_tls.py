@@ -55,7 +55,7 @@ def tls_server(
     """(server, the hub's seed when it authenticates)."""
     if request.param == "open server":
         return nats_server, None
-    return secured_nats[0], secured_nats[1] / "hub.nk"
+    return secured_nats[0], helpers.identity_file(secured_nats[1], "hub")
 
 
 @pytest.mark.parametrize(
@@ -190,7 +190,7 @@ def _process(
     kind: str, url: str, seed: Path, ca: Path | None, files: dict[str, Path], log: Path
 ) -> helpers.CliProcess:
     assert ca is not None
-    common = ["--nats-url", url, "--nats-seed", str(seed), "--nats-ca-file", str(ca)]
+    common = ["--nats-url", url, *helpers.identity_flag(seed), "--nats-ca-file", str(ca)]
     common += ["--kubeconfig", str(files["kubeconfig"])]
     if kind == "hub":
         args = [
@@ -216,7 +216,7 @@ async def test_process_with_an_unverifiable_server_says_why_and_keeps_running(
     tmp_path: Path,
 ) -> None:
     server, conf = secured_nats
-    seed = conf / ("hub.nk" if kind == "hub" else "sites/site-a.nk")
+    seed = helpers.identity_file(conf, "hub" if kind == "hub" else "sites/site-a")
     plain = natsd.NatsServer(store_dir=tmp_path / "plain", log_file=tmp_path / "plain.log", monitor=True)
     ca: Path | None
     if server_kind == "wrong CA":
@@ -419,13 +419,15 @@ async def test_agent_facing_an_impostor_after_a_restart_says_why_and_stops_clean
         monitor=True,
     )
     with ts.running(real):
-        hub = await bus.connect(helpers.options(real.url, seed_file=conf / "hub.nk"), deadline=10)
+        hub = await bus.connect(
+            helpers.options(real.url, seed_file=helpers.identity_file(conf, "hub")), deadline=10
+        )
         await bus.ensure_topology(hub, sites=["site-a"])
         await hub.close()
         agent = _process(
             "agent",
             real.url,
-            conf / "sites" / "site-a.nk",
+            helpers.identity_file(conf, "sites/site-a"),
             helpers.nats_tls().ca,
             process_files,
             tmp_path / "agent.log",

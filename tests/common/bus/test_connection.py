@@ -96,7 +96,9 @@ async def test_a_site_over_its_bytes_is_refused_naming_the_limit(conn: bus.Conne
 async def test_the_server_max_payload_is_named(secured_nats: tuple[natsd.NatsServer, Path]) -> None:
     """nats-config's server takes at most MAX_PAYLOAD per message; the refusal names the limit."""
     server, conf = secured_nats
-    conn = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
+    conn = await bus.connect(
+        helpers.options(server.url, seed_file=helpers.identity_file(conf, "hub")), deadline=10
+    )
     try:
         assert conn.max_payload == streams.MAX_PAYLOAD
         with pytest.raises(errors.QuotaExceeded) as exc:

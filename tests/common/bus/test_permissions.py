@@ -32,7 +32,9 @@ async def subscribe_check(conn: bus.Connection, subject: str) -> None:
 @pytest.fixture
 async def hub(secured_nats: tuple[natsd.NatsServer, Path]) -> AsyncIterator[bus.Connection]:
     server, conf = secured_nats
-    conn = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
+    conn = await bus.connect(
+        helpers.options(server.url, seed_file=helpers.identity_file(conf, "hub")), deadline=10
+    )
     await bus.ensure_topology(conn, sites=["site-a", "site-b"])
     yield conn
     await conn.close()
@@ -45,7 +47,9 @@ async def site_a(
     server, conf = secured_nats
     conn = await bus.connect(
         helpers.options(
-            server.url, seed_file=conf / "sites" / "site-a.nk", inbox_prefix=bus.site_inbox_prefix("site-a")
+            server.url,
+            seed_file=helpers.identity_file(conf, "sites/site-a"),
+            inbox_prefix=bus.site_inbox_prefix("site-a"),
         ),
         deadline=10,
     )
@@ -147,7 +151,9 @@ async def test_site_connected_with_the_default_inbox_is_told_so(
     secured_nats: tuple[natsd.NatsServer, Path],
 ) -> None:
     server, conf = secured_nats
-    conn = await bus.connect(helpers.options(server.url, seed_file=conf / "sites" / "site-a.nk"), deadline=10)
+    conn = await bus.connect(
+        helpers.options(server.url, seed_file=helpers.identity_file(conf, "sites/site-a")), deadline=10
+    )
     try:
         with pytest.raises(errors.PermissionDenied) as exc:
             await bus.consumer_info(conn, "KB_INTENTS", "agent-site-a")
