@@ -63,6 +63,8 @@ class CredentialService:
         )
         self._used: set[str] = set()
         """Bootstrap keys used in this term (revoked too, so a later term needs no memory)."""
+        self.serving = asyncio.Event()
+        """Set once both subscriptions are in place."""
 
     async def run(self) -> None:
         subs = []
@@ -71,8 +73,10 @@ class CredentialService:
                 glob = subjects.service_globbed(kind, prefix=self.prefix)
                 subs.append(await self.deps.conn.subscribe(glob, self._handler(kind)))
             log.info("credential service answering %s", ", ".join(k.value for k in credentials.Kind))
+            self.serving.set()
             await asyncio.Event().wait()
         finally:
+            self.serving.clear()
             for sub in subs:
                 await sub.unsubscribe()
 

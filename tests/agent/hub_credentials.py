@@ -1,97 +1,119 @@
-"""A stand-in for the hub's credential service, for the agent's operator-mode tests.
-
-Answers ``<prefix>.bootstrap.*`` and ``<prefix>.renew.*`` with the hub's creds of a conf dir made
-by ``tests.conftest.operator_mode_server``: checks each request as the hub must
-(``protocol.credentials.decode/check``, and that the credential it comes with is the right kind
-for the site), and mints a site JWT for the requester's key with the account's signing key, as
-``natsoperator.Keys.user_creds`` signs. ``refuse`` makes it answer with that error instead.
+"""The hub's credential service as the agent's operator-mode tests meet it: the real
+``hub.credentialservice.CredentialService`` on a real nats-server, with the hub's users of a conf
+dir made by ``tests.conftest.operator_mode_server``, the Site of ``site-a`` in an emulated
+cluster (the site's own emulator plays the management cluster here), and switches the tests
+need: no Site (``remove_site``: every request refused by name), the hub down (``stop``), a
+short credential lifetime.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import msgspec
-
 from common import bus, natsoperator
-from protocol import credentials, errors, natsjwt, subjects
+from common import kube as ckube
+from common.kube import errors as kerrors
+from common.kube import resources
+from hub import credentialrules, credentialservice, revocation, site_api
+from hub import metrics as hub_metrics
+from hub.controllers import sitecredentials
+from protocol import credentials, subjects
 from tests import helpers
+
+SITE = "site-a"
 
 
 @dataclass
 class Responder:
     conn: bus.Connection
+    system: bus.Connection
+    kube: ckube.Kube
     keys: natsoperator.Keys
     prefix: str = subjects.DEFAULT_PREFIX
-    lifetime: dt.timedelta = dt.timedelta(hours=1)
-    refuse: str = ""
-    """While set, every request is answered with this error."""
-    granted: list[credentials.Request] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
-    subscriptions: list[bus.Subscription] = field(default_factory=list)
+    metrics: hub_metrics.Metrics = field(default_factory=hub_metrics.Metrics)
+    service: credentialservice.CredentialService | None = None
+    task: asyncio.Task[None] | None = None
+    _lifetime: dt.timedelta = dt.timedelta(hours=1)
+
+    @property
+    def lifetime(self) -> dt.timedelta:
+        return self._lifetime
+
+    @lifetime.setter
+    def lifetime(self, value: dt.timedelta) -> None:
+        """The lifetime of the JWTs minted from now on."""
+        self._lifetime = value
+        if self.service is not None:
+            self.service.lifetime = value
 
     def kinds(self) -> list[credentials.Kind]:
-        return [r.kind for r in self.granted]
+        """The requests granted so far, bootstraps first."""
+        granted = self.metrics.credential_requests
+        return [
+            k for k in credentials.Kind for _ in range(int(granted.labels(k.value, "granted")._value.get()))
+        ]
+
+    async def site_key(self) -> str:
+        """The key the hub recorded for the site (its Site's ``status.credential``)."""
+        return (await self._record(SITE)).key
+
+    async def add_site(self) -> None:
+        with contextlib.suppress(kerrors.Conflict):
+            await self.kube.create(resources.SITE, site_api.manifest(SITE))
+
+    async def remove_site(self) -> None:
+        await self.kube.delete(resources.SITE, SITE)
+
+    async def _record(self, site: str) -> credentialrules.SiteRecord:
+        return sitecredentials.record(await self.kube.get_or_none(resources.SITE, site))
 
     async def start(self) -> Responder:
-        for kind in (subjects.Service.BOOTSTRAP, subjects.Service.RENEW):
-            glob = subjects.service_globbed(kind, prefix=self.prefix)
-            self.subscriptions.append(await self.conn.subscribe(glob, self._answer))
+        authority = revocation.Authority(
+            account=self.keys.account_public,
+            account_signing=self.keys.account_signing,
+            operator_signing=self.keys.operator_signing,
+        )
+        deps = credentialservice.Deps(
+            conn=self.conn, system=self.system, kube=self.kube, sites=self._record, authority=authority,
+            metrics=self.metrics,
+        )  # fmt: skip
+        self.service = credentialservice.CredentialService(deps, prefix=self.prefix, lifetime=self._lifetime)
+        self.task = asyncio.create_task(self.service.run())
+        await asyncio.wait_for(self.service.serving.wait(), 10)
         return self
 
-    async def _answer(self, message: bus.Message) -> None:
-        *_, kind_token, site = message.subject.split(".")
-        kind = credentials.Kind(kind_token)
-        now = dt.datetime.now(dt.UTC)
-        try:
-            request = credentials.decode(message.data)
-            credentials.check(request, kind=kind, site=site, now=now)
-            self._check_credential(request, kind=kind, site=site)
-            if self.refuse:
-                raise errors.CredentialError(self.refuse)
-        except (errors.DecodeError, errors.CredentialError, errors.JWTError) as exc:
-            self.refused.append(str(exc))
-            reply = credentials.Reply(error=str(exc))
-        else:
-            claims = credentials.site_user(
-                site,
-                request.public_key,
-                account=self.keys.account_public,
-                now=now,
-                lifetime=self.lifetime,
-                prefix=self.prefix,
-            )
-            reply = credentials.Reply(jwt=natsjwt.encode(claims, natsjwt.key_pair(self.keys.account_signing)))
-            self.granted.append(request)
-        await self.conn.respond(message, msgspec.json.encode(reply))
-
-    def _check_credential(self, request: credentials.Request, *, kind: credentials.Kind, site: str) -> None:
-        claims = natsjwt.decode(request.credential)
-        if kind is credentials.Kind.BOOTSTRAP:
-            if credentials.site_named(claims, role="bootstrap") != site:
-                raise errors.CredentialError("a bootstrap credential of another site")
-        elif claims.sub != request.public_key or credentials.site_named(claims, role="site") != site:
-            raise errors.CredentialError("a renewal must come with the requester's own site JWT")
-
     async def stop(self) -> None:
-        for sub in self.subscriptions:
-            await sub.unsubscribe()
-        self.subscriptions.clear()
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+        self.task = self.service = None
+
+    async def close(self) -> None:
+        await self.stop()
+        await self.conn.close()
+        await self.system.close()
 
 
-async def responder(url: str, conf: Path, **kw: object) -> Responder:
-    """A started responder, connected with ``conf``'s hub.creds."""
+async def responder(url: str, conf: Path, kube: ckube.Kube) -> Responder:
+    """A started service for ``site-a`` (its Site created), connected with ``conf``'s users."""
     conn = await bus.connect(helpers.options(url, seed_file=conf / "hub.creds"), deadline=10)
-    return await Responder(conn, natsoperator.Keys.load_or_create(conf), **kw).start()  # type: ignore[arg-type]
+    system = await bus.connect(
+        helpers.options(url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+    )
+    r = Responder(conn, system, kube, natsoperator.Keys.load_or_create(conf))
+    await r.add_site()
+    return await r.start()
 
 
 def bootstrap_creds(
     conf: Path,
     path: Path,
     *,
-    site: str = "site-a",
+    site: str = SITE,
     prefix: str = subjects.DEFAULT_PREFIX,
     age: dt.timedelta = dt.timedelta(0),
 ) -> Path:

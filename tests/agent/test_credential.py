@@ -1,6 +1,6 @@
 """agent.credential against a real nats-server in operator mode and the emulated site cluster:
 bootstrap like a CSR, reuse of the identity Secret, refusals in /readyz, in-band renewal across
-the server's expiry disconnect. The hub's credential service is ``tests.agent.hub_credentials``."""
+the server's expiry disconnect, with the hub's real credential service (``tests.agent.hub_credentials``)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,13 @@ from common import bus, health, keyfiles, natsidentity
 from common import kube as ckube
 from common.bus import errors as bus_errors
 from common.kube import resources
+from hub import crdgen
 from protocol import credentials, natsjwt, subjects
 from sandbox import kubeapi, natsd
 from tests import helpers
 from tests.agent import hub_credentials
+
+CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 
 NAMESPACE = "kamaji-broker-system"
 SECRET = "kamaji-broker-agent-identity"
@@ -41,12 +44,14 @@ async def site_kube(kube: ckube.Kube) -> ckube.Kube:
 
 
 @pytest.fixture
-async def hub(operator_nats: tuple[natsd.NatsServer, Path]) -> AsyncIterator[hub_credentials.Responder]:
+async def hub(
+    operator_nats: tuple[natsd.NatsServer, Path], cluster: kubeapi.Server, kube: ckube.Kube
+) -> AsyncIterator[hub_credentials.Responder]:
     server, conf = operator_nats
-    responder = await hub_credentials.responder(server.url, conf)
+    cluster.apply_crd_files([CRDS / crdgen.SITE_FILENAME])  # it plays the management cluster too
+    responder = await hub_credentials.responder(server.url, conf, kube)
     yield responder
-    await responder.stop()
-    await responder.conn.close()
+    await responder.close()
 
 
 def settings(server: natsd.NatsServer, bootstrap: Path | None, **fields: Any) -> AgentSettings:
@@ -101,7 +106,7 @@ async def test_first_start_bootstraps_keeps_seed_and_jwt_and_works_as_the_site(
     kept = await stored(site_kube)
     assert kept.seed is not None and kept.jwt == held.jwt()
     assert natsjwt.decode(held.jwt()).sub == natsjwt.public_of(kept.seed) == held.public_key
-    assert hub.kinds() == [credentials.Kind.BOOTSTRAP] and hub.granted[0].public_key == held.public_key
+    assert hub.kinds() == [credentials.Kind.BOOTSTRAP] and await hub.site_key() == held.public_key
     assert cred.readiness.checks[credential.CHECK][0] is True
     expiry = natsjwt.decode(held.jwt()).exp
     assert expiry_metric(cred) == expiry
@@ -152,13 +157,13 @@ async def test_a_failed_bootstrap_is_in_readyz_and_retried_until_granted(
     server, conf = operator_nats
     path = tmp_path / "b.creds"
     expected = {
-        "refused": "the hub refused: bootstrap credential already used",
+        "refused": "the hub refused: no Site 'site-a' in the management cluster",
         "no responder": "no responders",
         "expired bootstrap": "expired at",
         "no bootstrap file": "No such file or directory",
     }[failure]
     if failure == "refused":
-        hub.refuse = "bootstrap credential already used"
+        await hub.remove_site()
     elif failure == "no responder":
         await hub.stop()
     if failure == "expired bootstrap":
@@ -176,7 +181,8 @@ async def test_a_failed_bootstrap_is_in_readyz_and_retried_until_granted(
         )
         assert not cred.readiness.ready and reason.startswith("bootstrap failed: ")
         assert not obtaining.done()
-        hub.refuse = ""
+        if failure == "refused":
+            await hub.add_site()
         if failure == "no responder":
             await hub.start()
         if failure in ("expired bootstrap", "no bootstrap file"):
