@@ -19,7 +19,7 @@ had another (an agent that lost its Secret starts again with a new key and a new
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from protocol import credentials, errors, natsjwt
@@ -33,6 +33,9 @@ class SiteRecord:
     """A ``Site`` object that is not being deleted."""
     key: str = ""
     """The user key its credential was last minted for (``status.credential.publicKey``)."""
+    issued_at: int = 0
+    """When that credential was minted (unix seconds; 0: never): a bootstrap credential made
+    before it is spent, whatever the hub remembers (single use across restarts)."""
 
 
 @dataclass(frozen=True)
@@ -49,16 +52,19 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Issuer:
-    """Who mints: the account and the public key of its signing key."""
+    """Who mints: the account, its signing keys (the hub's, and during a rotation the one
+    rotated out, whose JWTs are renewed), and how long the hub remembers a revocation: a
+    bootstrap credential valid longer could outlive the revocation of its use."""
 
     account: str
-    signing_key: str
+    signing_keys: tuple[str, ...]
+    keep_for_seconds: int
 
 
 def _minted_here(presented: natsjwt.Claims, issuer: Issuer) -> bool:
     return (
         isinstance(presented.nats, natsjwt.User)
-        and presented.iss == issuer.signing_key
+        and presented.iss in issuer.signing_keys
         and presented.nats.issuer_account == issuer.account
     )
 
@@ -74,7 +80,7 @@ def judge(
     site: str,
     issuer: Issuer,
     record: SiteRecord,
-    used_bootstraps: Collection[str] = (),
+    used_bootstraps: Mapping[str, str] | None = None,
 ) -> Verdict:
     """Grant or refuse (with the reason, naming what is wrong) ``req`` for ``site``."""
     role = _role(req.kind)
@@ -106,10 +112,32 @@ def judge(
                 "bootstrap the site again"
             )
         return Verdict()
-    if presented.sub in used_bootstraps:
+    return _bootstrap(req, presented, site=site, issuer=issuer, record=record, used=used_bootstraps or {})
+
+
+def _bootstrap(
+    req: credentials.Request,
+    presented: natsjwt.Claims,
+    *,
+    site: str,
+    issuer: Issuer,
+    record: SiteRecord,
+    used: Mapping[str, str],
+) -> Verdict:
+    """A bootstrap is used once, for one key: asked again for the key it was used for (its
+    answer was lost), it is granted again and revokes nothing more."""
+    if presented.exp - presented.iat > issuer.keep_for_seconds or not presented.exp:
+        return Verdict(
+            f"bootstrap credential {presented.sub} is valid for longer than the hub keeps revocations "
+            f"({issuer.keep_for_seconds}s): make one with a shorter --bootstrap-lifetime"
+        )
+    again = req.public_key == record.key
+    spent_here = presented.sub in used and used[presented.sub] != req.public_key
+    spent_before = bool(record.issued_at) and presented.iat < record.issued_at and not again
+    if spent_here or spent_before:
         return Verdict(
             f"bootstrap credential {presented.sub} was used already: a bootstrap credential is "
             "single-use (make a new one: `kamaji-broker site add`, or the Site's bootstrap Secret)"
         )
-    replaced = (record.key,) if record.key and record.key != req.public_key else ()
+    replaced = (record.key,) if record.key and not again else ()
     return Verdict(revoke=(presented.sub, *replaced))

@@ -35,15 +35,20 @@ from protocol import credentials, errors, natsjwt, subjects
 
 log = logging.getLogger(__name__)
 
+BOOTSTRAP_GRACE = 30.0
+"""Seconds a used bootstrap credential stays unrevoked, so that an agent whose answer was lost
+can ask again for the same key (``credentialrules``: granted again); a replaced key of the site
+is revoked at once."""
+
 
 @dataclass(frozen=True)
 class Deps:
     conn: bus.Connection
-    system: bus.Connection
+    revoker: revocation.Revoker
+    """The hub's one writer of the account (its ``authority`` mints)."""
     kube: ckube.Kube
     sites: Callable[[str], Awaitable[credentialrules.SiteRecord]]
     """What the management cluster says of a site (the hub's Site cache)."""
-    authority: revocation.Authority
     metrics: hub_metrics.Metrics
 
 
@@ -54,15 +59,22 @@ class CredentialService:
         *,
         prefix: str = subjects.DEFAULT_PREFIX,
         lifetime: dt.timedelta = credentials.DEFAULT_LIFETIME,
+        bootstrap_grace: float = BOOTSTRAP_GRACE,
     ) -> None:
         self.deps = deps
         self.prefix = prefix
         self.lifetime = lifetime
+        self.bootstrap_grace = bootstrap_grace
+        authority = deps.revoker.authority
         self.issuer = credentialrules.Issuer(
-            account=deps.authority.account, signing_key=natsjwt.public_of(deps.authority.account_signing)
+            account=authority.account,
+            signing_keys=authority.account_signing_keys,
+            keep_for_seconds=int(authority.keep_for.total_seconds()),
         )
-        self._used: set[str] = set()
-        """Bootstrap keys used in this term (revoked too, so a later term needs no memory)."""
+        self._used: dict[str, str] = {}
+        """Bootstrap keys used in this term, and the key each was used for (a later term has the
+        Site's ``status.credential.issuedAt``, and the revocation)."""
+        self._later: set[asyncio.Task[None]] = set()
         self.serving = asyncio.Event()
         """Set once both subscriptions are in place."""
 
@@ -77,6 +89,8 @@ class CredentialService:
             await asyncio.Event().wait()
         finally:
             self.serving.clear()
+            for task in self._later:
+                task.cancel()
             for sub in subs:
                 await sub.unsubscribe()
 
@@ -117,8 +131,13 @@ class CredentialService:
         if not verdict.granted:
             return await self._refuse(kind, site, msg, verdict.reason)
         if kind is credentials.Kind.BOOTSTRAP:
-            self._used.add(presented.sub)  # before the first await: one use, whatever follows
-        await self._grant(kind, site, msg, req, now, verdict)
+            self._used[presented.sub] = req.public_key  # before the first await: one use
+        try:
+            granted = await self._grant(kind, site, msg, req, now)
+        finally:
+            await self._revoke(verdict.revoke, bootstrap=presented.sub, now=now)
+        if not granted and self._used.get(presented.sub) == req.public_key:
+            del self._used[presented.sub]  # nothing was minted: it may be used again
 
     async def _grant(
         self,
@@ -127,8 +146,8 @@ class CredentialService:
         msg: bus.Message,
         req: credentials.Request,
         now: dt.datetime,
-        verdict: credentialrules.Verdict,
-    ) -> None:
+    ) -> bool:
+        """Mint, record in the Site, answer; whether the answer was sent."""
         claims = credentials.site_user(
             site,
             req.public_key,
@@ -137,21 +156,50 @@ class CredentialService:
             lifetime=self.lifetime,
             prefix=self.prefix,
         )
-        token = self.deps.authority.mint(claims)
+        token = self.deps.revoker.authority.mint(claims)
         try:
             await self._record(site, req.public_key, now=now, expires=claims.exp)
         except kerrors.NotFound:
-            return await self._refuse(kind, site, msg, f"no Site {site!r} in the management cluster")
+            await self._refuse(kind, site, msg, f"no Site {site!r} in the management cluster")
+            return False
+        except kerrors.KubeError as exc:
+            await self._refuse(
+                kind, site, msg, f"the hub cannot record the credential in Site {site!r}: {exc}"
+            )
+            return False
         await self.deps.conn.respond(msg, msgspec.json.encode(credentials.Reply(jwt=token)))
         self.deps.metrics.credential_requests.labels(kind.value, "granted").inc()
         log.info("site %s: credential %s for key %s, valid until %s", site, kind.value, req.public_key,
                  dt.datetime.fromtimestamp(claims.exp, dt.UTC).isoformat())  # fmt: skip
-        if verdict.revoke:
-            at = int(now.timestamp())
-            await revocation.revoke(
-                self.deps.system, self.deps.authority, dict.fromkeys(verdict.revoke, at), now=now
+        return True
+
+    async def _revoke(self, keys: tuple[str, ...], *, bootstrap: str, now: dt.datetime) -> None:
+        """Revoke a replaced key at once and a used bootstrap after ``bootstrap_grace``; a
+        failure leaves them pending in the revoker, which pushes them at its next sync."""
+        at = int(now.timestamp())
+        replaced = {k: at for k in keys if k != bootstrap}
+        if replaced:
+            await self._revoke_now(replaced, now)
+        if bootstrap in keys:
+            if self.bootstrap_grace <= 0:
+                await self._revoke_now({bootstrap: at}, now)
+                return
+            task = asyncio.create_task(self._revoke_later({bootstrap: at}))
+            self._later.add(task)
+            task.add_done_callback(self._later.discard)
+
+    async def _revoke_later(self, keys: dict[str, int]) -> None:
+        await asyncio.sleep(self.bootstrap_grace)
+        await self._revoke_now(keys, dt.datetime.now(dt.UTC))
+
+    async def _revoke_now(self, keys: dict[str, int], now: dt.datetime) -> None:
+        try:
+            await self.deps.revoker.revoke(keys, now=now)
+            self.deps.metrics.credentials_revoked.inc(len(keys))
+        except bus_errors.BusError as exc:
+            log.error(
+                "revoking %s failed (%s): pending, pushed at the next account sync", ", ".join(keys), exc
             )
-            self.deps.metrics.credentials_revoked.inc(len(verdict.revoke))
 
     async def _record(self, site: str, key: str, *, now: dt.datetime, expires: int) -> None:
         credential = {

@@ -55,6 +55,8 @@ class Hub(service.Service):
         self.operator: operatormode.OperatorMode | None = None
         self.system: bus.Connection | None = None
         """Operator mode: the system-account connection that pushes revocations."""
+        self.revoker: revocation.Revoker | None = None
+        """Operator mode: the one writer of the account JWT (over ``system``)."""
 
     async def start(self) -> None:
         s = self.settings
@@ -102,6 +104,7 @@ class Hub(service.Service):
                 name="kamaji-broker-hub-system",
             )
         )  # fmt: skip
+        self.revoker = revocation.Revoker(self.system, self.operator.authority)
         log.info("operator mode: hub mints NATS users of account %s", self.operator.authority.account)
         return kube
 
@@ -169,30 +172,29 @@ class Hub(service.Service):
 
     def _credential_service(self, kube: ckube.Kube, controller: rkcp_controller.Controller) -> list[Loop]:
         """Operator mode: the loop that answers the agents' bootstrap and renewal requests."""
-        s, conn = self.settings, self.conn
-        if self.operator is None or self.system is None or conn is None:
+        s, conn, revoker = self.settings, self.conn, self.revoker
+        if revoker is None or conn is None:
             return []
         service = credentialservice.CredentialService(
             credentialservice.Deps(
-                conn=conn, system=self.system, kube=kube, sites=self._site_record(controller),
-                authority=self.operator.authority, metrics=self.metrics,
+                conn=conn, revoker=revoker, kube=kube, sites=self._site_record(controller),
+                metrics=self.metrics,
             ),
             prefix=s.prefix, lifetime=dt.timedelta(seconds=s.site_credential_lifetime),
         )  # fmt: skip
-        operator, system = self.operator, self.system
         return [
             ("credential service", service.run),
-            ("nats account", lambda: operatormode.keep_account(system, operator.authority)),
+            ("nats account", lambda: operatormode.keep_account(revoker)),
         ]
 
     def _revoker(self) -> config.Revoke | None:
         """Operator mode: revoke user keys by pushing the account JWT (``hub.revocation``)."""
-        operator, system = self.operator, self.system
-        if operator is None or system is None:
+        revoker = self.revoker
+        if revoker is None:
             return None
 
         async def revoke(keys: Mapping[str, int]) -> None:
-            await revocation.revoke(system, operator.authority, keys, now=dt.datetime.now(dt.UTC))
+            await revoker.revoke(keys, now=dt.datetime.now(dt.UTC))
             self.metrics.credentials_revoked.inc(len(keys))
 
         return revoke

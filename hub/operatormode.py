@@ -118,15 +118,16 @@ ACCOUNT_CHECK_INTERVAL = 60.0
 """Seconds between looks at the account the resolver holds (one request)."""
 
 
-async def keep_account(system: bus.Connection, authority: revocation.Authority) -> None:
-    """Keep the resolver's account as the hub holds it: at once (a rotated signing key reaches
-    the servers when the hub starts with it), then every ``ACCOUNT_CHECK_INTERVAL`` (a node
-    whose resolver started empty from the oldest preload catches up)."""
+async def keep_account(revoker: revocation.Revoker) -> None:
+    """Keep the resolver's account as the hub holds it (``Revoker.sync``): at once (a rotated
+    signing key reaches the servers when the hub starts with it), then every
+    ``ACCOUNT_CHECK_INTERVAL`` (a node whose resolver started from the oldest preload catches up;
+    a revocation that failed is pushed)."""
     while True:
         try:
-            await revocation.sync_account(system, authority, now=dt.datetime.now(dt.UTC))
+            await revoker.sync(now=dt.datetime.now(dt.UTC))
         except bus_errors.BusError as exc:
-            log.warning("cannot check the NATS account %s: %s; retrying", authority.account, exc)
+            log.warning("cannot check the NATS account %s: %s; retrying", revoker.authority.account, exc)
         await asyncio.sleep(ACCOUNT_CHECK_INTERVAL)
 
 

@@ -15,6 +15,7 @@ JWT the hub mints is dropped: every JWT it covered has expired by then.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from collections.abc import Mapping
@@ -114,56 +115,106 @@ async def held_revocations(system: bus.Connection, account: str) -> dict[str, in
     return dict(_account(await held_account(system, account)).revocations)
 
 
+class Revoker:
+    """The hub's one writer of the account JWT.
+
+    - One push at a time (``_lock``): two pushes that read the same copy would each drop what
+      the other added.
+    - Every revocation it pushed or saw is remembered (``known``, within ``keep_for``) and goes
+      into every push: a lookup answered by a node whose resolver started from the preload
+      (a lost volume) shows none of them, and merging into that alone would wipe them.
+    - Each push is issued after everything it has seen (``_last_iat``): servers keep the newer.
+    - A revocation that could not be pushed stays ``pending`` and is pushed by ``sync`` (the
+      hub calls it every minute), never dropped.
+    """
+
+    def __init__(self, system: bus.Connection, authority: Authority) -> None:
+        self.system = system
+        self.authority = authority
+        self.known: dict[str, int] = {}
+        self.pending: dict[str, int] = {}
+        self._last_iat = 0
+        self._lock = asyncio.Lock()
+
+    async def revoke(self, keys: Mapping[str, int], *, now: dt.datetime) -> dict[str, int]:
+        """Revoke every user key of ``keys`` (public key → unix time: its JWTs issued at or
+        before it); the account's revocations now. A failure leaves them pending (and raises)."""
+        self.pending = merged(self.pending, keys, now=now, keep_for=self.authority.keep_for)
+        async with self._lock:
+            revocations = await self._push_with(now=now)
+        log.info("revoked NATS users %s", ", ".join(sorted(keys)))
+        return revocations
+
+    async def sync(self, *, now: dt.datetime) -> bool:
+        """Push the account as the hub holds it when the resolver's copy differs from it: its
+        signing keys (after a rotation), the operator signing key that signed it (before one is
+        retired, every node's copy is signed by the new one), a revocation missing (a node that
+        started from the preload) or pending. Whether it pushed."""
+        async with self._lock:
+            held = await held_account(self.system, self.authority.account)
+            self._seen(held)
+            account = _account(held)
+            expected = merged(self.known, self.pending, now=now, keep_for=self.authority.keep_for)
+            current = (
+                account.signing_keys == self.authority.account_signing_keys
+                and account.limits == natsoperator.ACCOUNT_LIMITS
+                and held.iss == natsjwt.public_of(self.authority.operator_signing)
+                and all(account.revocations.get(k, 0) >= t for k, t in expected.items())
+            )
+            if current:
+                return False
+            await self._push_with(now=now, held=held)
+        log.info(
+            "account %s pushed with signing keys %s",
+            self.authority.account,
+            ", ".join(self.authority.account_signing_keys),
+        )
+        return True
+
+    def _seen(self, held: natsjwt.Claims) -> None:
+        self._last_iat = max(self._last_iat, held.iat)
+        self.known = merged(
+            self.known, _account(held).revocations, now=_now(), keep_for=self.authority.keep_for
+        )
+
+    async def _push_with(self, *, now: dt.datetime, held: natsjwt.Claims | None = None) -> dict[str, int]:
+        if held is None:
+            held = await held_account(self.system, self.authority.account)
+            self._seen(held)
+        revocations = merged(
+            merged(self.known, _account(held).revocations, now=now, keep_for=self.authority.keep_for),
+            self.pending,
+            now=now,
+            keep_for=self.authority.keep_for,
+        )
+        iat = max(int(now.timestamp()), self._last_iat + 1)
+        token = natsoperator.account_jwt(
+            self.authority.account,
+            signing_keys=self.authority.account_signing_keys,
+            operator_signing=self.authority.operator_signing,
+            revocations=revocations,
+            iat=iat,
+        )
+        _check_update(
+            await self.system.request(UPDATE_SUBJECT, token.encode("ascii")), account=self.authority.account
+        )
+        self._last_iat = iat
+        self.known = revocations
+        self.pending = {}
+        return revocations
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
 async def revoke(
     system: bus.Connection, authority: Authority, keys: Mapping[str, int], *, now: dt.datetime
 ) -> dict[str, int]:
-    """Revoke every user key of ``keys`` (public key → unix time: its JWTs issued at or before
-    it); the account's revocations now."""
-    held = await held_account(system, authority.account)
-    revocations = merged(_account(held).revocations, keys, now=now, keep_for=authority.keep_for)
-    await _push(system, authority, revocations, after=held, now=now)
-    log.info("revoked NATS users %s", ", ".join(sorted(keys)))
-    return revocations
+    """A one-off revocation (the hub itself keeps one ``Revoker``)."""
+    return await Revoker(system, authority).revoke(keys, now=now)
 
 
 async def sync_account(system: bus.Connection, authority: Authority, *, now: dt.datetime) -> bool:
-    """Push the account as the hub holds it (its signing keys, after a rotation; signed by the
-    operator signing key the hub holds) when the resolver's copy differs, keeping the
-    resolver's revocations: before an operator signing key is retired, every node's copy is
-    signed by the new one. Whether it pushed."""
-    held = await held_account(system, authority.account)
-    account = _account(held)
-    current = (
-        account.signing_keys == authority.account_signing_keys
-        and account.limits == natsoperator.ACCOUNT_LIMITS
-        and held.iss == natsjwt.public_of(authority.operator_signing)  # not by a key being retired
-    )
-    if current:
-        return False
-    revocations = merged(account.revocations, {}, now=now, keep_for=authority.keep_for)
-    await _push(system, authority, revocations, after=held, now=now)
-    log.info(
-        "account %s pushed with signing keys %s", authority.account, ", ".join(authority.account_signing_keys)
-    )
-    return True
-
-
-async def _push(
-    system: bus.Connection,
-    authority: Authority,
-    revocations: dict[str, int],
-    *,
-    after: natsjwt.Claims,
-    now: dt.datetime,
-) -> None:
-    """Push the account, issued strictly after the copy it replaces: a server compares issue
-    times (seconds), and a preload issued in the same second would otherwise win at its next
-    start and drop what this push carries."""
-    token = natsoperator.account_jwt(
-        authority.account,
-        signing_keys=authority.account_signing_keys,
-        operator_signing=authority.operator_signing,
-        revocations=revocations,
-        iat=max(int(now.timestamp()), after.iat + 1),
-    )
-    _check_update(await system.request(UPDATE_SUBJECT, token.encode("ascii")), account=authority.account)
+    """A one-off ``Revoker.sync``."""
+    return await Revoker(system, authority).sync(now=now)

@@ -83,6 +83,16 @@ class HubSettings(ProcessSettings):
     def _nats_identities(self) -> dict[str, bool]:
         return {**super()._nats_identities(), "--nats-operator-dir": self.nats_operator_dir is not None}
 
+    @model_validator(mode="after")
+    def _bootstrap_within_memory(self) -> Self:
+        if self.bootstrap_lifetime > self.site_credential_lifetime:
+            raise ValueError(
+                f"--bootstrap-lifetime ({self.bootstrap_lifetime:g}s) may not exceed "
+                f"--site-credential-lifetime ({self.site_credential_lifetime:g}s): the hub keeps a "
+                "revocation that long, and a used bootstrap must stay revoked while it is valid"
+            )
+        return self
+
     @field_validator("sealing_keys")
     @classmethod
     def _dir_with_keys(cls, v: Path) -> Path:

@@ -124,7 +124,7 @@ def _b64(data: bytes) -> bytes:
 def _unb64(text: str, *, what: str) -> bytes:
     try:
         return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, UnicodeEncodeError):
         raise errors.JWTError(f"{what}: not base64url") from None
 
 
@@ -176,9 +176,12 @@ def decode(token: str, *, now: float | None = None) -> Claims:
     issuer it names (not whether that issuer is trusted: the caller checks ``iss``), and that it
     has not expired; JWTError naming what is wrong otherwise."""
     parts = token.strip().split(".")
-    if len(parts) != 3:
-        raise errors.JWTError("not a JWT: expected three dot-separated parts")
-    header = msgspec.json.decode(_unb64(parts[0], what="JWT header"))
+    if len(parts) != 3 or not token.isascii():
+        raise errors.JWTError("not a JWT: expected three dot-separated parts of ASCII")
+    try:
+        header = msgspec.json.decode(_unb64(parts[0], what="JWT header"))
+    except msgspec.DecodeError:
+        raise errors.JWTError("JWT header: not JSON") from None
     if not isinstance(header, dict) or header.get("alg") != "ed25519-nkey":
         raise errors.JWTError("JWT header: alg is not ed25519-nkey")
     try:

@@ -48,8 +48,11 @@ class BootstrapSecrets:
         namespace: str,
         mint: Callable[[str, dt.datetime], str],
         lifetime: dt.timedelta,
+        revoke: Revoke,
     ) -> None:
         self.kube = kube
+        self.revoke = revoke
+        """A Secret's credential replaced or no longer needed is revoked, never left valid."""
         self.namespace = namespace
         self.mint = mint
         """``mint(site, now)``: the text of a fresh bootstrap ``.creds`` for ``site``."""
@@ -63,7 +66,7 @@ class BootstrapSecrets:
         """A valid bootstrap Secret while the site has no credential; none once it has."""
         if bootstrapped:
             if site not in self._served:
-                await self.kube.delete(resources.SECRET, secret_name(site), namespace=self.namespace)
+                await self._discard(site)  # the agent bootstrapped (with it or another one)
                 self._served.add(site)
                 self._expires.pop(site, None)
             return
@@ -77,25 +80,32 @@ class BootstrapSecrets:
             return
         creds = self.mint(site, now)
         exp = natsjwt.decode(_jwt_of(creds), now=0).exp
+        old = await self.kube.get_or_none(resources.SECRET, secret_name(site), namespace=self.namespace)
         await self.kube.create_or_replace(
             resources.SECRET, self._secret(site, creds), namespace=self.namespace
         )
+        if old is not None and _key_of(old):
+            await self.revoke({_key_of(old): int(now.timestamp())})  # the one it replaces
         self._expires[site] = dt.datetime.fromtimestamp(exp, dt.UTC)
         log.info(
             "Site %s: bootstrap credential in Secret %s/%s until %s; hand it to the site's agent",
             site, self.namespace, secret_name(site), self._expires[site].isoformat(),
         )  # fmt: skip
 
-    async def release(self, site: str, revoke: Revoke) -> None:
+    async def release(self, site: str) -> None:
         """The Site is deleted: revoke its unused bootstrap credential and delete the Secret."""
         self._expires.pop(site, None)
         self._served.discard(site)
+        await self._discard(site)
+
+    async def _discard(self, site: str) -> None:
+        """Revoke the Secret's credential (whoever may have read it) and delete the Secret."""
         obj = await self.kube.get_or_none(resources.SECRET, secret_name(site), namespace=self.namespace)
         if obj is None:
             return
         key = _key_of(obj)
         if key:
-            await revoke({key: int(dt.datetime.now(dt.UTC).timestamp())})
+            await self.revoke({key: int(dt.datetime.now(dt.UTC).timestamp())})
         await self.kube.delete(resources.SECRET, secret_name(site), namespace=self.namespace)
 
     async def _stored_expiry(self, site: str) -> dt.datetime | None:

@@ -63,13 +63,15 @@ class SiteSync:
         per RKCP, so parsing the cached JSON each time would cost more than the rest."""
 
     def _bootstrap(self) -> bootstrapsecrets.BootstrapSecrets | None:
-        if self.deps.mint_bootstrap is None or not self.settings.bootstrap_namespace:
+        revoke = self.deps.revoke
+        if self.deps.mint_bootstrap is None or revoke is None or not self.settings.bootstrap_namespace:
             return None
         return bootstrapsecrets.BootstrapSecrets(
             self.deps.kube,
             namespace=self.settings.bootstrap_namespace,
             mint=self.deps.mint_bootstrap,
             lifetime=dt.timedelta(seconds=self.settings.bootstrap_lifetime),
+            revoke=revoke,
         )
 
     def add(self, site: str) -> None:

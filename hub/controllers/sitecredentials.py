@@ -12,6 +12,7 @@ Talks to the management cluster (``sites``: the finalizer) and, through ``revoke
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -36,8 +37,17 @@ def record(obj: dict[str, Any] | None) -> credentialrules.SiteRecord:
     meta = obj.get("metadata") or {}
     credential = (obj.get("status") or {}).get("credential") or {}
     return credentialrules.SiteRecord(
-        exists=not meta.get("deletionTimestamp"), key=str(credential.get("publicKey") or "")
+        exists=not meta.get("deletionTimestamp"),
+        key=str(credential.get("publicKey") or ""),
+        issued_at=_unix(credential.get("issuedAt")),
     )
+
+
+def _unix(text: object) -> int:
+    try:
+        return int(dt.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()) if text else 0
+    except ValueError:
+        return 0
 
 
 class Bootstrap(Protocol):
@@ -45,7 +55,7 @@ class Bootstrap(Protocol):
 
     async def ensure(self, site: str, *, bootstrapped: bool) -> None: ...
 
-    async def release(self, site: str, revoke: Revoke) -> None: ...
+    async def release(self, site: str) -> None: ...
 
 
 class SiteCredentials:
@@ -80,7 +90,7 @@ class SiteCredentials:
     async def _revoke(self, site: str, obj: dict[str, Any]) -> None:
         """Revoke what the deleted Site's agent holds: its credential, an unused bootstrap."""
         if self.bootstrap is not None:
-            await self.bootstrap.release(site, self.revoke)
+            await self.bootstrap.release(site)
         key = record(obj).key
         if not key:
             log.info("Site %s deleted: its agent never had a credential, nothing to revoke", site)
@@ -90,9 +100,6 @@ class SiteCredentials:
 
     async def _finalizers(self, site: str, meta: dict[str, Any], finalizers: list[str]) -> None:
         body = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "finalizers": finalizers}}
-        try:
+        # A Conflict (the Site changed meanwhile) goes up: its sync is retried (SiteSync.run).
+        with contextlib.suppress(kerrors.NotFound):  # gone already
             await self.kube.patch(resources.SITE, site, body)
-        except kerrors.Conflict:
-            log.debug("Site %s changed meanwhile; its next event brings it back", site)
-        except kerrors.NotFound:
-            pass

@@ -101,6 +101,11 @@ def _add(args: argparse.Namespace, config_dir: Path) -> None:
     placements = sitefiles.placements(args.namespaces, args.target_namespaces)
     if natsfiles.operator_mode(config_dir):
         lifetime = dt.timedelta(seconds=args.bootstrap_lifetime)
+        if lifetime > credentials.DEFAULT_LIFETIME:
+            raise ValueError(
+                f"--bootstrap-lifetime {lifetime} is longer than a site credential's "
+                f"({credentials.DEFAULT_LIFETIME}), which is how long the hub keeps revocations"
+            )
         boot = natsfiles.site_bootstrap(config_dir, args.site, lifetime=lifetime, prefix=args.prefix)
         print(
             f"site {args.site}: bootstrap credential {boot} (single use, valid {lifetime}); give it to "

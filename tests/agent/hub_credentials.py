@@ -78,8 +78,8 @@ class Responder:
             operator_signing=self.keys.operator_signing,
         )
         deps = credentialservice.Deps(
-            conn=self.conn, system=self.system, kube=self.kube, sites=self._record, authority=authority,
-            metrics=self.metrics,
+            conn=self.conn, revoker=revocation.Revoker(self.system, authority), kube=self.kube,
+            sites=self._record, metrics=self.metrics,
         )  # fmt: skip
         self.service = credentialservice.CredentialService(deps, prefix=self.prefix, lifetime=self._lifetime)
         self.task = asyncio.create_task(self.service.run())

@@ -13,8 +13,14 @@ from protocol import credentials, natsjwt
 NOW = dt.datetime(2026, 12, 2, 12, tzinfo=dt.UTC)
 ACCOUNT = natsjwt.new_seed("account")
 SIGNING = natsjwt.new_seed("account")
+ROTATED = natsjwt.new_seed("account")
+"""The account's signing key before a rotation: still trusted, its JWTs renewed."""
 STRANGER = natsjwt.new_seed("account")
-ISSUER = rules.Issuer(account=natsjwt.public_of(ACCOUNT), signing_key=natsjwt.public_of(SIGNING))
+ISSUER = rules.Issuer(
+    account=natsjwt.public_of(ACCOUNT),
+    signing_keys=(natsjwt.public_of(SIGNING), natsjwt.public_of(ROTATED)),
+    keep_for_seconds=86400,
+)
 AGENT = natsjwt.new_seed("user")
 OTHER = natsjwt.new_seed("user")
 BOOT = natsjwt.new_seed("user")
@@ -25,10 +31,21 @@ def _key(seed: bytes) -> str:
 
 
 def _presented(
-    role: str, site: str, holder: bytes, *, signer: bytes = SIGNING, account: str = ""
+    role: str,
+    site: str,
+    holder: bytes,
+    *,
+    signer: bytes = SIGNING,
+    account: str = "",
+    at: dt.datetime = NOW,
+    lifetime: dt.timedelta = dt.timedelta(hours=1),
 ) -> natsjwt.Claims:
-    make = credentials.bootstrap_user if role == "bootstrap" else credentials.site_user
-    claims = make(site, _key(holder), account=account or ISSUER.account, now=NOW)
+    if role == "bootstrap":
+        claims = credentials.bootstrap_user(
+            site, _key(holder), account=account or ISSUER.account, now=at, lifetime=lifetime
+        )
+    else:
+        claims = credentials.site_user(site, _key(holder), account=account or ISSUER.account, now=at)
     return natsjwt.decode(natsjwt.encode(claims, natsjwt.key_pair(signer)), now=NOW.timestamp())
 
 
@@ -38,14 +55,41 @@ class Case:
     presented: natsjwt.Claims
     record: rules.SiteRecord
     asker: bytes = AGENT
-    used: tuple[str, ...] = ()
+    used: dict[str, str] = field(default_factory=dict)
     reason: str = ""
     revoke: tuple[str, ...] = field(default_factory=tuple)
 
 
 B, R = credentials.Kind.BOOTSTRAP, credentials.Kind.RENEW
 HERE = rules.SiteRecord(exists=True)
+LATER = rules.SiteRecord(True, _key(OTHER), issued_at=int(NOW.timestamp()) + 60)
 CASES = {
+    "a JWT signed by the rotated-out key is renewed": Case(
+        R, _presented("site", "site-a", AGENT, signer=ROTATED), rules.SiteRecord(True, _key(AGENT))
+    ),
+    "a bootstrap valid longer than revocations are kept is refused": Case(
+        B,
+        _presented("bootstrap", "site-a", BOOT, lifetime=dt.timedelta(days=2)),
+        HERE,
+        reason="shorter --bootstrap-lifetime",
+    ),
+    "a bootstrap made before the site's current credential is spent (after a hub restart)": Case(
+        B, _presented("bootstrap", "site-a", BOOT), LATER, reason="single-use"
+    ),
+    "a newer bootstrap after that is fine, and revokes the replaced key": Case(
+        B,
+        _presented("bootstrap", "site-a", BOOT, at=NOW + dt.timedelta(minutes=2)),
+        LATER,
+        revoke=(_key(BOOT), _key(OTHER)),
+    ),
+    "the same bootstrap asked again for the key it was used for (answer lost)": Case(
+        B,
+        _presented("bootstrap", "site-a", BOOT),
+        LATER,
+        asker=OTHER,
+        used={_key(BOOT): _key(OTHER)},
+        revoke=(_key(BOOT),),
+    ),
     "bootstrap granted, revokes the bootstrap": Case(
         B, _presented("bootstrap", "site-a", BOOT), HERE, revoke=(_key(BOOT),)
     ),
@@ -59,7 +103,7 @@ CASES = {
         B, _presented("bootstrap", "site-a", BOOT), rules.SiteRecord(True, _key(AGENT)), revoke=(_key(BOOT),)
     ),
     "bootstrap used twice": Case(
-        B, _presented("bootstrap", "site-a", BOOT), HERE, used=(_key(BOOT),), reason="single-use"
+        B, _presented("bootstrap", "site-a", BOOT), HERE, used={_key(BOOT): _key(OTHER)}, reason="single-use"
     ),
     "bootstrap for another site": Case(
         B, _presented("bootstrap", "site-b", BOOT), HERE, reason="site 'site-b''s, not 'site-a''s"

@@ -92,7 +92,8 @@ async def ask(
 
 
 @asynccontextmanager
-async def world(tmp_path: Path) -> AsyncIterator[World]:
+async def world(tmp_path: Path, *, bootstrap_grace: float = 0) -> AsyncIterator[World]:
+    """``bootstrap_grace`` 0: a used bootstrap is revoked at once (its own test sets one)."""
     server, conf = conftest.operator_mode_server(tmp_path / "nats")
     server.start()
     cluster = kubeapi.Server(name="mgmt")
@@ -118,10 +119,10 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
         account_signing=keys.account_signing,
         operator_signing=keys.operator_signing,
     )
+    revoker = revocation.Revoker(system, authority)
     service = credentialservice.CredentialService(
-        credentialservice.Deps(
-            conn=hub, system=system, kube=kube, sites=w.record, authority=authority, metrics=w.metrics
-        )
+        credentialservice.Deps(conn=hub, revoker=revoker, kube=kube, sites=w.record, metrics=w.metrics),
+        bootstrap_grace=bootstrap_grace,
     )
     task = asyncio.create_task(service.run())
     try:

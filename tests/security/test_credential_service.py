@@ -200,3 +200,25 @@ async def test_bootstrapping_again_revokes_the_sites_previous_key(w: cs.World) -
         await w.asker(_creds(w, token2, seed2), "site-a"), R, "site-a", seed2, credential=token2
     )
     assert renewal.jwt
+
+
+async def test_a_lost_answer_can_be_asked_again_within_the_grace_then_the_bootstrap_is_revoked(
+    tmp_path: Path,
+) -> None:
+    """The agent's answer was lost (a timeout, a disconnect): within the grace it asks again
+    with the same key and gets it; another key is refused; then the bootstrap is revoked."""
+    async with cs.world(tmp_path, bootstrap_grace=3) as world:
+        await world.add_site("site-a")
+        creds = world.bootstrap_creds("site-a")
+        raw = await world.asker(creds, "site-a")
+        seed, jwt = natsjwt.new_seed("user"), helpers.creds_jwt(creds)
+        first = await cs.ask(raw, B, "site-a", seed, credential=jwt)
+        again = await cs.ask(raw, B, "site-a", seed, credential=jwt)
+        assert first.jwt and again.jwt, again.error
+        assert natsjwt.decode(again.jwt).sub == natsjwt.public_of(seed)
+        other = await cs.ask(raw, B, "site-a", natsjwt.new_seed("user"), credential=jwt)
+        assert "single-use" in other.error
+        await helpers.eventually(
+            lambda: not raw.nc.is_connected, within=20, what="the bootstrap revoked after the grace"
+        )
+        await _refused_at_connect(world, creds, "site-a")

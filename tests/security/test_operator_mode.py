@@ -7,8 +7,10 @@ runs in both modes. Here: who the server lets connect at all.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime as dt
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +19,8 @@ import nats
 import nats.errors
 import pytest
 
-from common import bus, natsoperator
+from common import bus, natsfiles, natsoperator
+from common.bus import errors as bus_errors
 from hub import revocation
 from protocol import credentials, natsjwt
 from sandbox import natsd
@@ -233,5 +236,81 @@ async def test_the_hubs_system_user_cannot_do_anything_else(server: tuple[natsd.
         ):
             await system.publish(subject, b"{}")
             await system.denied("publish", subject)
+    finally:
+        await system.close()
+
+
+async def test_concurrent_revocations_are_all_kept(server: tuple[natsd.NatsServer, Path]) -> None:
+    """Two revocations at once (a Site deleted while another site bootstraps): neither push may
+    drop the other's entry."""
+    srv, conf = server
+    system = await bus.connect(
+        helpers.options(srv.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+    )
+    revoker = revocation.Revoker(system, _authority(conf))
+    keys = [natsjwt.public_of(natsjwt.new_seed("user")) for _ in range(4)]
+    try:
+        now = dt.datetime.now(dt.UTC)
+        await asyncio.gather(*(revoker.revoke({k: int(now.timestamp())}, now=now) for k in keys))
+        assert set(await revocation.held_revocations(system, _authority(conf).account)) == set(keys)
+    finally:
+        await system.close()
+
+
+async def test_a_node_restored_from_the_preload_gets_the_revocations_back(
+    server: tuple[natsd.NatsServer, Path],
+) -> None:
+    """A server whose resolver directory was lost starts from the preload, without any
+    revocation: the hub's next account sync pushes them again, and the revoked site stays out."""
+    srv, conf = server
+    a_creds = helpers.identity_file(conf, "sites/site-a")
+    a_key = natsjwt.decode(helpers.creds_jwt(a_creds)).sub
+    system = await bus.connect(
+        helpers.options(srv.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+    )
+    revoker = revocation.Revoker(system, _authority(conf))
+    try:
+        await revoker.revoke({a_key: int(time.time())}, now=dt.datetime.now(dt.UTC))
+        srv.stop()
+        shutil.rmtree(srv.store_dir / natsfiles.RESOLVER_DIR)
+        srv.start()
+        held = await helpers.eventually(
+            lambda: _held(system, revoker.authority.account), lambda h: h is not None, what="an answer"
+        )
+        assert held is not None and a_key not in held
+        assert await revoker.sync(now=dt.datetime.now(dt.UTC)) is True
+        assert a_key in await revocation.held_revocations(system, revoker.authority.account)
+        assert "authorization violation" in await _refused(srv, a_creds)
+    finally:
+        await system.close()
+
+
+async def _held(system: bus.Connection, account: str) -> dict[str, int] | None:
+    """The resolver's revocations, or None while the restarted server does not answer yet."""
+    try:
+        return await revocation.held_revocations(system, account)
+    except bus_errors.BusError:
+        return None
+
+
+async def test_a_revocation_that_cannot_be_pushed_stays_pending_until_the_next_sync(
+    server: tuple[natsd.NatsServer, Path],
+) -> None:
+    srv, conf = server
+    system = await bus.connect(
+        helpers.options(srv.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+    )
+    revoker = revocation.Revoker(system, _authority(conf))
+    key = natsjwt.public_of(natsjwt.new_seed("user"))
+    try:
+        srv.stop()
+        with pytest.raises(bus_errors.BusError):
+            await revoker.revoke({key: int(time.time())}, now=dt.datetime.now(dt.UTC))
+        assert key in revoker.pending
+        srv.start()
+        await helpers.eventually(lambda: _held(system, revoker.authority.account), lambda h: h is not None)
+        assert await revoker.sync(now=dt.datetime.now(dt.UTC)) is True
+        assert key in await revocation.held_revocations(system, revoker.authority.account)
+        assert revoker.pending == {}
     finally:
         await system.close()
