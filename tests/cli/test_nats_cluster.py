@@ -4,6 +4,7 @@ replicas; and the flags are refused with a clear error when they cannot make a c
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,9 +57,9 @@ def _configure(directory: Path, *extra: str) -> list[natsd.NatsServer]:
     return servers
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[list[natsd.NatsServer]]:
-    servers = _configure(tmp_path / "nats", "--auth", "static")
+@contextlib.contextmanager
+def _running(directory: Path, auth: str) -> Iterator[list[natsd.NatsServer]]:
+    servers = _configure(directory, "--auth", auth)
     try:
         for server in servers:
             server.start()
@@ -66,6 +67,12 @@ def cluster(tmp_path: Path) -> Iterator[list[natsd.NatsServer]]:
     finally:
         for server in servers:
             server.stop()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[list[natsd.NatsServer]]:
+    with _running(tmp_path / "nats", "static") as servers:
+        yield servers
 
 
 async def test_three_nodes_form_a_cluster_and_hold_r3_streams(cluster: list[natsd.NatsServer]) -> None:
@@ -105,14 +112,8 @@ async def test_three_nodes_form_a_cluster_and_hold_r3_streams(cluster: list[nats
 
 @pytest.fixture
 def operator_cluster(tmp_path: Path) -> Iterator[list[natsd.NatsServer]]:
-    servers = _configure(tmp_path / "nats", "--auth", "operator")
-    try:
-        for server in servers:
-            server.start()
+    with _running(tmp_path / "nats", "operator") as servers:
         yield servers
-    finally:
-        for server in servers:
-            server.stop()
 
 
 async def _meta_leader(servers: list[natsd.NatsServer]) -> None:

@@ -68,12 +68,7 @@ async def test_bootstrap_then_deleting_the_site_revokes_its_agent(
         cl = await kube.create(resources.CLUSTER, cluster_obj("c1"), namespace="default")
         await kube.create(RKCP, rkcp_obj("cp1", cluster=cl), namespace="default")
         # the hub wrote the new Site's bootstrap credential; the operator hands it to the agent
-        secret = await helpers.eventually(
-            lambda: kube.get_or_none(resources.SECRET, f"{SITE}-nats-bootstrap", namespace="default"),
-            within=30, what="the bootstrap Secret",
-        )  # fmt: skip
-        boot = tmp_path / "boot.creds"
-        boot.write_bytes(base64.b64decode(secret["data"]["bootstrap.creds"]))
+        boot = await _handed_over(kube, tmp_path / "boot.creds")
         asker = await ns.connect(server, boot, inbox_prefix=bus.site_inbox_prefix(SITE))
         seed = natsjwt.new_seed("user")
         req = credentials.request(credentials.Kind.BOOTSTRAP, SITE, seed, credential=helpers.creds_jwt(boot))
@@ -116,6 +111,17 @@ async def _finalized(kube: ckube.Kube) -> bool:
     return sitecredentials.FINALIZER in (site["metadata"].get("finalizers") or [])
 
 
+async def _handed_over(kube: ckube.Kube, path: Path) -> Path:
+    """The bootstrap credential the hub wrote for the new Site, as the operator hands it over."""
+    secret = await helpers.eventually(
+        lambda: kube.get_or_none(resources.SECRET, f"{SITE}-nats-bootstrap", namespace="default"),
+        within=30,
+        what="the bootstrap Secret",
+    )
+    await asyncio.to_thread(path.write_bytes, base64.b64decode(secret["data"]["bootstrap.creds"]))
+    return path
+
+
 async def _no_secret(kube: ckube.Kube, name: str) -> bool:
     return await kube.get_or_none(resources.SECRET, name, namespace="default") is None
 
@@ -128,12 +134,7 @@ async def test_a_site_deleted_before_its_agent_came_takes_its_bootstrap_credenti
     keyfiles.generate(tmp_path / "keys")
     hub = hub_process(_args(server, conf, tmp_path / "keys", kubeconfig), tmp_path / "hub.log", "hub-1")
     try:
-        secret = await helpers.eventually(
-            lambda: kube.get_or_none(resources.SECRET, f"{SITE}-nats-bootstrap", namespace="default"),
-            within=30, what="the bootstrap Secret",
-        )  # fmt: skip
-        boot = tmp_path / "boot.creds"
-        boot.write_bytes(base64.b64decode(secret["data"]["bootstrap.creds"]))
+        boot = await _handed_over(kube, tmp_path / "boot.creds")
         waiting = await ns.connect(server, boot, inbox_prefix=bus.site_inbox_prefix(SITE))
         await kube.delete(resources.SITE, SITE)
         await helpers.eventually(lambda: not waiting.nc.is_connected, within=10, what="the bootstrap revoked")
