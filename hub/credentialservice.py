@@ -132,22 +132,28 @@ class CredentialService:
             return await self._refuse(kind, site, msg, verdict.reason)
         if kind is credentials.Kind.BOOTSTRAP:
             self._used[presented.sub] = req.public_key  # before the first await: one use
+        token = await self._mint_and_record(kind, site, msg, req, now)
+        if token is None:  # refused: nothing was minted, nothing replaced; it may be used again
+            if self._used.get(presented.sub) == req.public_key:
+                del self._used[presented.sub]
+            return
         try:
-            granted = await self._grant(kind, site, msg, req, now)
-        finally:
+            await self.deps.conn.respond(msg, msgspec.json.encode(credentials.Reply(jwt=token)))
+            self.deps.metrics.credential_requests.labels(kind.value, "granted").inc()
+            log.info("site %s: credential %s for key %s", site, kind.value, req.public_key)
+        finally:  # recorded: what it replaces goes, even when the answer could not be sent
             await self._revoke(verdict.revoke, bootstrap=presented.sub, now=now)
-        if not granted and self._used.get(presented.sub) == req.public_key:
-            del self._used[presented.sub]  # nothing was minted: it may be used again
 
-    async def _grant(
+    async def _mint_and_record(
         self,
         kind: credentials.Kind,
         site: str,
         msg: bus.Message,
         req: credentials.Request,
         now: dt.datetime,
-    ) -> bool:
-        """Mint, record in the Site, answer; whether the answer was sent."""
+    ) -> str | None:
+        """The JWT minted and recorded in the Site; None when it could not be recorded (the
+        request is refused, by name)."""
         claims = credentials.site_user(
             site,
             req.public_key,
@@ -161,17 +167,13 @@ class CredentialService:
             await self._record(site, req.public_key, now=now, expires=claims.exp)
         except kerrors.NotFound:
             await self._refuse(kind, site, msg, f"no Site {site!r} in the management cluster")
-            return False
+            return None
         except kerrors.KubeError as exc:
             await self._refuse(
                 kind, site, msg, f"the hub cannot record the credential in Site {site!r}: {exc}"
             )
-            return False
-        await self.deps.conn.respond(msg, msgspec.json.encode(credentials.Reply(jwt=token)))
-        self.deps.metrics.credential_requests.labels(kind.value, "granted").inc()
-        log.info("site %s: credential %s for key %s, valid until %s", site, kind.value, req.public_key,
-                 dt.datetime.fromtimestamp(claims.exp, dt.UTC).isoformat())  # fmt: skip
-        return True
+            return None
+        return token
 
     async def _revoke(self, keys: tuple[str, ...], *, bootstrap: str, now: dt.datetime) -> None:
         """Revoke a replaced key at once and a used bootstrap after ``bootstrap_grace``; a

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,16 +40,20 @@ class World:
     kube: ckube.Kube
     metrics: hub_metrics.Metrics
     work: Path
+    after_record: Callable[[str], Awaitable[None]] | None = None
 
     async def add_site(self, site: str) -> None:
         await self.kube.create(resources.SITE, site_api.manifest(site))
 
     async def record(self, site: str) -> credentialrules.SiteRecord:
-        """What the hub's Site cache would say (read from the API here)."""
+        """What the hub's Site cache would say (read from the API here); then ``after_record``,
+        if set (a test's way to change the world between the hub's look and its write)."""
         try:
             obj = await self.kube.get(resources.SITE, site)
         except kerrors.NotFound:
             return credentialrules.SiteRecord(exists=False)
+        if self.after_record is not None:
+            await self.after_record(site)
         status = site_api.Site.parse(obj).status
         deleting = bool((obj.get("metadata") or {}).get("deletionTimestamp"))
         return credentialrules.SiteRecord(

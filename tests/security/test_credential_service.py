@@ -15,6 +15,7 @@ import msgspec
 import nats.errors
 import pytest
 
+from common.kube import resources
 from protocol import credentials, natsjwt
 from tests import helpers
 from tests.security import credential_support as cs
@@ -222,3 +223,22 @@ async def test_a_lost_answer_can_be_asked_again_within_the_grace_then_the_bootst
             lambda: not raw.nc.is_connected, within=20, what="the bootstrap revoked after the grace"
         )
         await _refused_at_connect(world, creds, "site-a")
+
+
+async def test_a_credential_that_cannot_be_recorded_is_refused_and_revokes_nothing(w: cs.World) -> None:
+    """The Site goes between the hub's look and its write: nothing is minted, so neither the
+    bootstrap nor the site's current key may be revoked."""
+    seed, token, _raw, _ = await _bootstrap(w)
+    current = await w.asker(_creds(w, token, seed), "site-a")
+
+    async def delete_site(site: str) -> None:
+        await w.kube.delete(resources.SITE, site)
+
+    w.after_record = delete_site
+    creds = w.bootstrap_creds("site-a")
+    asker = await w.asker(creds, "site-a")
+    reply = await cs.ask(asker, B, "site-a", natsjwt.new_seed("user"), credential=helpers.creds_jwt(creds))
+    assert not reply.jwt and "no Site 'site-a'" in reply.error
+    await ns.alive(w.server, current, asker)  # the current key and the unused bootstrap still work
+    await current.close()
+    await asker.close()
