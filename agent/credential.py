@@ -48,16 +48,6 @@ class CredentialFailed(Exception):
     """Bootstrapping or renewing failed for a reason of ours or the hub's (the hub's own words)."""
 
 
-def jwt_of_creds(text: str) -> str:
-    """The user JWT of a ``.creds`` file's text (its seed is not read here)."""
-    lines = [line.strip() for line in text.splitlines()]
-    try:
-        token = lines[lines.index("-----BEGIN NATS USER JWT-----") + 1]
-    except (ValueError, IndexError):
-        raise CredentialFailed("not a .creds file: no NATS USER JWT block") from None
-    return token
-
-
 class Credential:
     """The identity Secret, the bootstrap and the renewals of one agent."""
 
@@ -148,7 +138,7 @@ class Credential:
         if path is None:
             raise CredentialFailed(f"{self.where} holds no usable JWT and no --nats-bootstrap-creds is given")
         try:
-            credential = jwt_of_creds(path.read_text())
+            credential = natsjwt.jwt_of_creds(path.read_text())
             natsjwt.decode(credential, now=self._clock())  # an expired one: said plainly, no connect
         except OSError as exc:
             raise CredentialFailed(f"--nats-bootstrap-creds {str(path)!r}: {exc.strerror}") from None

@@ -199,6 +199,15 @@ def decode(token: str, *, now: float | None = None) -> Claims:
     return raw
 
 
+def jwt_of_creds(text: str) -> str:
+    """The user JWT of a ``.creds`` file's text (its seed is not read); JWTError if it has none."""
+    lines = [line.strip() for line in text.splitlines()]
+    try:
+        return lines[lines.index("-----BEGIN NATS USER JWT-----") + 1]
+    except (ValueError, IndexError):
+        raise errors.JWTError("not a .creds file: no NATS USER JWT block") from None
+
+
 def creds(token: str, seed: bytes | str) -> str:
     """A ``.creds`` file: the user JWT and its seed, in the form every NATS client reads."""
     text = seed.decode("ascii") if isinstance(seed, bytes) else seed

@@ -23,7 +23,7 @@ import aiohttp
 import yaml
 
 from common import bus, tlsfiles
-from protocol import messages, streams, subjects
+from protocol import messages, natsjwt, streams, subjects
 
 T = TypeVar("T")
 
@@ -137,8 +137,7 @@ def credential_option(path: Path) -> dict[str, str]:
 
 def creds_jwt(path: Path) -> str:
     """The user JWT of a ``.creds`` file."""
-    lines = path.read_text().splitlines()
-    return lines[lines.index("-----BEGIN NATS USER JWT-----") + 1].strip()
+    return natsjwt.jwt_of_creds(path.read_text())
 
 
 def stream(kind: subjects.Kind, prefix: str, *, site: str = "site-a") -> str:

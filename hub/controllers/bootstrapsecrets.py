@@ -35,11 +35,6 @@ def secret_name(site: str) -> str:
     return f"{site}-nats-bootstrap"
 
 
-def _jwt_of(creds: str) -> str:
-    lines = creds.splitlines()
-    return lines[lines.index("-----BEGIN NATS USER JWT-----") + 1].strip()
-
-
 class BootstrapSecrets:
     def __init__(
         self,
@@ -79,13 +74,14 @@ class BootstrapSecrets:
             self._expires[site] = expires
             return
         creds = self.mint(site, now)
-        exp = natsjwt.decode(_jwt_of(creds), now=0).exp
+        exp = natsjwt.decode(natsjwt.jwt_of_creds(creds), now=0).exp
         old = await self.kube.get_or_none(resources.SECRET, secret_name(site), namespace=self.namespace)
         await self.kube.create_or_replace(
             resources.SECRET, self._secret(site, creds), namespace=self.namespace
         )
-        if old is not None and _key_of(old):
-            await self.revoke({_key_of(old): int(now.timestamp())})  # the one it replaces
+        replaced = _claims_of(old)
+        if replaced is not None:
+            await self.revoke({replaced.sub: int(now.timestamp())})  # the one it replaces
         self._expires[site] = dt.datetime.fromtimestamp(exp, dt.UTC)
         log.info(
             "Site %s: bootstrap credential in Secret %s/%s until %s; hand it to the site's agent",
@@ -103,21 +99,18 @@ class BootstrapSecrets:
         obj = await self.kube.get_or_none(resources.SECRET, secret_name(site), namespace=self.namespace)
         if obj is None:
             return
-        key = _key_of(obj)
-        if key:
-            await self.revoke({key: int(dt.datetime.now(dt.UTC).timestamp())})
+        claims = _claims_of(obj)
+        if claims is not None:
+            await self.revoke({claims.sub: int(dt.datetime.now(dt.UTC).timestamp())})
         await self.kube.delete(resources.SECRET, secret_name(site), namespace=self.namespace)
 
     async def _stored_expiry(self, site: str) -> dt.datetime | None:
-        obj = await self.kube.get_or_none(resources.SECRET, secret_name(site), namespace=self.namespace)
-        if obj is None:
-            return None
-        try:
-            creds = base64.b64decode((obj.get("data") or {}).get(KEY, "")).decode("ascii")
-            claims = natsjwt.decode(_jwt_of(creds), now=0)
-        except (ValueError, UnicodeDecodeError, errors.JWTError):
-            return None  # not one of ours, or damaged: replaced
-        return dt.datetime.fromtimestamp(claims.exp, dt.UTC) if claims.exp else None
+        claims = _claims_of(
+            await self.kube.get_or_none(resources.SECRET, secret_name(site), namespace=self.namespace)
+        )
+        if claims is None or not claims.exp:
+            return None  # none, not one of ours, or damaged: replaced
+        return dt.datetime.fromtimestamp(claims.exp, dt.UTC)
 
     def _secret(self, site: str, creds: str) -> dict[str, Any]:
         return {
@@ -133,9 +126,12 @@ class BootstrapSecrets:
         }
 
 
-def _key_of(obj: dict[str, Any]) -> str:
+def _claims_of(obj: dict[str, Any] | None) -> natsjwt.Claims | None:
+    """The claims of a bootstrap Secret's credential; None without one (or a damaged one)."""
+    if obj is None:
+        return None
     try:
         creds = base64.b64decode((obj.get("data") or {}).get(KEY, "")).decode("ascii")
-        return natsjwt.decode(_jwt_of(creds), now=0).sub
+        return natsjwt.decode(natsjwt.jwt_of_creds(creds), now=0)
     except (ValueError, UnicodeDecodeError, errors.JWTError):
-        return ""
+        return None

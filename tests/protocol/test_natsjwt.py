@@ -169,3 +169,10 @@ def test_creds_file_holds_both_parts() -> None:
     text = natsjwt.creds(token, user)
     assert token in text and user.decode() in text
     assert text.index("BEGIN NATS USER JWT") < text.index("BEGIN USER NKEY SEED")
+
+
+def test_the_jwt_of_a_creds_file_and_a_file_that_is_none() -> None:
+    token, user = _user(natsjwt.new_seed("account"))
+    assert natsjwt.jwt_of_creds(natsjwt.creds(token, user)) == token
+    with pytest.raises(errors.JWTError, match="no NATS USER JWT block"):
+        natsjwt.jwt_of_creds(user.decode())
