@@ -5,6 +5,7 @@
                              the nodes of a cluster on one host share DIR and its auth.conf)
     DIR/auth.conf            users: the hub and every site (re-rendered on each change)
     DIR/hub.nk, hub.pub      the hub's NKey seed (0600) and public key
+    DIR/observer.nk, .pub    ``kamaji-broker status``'s read-only user (``permissions.for_observer``)
     DIR/sites/<site>.nk      a site's NKey seed (0600): hand it to that site's agent only
     DIR/sites/<site>.pub     its public key
     DIR/sites/<site>.conf    its user block with exactly the permissions of DESIGN §4
@@ -12,7 +13,9 @@
 
 With ``auth="operator"`` (NATS decentralized authentication) there is no auth.conf, no hub
 seed and no per-site file: DIR/operator.conf, the keys and JWTs of ``common.natsoperator``, and
-each node's resolver directory (STORE/resolver) replace them; the hub mints every user.
+each node's resolver directory (STORE/resolver) replace them; the hub mints every user, except
+``kamaji-broker status``'s read-only one: DIR/observer.creds (its seed in DIR/observer.nk), signed
+again with the account's current signing key at every run, with no expiry.
 
 Every command is idempotent: an existing seed is kept, blocks are re-rendered from the code's
 current permissions.
@@ -36,6 +39,8 @@ Auth = Literal["static", "operator"]
 RESOLVER_DIR = "resolver"
 SITES_DIR = "sites"
 HUB_SEED = "hub.nk"
+OBSERVER_SEED = "observer.nk"
+OBSERVER_CREDS = "observer.creds"
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,15 @@ def render_auth(config_dir: Path, *, prefix: str) -> Path:
                 hub_pub.read_text().strip(),
                 permissions.for_hub(prefix=prefix),
                 comment="hub (management cluster)",
+            )
+        )
+    observer_pub = config_dir / "observer.pub"
+    if observer_pub.exists():
+        blocks.append(
+            natsconfig.user_block(
+                observer_pub.read_text().strip(),
+                permissions.for_observer(prefix=prefix),
+                comment="observer (kamaji-broker status: read only)",
             )
         )
     blocks += [p.read_text() for p in sorted((config_dir / SITES_DIR).glob("*.conf"))]
@@ -103,8 +117,11 @@ def nats_config(
     _check(prefix, config_file, tls)
     config_dir.mkdir(parents=True, exist_ok=True)
     store = store_dir if store_dir is not None else config_dir / "jetstream"
+    observer = _identity(config_dir / OBSERVER_SEED, "observer")
     if auth == "operator":
-        natsoperator.write(natsoperator.Keys.load_or_create(config_dir))
+        keys = natsoperator.Keys.load_or_create(config_dir)
+        natsoperator.write(keys)
+        files.write_private(config_dir / OBSERVER_CREDS, keys.observer_creds(observer.seed_file, prefix=prefix))
         hub = None
         auth_file, resolver_dir = natsconfig.OPERATOR_FILE, str((store / RESOLVER_DIR).absolute())
     else:

@@ -181,6 +181,14 @@ class Keys:
         account's signing key."""
         return natsjwt.creds(natsjwt.encode(claims, natsjwt.key_pair(self.account_signing)), seed)
 
+    def observer_creds(self, seed_file: Path, *, prefix: str) -> str:
+        """``kamaji-broker status``'s read-only user (the seed in ``seed_file``), without expiry."""
+        seed = seed_file.read_bytes().strip()
+        claims = credentials.observer_user(
+            natsjwt.public_of(seed), account=self.account_public, now=dt.datetime.now(dt.UTC), prefix=prefix
+        )
+        return self.user_creds(claims, seed)
+
     def bootstrap_creds(self, site: str, *, now: dt.datetime, lifetime: dt.timedelta, prefix: str) -> str:
         """A fresh bootstrap credential for ``site`` (a new key each time)."""
         seed = natsjwt.new_seed("user")

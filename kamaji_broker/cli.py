@@ -1,23 +1,23 @@
 """``kamaji-broker``: argument parsing and dispatch for every subcommand.
 
-Operator tools (``keys``, ``site``, ``nats-config``) act on files; ``hub``, ``agent`` and
-``sandbox`` run the long-lived processes. Each subcommand's flags and work live in its module of
-``kamaji_broker.commands``; this module builds the parser from them and maps what fails to an
-exit code. Errors in what the user typed are reported naming the flag or value, with exit code
-2; nothing prints secret material except ``keys generate --print-secret``, which exists to do
-exactly that (to stdout only).
+Operator tools (``keys``, ``site``, ``nats-config``) act on files, ``status`` reads the
+fleet; ``hub``, ``agent`` and ``sandbox`` run the long-lived processes. Each subcommand's flags
+and work live in its module of ``kamaji_broker.commands``; this module builds the parser from
+them and maps what fails to an exit code. Errors in what the user typed are reported naming the
+flag or value, with exit code 2; nothing prints secret material except ``keys generate
+--print-secret``, which exists to do exactly that (to stdout only).
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Callable, Sequence
 
+from common import logs
 from common.kube import errors as kube_errors
 from kamaji_broker import __version__, flags
-from kamaji_broker.commands import keys, nats_config, processes, site
+from kamaji_broker.commands import keys, nats_config, processes, site, status
 from protocol import errors as protocol_errors
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -27,6 +27,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "sandbox": processes.sandbox,
     "agent": processes.agent,
     "hub": processes.hub,
+    "status": status.run,
 }
 """Each subcommand's ``run``, by the name it is typed with."""
 
@@ -42,12 +43,14 @@ def _parser() -> argparse.ArgumentParser:
     keys.add(sub)
     site.add(sub)
     nats_config.add(sub)
+    status.add(sub)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Warnings and errors of the libraries, as text (the processes reconfigure for themselves).
+    logs.configure(level="warning", json_format=False)
     try:
         return HANDLERS[args.command](args)
     except flags.SettingsError as exc:

@@ -184,3 +184,16 @@ def site_named(claims: natsjwt.Claims, *, role: str) -> str:
     if head != role or not site:
         raise errors.CredentialError(f"JWT {claims.name!r} is not a {role} credential")
     return labels.check(site, field="site")
+
+
+def observer_user(
+    user_key: str,
+    *,
+    account: str,
+    now: dt.datetime,
+    lifetime: dt.timedelta | None = None,
+    prefix: str = subjects.DEFAULT_PREFIX,
+) -> natsjwt.Claims:
+    """The claims of ``kamaji-broker status``'s read-only user: exactly ``permissions.for_observer``."""
+    perms = permissions.for_observer(prefix=prefix)
+    return _user("observer", user_key, perms, account=account, now=now, lifetime=lifetime)

@@ -116,6 +116,32 @@ def for_hub(*, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions:
     )
 
 
+OBSERVER_INBOX = "_INBOX_OBSERVER"
+"""The observer's inbox prefix: upper case, so no site's ``_INBOX_<site>`` (a DNS label) is it."""
+
+
+def for_observer(*, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions:
+    """``kamaji-broker status``: read-only, and only what the fleet view needs.
+
+    - the info of every consumer (``$JS.API.CONSUMER.INFO.<stream>.<consumer>``): each agent's
+      backlog and the hub's lag, as counts and positions; no message content;
+    - Direct Get of the latest heartbeat of each site (``$JS.API.DIRECT.GET.<stream>.<prefix>.
+      site.<site>``): agent version, trusted key ids, when it last beat. Only heartbeat subjects:
+      intents, statuses and sealed secrets stay unreadable, and a request body on this form
+      selects nothing else (the server answers 408).
+
+    Nothing to publish on a data subject, no consumer or stream administration, no pulls, no
+    acks; it subscribes only below its own inbox.
+    """
+    return Permissions(
+        publish=(
+            "$JS.API.CONSUMER.INFO.*.*",
+            f"$JS.API.DIRECT.GET.*.{subjects.globbed(subjects.Kind.SITE, prefix=prefix)}",
+        ),
+        subscribe=(f"{OBSERVER_INBOX}.>",),
+    )
+
+
 def intersects(a: str, b: str) -> bool:
     """Whether some concrete subject matches both NATS subject patterns ``a`` and ``b``.
 

@@ -5,11 +5,13 @@ Kamaji simulators, hub, agents as processes) and the topology simulator ``sandbo
 topology controller's stand-in, for ClusterClass-based Clusters), create one Cluster +
 RemoteKamajiControlPlane per control plane from ``deploy/templates/cluster-template.yaml`` (with
 ``--topology``: one Cluster of the ClusterClass ``kamaji-broker`` each, whose RKCP the simulator
-makes), show progress (a table redrawn in place on a terminal, one line per change
-otherwise), print copy-pasteable ``kubectl`` commands once every control plane is Ready with
-its ``<cluster>-kubeconfig`` Secret, then keep running until Ctrl-C (or exit at once with
-``--exit-when-ready``). Whatever happens (Ctrl-C, SIGTERM, a timeout, a crashed process), every
-process it started is stopped before it returns.
+makes), show the live view (``sandbox.progress``: a table redrawn in place on a terminal, one
+line per event otherwise; the bus read with the observer's credential, as ``kamaji-broker
+status`` reads it), print copy-pasteable ``kubectl`` commands once every control plane is Ready
+with its ``<cluster>-kubeconfig`` Secret, then keep the view live until Ctrl-C (or exit at once
+with ``--exit-when-ready``): upgrades, deletions, disconnects and rejections show as they happen.
+Whatever happens (Ctrl-C, SIGTERM, a timeout, a crashed process), every process it started is
+stopped before it returns.
 
 Exit codes: 0 ready (or stopped by the user after start-up), 1 not ready within ``--timeout``
 or a part failed, 130 interrupted before Ready with ``--exit-when-ready``.
@@ -20,16 +22,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shlex
-import shutil
 import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from common import aiotasks
+from common import aiotasks, bus
 from common.kube import errors as kerrors
-from protocol import names
+from hub import fleet
+from protocol import names, permissions
 from sandbox import launcher, natsd, progress
 from sandbox.capi import controller
 from sandbox.launcher import processes, workload
@@ -70,44 +72,11 @@ class Options:
             raise ValueError(f"--timeout must be more than 0 seconds, got {self.timeout:g}")
 
 
-class Screen:
-    """Progress output: a block redrawn in place on a terminal, changed lines only otherwise."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self.live = out.isatty()
-        self._drawn = 0
-        self._last: progress.Snapshot | None = None
-
-    def show(self, snapshot: progress.Snapshot, *, elapsed: float) -> None:
-        if self.live:
-            width = max(20, shutil.get_terminal_size().columns - 1)
-            # Cut to the width: a wrapped line would break the count of lines to move up.
-            lines = [line[:width] for line in progress.table(snapshot, elapsed=elapsed)]
-            # Up to the first line drawn last time, clear to the end of the screen, draw again.
-            prefix = f"\x1b[{self._drawn}F\x1b[J" if self._drawn else ""
-            self.out.write(prefix + "\n".join(lines) + "\n")
-            self._drawn = len(lines)
-        else:
-            for line in progress.changes(self._last, snapshot, elapsed=elapsed):
-                self.out.write(line + "\n")
-        self.out.flush()
-        self._last = snapshot
-
-    def freeze(self) -> None:
-        """Leave the last table as it is: what follows is printed below it."""
-        self._drawn = 0
-
-    def say(self, text: str) -> None:
-        self.out.write(text + "\n")
-        self.out.flush()
-
-
 def _quote(path: Path) -> str:
     return shlex.quote(str(path))
 
 
-def kubectl_commands(t: launcher.Topology, snapshot: progress.Snapshot) -> list[str]:
+def kubectl_commands(t: launcher.Topology, snapshot: fleet.Fleet) -> list[str]:
     """What to try once it is ready: RKCPs and Sites in the management cluster, TCPs at each site,
     a tenant kubeconfig read from its Secret."""
     mgmt = _quote(t.mgmt_kubeconfig)
@@ -131,7 +100,21 @@ async def _create(t: launcher.Topology, options: Options) -> None:
             await t.create_control_plane(name, site=site)
 
 
-async def _watch(t: launcher.Topology, options: Options, screen: Screen, stop: asyncio.Event) -> int:
+async def _observe(t: launcher.Topology) -> bus.Connection:
+    """The bus as ``kamaji-broker status`` reads it: the observer's read-only credential."""
+    options = bus.Options(
+        servers=t.nats_urls,
+        creds_file=t.observer_credential,
+        ca_file=t.nats_ca_file,
+        inbox_prefix=permissions.OBSERVER_INBOX,
+        name="kamaji-broker-sandbox-view",
+    )
+    return await bus.connect(options, deadline=30)
+
+
+async def _watch(
+    t: launcher.Topology, options: Options, screen: progress.Screen, stop: asyncio.Event, conn: bus.Connection
+) -> int:
     loop = asyncio.get_running_loop()
     began = loop.time()
     deadline = began + options.timeout
@@ -144,10 +127,10 @@ async def _watch(t: launcher.Topology, options: Options, screen: Screen, stop: a
             for line in failures:
                 print(f"kamaji-broker sandbox: error: {line}", file=sys.stderr)
             return 1
-        snapshot = await t.progress()
+        snapshot = await t.progress(conn)
         now = loop.time()
-        if not ready or not screen.live:
-            screen.show(snapshot, elapsed=now - began)
+        # Live until Ctrl-C: upgrades, deletions, disconnects after Ready show too.
+        screen.show(snapshot, elapsed=now - began)
         # With --topology the RKCPs appear a moment after their Clusters: all of them, then done.
         if (
             snapshot.done
@@ -179,7 +162,7 @@ async def _watch(t: launcher.Topology, options: Options, screen: Screen, stop: a
 
 
 def _print_ready(
-    t: launcher.Topology, snapshot: progress.Snapshot, screen: Screen, *, elapsed: float, staying: bool
+    t: launcher.Topology, snapshot: fleet.Fleet, screen: progress.Screen, *, elapsed: float, staying: bool
 ) -> None:
     count = len(snapshot.control_planes)
     screen.say("")
@@ -197,7 +180,7 @@ def _report(message: str) -> None:
     print(f"kamaji-broker sandbox: topology simulator: {message}", file=sys.stderr)
 
 
-async def _work(t: launcher.Topology, options: Options, screen: Screen, stop: asyncio.Event) -> int:
+async def _work(t: launcher.Topology, options: Options, screen: progress.Screen, stop: asyncio.Event) -> int:
     """On the started topology: the topology simulator beside, the control planes, their progress."""
     simulating = asyncio.create_task(controller.run(t.mgmt, stop=stop, report=_report))
     asked = "Clusters of the ClusterClass kamaji-broker" if options.topology else "Cluster + RKCP pairs"
@@ -205,10 +188,12 @@ async def _work(t: launcher.Topology, options: Options, screen: Screen, stop: as
         f"started: NATS {t.nats_url}, hub {t.hub_health_url}; creating "
         f"{options.control_planes * len(t.sites)} {asked} from deploy/templates/"
     )
+    conn = await _observe(t)
     try:
         await _create(t, options)
-        return await _watch(t, options, screen, stop)
+        return await _watch(t, options, screen, stop, conn)
     finally:
+        await conn.close()
         simulating.cancel()  # before the processes stop: it would only report them gone
         with contextlib.suppress(asyncio.CancelledError):
             await simulating
@@ -220,7 +205,7 @@ async def _run(options: Options, out: TextIO) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    screen = Screen(out)
+    screen = progress.Screen(out)
     sites = workload.site_names(options.sites)
     # Heartbeats every 2 s instead of production's 10 s: the hub counts a site as connected only
     # after a beat, and RKCP's Ready condition (a summary including SiteConnected) should settle

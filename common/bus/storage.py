@@ -104,7 +104,7 @@ async def last_message(
         seq=raw.seq or 0,
         data=raw.data or b"",
         headers=dict(raw.headers or {}),
-        time=None,
+        time=raw.time,
     )
 
 

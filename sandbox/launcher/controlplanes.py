@@ -3,7 +3,7 @@
 Owns what a CAPI user would do to ask for a control plane at a site (a ``Cluster`` and its
 ``RemoteKamajiControlPlane``, from ``sandbox.launcher.workload``'s manifests; or the ClusterClass
 ``kamaji-broker`` once and a Cluster of that class, whose RKCP the topology simulator
-``sandbox.capi`` makes) and reading how far every control plane is (``sandbox.progress``). Talks
+``sandbox.capi`` makes) and reading how far every control plane is (``hub.fleetreading``). Talks
 to ``mgmt`` through ``common.kube``. A layer of ``sandbox.launcher.topology.Topology``.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from common import objects
+from common import bus, objects
 from common.kube import resources
+from hub import fleet, fleetreading, sites
 from hub.controllers import writing
-from sandbox import progress
 from sandbox.capi import controller
 from sandbox.launcher import workload
 from sandbox.launcher.clusters import Clusters
@@ -80,10 +80,12 @@ class ControlPlanes(Clusters):
         created: dict[str, Any] = await self.mgmt.create(resources.CLUSTER, body, namespace=namespace)
         return created
 
-    async def progress(self) -> progress.Snapshot:
-        """Every RKCP's phase and every site's counts, as the management cluster shows them now."""
-        rkcps = await self.mgmt.list(RKCP)
+    async def progress(self, conn: bus.Connection | None = None) -> fleet.Fleet:
+        """Every site and every RKCP's phase, as the management cluster shows them now (and the
+        bus, through ``conn``, the observer's: ``observer_credential``). A control plane is done
+        once its ``<cluster>-kubeconfig`` Secret exists, as a CAPI user would see it."""
         # The CAPI Secrets carry this label (the hub writes it); existence is enough here.
         secrets = await self.mgmt.list(resources.SECRET, label_selector=writing.CLUSTER_NAME_LABEL)
         names = {objects.key(s) for s in secrets.items}
-        return progress.new_snapshot(rkcps.items, secrets=names)
+        stale_after = sites.MISSED_HEARTBEATS * self.options.heartbeat_interval
+        return await fleetreading.read(self.mgmt, conn, secrets=names, stale_after=stale_after)

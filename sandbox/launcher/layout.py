@@ -85,9 +85,11 @@ class Layout:
         """What hub and agents (and any client of this topology) verify the server with."""
         self.hub_operator_dir = self.nats_dir / natsoperator.HUB_DIR
         """What ``nats-config --auth operator`` wrote for the hub (``--nats-operator-dir``)."""
-        self.hub_credential = self.nats_dir / "observer.creds"
+        self.hub_credential = self.nats_dir / "launcher-hub.creds"
         """A user with the hub's permissions, minted by the launcher for whoever looks at the
         bus from outside (the tests, invariants): the hub itself mints its own."""
+        self.observer_credential = self.nats_dir / natsfiles.OBSERVER_CREDS
+        """``kamaji-broker status``'s read-only user, as ``nats-config`` wrote it."""
         self.hub_public_keys = self.keys_dir / "hub-public-keys.json"
         self.mgmt_kubeconfig = self.kubeconfig(MGMT)
 

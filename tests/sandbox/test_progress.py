@@ -1,114 +1,86 @@
-"""sandbox.progress: the phase of each control plane and the counts per site, from RKCPs and Secret names."""
+"""sandbox.progress: the live view, drawn in place on a terminal, one line per event otherwise."""
 
 from __future__ import annotations
 
-from typing import Any
+import io
 
-import pytest
-
+from hub import fleet
+from hub.fleet_rkcp import ControlPlane
 from sandbox import progress
 
 
-def rkcp(
-    name: str = "site-a-1",
-    *,
-    site: str = "site-a",
-    ready: bool | None = None,
-    deleting: bool = False,
-    conditions: dict[str, tuple[str, str]] | None = None,
-) -> dict[str, Any]:
-    conditions = conditions or {}
-    obj: dict[str, Any] = {
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "ownerReferences": [{"kind": "Cluster", "name": f"{name}-cluster"}],
-        },
-        "spec": {"site": site, "version": "v1.31.0"},
-    }
-    if deleting:
-        obj["metadata"]["deletionTimestamp"] = "2026-11-30T12:00:00Z"
-    if ready is not None or conditions:
-        obj["status"] = {
-            "ready": bool(ready),
-            "conditions": [{"type": t, "status": s, "reason": r} for t, (s, r) in conditions.items()],
-        }
-    return obj
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
 
 
-KUBECONFIG = {("default", "site-a-1-cluster-kubeconfig")}
-
-NONE: set[tuple[str, str]] = set()
-TCP_READY = "TenantControlPlaneReady"
-DELIVERED = "IntentDelivered"
-
-
-def waiting(type_: str, status: str, reason: str) -> dict[str, Any]:
-    return rkcp(ready=False, conditions={type_: (status, reason)})
+def cp(phase: str, *, version: str = "v1.31.0") -> ControlPlane:
+    ready = phase == "Ready"
+    return ControlPlane(
+        namespace="default", name="site-a-1", cluster="site-a-1", site="site-a", phase=phase, ready=ready,
+        kubeconfig=ready, version=version,
+    )  # fmt: skip
 
 
-CASES = [
-    pytest.param(rkcp(), NONE, "Requested", False, id="new"),
-    pytest.param(waiting(DELIVERED, "Unknown", "NotPublished"), NONE, "Requested", False, id="unpublished"),
-    pytest.param(waiting(DELIVERED, "False", "Pending"), NONE, "Delivering", False, id="unanswered"),
-    pytest.param(waiting(TCP_READY, "False", "Provisioning"), NONE, "Provisioning", False, id="provisioning"),
-    pytest.param(waiting(TCP_READY, "False", "Rejected"), NONE, "Rejected", False, id="site-refused"),
-    pytest.param(waiting("Ready", "False", "Conflict"), NONE, "Conflict", False, id="conflict"),
-    pytest.param(rkcp(ready=True), NONE, "WaitingForKubeconfig", False, id="ready-without-secret"),
-    pytest.param(rkcp(ready=True), KUBECONFIG, "Ready", True, id="ready-with-secret"),
-    pytest.param(rkcp(ready=True, deleting=True), KUBECONFIG, "Deleting", True, id="deleting"),
-]  # fmt: skip
+def site(phase: str) -> fleet.SiteRow:
+    return fleet.SiteRow(
+        name="site-a", connected=True, heartbeat_age=1, backlog=0, phases={phase: 1}, agent_version="0.9.0",
+        trusted_key_ids=("k1",), problems=(),
+    )  # fmt: skip
 
 
-@pytest.mark.parametrize(("obj", "secrets", "phase", "done"), CASES)
-def test_phase(obj: dict[str, Any], secrets: set[tuple[str, str]], phase: str, done: bool) -> None:
-    cp = progress.new_control_plane(obj, secrets=secrets)
-    assert (cp.phase, cp.done) == (phase, done)
-    assert cp.cluster == "site-a-1-cluster"
-    assert (cp.missing() == "") == done
+def look(phase: str, *, version: str = "v1.31.0") -> fleet.Fleet:
+    return fleet.Fleet(sites=(site(phase),), control_planes=(cp(phase, version=version),))
 
 
-def test_sites_count_requested_provisioning_ready_and_missing_names_each() -> None:
-    snapshot = progress.new_snapshot(
-        [
-            rkcp("site-b-1", site="site-b"),
-            rkcp("site-a-1", ready=True),
-            rkcp("site-a-2", ready=False, conditions={TCP_READY: ("False", "Provisioning")}),
-        ],
-        secrets=KUBECONFIG,
-    )
-    assert [cp.name for cp in snapshot.control_planes] == ["site-a-1", "site-a-2", "site-b-1"]
-    assert snapshot.sites == (
-        progress.SiteProgress(site="site-a", requested=2, provisioning=1, ready=1),
-        progress.SiteProgress(site="site-b", requested=1, provisioning=0, ready=0),
-    )
-    assert not snapshot.done and snapshot.ready == 1
-    assert snapshot.missing() == [
-        "default/site-a-2 at site-a: not Ready (phase Provisioning)",
-        "default/site-b-1 at site-b: not Ready (phase Requested)",
+def test_without_a_terminal_each_event_is_one_line_as_it_happens() -> None:
+    out = io.StringIO()
+    screen = progress.Screen(out)
+    screen.show(look("Provisioning"), elapsed=0.5)
+    screen.show(look("Provisioning"), elapsed=1.0)
+    screen.show(look("Ready"), elapsed=2.5)
+    screen.show(look("Ready", version="v1.32.0"), elapsed=9)
+    assert out.getvalue().splitlines() == [
+        "[   0.5s] default/site-a-1 (site-a): Provisioning",
+        "[   0.5s] site site-a: 1 Provisioning",
+        "[   2.5s] default/site-a-1 (site-a): Provisioning -> Ready",
+        "[   2.5s] site site-a: 1 Ready",
+        "[   9.0s] default/site-a-1 (site-a): version v1.31.0 -> v1.32.0",
     ]
 
 
-def test_changes_print_each_phase_change_and_each_site_change_once() -> None:
-    before = progress.new_snapshot([rkcp()], secrets=set())
-    after = progress.new_snapshot([rkcp(ready=True)], secrets=KUBECONFIG)
-    assert progress.changes(None, before, elapsed=0) == [
-        "[   0.0s] default/site-a-1 (site-a): Requested",
-        "[   0.0s] site-a: requested 1, provisioning 0, ready 0",
+def test_on_a_terminal_the_table_is_redrawn_in_place_with_the_latest_events_under_it() -> None:
+    out = Terminal()
+    screen = progress.Screen(out)
+    screen.show(look("Provisioning"), elapsed=0.5)
+    first = out.getvalue()
+    assert first.startswith("kamaji-broker sandbox     0.5s  0/1 control planes ready\n")
+    assert "\x1b[" not in first
+    screen.show(look("Ready"), elapsed=2.0)
+    redrawn = out.getvalue()[len(first) :]
+    # Up as many lines as were drawn, clear, draw again.
+    assert redrawn.startswith(f"\x1b[{first.count(chr(10))}F\x1b[J")
+    lines = redrawn.splitlines()
+    assert "  default/site-a-1  site-a  Ready  v1.31.0" in lines
+    recent = lines[lines.index("Recent:") + 1 :]
+    assert recent == [
+        "  [   0.5s] default/site-a-1 (site-a): Provisioning",
+        "  [   0.5s] site site-a: 1 Provisioning",
+        "  [   2.0s] default/site-a-1 (site-a): Provisioning -> Ready",
+        "  [   2.0s] site site-a: 1 Ready",
     ]
-    assert progress.changes(before, after, elapsed=2.5) == [
-        "[   2.5s] default/site-a-1 (site-a): Requested -> Ready",
-        "[   2.5s] site-a: requested 1, provisioning 0, ready 1",
-    ]
-    assert progress.changes(after, after, elapsed=3) == []
+    screen.freeze()
+    screen.say("Ready.")
+    screen.show(look("Ready"), elapsed=3.0)
+    assert not out.getvalue().split("Ready.\n", 1)[1].startswith("\x1b[")
 
 
-def test_table_lists_unfinished_first_and_cuts_at_the_limit() -> None:
-    snapshot = progress.new_snapshot(
-        [rkcp("site-a-1", ready=True), *(rkcp(f"site-a-{i}") for i in range(2, 5))], secrets=KUBECONFIG
-    )
-    lines = progress.table(snapshot, elapsed=1.0, limit=2)
-    assert lines[0].endswith("1/4 control planes ready")
-    rows = lines[lines.index(next(x for x in lines if "CONTROL PLANE" in x)) + 1 :]
-    assert [r.split()[0] for r in rows[:2]] == ["default/site-a-2", "default/site-a-3"]
-    assert rows[2] == "  ... and 2 more"
+def test_only_the_latest_events_stay_under_the_table() -> None:
+    lines = progress.table(look("Ready"), elapsed=1, recent=[f"e{i}" for i in range(3)])
+    assert lines[-4:] == ["Recent:", "  e0", "  e1", "  e2"]
+    out = Terminal()
+    screen = progress.Screen(out)
+    for i in range(progress.RECENT + 3):
+        screen.show(look("Ready", version=f"v1.{i}.0"), elapsed=i)
+    last = out.getvalue().rsplit("Recent:\n", 1)[1].splitlines()
+    assert len(last) == progress.RECENT and last[-1].endswith("version v1.9.0 -> v1.10.0")

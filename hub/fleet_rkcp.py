@@ -1,0 +1,125 @@
+"""A RemoteKamajiControlPlane at a glance (``hub.fleet``): its phase, whether it is done, and
+why not. Pure.
+
+A control plane is done when its RKCP says ``status.ready`` *and* its ``<cluster>-kubeconfig``
+Secret exists (``secrets`` given: the sandbox lists them) or is synced (its ``SecretsSynced``
+condition: what ``kamaji-broker status`` reads, without reading any Secret).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from hub import api
+from protocol import names
+
+READY: Final = "Ready"
+REQUESTED: Final = "Requested"
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    namespace: str
+    name: str
+    cluster: str
+    site: str
+    phase: str
+    """``Requested`` (the hub has published nothing yet), ``Delivering`` (published, the site has
+    not answered), the site's phase (``Pending``, ``Provisioning``, ``Rejected``, …),
+    ``WaitingForKubeconfig`` (Ready, the Secret not written yet), ``Ready`` or ``Deleting``."""
+    ready: bool
+    kubeconfig: bool
+    version: str = ""
+    endpoint: str = ""
+    reason: str = ""
+    """Why it is not Ready: its ``Ready`` condition's reason and message (empty when done)."""
+
+    @property
+    def done(self) -> bool:
+        return self.ready and self.kubeconfig
+
+    @property
+    def at_site(self) -> bool:
+        """The site has reported on it (it exists there), whether or not it is Ready yet."""
+        return self.phase not in (REQUESTED, "Delivering")
+
+    def missing(self) -> str:
+        """What stands between it and done, in words (empty when done)."""
+        if self.done:
+            return ""
+        where = f"{self.namespace}/{self.name} at {self.site}"
+        if self.ready:
+            return f"{where}: Ready, but Secret {self.namespace}/{self.cluster}-kubeconfig not written yet"
+        return f"{where}: not Ready (phase {self.phase})" + (f": {self.reason}" if self.reason else "")
+
+
+def _conditions(obj: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    status = obj.get("status") or {}
+    return {str(c.get("type")): c for c in status.get("conditions") or () if isinstance(c, Mapping)}
+
+
+def _cluster_name(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    for ref in metadata.get("ownerReferences") or ():
+        if ref.get("kind") == "Cluster":
+            return str(ref.get("name") or "")
+    return str(metadata.get("name") or "")
+
+
+def _phase(obj: Mapping[str, Any], *, ready: bool, kubeconfig: bool) -> str:
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return "Deleting"
+    if ready:
+        return READY if kubeconfig else "WaitingForKubeconfig"
+    conditions = _conditions(obj)
+    tcp = conditions.get(api.TENANT_CONTROL_PLANE_READY) or {}
+    if tcp.get("status") in ("True", "False") and tcp.get("reason"):
+        # The site's own phase (Provisioning, NotReady, …) or why it refused (Rejected, Conflict).
+        return str(tcp["reason"])
+    ready_cond = conditions.get(api.READY) or {}
+    if ready_cond.get("reason") == "Conflict":
+        return "Conflict"
+    if (conditions.get(api.INTENT_DELIVERED) or {}).get("status") == "False":
+        return "Delivering"
+    return REQUESTED
+
+
+def _reason(obj: Mapping[str, Any]) -> str:
+    ready = _conditions(obj).get(api.READY) or {}
+    if ready.get("status") == "True":
+        return ""
+    reason, message = str(ready.get("reason") or ""), str(ready.get("message") or "")
+    return f"{reason}: {message}" if reason and message else reason or message
+
+
+def new_control_plane(
+    obj: Mapping[str, Any], *, secrets: Collection[tuple[str, str]] | None = None
+) -> ControlPlane:
+    """One RKCP; ``secrets`` holds (namespace, name) of the Secrets in the management cluster, or
+    None to trust its ``SecretsSynced`` condition."""
+    metadata = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    namespace = str(metadata.get("namespace") or "")
+    cluster = _cluster_name(obj)
+    ready = status.get("ready") is True
+    if secrets is None:
+        kubeconfig = (_conditions(obj).get(api.SECRETS_SYNCED) or {}).get("status") == "True"
+    else:
+        kubeconfig = (namespace, names.capi_kubeconfig(cluster)) in secrets
+    endpoint = spec.get("controlPlaneEndpoint") or {}
+    cp = ControlPlane(
+        namespace=namespace,
+        name=str(metadata.get("name") or ""),
+        cluster=cluster,
+        site=str(spec.get("site") or ""),
+        phase=_phase(obj, ready=ready, kubeconfig=kubeconfig),
+        ready=ready,
+        kubeconfig=kubeconfig,
+        version=str(status.get("version") or spec.get("version") or ""),
+        endpoint=f"{endpoint['host']}:{endpoint.get('port', '')}" if endpoint.get("host") else "",
+    )
+    return cp if cp.done else dataclasses.replace(cp, reason=_reason(obj))

@@ -1,0 +1,153 @@
+"""A ``hub.fleet.Fleet`` for people and scripts: the table ``kamaji-broker status`` prints and the
+sandbox redraws, the JSON of ``status -o json``, and the events between two looks (what the
+sandbox's live view prints as they happen). Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from hub import fleet
+from hub.fleet_rkcp import ControlPlane
+
+__all__ = ["events", "table", "to_json"]
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.0f}h"
+
+
+def _connected(site: fleet.SiteRow) -> str:
+    return {True: "yes", False: "NO", None: "-"}[site.connected]
+
+
+def _phases(site: fleet.SiteRow) -> str:
+    return ", ".join(f"{n} {phase}" for phase, n in site.phases.items()) or "none"
+
+
+def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows as left-aligned columns as wide as their content, the last one unpadded."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  " + "  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=False)) + "  " + row[-1]
+        for row in rows
+    ]
+
+
+def site_lines(f: fleet.Fleet) -> list[str]:
+    rows = [("SITE", "CONNECTED", "HEARTBEAT", "BACKLOG", "AGENT", "KEYS", "CONTROL PLANES")]
+    for s in f.sites:
+        backlog = "-" if s.backlog is None else str(s.backlog)
+        keys = ",".join(s.trusted_key_ids) or "-"
+        rows.append(
+            (s.name, _connected(s), _age(s.heartbeat_age), backlog, s.agent_version or "-", keys, _phases(s))
+        )
+    return [line.rstrip() for line in _columns(rows)]
+
+
+def control_plane_lines(cps: Sequence[ControlPlane], *, limit: int) -> list[str]:
+    rows = [("CONTROL PLANE", "SITE", "PHASE", "VERSION", "WHY NOT READY")]
+    # Those still on their way are the interesting ones: first, when rows are cut.
+    ordered = sorted(cps, key=lambda cp: cp.done)
+    for cp in ordered[:limit]:
+        why = "" if cp.done else cp.reason or cp.missing().partition(": ")[2]
+        rows.append((f"{cp.namespace}/{cp.name}", cp.site, cp.phase, cp.version or "-", why))
+    lines = [line.rstrip() for line in _columns(rows)]
+    if len(ordered) > limit:
+        lines.append(f"  ... and {len(ordered) - limit} more")
+    return lines
+
+
+def table(f: fleet.Fleet, *, all_control_planes: bool = False, limit: int = 20) -> list[str]:
+    """Sites, then the control planes (only those not Ready unless ``all_control_planes``), then
+    the problems, each naming what to look at."""
+    lines = site_lines(f) if f.sites else ["  no sites"]
+    cps = f.control_planes if all_control_planes else tuple(cp for cp in f.control_planes if not cp.done)
+    lines.append("")
+    if cps:
+        lines += control_plane_lines(cps, limit=limit)
+    else:
+        lines.append(f"  all {len(f.control_planes)} control planes Ready")
+    site_problems = [f"site {s.name}: {p}" for s in f.sites for p in s.problems]
+    notes = [*site_problems, *f.notes]
+    if notes:
+        lines += ["", "Problems:", *(f"  {p}" for p in notes)]
+    return lines
+
+
+def to_json(f: fleet.Fleet) -> dict[str, Any]:
+    return {
+        "healthy": f.healthy,
+        "busRead": f.bus,
+        "sites": [
+            {
+                "name": s.name,
+                "connected": s.connected,
+                "heartbeatAgeSeconds": s.heartbeat_age,
+                "backlog": s.backlog,
+                "hubPending": s.hub_pending,
+                "agentVersion": s.agent_version or None,
+                "trustedKeyIds": list(s.trusted_key_ids),
+                "controlPlanes": dict(s.phases),
+                "problems": [{"reason": p.reason, "message": p.message} for p in s.problems],
+            }
+            for s in f.sites
+        ],
+        "controlPlanes": [
+            {
+                "namespace": cp.namespace,
+                "name": cp.name,
+                "site": cp.site,
+                "phase": cp.phase,
+                "ready": cp.done,
+                "version": cp.version or None,
+                "reason": cp.reason or None,
+            }
+            for cp in f.control_planes
+        ],
+        "problems": f.problems(),
+        "notes": list(f.notes),
+    }
+
+
+def _cp_events(before: fleet.Fleet | None, after: fleet.Fleet) -> Iterable[str]:
+    old = {(cp.namespace, cp.name): cp for cp in (before.control_planes if before else ())}
+    for cp in after.control_planes:
+        was = old.pop((cp.namespace, cp.name), None)
+        where = f"{cp.namespace}/{cp.name} ({cp.site})"
+        if was is not None and was.version and cp.version and was.version != cp.version:
+            yield f"{where}: version {was.version} -> {cp.version}"
+        if was is None or was.phase != cp.phase:
+            change = f"{was.phase} -> {cp.phase}" if was is not None else cp.phase
+            yield f"{where}: {change}" + (f" ({cp.reason})" if cp.reason and not cp.done else "")
+    for cp in old.values():
+        yield f"{cp.namespace}/{cp.name} ({cp.site}): deleted"
+
+
+def _site_events(before: fleet.Fleet | None, after: fleet.Fleet) -> Iterable[str]:
+    old = {s.name: s for s in (before.sites if before else ())}
+    for s in after.sites:
+        was = old.get(s.name)
+        # By reason: the message of a lasting problem changes (ages) from one look to the next.
+        known = {p.reason for p in was.problems} if was is not None else set()
+        for problem in s.problems:
+            if problem.reason not in known:
+                yield f"site {s.name}: {problem} ({problem.reason})"
+        if was is not None and was.problems and not s.problems:
+            yield f"site {s.name}: healthy again"
+        if was is None or was.phases != s.phases:
+            yield f"site {s.name}: {_phases(s)}"
+
+
+def events(before: fleet.Fleet | None, after: fleet.Fleet) -> list[str]:
+    """What changed from ``before`` to ``after``, one line each: a control plane's phase (with why,
+    when it is not Ready) or version, a deletion, a site's problems appearing or clearing, its
+    control planes by phase."""
+    return [*_cp_events(before, after), *_site_events(before, after)]

@@ -1,0 +1,143 @@
+"""``kamaji-broker status``: the whole fleet on one screen, from the management cluster and the bus.
+
+Reads every Site and RemoteKamajiControlPlane (``--kubeconfig``: it needs list on both, nothing
+else) and, with ``--nats-url``, each site's backlog, the hub's lag and the latest heartbeat from
+the bus with the observer's read-only credential (``nats-config`` writes it: ``observer.creds``
+in operator mode, ``observer.nk`` with static users). Prints every site (connected, heartbeat
+age, backlog, agent version, trusted hub key ids, control planes by phase), every control plane
+that is not Ready with why, and the problems; ``-o json`` for scripts.
+
+Exit codes: 0 healthy; 1 something is unhealthy (a site disconnected or refusing the hub's key,
+the hub not updating, a control plane not Ready, the bus unreadable) or the management cluster
+cannot be read; 2 a flag is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from common import bus
+from common.bus import errors as bus_errors
+from common.kube import connect
+from hub import fleet, fleetreading, fleetview
+from hub.sites import HEARTBEAT_INTERVAL, MISSED_HEARTBEATS
+from protocol import permissions, subjects
+
+
+def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    st = sub.add_parser(
+        "status",
+        help="every site and every control plane not Ready, from the management cluster and the bus",
+        description="One screen for the whole fleet: sites (connected, heartbeat age, backlog, agent "
+        "version, trusted key ids, control planes by phase), control planes that are not Ready and "
+        "why, and the problems. Exit code 1 when something is unhealthy.",
+    )
+    default_kubeconfig = os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config"))
+    st.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=Path(default_kubeconfig.split(os.pathsep)[0]),
+        help="kubeconfig of the management cluster (default: $KUBECONFIG, else ~/.kube/config)",
+    )
+    st.add_argument("--nats-url", help="NATS URL(s), comma separated; without it the bus is not read")
+    identity = st.add_mutually_exclusive_group()
+    identity.add_argument(
+        "--nats-creds", type=Path, help="the observer's .creds (nats-config: observer.creds)"
+    )
+    identity.add_argument(
+        "--nats-seed", type=Path, help="the observer's NKey seed (static users: observer.nk)"
+    )
+    st.add_argument("--nats-ca-file", type=Path, help="CA certificate (PEM) the NATS server must chain to")
+    st.add_argument(
+        "--nats-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long to keep trying to reach the bus before reporting it unreachable (default: 10)",
+    )
+    st.add_argument("--prefix", default=subjects.DEFAULT_PREFIX, help="subject prefix (default: kb)")
+    st.add_argument(
+        "--heartbeat-interval",
+        type=float,
+        default=HEARTBEAT_INTERVAL,
+        metavar="SECONDS",
+        help=f"the agents' heartbeat interval; a heartbeat {MISSED_HEARTBEATS} intervals old means the "
+        f"agent is gone (default: {HEARTBEAT_INTERVAL:g})",
+    )
+    st.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
+
+
+def _bus_options(args: argparse.Namespace) -> bus.Options:
+    servers = tuple(u.strip() for u in str(args.nats_url).split(",") if u.strip())
+    if not servers:
+        raise ValueError("--nats-url: give at least one URL")
+    if args.nats_creds is None and args.nats_seed is None:
+        raise ValueError("--nats-url needs the observer's identity: --nats-creds or --nats-seed")
+    return bus.Options(
+        servers=servers,
+        creds_file=args.nats_creds,
+        seed_file=args.nats_seed,
+        ca_file=args.nats_ca_file,
+        inbox_prefix=permissions.OBSERVER_INBOX,
+        name="kamaji-broker-status",
+    )
+
+
+async def _open_bus(args: argparse.Namespace) -> tuple[bus.Connection | None, list[str]]:
+    if args.nats_url is None:
+        return None, []
+    options = _bus_options(args)
+    try:
+        return await bus.connect(options, deadline=args.nats_timeout), []
+    except bus_errors.BusError as exc:
+        return None, [f"the bus: {exc}"]
+
+
+async def read(args: argparse.Namespace) -> fleet.Fleet:
+    if args.nats_timeout <= 0:
+        raise ValueError(f"--nats-timeout must be more than 0 seconds, got {args.nats_timeout:g}")
+    if args.heartbeat_interval <= 0:
+        raise ValueError(f"--heartbeat-interval must be more than 0 seconds, got {args.heartbeat_interval:g}")
+    subjects.check_prefix(args.prefix)
+    if not args.kubeconfig.is_file():
+        raise FileNotFoundError(f"--kubeconfig {args.kubeconfig}: no such file")
+    conn, notes = await _open_bus(args)
+    kube = await connect(in_cluster=False, kubeconfig=args.kubeconfig)
+    try:
+        return await fleetreading.read(
+            kube,
+            conn,
+            prefix=args.prefix,
+            stale_after=MISSED_HEARTBEATS * args.heartbeat_interval,
+            notes=notes,
+        )
+    finally:
+        await kube.close()
+        if conn is not None:
+            with contextlib.suppress(bus_errors.BusError):
+                await conn.close()
+
+
+def render(f: fleet.Fleet, *, output: str) -> str:
+    if output == "json":
+        return json.dumps(fleetview.to_json(f), indent=2)
+    verdict = "healthy" if f.healthy else f"UNHEALTHY: {len(f.problems())} problems"
+    if f.bus:
+        source = "management cluster and bus"
+    else:
+        source = "management cluster only: " + ("the bus could not be read" if f.notes else "no --nats-url")
+    cps = f"{f.ready}/{len(f.control_planes)} control planes Ready"
+    head = f"kamaji-broker status: {len(f.sites)} sites, {cps}; "
+    return "\n".join([head + verdict, f"  (read from the {source})", "", *fleetview.table(f)])
+
+
+def run(args: argparse.Namespace) -> int:
+    f = asyncio.run(read(args))
+    sys.stdout.write(render(f, output=args.output) + "\n")
+    return 0 if f.healthy else 1

@@ -1,0 +1,209 @@
+"""hub.fleet and hub.fleet_rkcp: each control plane's phase and why it is not Ready, each site's
+verdict from the hub's Site status and the bus, and the fleet's problems. Tables, no I/O."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from hub import fleet, fleet_rkcp
+
+NOW = dt.datetime(2026, 12, 2, 8, 0, 0, tzinfo=dt.UTC)
+
+
+def ago(seconds: float) -> dt.datetime:
+    return NOW - dt.timedelta(seconds=seconds)
+
+
+def rkcp(
+    name: str = "site-a-1",
+    *,
+    site: str = "site-a",
+    ready: bool | None = None,
+    deleting: bool = False,
+    conditions: dict[str, tuple[str, str]] | None = None,
+    message: str = "",
+) -> dict[str, Any]:
+    conditions = conditions or {}
+    obj: dict[str, Any] = {
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "ownerReferences": [{"kind": "Cluster", "name": f"{name}-cluster"}],
+        },
+        "spec": {"site": site, "version": "v1.31.0"},
+    }
+    if deleting:
+        obj["metadata"]["deletionTimestamp"] = "2026-11-30T12:00:00Z"
+    if ready is not None or conditions:
+        obj["status"] = {
+            "ready": bool(ready),
+            "conditions": [
+                {"type": t, "status": s, "reason": r, "message": message} for t, (s, r) in conditions.items()
+            ],
+        }
+    return obj
+
+
+def site(
+    name: str = "site-a",
+    *,
+    connected: bool | None = True,
+    heartbeat: float | None = 5,
+    conditions: dict[str, tuple[str, str, str]] | None = None,
+    expires: dt.datetime | None = None,
+) -> dict[str, Any]:
+    status: dict[str, Any] = {"agentVersion": "0.9.0", "trustedKeyIds": ["k1"], "backlog": 0}
+    if connected is not None:
+        status["connected"] = connected
+    if heartbeat is not None:
+        status["lastHeartbeatTime"] = ago(heartbeat).isoformat()
+    status["conditions"] = [
+        {"type": t, "status": s, "reason": r, "message": m, "lastTransitionTime": NOW.isoformat()}
+        for t, (s, r, m) in (conditions or {}).items()
+    ]
+    if expires is not None:
+        status["credential"] = {"publicKey": "UABC", "expiresAt": expires.isoformat()}
+    return {
+        "apiVersion": "kamaji-broker.io/v1alpha1",
+        "kind": "Site",
+        "metadata": {"name": name},
+        "status": status,
+    }
+
+
+KUBECONFIG = {("default", "site-a-1-cluster-kubeconfig")}
+NONE: set[tuple[str, str]] = set()
+TCP_READY = "TenantControlPlaneReady"
+DELIVERED = "IntentDelivered"
+
+
+def waiting(type_: str, status: str, reason: str) -> dict[str, Any]:
+    return rkcp(ready=False, conditions={type_: (status, reason)})
+
+
+PHASES = [
+    pytest.param(rkcp(), NONE, "Requested", False, id="new"),
+    pytest.param(waiting(DELIVERED, "Unknown", "NotPublished"), NONE, "Requested", False, id="unpublished"),
+    pytest.param(waiting(DELIVERED, "False", "Pending"), NONE, "Delivering", False, id="unanswered"),
+    pytest.param(waiting(TCP_READY, "False", "Provisioning"), NONE, "Provisioning", False, id="provisioning"),
+    pytest.param(waiting(TCP_READY, "False", "Rejected"), NONE, "Rejected", False, id="site-refused"),
+    pytest.param(waiting("Ready", "False", "Conflict"), NONE, "Conflict", False, id="conflict"),
+    pytest.param(rkcp(ready=True), NONE, "WaitingForKubeconfig", False, id="ready-without-secret"),
+    pytest.param(rkcp(ready=True), KUBECONFIG, "Ready", True, id="ready-with-secret"),
+    pytest.param(rkcp(ready=True, deleting=True), KUBECONFIG, "Deleting", True, id="deleting"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("obj", "secrets", "phase", "done"), PHASES)
+def test_phase(obj: dict[str, Any], secrets: set[tuple[str, str]], phase: str, done: bool) -> None:
+    cp = fleet_rkcp.new_control_plane(obj, secrets=secrets)
+    assert (cp.phase, cp.done) == (phase, done)
+    assert cp.cluster == "site-a-1-cluster"
+    assert (cp.missing() == "") == done
+
+
+def test_without_secrets_the_secrets_synced_condition_says_whether_the_kubeconfig_is_there() -> None:
+    synced = rkcp(ready=True, conditions={"Ready": ("True", "Ready"), "SecretsSynced": ("True", "Synced")})
+    unsynced = rkcp(ready=True, conditions={"SecretsSynced": ("False", "WaitingForSecrets")})
+    assert fleet_rkcp.new_control_plane(synced).done
+    assert fleet_rkcp.new_control_plane(unsynced).phase == "WaitingForKubeconfig"
+
+
+def test_a_control_plane_not_ready_says_why_from_its_ready_condition() -> None:
+    obj = rkcp(
+        ready=False, conditions={"Ready": ("False", "SiteDisconnected")}, message="site-b is not connected"
+    )
+    cp = fleet_rkcp.new_control_plane(obj, secrets=NONE)
+    assert cp.reason == "SiteDisconnected: site-b is not connected"
+    assert cp.missing() == (
+        "default/site-a-1 at site-a: not Ready (phase Requested): SiteDisconnected: site-b is not connected"
+    )
+
+
+B = fleet.BusSite
+BUS_ALIVE = B(heartbeat_at=ago(1), backlog=0, hub_pending=0)
+NEVER: dict[str, Any] = {"connected": None, "heartbeat": None}
+GONE = {"Connected": ("False", "HeartbeatMissing", "last heartbeat at 07:00")}
+
+# (site object, bus view, connected, problem reasons)
+SITES = [
+    pytest.param(site(), None, True, [], id="hub-says-connected"),
+    pytest.param(site(), BUS_ALIVE, True, [], id="bus-alive"),
+    pytest.param(site(heartbeat=20), BUS_ALIVE, True, [], id="hub-copy-a-little-older-is-fine"),
+    pytest.param(site(), B(heartbeat_at=ago(45), backlog=3), False, ["HeartbeatMissing"], id="bus-stale"),
+    pytest.param(site(heartbeat=200), BUS_ALIVE, True, ["HubNotUpdating"], id="hub-not-updating"),
+    pytest.param(site(**NEVER), BUS_ALIVE, True, ["HubNotUpdating"], id="hub-never-wrote"),
+    pytest.param(site(**NEVER), None, None, ["NoHeartbeat"], id="never-beat"),
+    pytest.param(site(connected=False, conditions=GONE), None, False, ["HeartbeatMissing"], id="gone"),
+    pytest.param(
+        site(conditions={"SigningKeyTrusted": ("False", "NotTrusted", "the hub signs with key k2")}),
+        BUS_ALIVE, True, ["NotTrusted"], id="key-not-trusted",
+    ),
+    pytest.param(site(expires=ago(1)), BUS_ALIVE, True, ["CredentialExpired"], id="credential-expired"),
+    pytest.param(site(expires=NOW + dt.timedelta(hours=1)), BUS_ALIVE, True, [], id="credential-valid"),
+    pytest.param(site(), B(error="permission denied"), True, ["BusUnreadable"], id="bus-unreadable"),
+    pytest.param(site(), B(heartbeat_at=ago(1)), True, [], id="no-consumer-nothing-placed"),
+]  # fmt: skip
+
+
+def test_no_consumer_for_a_site_with_control_planes_is_a_problem() -> None:
+    bus = {"site-a": B(heartbeat_at=ago(1))}
+    (row,) = fleet.new_fleet([site()], [rkcp()], now=NOW, bus=bus).sites
+    assert [p.reason for p in row.problems] == ["NoConsumer"]
+
+
+@pytest.mark.parametrize(("obj", "bus", "connected", "reasons"), SITES)
+def test_site_verdict(
+    obj: dict[str, Any], bus: fleet.BusSite | None, connected: bool | None, reasons: list[str]
+) -> None:
+    f = fleet.new_fleet([obj], [], now=NOW, bus=None if bus is None else {"site-a": bus}, stale_after=30)
+    (row,) = f.sites
+    assert row.connected is connected
+    assert [p.reason for p in row.problems] == reasons
+    assert f.healthy is (not reasons)
+    assert all(str(p) for p in row.problems)
+
+
+def test_ages_and_backlog_come_from_the_bus_when_it_was_read() -> None:
+    bus = fleet.BusSite(heartbeat_at=ago(2), backlog=7, hub_pending=1)
+    (row,) = fleet.new_fleet([site(heartbeat=25)], [], now=NOW, bus={"site-a": bus}).sites
+    assert (row.heartbeat_age, row.backlog, row.hub_pending) == (2.0, 7, 1)
+    (hubs,) = fleet.new_fleet([site(heartbeat=25)], [], now=NOW).sites
+    assert (hubs.heartbeat_age, hubs.backlog, hubs.hub_pending) == (25.0, 0, None)
+    assert (hubs.agent_version, hubs.trusted_key_ids) == ("0.9.0", ("k1",))
+
+
+def test_a_site_named_only_by_control_planes_is_a_problem_and_the_fleet_lists_everything() -> None:
+    f = fleet.new_fleet(
+        [site("site-a")],
+        [
+            rkcp(
+                "site-a-1",
+                ready=True,
+                conditions={"Ready": ("True", "Ready"), "SecretsSynced": ("True", "S")},
+            ),
+            rkcp("site-a-2", conditions={TCP_READY: ("False", "Provisioning")}),
+            rkcp("lost-1", site="site-c"),
+        ],
+        now=NOW,
+        notes=["the bus: cannot connect"],
+    )
+    assert [s.name for s in f.sites] == ["site-a", "site-c"]
+    a, c = f.sites
+    assert a.phases == {"Provisioning": 1, "Ready": 1} and a.requested == 2 and a.problems == ()
+    assert [p.reason for p in c.problems] == ["NoSite"]
+    assert (f.ready, f.done, f.healthy) == (1, False, False)
+    assert f.problems() == [
+        "site site-c: no Site object: the hub refuses control planes placed here (kubectl apply the Site)",
+        "the bus: cannot connect",
+        "default/site-a-2 at site-a: not Ready (phase Provisioning)",
+        "default/lost-1 at site-c: not Ready (phase Requested)",
+    ]
+
+
+def test_an_empty_fleet_is_healthy() -> None:
+    f = fleet.new_fleet([], [], now=NOW, bus={})
+    assert (f.sites, f.control_planes, f.healthy, f.done, f.bus) == ((), (), True, True, True)

@@ -1,0 +1,127 @@
+"""hub.fleetview: the status table, its JSON, and the events between two looks."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from hub import fleet, fleetview
+from hub.fleet_rkcp import ControlPlane
+
+OK = fleet.SiteRow(
+    name="site-a",
+    connected=True,
+    heartbeat_age=1.4,
+    backlog=0,
+    phases={"Ready": 2},
+    agent_version="0.9.0",
+    trusted_key_ids=("k1", "k2"),
+    problems=(),
+)
+GONE = fleet.Problem("HeartbeatMissing", "agent not connected: its last heartbeat is 95s old")
+DOWN = fleet.SiteRow(
+    name="site-b",
+    connected=False,
+    heartbeat_age=95,
+    backlog=3,
+    phases={"Provisioning": 1},
+    agent_version="0.9.0",
+    trusted_key_ids=("k1",),
+    problems=(GONE,),
+)
+
+
+def cp(name: str, site: str, phase: str, *, version: str = "v1.31.0", reason: str = "") -> ControlPlane:
+    ready = phase == "Ready"
+    return ControlPlane(
+        namespace="default", name=name, cluster=name, site=site, phase=phase, ready=ready, kubeconfig=ready,
+        version=version, reason=reason,
+    )  # fmt: skip
+
+
+SLOW = cp("b-1", "site-b", "Provisioning", reason="TenantControlPlaneNotReady: provisioning at site-b")
+FLEET = fleet.Fleet(
+    sites=(OK, DOWN),
+    control_planes=(cp("a-1", "site-a", "Ready"), cp("a-2", "site-a", "Ready"), SLOW),
+    bus=True,
+)
+
+
+def test_the_table_shows_every_site_and_only_what_is_not_ready_then_the_problems() -> None:
+    assert fleetview.table(FLEET) == [
+        "  SITE    CONNECTED  HEARTBEAT  BACKLOG  AGENT  KEYS   CONTROL PLANES",
+        "  site-a  yes        1s         0        0.9.0  k1,k2  2 Ready",
+        "  site-b  NO         95s        3        0.9.0  k1     1 Provisioning",
+        "",
+        "  CONTROL PLANE  SITE    PHASE         VERSION  WHY NOT READY",
+        "  default/b-1    site-b  Provisioning  v1.31.0  TenantControlPlaneNotReady: provisioning at site-b",
+        "",
+        "Problems:",
+        "  site site-b: agent not connected: its last heartbeat is 95s old",
+    ]
+
+
+def test_all_ready_says_so_and_every_control_plane_can_be_listed_unfinished_first() -> None:
+    healthy = fleet.Fleet(sites=(OK,), control_planes=FLEET.control_planes[:2])
+    assert fleetview.table(healthy)[-1] == "  all 2 control planes Ready"
+    rows = fleetview.table(FLEET, all_control_planes=True, limit=2)
+    header = rows.index(next(r for r in rows if r.startswith("  CONTROL PLANE ")))
+    assert [r.split()[0] for r in rows[header + 1 : header + 3]] == ["default/b-1", "default/a-1"]
+    assert "  ... and 1 more" in rows
+
+
+def test_ages_read_as_people_do() -> None:
+    assert [fleetview._age(s) for s in (None, 0.4, 119, 600, 7300)] == ["-", "0s", "119s", "10m", "2h"]
+
+
+def test_json_has_every_site_and_control_plane_and_the_verdict() -> None:
+    doc = json.loads(json.dumps(fleetview.to_json(FLEET)))
+    assert doc["healthy"] is False and doc["busRead"] is True
+    assert doc["sites"][1] == {
+        "name": "site-b",
+        "connected": False,
+        "heartbeatAgeSeconds": 95,
+        "backlog": 3,
+        "hubPending": None,
+        "agentVersion": "0.9.0",
+        "trustedKeyIds": ["k1"],
+        "controlPlanes": {"Provisioning": 1},
+        "problems": [
+            {"reason": "HeartbeatMissing", "message": "agent not connected: its last heartbeat is 95s old"}
+        ],
+    }
+    assert [c["name"] for c in doc["controlPlanes"]] == ["a-1", "a-2", "b-1"]
+    assert doc["controlPlanes"][2]["reason"] == "TenantControlPlaneNotReady: provisioning at site-b"
+    assert doc["problems"] == [
+        "site site-b: agent not connected: its last heartbeat is 95s old",
+        "default/b-1 at site-b: not Ready (phase Provisioning): "
+        "TenantControlPlaneNotReady: provisioning at site-b",
+    ]
+
+
+def test_events_name_each_change_once() -> None:
+    before = fleet.Fleet(
+        sites=(OK,), control_planes=(cp("a-1", "site-a", "Ready"), cp("a-2", "site-a", "Ready"))
+    )
+    rejected = cp(
+        "a-1", "site-a", "Rejected", version="v1.32.0", reason="Rejected: version v1.32.0 is not supported"
+    )
+    gone = replace(OK, name="site-a", connected=False, problems=(GONE,), phases={"Rejected": 1})
+    after = fleet.Fleet(sites=(gone,), control_planes=(rejected,))
+    assert fleetview.events(before, after) == [
+        "default/a-1 (site-a): version v1.31.0 -> v1.32.0",
+        "default/a-1 (site-a): Ready -> Rejected (Rejected: version v1.32.0 is not supported)",
+        "default/a-2 (site-a): deleted",
+        "site site-a: agent not connected: its last heartbeat is 95s old (HeartbeatMissing)",
+        "site site-a: 1 Rejected",
+    ]
+    # The same problem a moment later (an older heartbeat) is not news; its end is.
+    older = replace(gone, problems=(fleet.Problem("HeartbeatMissing", "... 99s old"),))
+    assert fleetview.events(after, fleet.Fleet(sites=(older,), control_planes=(rejected,))) == []
+    back = fleet.Fleet(sites=(replace(OK, phases={"Rejected": 1}),), control_planes=(rejected,))
+    assert fleetview.events(after, back) == ["site site-a: healthy again"]
+    assert fleetview.events(None, before) == [
+        "default/a-1 (site-a): Ready",
+        "default/a-2 (site-a): Ready",
+        "site site-a: 2 Ready",
+    ]
