@@ -17,6 +17,9 @@ import sys
 import time
 from typing import Any, Literal
 
+from protocol import errors, subjects
+from protocol.coordinates import Coordinates
+
 Format = Literal["json", "text"]
 
 FIELDS = "kb_fields"
@@ -28,6 +31,9 @@ CHATTY = ("aiohttp", "asyncio", "nats")
 """Libraries whose debug lines only ``-vv`` shows."""
 NEVER_BELOW_INFO = "kubernetes_asyncio"
 """Logs whole response bodies (Secrets included) at debug: never below info, whatever is asked."""
+
+TCP_KIND = "TenantControlPlane"
+SITE_KIND = "Site"
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime", FIELDS}
 _LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -47,6 +53,37 @@ def about(
     intent stream's sequence (or the stream sequence of the message the line is about)."""
     given = {"kind": kind, "namespace": namespace, "name": name, "site": site, "seq": seq}
     return {FIELDS: {k: v for k, v in given.items() if v is not None and v != ""}}
+
+
+def about_tcp(coords: Coordinates, *, seq: int | None = None) -> dict[str, Any]:
+    """``about`` a TenantControlPlane at its site, by its coordinates (in the hub, where the RKCP
+    that maps to them is not at hand: its namespace and name may differ from the TCP's)."""
+    return about(kind=TCP_KIND, namespace=coords.namespace, name=coords.name, site=coords.site, seq=seq)
+
+
+def about_subject(subject: str, *, prefix: str | None = None, seq: int | None = None) -> dict[str, Any]:
+    """``about_tcp`` the control plane a message's subject names; only ``seq`` when it names none
+    (a subject that does not parse: the line names the subject in its message). Without
+    ``prefix`` (where it is not at hand), the first that leaves a subject that parses."""
+    tokens = subject.split(".")
+    for candidate in (
+        [prefix] if prefix is not None else [".".join(tokens[:i]) for i in range(1, len(tokens))]
+    ):
+        try:
+            parsed = subjects.parse(subject, prefix=candidate)
+            break
+        except errors.SubjectError:
+            continue
+    else:
+        return about(seq=seq)
+    if not parsed.name:  # a site's own subject (its heartbeat)
+        return about(site=parsed.site, seq=seq)
+    return about_tcp(Coordinates(parsed.site, parsed.namespace, parsed.name), seq=seq)
+
+
+def about_site(site: str) -> dict[str, Any]:
+    """``about`` a Site object (cluster-scoped, named as its site)."""
+    return about(kind=SITE_KIND, name=site, site=site)
 
 
 def fields(record: logging.LogRecord) -> dict[str, Any]:

@@ -52,7 +52,9 @@ def _add_verbose(parser: argparse.ArgumentParser) -> None:
 
 
 def _configure_logs(args: argparse.Namespace, log_format: logs.Format) -> None:
-    logs.configure(level=os.environ.get("KB_LOG_LEVEL", "info"), log_format=log_format, verbosity=args.verbose)
+    logs.configure(
+        level=os.environ.get("KB_LOG_LEVEL", "info"), log_format=log_format, verbosity=args.verbose
+    )
 
 
 def _add_sandbox(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
