@@ -101,7 +101,7 @@ class ApplyLoop:
 
     def _not_ready(self, reason: str, *, error: bool = False) -> None:
         self.deps.readiness.set(READY_CHECK, False, reason)
-        (log.error if error else log.warning)("%s", reason)
+        (log.error if error else log.warning)("%s", reason, extra=logs.about(site=self.settings.site))
 
     async def _bind(self) -> bus.Consumer:
         d = self.definition

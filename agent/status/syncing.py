@@ -243,4 +243,5 @@ class Syncer:
             status.phase,
             status.reason,
             ack.seq,
+            extra=self._about(key, seq=ack.seq),
         )
