@@ -16,14 +16,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 
 from agent import credential_state as state
 from agent import metrics as agent_metrics
 from agent.settings import AgentSettings
-from common import backoff, bus, health, kube, natsidentity
+from common import backoff, bus, health, kube, logs, natsidentity
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from common.kube import resources
@@ -75,6 +75,12 @@ class Credential:
     def where(self) -> str:
         return f"Secret {self.namespace}/{self.name}"
 
+    @property
+    def about(self) -> dict[str, Any]:
+        """Log fields: the identity Secret, and the site whose it is."""
+        secret = resources.SECRET.kind
+        return logs.about(kind=secret, namespace=self.namespace, name=self.name, site=self.settings.site)
+
     async def obtain(self) -> natsidentity.Held:
         """The identity to connect with: the Secret's JWT if still valid, else one bootstrapped
         (retrying until the hub grants it; /readyz says why meanwhile)."""
@@ -82,12 +88,13 @@ class Credential:
         life, why = state.usable(stored, now=self._clock())
         token = stored.jwt or ""
         if life is None:
-            log.info("no usable NATS JWT in %s (%s): bootstrapping", self.where, why)
+            log.info("no usable NATS JWT in %s (%s): bootstrapping", self.where, why, extra=self.about)
             token = await self._retrying("bootstrap", self._bootstrap)
             await self._retrying(f"storing the JWT in {self.where}", lambda: self._store(token))
-            log.info("bootstrapped: the hub minted a JWT for key %s", natsjwt.public_of(self._seed))
+            key = natsjwt.public_of(self._seed)
+            log.info("bootstrapped: the hub minted a JWT for key %s", key, extra=self.about)
         else:
-            log.info("using the NATS JWT kept in %s", self.where)
+            log.info("using the NATS JWT kept in %s", self.where, extra=self.about)
         self.held = natsidentity.Held(self._seed, token)
         self._track(token)
         return self.held
@@ -108,7 +115,8 @@ class Credential:
                 )
             else:
                 written = await self._kube.create(resources.SECRET, body, namespace=self.namespace)
-            log.info("made a new NATS user key %s, kept in %s", natsjwt.public_of(seed), self.where)
+            key = natsjwt.public_of(seed)
+            log.info("made a new NATS user key %s, kept in %s", key, self.where, extra=self.about)
             stored = state.read(written)
         assert stored.seed is not None
         self._seed, self._version = stored.seed, stored.resource_version
@@ -196,7 +204,7 @@ class Credential:
             except (bus_errors.BusError, CredentialFailed) as exc:
                 failures += 1
                 failure = str(exc)
-                log.warning("renewing the NATS credential failed: %s", failure)
+                log.warning("renewing the NATS credential failed: %s", failure, extra=self.about)
                 pause = backoff.delay(failures, base=RETRY_BASE, cap=RETRY_CAP)
                 await asyncio.sleep(min(pause, look_again))
             else:
@@ -209,7 +217,8 @@ class Credential:
         self._track(token)
         await self._retrying(f"storing the JWT in {self.where}", lambda: self._store(token))
         await conn.reconnect()  # like a server restart: subscriptions and pulls resume, nothing is lost
-        log.info("NATS credential renewed: %s", state.readiness(self._life(), now=self._clock())[1])
+        readiness = state.readiness(self._life(), now=self._clock())[1]
+        log.info("NATS credential renewed: %s", readiness, extra=self.about)
 
     def _life(self) -> state.Lifetime:
         assert self.life is not None
@@ -231,5 +240,5 @@ class Credential:
                 pause = backoff.delay(failures, base=RETRY_BASE, cap=RETRY_CAP)
                 reason = state.failed(what, str(exc), retry_in=pause)
                 self.readiness.set(CHECK, False, reason)
-                log.warning("%s", reason)
+                log.warning("%s", reason, extra=self.about)
                 await asyncio.sleep(pause)

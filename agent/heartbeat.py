@@ -21,6 +21,7 @@ from typing import Final
 from agent import __version__, tcps
 from agent.deps import Deps
 from agent.settings import AgentSettings
+from common import logs
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from protocol import messages
@@ -101,11 +102,12 @@ class Heartbeat:
                 self.failures += 1
                 # Once per outage at warning level: a disconnected agent would otherwise log
                 # the same line every interval.
-                (log.debug if self._failing else log.warning)("heartbeat not published: %s", exc)
+                about = logs.about(site=self.settings.site)
+                (log.debug if self._failing else log.warning)("heartbeat not published: %s", exc, extra=about)
                 self._failing = True
             else:
                 if self._failing:
-                    log.info("heartbeat published again")
+                    log.info("heartbeat published again", extra=logs.about(site=self.settings.site))
                 self._failing = False
             due = max(due + self.settings.heartbeat_interval, loop.time())
             await asyncio.sleep(due - loop.time())

@@ -17,7 +17,7 @@ from agent.cleanup import reading
 from agent.deps import Deps
 from agent.settings import AgentSettings
 from agent.status import loop as status_loop
-from common import bus, keyfiles, service
+from common import bus, keyfiles, logs, service
 from common import kube as ckube
 from common.kube import errors as kerrors
 from common.kube import resources
@@ -76,7 +76,12 @@ class Agent(service.Service):
             )
         )
         assert self.health_server is not None
-        log.info("agent for site %s started; health on port %d", s.site, self.health_server.port)
+        log.info(
+            "agent for site %s started; health on port %d",
+            s.site,
+            self.health_server.port,
+            extra=logs.about(site=s.site),
+        )
 
     def _hub_keys(self) -> keys.HubPublicKeys:
         hub_keys = keyfiles.load_public_keys(self.settings.hub_public_keys)

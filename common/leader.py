@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from common import logs
 from common.kube import Kube, errors, resources
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,10 @@ class Elector:
     """Set exactly while ``leading`` is not: lets a follower await the loss of the Lease."""
     _last_renew: float = 0.0
 
+    @property
+    def _about(self) -> dict[str, Any]:
+        return logs.about(kind=resources.LEASE.kind, namespace=self.namespace, name=self.name)
+
     def _spec(self, *, acquire: dt.datetime | None, transitions: int) -> dict[str, Any]:
         now = self.clock()
         return {
@@ -107,7 +112,9 @@ class Elector:
             try:
                 held = await self.try_acquire_or_renew()
             except errors.KubeError as exc:
-                log.warning("leader election on lease %s/%s: %s", self.namespace, self.name, exc)
+                log.warning(
+                    "leader election on lease %s/%s: %s", self.namespace, self.name, exc, extra=self._about
+                )
                 held = False
                 if self.leading.is_set() and loop.time() - self._last_renew < self.lease_duration:
                     held = True  # still within our lease: keep leading through a blip
@@ -115,13 +122,17 @@ class Elector:
                 self._last_renew = loop.time()
                 if not self.leading.is_set():
                     log.info(
-                        "became leader (lease %s/%s, identity %s)", self.namespace, self.name, self.identity
+                        "became leader (lease %s/%s, identity %s)",
+                        self.namespace,
+                        self.name,
+                        self.identity,
+                        extra=self._about,
                     )
                     self.standby.clear()
                     self.leading.set()
             else:
                 if self.leading.is_set():
-                    log.warning("lost leadership (lease %s/%s)", self.namespace, self.name)
+                    log.warning("lost leadership (lease %s/%s)", self.namespace, self.name, extra=self._about)
                     self.leading.clear()
                 self.standby.set()  # also after a first round lost: a candidate that never led
             await asyncio.sleep(self.renew_interval if held else self.renew_interval / 2)
@@ -139,4 +150,4 @@ class Elector:
         try:
             await self.kube.replace(resources.LEASE, self.name, lease, namespace=self.namespace)
         except errors.KubeError as exc:
-            log.warning("releasing lease %s/%s: %s", self.namespace, self.name, exc)
+            log.warning("releasing lease %s/%s: %s", self.namespace, self.name, exc, extra=self._about)

@@ -1,4 +1,4 @@
-"""Settings every long-lived process shares (hub and agent): NATS, Kubernetes, namespaces, health.
+"""Settings every long-lived process shares (hub and agent): NATS, Kubernetes, namespaces, health, logs.
 
 Subclasses add their own fields; a flag on the command line wins over its environment variable
 (``env_prefix`` per subclass), and every check names the field (the CLI turns it into a flag).
@@ -13,6 +13,7 @@ from typing import Annotated, Self
 from pydantic import AfterValidator, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from common import logs
 from protocol import labels, subjects
 
 
@@ -68,6 +69,9 @@ class ProcessSettings(BaseSettings):
     """Address of /healthz, /readyz and /metrics."""
     prefix: str = subjects.DEFAULT_PREFIX
     """Subject prefix shared by hub and agents."""
+    log_format: logs.Format = "json"
+    """Log lines as ``json`` (one object per line, for a log pipeline) or ``text`` (time, level,
+    logger, message, then key=value fields: for a terminal). JSON by default: what collectors parse."""
 
     @field_validator("prefix")
     @classmethod

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from common import bus
+from common import bus, logs
 from common import kube as ckube
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
@@ -109,7 +109,7 @@ class CredentialService:
         if not msg.reply.startswith(inbox):
             log.warning(
                 "credential %s request for site %s wants its answer on %r, outside the site's inbox %s*: "
-                "not answered", kind.value, site, msg.reply[:80], inbox,
+                "not answered", kind.value, site, msg.reply[:80], inbox, extra=logs.about(site=site),
             )  # fmt: skip
             self.deps.metrics.credential_requests.labels(kind.value, "unanswerable").inc()
             return
@@ -140,7 +140,13 @@ class CredentialService:
         try:
             await self.deps.conn.respond(msg, msgspec.json.encode(credentials.Reply(jwt=token)))
             self.deps.metrics.credential_requests.labels(kind.value, "granted").inc()
-            log.info("site %s: credential %s for key %s", site, kind.value, req.public_key)
+            log.info(
+                "site %s: credential %s for key %s",
+                site,
+                kind.value,
+                req.public_key,
+                extra=logs.about(site=site),
+            )
         finally:  # recorded: what it replaces goes, even when the answer could not be sent
             await self._revoke(verdict.revoke, bootstrap=presented.sub, now=now)
 
@@ -214,9 +220,13 @@ class CredentialService:
         )
 
     async def _refuse(self, kind: credentials.Kind, site: str, msg: bus.Message, reason: str) -> None:
-        log.warning("site %s: credential %s refused: %s", site, kind.value, reason)
+        log.warning(
+            "site %s: credential %s refused: %s", site, kind.value, reason, extra=logs.about(site=site)
+        )
         self.deps.metrics.credential_requests.labels(kind.value, "refused").inc()
         try:
             await self.deps.conn.respond(msg, msgspec.json.encode(credentials.Reply(error=reason)))
         except bus_errors.BusError as exc:
-            log.warning("site %s: could not answer the refused request: %s", site, exc)
+            log.warning(
+                "site %s: could not answer the refused request: %s", site, exc, extra=logs.about(site=site)
+            )

@@ -35,8 +35,9 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Iterable
+from typing import Any
 
-from common import aiotasks, backoff, bus
+from common import aiotasks, backoff, bus, logs
 from common.bus import errors as bus_errors
 from hub import continuity, intake
 from protocol import errors as protocol_errors
@@ -109,23 +110,23 @@ class Ingest:
             try:
                 definition = streams.hub_consumer(site, prefix=self.intake.prefix)
             except protocol_errors.SubjectError as exc:
-                log.warning("site %r cannot be consumed: %s", site, exc)
+                log.warning("site %r cannot be consumed: %s", site, exc, extra=logs.about(site=site))
                 continue
-            consume = functools.partial(self._consume, definition)
+            consume = functools.partial(self._consume, site, definition)
             tasks[site] = asyncio.create_task(
                 aiotasks.supervise(f"ingest {site}", consume, max_backoff=self.settings.max_backoff),
                 name=f"ingest {site}",
             )
 
-    async def _consume(self, definition: streams.ConsumerDef) -> None:
+    async def _consume(self, site: str, definition: streams.ConsumerDef) -> None:
         """``_follow`` until cancelled (the site went) or failing (a bug; supervised, it starts
         again): what the stream holds is forgotten then, since nothing keeps it current."""
         try:
-            await self._follow(definition)
+            await self._follow(definition, about=logs.about(site=site))
         finally:
             self.intake.forget_holdings(definition.stream)
 
-    async def _follow(self, definition: streams.ConsumerDef) -> None:
+    async def _follow(self, definition: streams.ConsumerDef, *, about: dict[str, Any]) -> None:
         """Bind and fetch forever; NATS errors (expected) rebind after a backoff."""
         failures = 0
         while True:
@@ -137,12 +138,16 @@ class Ingest:
                 # The hub creates its consumers (at start-up, and when a site appears); until
                 # then (or after someone deleted one) we wait rather than create it.
                 failures += 1
-                log.warning("%s; retrying", exc)
+                log.warning("%s; retrying", exc, extra=about)
                 continue
             except bus_errors.BusError as exc:
                 failures += 1
                 log.warning(
-                    "cannot bind %s/%s: %s; retrying", definition.stream, definition.durable_name, exc
+                    "cannot bind %s/%s: %s; retrying",
+                    definition.stream,
+                    definition.durable_name,
+                    exc,
+                    extra=about,
                 )
                 continue
             try:
@@ -158,7 +163,8 @@ class Ingest:
                         await self.idle(consumer)
             except bus_errors.BusError as exc:
                 failures += 1
-                log.warning("consuming %s/%s: %s; rebinding", definition.stream, definition.durable_name, exc)
+                where = (definition.stream, definition.durable_name)
+                log.warning("consuming %s/%s: %s; rebinding", *where, exc, extra=about)
             finally:
                 await consumer.unsubscribe()
 
@@ -212,7 +218,10 @@ class Ingest:
             return self._record(delivery)
         except Exception:
             stream, subject = delivery.stream, delivery.subject
-            log.exception("recording %s (seq %d) failed; terminated", subject, delivery.stream_seq)
+            about = logs.about_subject(subject, prefix=self.intake.prefix, seq=delivery.stream_seq)
+            log.exception(
+                "recording %s (seq %d) failed; terminated", subject, delivery.stream_seq, extra=about
+            )
             self.intake.deps.metrics.bus_rejected.labels(stream=stream, reason=INTERNAL_ERROR).inc()
             return intake.Verdict.REFUSED
 
@@ -223,7 +232,7 @@ class Ingest:
             return intake.Verdict.REFUSED  # only statuses and sealed secrets are delivered (the filter)
         coords = Coordinates(parsed.site, parsed.namespace, parsed.name)
         if not self.deps.maps(coords):
-            self.intake.pass_over(coords, stream, subject)
+            self._pass_over(coords, stream, subject)
             return intake.Verdict.KEPT
         if parsed.kind is subjects.Kind.STATUS:
             status = self.intake.decode(messages.decode_status, stream, subject, delivery.data)
@@ -242,10 +251,20 @@ class Ingest:
             self._announce(coords)
         return verdict
 
+    def _pass_over(self, coords: Coordinates, stream: str, subject: str) -> None:
+        """A message for coordinates no RKCP maps to: kept by the stream, not by us (``load``
+        reads it when an RKCP maps to them). Counted like a rejection, logged at debug: a site's
+        messages for control planes the hub does not manage (yet) are normal after an RKCP's
+        deletion and must not flood logs."""
+        self.intake.observations.unload(coords)
+        self.intake.deps.metrics.bus_rejected.labels(stream=stream, reason=intake.UNMAPPED).inc()
+        about = logs.about_tcp(coords)
+        log.debug("ignored message on %s (%s): no RKCP maps to it", subject, intake.UNMAPPED, extra=about)
+
     def _announce(self, coords: Coordinates) -> None:
         try:
             self.deps.on_change(coords)
         except Exception:
             # A broken listener must not stop the bus being read; the observation is recorded
             # and the controller's resync will find it.
-            log.exception("on_change for %s failed", coords)
+            log.exception("on_change for %s failed", coords, extra=logs.about_tcp(coords))

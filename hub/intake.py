@@ -30,7 +30,7 @@ import dataclasses
 import enum
 import logging
 
-from common import bus
+from common import bus, logs
 from common.bus import errors as bus_errors
 from hub import boxes, holdings, observations
 from hub import metrics as hub_metrics
@@ -266,35 +266,35 @@ class Intake:
         known not to open, is kept (sealed) until it is written (``open_latest``)."""
         why = observations.disagreement(coords, sealed)
         if why is not None:
-            self.reject(stream, observations.Outcome.MISMATCH.value, subject, why)
+            self.reject(stream, observations.Outcome.MISMATCH.value, subject, why, seq=seq)
             return Verdict.REFUSED
         if open_new:
             if seq <= self.observations.held_seq(coords)[1]:
                 return Verdict.KEPT  # held already (the consumer and load both saw it) or superseded
             opened = boxes.open_sealed(sealed, keyring=self.deps.keyring)
         if isinstance(opened, boxes.DecryptError):
-            self.reject(stream, opened.reason, subject, opened.message)
+            self.reject(stream, opened.reason, subject, opened.message, seq=seq)
         applied = self.observations.apply_sealed(coords, sealed, opened, seq, last=last, keep=keep)
         return self._verdict(applied, stream=stream, subject=subject, seq=seq)
 
     def _verdict(self, applied: observations.Applied, *, stream: str, subject: str, seq: int) -> Verdict:
         if applied.outcome is observations.Outcome.MISMATCH:
-            self.reject(stream, applied.outcome.value, subject, applied.message)
+            self.reject(stream, applied.outcome.value, subject, applied.message, seq=seq)
             return Verdict.REFUSED
         if not applied.recorded:
-            log.debug("%s seq %d ignored: %s (%s)", subject, seq, applied.outcome.value, applied.message)
+            about = logs.about_subject(subject, prefix=self.prefix, seq=seq)
+            log.debug(
+                "%s seq %d ignored: %s (%s)",
+                subject,
+                seq,
+                applied.outcome.value,
+                applied.message,
+                extra=about,
+            )
             return Verdict.KEPT
         return Verdict.RECORDED
 
-    def reject(self, stream: str, reason: str, subject: str, detail: str) -> None:
+    def reject(self, stream: str, reason: str, subject: str, detail: str, *, seq: int | None = None) -> None:
         self.deps.metrics.bus_rejected.labels(stream=stream, reason=reason).inc()
-        log.warning("rejected message on %s (%s): %s", subject, reason, detail)
-
-    def pass_over(self, coords: Coordinates, stream: str, subject: str) -> None:
-        """A message for coordinates no RKCP maps to: kept by the stream, not by us (``load``
-        reads it when an RKCP maps to them). Counted like a rejection, logged at debug: a site's
-        messages for control planes the hub does not manage (yet) are normal after an RKCP's
-        deletion and must not flood logs."""
-        self.observations.unload(coords)
-        self.deps.metrics.bus_rejected.labels(stream=stream, reason=UNMAPPED).inc()
-        log.debug("ignored message on %s (%s): %s", subject, UNMAPPED, "no RKCP maps to these coordinates")
+        about = logs.about_subject(subject, prefix=self.prefix, seq=seq)
+        log.warning("rejected message on %s (%s): %s", subject, reason, detail, extra=about)

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Final
 
-from common import bus
+from common import bus, logs
 from common.bus import errors as bus_errors
 from hub import metrics as hub_metrics
 from protocol import errors as protocol_errors
@@ -193,7 +193,7 @@ async def run(
             try:
                 on_change(site)
             except Exception:
-                log.exception("on_change for site %s failed", site)
+                log.exception("on_change for site %s failed", site, extra=logs.about(site=site))
         await asyncio.sleep(interval)
 
 
@@ -223,7 +223,7 @@ async def poll(
             await _read_heartbeat(sites, conn, site, prefix=prefix, metrics=metrics, now=now)
             await _read_backlog(sites, conn, site, prefix=prefix, metrics=metrics)
         except protocol_errors.SubjectError as exc:
-            log.warning("site %r cannot be polled: %s", site, exc)
+            log.warning("site %r cannot be polled: %s", site, exc, extra=logs.about(site=site))
             continue
         if sites.changed(site, now, interval=heartbeat_interval):
             changed.append(site)
@@ -247,7 +247,7 @@ async def _read_heartbeat(
     except bus_errors.NotFound:
         return  # the site's stream is created when the site appears; no heartbeat until then
     except bus_errors.BusError as exc:
-        log.warning("reading the heartbeat of site %s: %s", site, exc)
+        log.warning("reading the heartbeat of site %s: %s", site, exc, extra=logs.about(site=site))
         return
     if stored is None or stored.seq <= sites.seen_seq(site):
         return
@@ -273,7 +273,7 @@ def _reject(
 ) -> None:
     sites.record_rejected(site, seq)
     metrics.bus_rejected.labels(stream=stream, reason=reason).inc()
-    log.warning("rejected heartbeat on %s", detail)
+    log.warning("rejected heartbeat on %s", detail, extra=logs.about(site=site, seq=seq))
 
 
 async def _read_backlog(
@@ -285,7 +285,7 @@ async def _read_backlog(
     except bus_errors.ConsumerNotFound:
         backlog: int | None = None
     except bus_errors.BusError as exc:
-        log.warning("reading the backlog of site %s: %s", site, exc)
+        log.warning("reading the backlog of site %s: %s", site, exc, extra=logs.about(site=site))
         return
     else:
         backlog = state.num_pending + state.num_ack_pending

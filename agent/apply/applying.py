@@ -16,16 +16,18 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from agent import tcps
 from agent.apply import intake, intents
 from agent.apply.outcomes import Result, Settle
 from agent.deps import Deps
 from agent.settings import AgentSettings
-from common import backoff, bus
+from common import backoff, bus, logs
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from protocol import messages
+from protocol.coordinates import Coordinates
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +88,13 @@ class Applier:
             intent.generation,
             decision.result,
             f" ({decision.report.reason})" if decision.report else "",
+            extra=self._about(intent, delivery),
         )
+
+    def _about(self, intent: messages.Intent, delivery: bus.Delivery) -> dict[str, Any]:
+        """Log fields of the TCP an intent is about, and the intent's stream sequence."""
+        coords = Coordinates(self.ctx.site, intent.namespace, intent.name)
+        return logs.about_tcp(coords, seq=delivery.stream_seq)
 
     async def process(self, intent: messages.Intent, delivery: bus.Delivery) -> intents.Decision:
         """Observe, decide, execute and report; the caller settles the message."""
@@ -118,7 +126,13 @@ class Applier:
         except kerrors.KubeError as exc:
             if not intents.exists_after_all(exc):
                 raise
-        log.info("TenantControlPlane %s/%s exists after all: reading it", intent.namespace, intent.name)
+        about = self._about(intent, delivery)
+        log.info(
+            "TenantControlPlane %s/%s exists after all: reading it",
+            intent.namespace,
+            intent.name,
+            extra=about,
+        )
         return None
 
     async def _reported(
@@ -130,7 +144,11 @@ class Applier:
             await self.publisher.status(status, about=f"intent-{delivery.stream_seq}")
         except bus_errors.BusError as exc:
             log.warning(
-                "reporting %s for %s failed (%s); retrying the intent", report.phase, delivery.subject, exc
+                "reporting %s for %s failed (%s); retrying the intent",
+                report.phase,
+                delivery.subject,
+                exc,
+                extra=self._about(intent, delivery),
             )
             return False
         return True
@@ -151,6 +169,7 @@ class Applier:
                 delivery.stream_seq,
                 found.reason,
                 found.message,
+                extra=logs.about_subject(delivery.subject, prefix=self.prefix, seq=delivery.stream_seq),
             )
             self.metrics.intents.labels(op="unknown", result=found.result).inc()
             self.metrics.intents_rejected.labels(reason=found.reason).inc()
@@ -199,6 +218,7 @@ class Applier:
                 intent.name,
                 delivery.stream_seq,
                 intent.owner.uid,
+                extra=self._about(intent, delivery),
             )
         return dataclasses.replace(decision, report=None)
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from agent.apply import applying, keeper
 from agent.deps import Deps
 from agent.settings import AgentSettings
-from common import backoff, bus
+from common import backoff, bus, logs
 from common.bus import errors as bus_errors
 from protocol import streams
 
@@ -101,7 +101,7 @@ class ApplyLoop:
 
     def _not_ready(self, reason: str, *, error: bool = False) -> None:
         self.deps.readiness.set(READY_CHECK, False, reason)
-        (log.error if error else log.warning)("%s", reason)
+        (log.error if error else log.warning)("%s", reason, extra=logs.about(site=self.settings.site))
 
     async def _bind(self) -> bus.Consumer:
         d = self.definition
@@ -139,19 +139,20 @@ class ApplyLoop:
         """
         d = self.definition
         where = f"{d.stream}/{d.durable_name}"
+        about = logs.about(site=self.settings.site)
         for attempt in range(1, REPLAY_ATTEMPTS + 1):
             try:
                 seq = await bus.replay(self.deps.conn, d)
             except (bus_errors.Unavailable, bus_errors.BusTimeout) as exc:
-                log.warning("replay of %s at start failed (attempt %d): %s", where, attempt, exc)
+                log.warning("replay of %s at start failed (attempt %d): %s", where, attempt, exc, extra=about)
                 await asyncio.sleep(self._retry_delay())
                 continue
             except bus_errors.BusError as exc:  # PermissionDenied or an older server's refusal
-                log.warning("cannot replay %s at start (%s); relying on the resync", where, exc)
+                log.warning("cannot replay %s at start (%s); relying on the resync", where, exc, extra=about)
                 return
-            log.info("replaying the current intents of %s from stream seq %d", where, seq)
+            log.info("replaying the current intents of %s from stream seq %d", where, seq, extra=about)
             return
-        log.warning("gave up replaying %s at start; relying on the resync", where)
+        log.warning("gave up replaying %s at start; relying on the resync", where, extra=about)
 
     async def _consume(self, consumer: bus.Consumer) -> None:
         while True:
@@ -186,7 +187,8 @@ class ApplyLoop:
                     await self.applier.handle(delivery)
                 except bus_errors.BusError as exc:
                     # Settling failed (connection lost): the server redelivers; applying is idempotent.
-                    log.warning("intent on %s: %s; it will be redelivered", subject, exc)
+                    about = logs.about_subject(subject, prefix=self.settings.prefix, seq=delivery.stream_seq)
+                    log.warning("intent on %s: %s; it will be redelivered", subject, exc, extra=about)
                 finally:
                     self.keeper.release(delivery)
         finally:

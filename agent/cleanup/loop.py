@@ -32,10 +32,11 @@ from agent import tcps
 from agent.cleanup import orphans, reading
 from agent.deps import Deps
 from agent.settings import AgentSettings
-from common import aiotasks, objects
+from common import aiotasks, logs, objects
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from common.kube import resources
+from protocol.coordinates import Coordinates
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,7 @@ class CleanupLoop:
             namespace,
             name,
             latest.seq,
+            extra=logs.about_tcp(Coordinates(self.site, namespace, name), seq=latest.seq),
         )
         return True
 
@@ -212,7 +214,7 @@ class CleanupLoop:
     async def _execute(
         self, action: orphans.Action, *, latest: Mapping[tuple[str, str], orphans.Latest]
     ) -> None:
-        where = f"TenantControlPlane {action.namespace}/{action.name}"
+        where, about = f"TenantControlPlane {action.namespace}/{action.name}", self._about(action)
         try:
             if isinstance(action, orphans.Reapply):
                 await self._reapply(action, where, latest=latest[(action.namespace, action.name)])
@@ -221,9 +223,14 @@ class CleanupLoop:
             else:
                 await self._report(action, where)
         except kerrors.Conflict as exc:
-            log.info("%s changed meanwhile (%s); the next pass looks again", where, exc.message or exc)
+            why = exc.message or exc
+            log.info("%s changed meanwhile (%s); the next pass looks again", where, why, extra=about)
         except (kerrors.KubeError, bus_errors.BusError) as exc:
-            log.warning("anti-entropy on %s failed: %s; the next pass tries again", where, exc)
+            log.warning("anti-entropy on %s failed: %s; the next pass tries again", where, exc, extra=about)
+
+    def _about(self, action: orphans.Action) -> dict[str, Any]:
+        seq = action.seq if isinstance(action, orphans.Reapply) else None
+        return logs.about_tcp(Coordinates(self.site, action.namespace, action.name), seq=seq)
 
     async def _reapply(self, action: orphans.Reapply, where: str, *, latest: orphans.Latest) -> None:
         for attempt in range(1, REAPPLY_ATTEMPTS + 1):
@@ -241,11 +248,12 @@ class CleanupLoop:
             if again is None:
                 return
             action = again
+        seq, fields, about = action.seq, ", ".join(action.fields), self._about(action)
         if not action.fields:
-            log.info("%s: wrote the record of the fields it owns (intent seq %d)", where, action.seq)
+            log.info("%s: wrote the record of the fields it owns (intent seq %d)", where, seq, extra=about)
             return
         self.metrics.drift_reverted.inc()
-        log.warning("reverted drift of %s to intent seq %d: %s", where, action.seq, ", ".join(action.fields))
+        log.warning("reverted drift of %s to intent seq %d: %s", where, seq, fields, extra=about)
 
     def _redecide(self, tcp: Mapping[str, Any] | None, latest: orphans.Latest) -> orphans.Reapply | None:
         if tcp is None:
@@ -264,27 +272,27 @@ class CleanupLoop:
     async def _delete(self, action: orphans.DeleteOrphan, where: str) -> None:
         # Deleting is the one irreversible step: read the subject once more right before it.
         if await self.intents.present(action.namespace, action.name):
-            log.info("%s has an intent again; not deleting it", where)
+            log.info("%s has an intent again; not deleting it", where, extra=self._about(action))
             return
-        await self._event(action)
+        await self._event(action, where)
         if await self.kube.delete(tcps.TCP, action.name, namespace=action.namespace, uid=action.uid) is None:
             return  # already gone
         self.metrics.orphans.labels(action="deleted").inc()
-        log.warning("deleted orphan: %s", action.message)
+        log.warning("deleted orphan: %s", action.message, extra=self._about(action))
 
     async def _report(self, action: orphans.ReportOrphan, where: str) -> None:
         self.metrics.orphans.labels(action="reported").inc()
-        log.warning("orphan: %s", action.message)
-        await self._event(action)
+        log.warning("orphan: %s", action.message, extra=self._about(action))
+        await self._event(action, where)
 
-    async def _event(self, action: orphans.DeleteOrphan | orphans.ReportOrphan) -> None:
+    async def _event(self, action: orphans.DeleteOrphan | orphans.ReportOrphan, where: str) -> None:
         """A Warning Event on the TCP; a failure is logged, never blocks the action it reports."""
         event = orphans.new_event(action, site=self.site, now=dt.datetime.now(dt.UTC))
         try:
             await self.kube.create(resources.EVENT, event, namespace=action.namespace)
         except kerrors.KubeError as exc:
             log.warning(
-                "cannot record event %s on %s/%s: %s", event["reason"], action.namespace, action.name, exc
+                "cannot record event %s on %s: %s", event["reason"], where, exc, extra=self._about(action)
             )
 
     async def _sleep(self) -> None:

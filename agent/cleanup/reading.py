@@ -21,9 +21,10 @@ from agent.apply import intake
 from agent.cleanup import orphans
 from agent.deps import Deps
 from agent.settings import AgentSettings
-from common import bus, objects
+from common import bus, logs, objects
 from protocol import errors as protocol_errors
 from protocol import signing, streams, subjects
+from protocol.coordinates import Coordinates
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,10 @@ class IntentReader:
             if refusal is None:
                 return orphans.Latest(intent=intent, seq=stored.seq)
             why = refusal.message
-        log.warning("latest intent on %s (seq %d): %s; not touching it", subject, stored.seq, why)
+        about = logs.about_tcp(Coordinates(self.site, namespace, name), seq=stored.seq)
+        log.warning(
+            "latest intent on %s (seq %d): %s; not touching it", subject, stored.seq, why, extra=about
+        )
         return orphans.Unverifiable(why)
 
     async def latest_of(self, found: Iterable[Mapping[str, Any]]) -> list[orphans.Found]:

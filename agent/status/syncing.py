@@ -20,11 +20,12 @@ from agent import tcps
 from agent.deps import Deps
 from agent.status import cache, report
 from agent.status.schedule import Schedule, retry_delay
-from common import aiotasks
+from common import aiotasks, logs
 from common.bus import errors
 from common.kube import errors as kerrors
 from protocol import errors as protocol_errors
 from protocol import messages, names
+from protocol.coordinates import Coordinates
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,13 @@ class Syncer:
                 # stream, a box over the size limit): retry it later, keep reporting the others,
                 # whose updates replace messages already stored and still fit.
                 delay = self._retry(key, entry)
-                log.error("status of tcp %s/%s not published: %s; retrying in %.1fs", *key, exc, delay)
+                log.error(
+                    "status of tcp %s/%s not published: %s; retrying in %.1fs",
+                    *key,
+                    exc,
+                    delay,
+                    extra=self._about(key),
+                )
                 return 0
             except errors.BusError as exc:
                 # The round's syncs fail together: the caller counts the round once
@@ -80,15 +87,26 @@ class Syncer:
                 delay = retry_delay(max(self.schedule.failures + 1, entry.failures))
                 self.schedule.pause(delay)
                 self.schedule.retry(key, delay)
-                log.warning("status of tcp %s/%s not published (%s); retrying in %.1fs", *key, exc, delay)
+                log.warning(
+                    "status of tcp %s/%s not published (%s); retrying in %.1fs",
+                    *key,
+                    exc,
+                    delay,
+                    extra=self._about(key),
+                )
                 return None
             except Exception:
                 # A bug or an object we cannot read: retry this TCP later, keep reporting the others.
                 delay = self._retry(key, entry)
-                log.exception("status of tcp %s/%s failed; retrying in %.1fs", *key, delay)
+                log.exception(
+                    "status of tcp %s/%s failed; retrying in %.1fs", *key, delay, extra=self._about(key)
+                )
                 return 0
             entry.failures = 0
             return published
+
+    def _about(self, key: Key, *, seq: int | None = None) -> dict[str, Any]:
+        return logs.about_tcp(Coordinates(self.site, *key), seq=seq)
 
     def _retry(self, key: Key, entry: cache.Entry) -> float:
         entry.failures += 1
@@ -146,7 +164,13 @@ class Syncer:
             await self.revert(*key)
         except (errors.BusError, kerrors.KubeError) as exc:
             delay = self._retry(key, entry)
-            log.warning("drift of tcp %s/%s not reverted: %s; retrying in %.1fs", *key, exc, delay)
+            log.warning(
+                "drift of tcp %s/%s not reverted: %s; retrying in %.1fs",
+                *key,
+                exc,
+                delay,
+                extra=self._about(key),
+            )
 
     async def _restored(self, key: Key) -> bool:
         """Whether ``restore`` brought the vanished TCP back (or it is back already)."""
@@ -157,7 +181,9 @@ class Syncer:
             return await self.restore(*key, entry.applied if entry is not None else None)
         except (errors.BusError, kerrors.KubeError) as exc:
             # The Deleted goes out instead: the hub, still wanting the TCP, publishes its intent again.
-            log.warning("tcp %s/%s vanished and could not be recreated: %s", *key, exc)
+            log.warning(
+                "tcp %s/%s vanished and could not be recreated: %s", *key, exc, extra=self._about(key)
+            )
             return False
 
     async def _sync_secrets(
@@ -178,7 +204,9 @@ class Syncer:
             recipient = self.deps.hub_keys.newest_sealing()
         except protocol_errors.SealError as exc:
             # A configuration error (no sealing key): the Status still goes, without secrets.
-            log.error("sealed secrets of tcp %s/%s not published: %s", namespace, name, exc)
+            log.error(
+                "sealed secrets of tcp %s/%s not published: %s", namespace, name, exc, extra=self._about(key)
+            )
             return checksum
         if entry.sealed == (checksum, recipient.key_id):
             return checksum
@@ -195,6 +223,7 @@ class Syncer:
             recipient.key_id,
             ack.seq,
             duplicate,
+            extra=self._about(key, seq=ack.seq),
         )
         return checksum
 
@@ -214,4 +243,5 @@ class Syncer:
             status.phase,
             status.reason,
             ack.seq,
+            extra=self._about(key, seq=ack.seq),
         )

@@ -19,6 +19,7 @@ from typing import Any
 import nats.errors
 from nats.aio.client import Client
 
+from common import logs
 from common.bus import errors, permissions, tls
 from common.bus.connection import Connection, Options, close_client
 
@@ -106,7 +107,7 @@ async def connect(
     async def error_cb(exc: Exception) -> None:
         violation = permissions.parse_violation(str(exc))
         if violation is not None:
-            log.error("NATS permission violation: %s to %r", *violation)
+            log.error("NATS permission denied: %s to %r", *violation, extra=logs.about_subject(violation[1]))
             watch.record(*violation)
         elif holder and holder[0][1].is_connected:
             log.warning("NATS error: %s", exc)

@@ -19,6 +19,7 @@ import nats.js.api as api
 import nats.js.errors
 from nats.js.client import JetStreamContext
 
+from common import logs
 from common.bus import errors
 from common.bus.connection import Connection
 
@@ -77,6 +78,7 @@ async def publish(
                 exc,
                 attempt,
                 attempts,
+                extra=logs.about_subject(subject),
             )
             await asyncio.sleep(retry_wait * attempt)
     raise AssertionError("unreachable")  # pragma: no cover

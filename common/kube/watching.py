@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
-from common import backoff
+from common import backoff, logs
 from common.kube import errors
 from common.kube.client import Kube, WatchEvent
 from common.kube.resources import Resource
@@ -42,7 +42,7 @@ async def stream(
     max_backoff: float = 30.0,
 ) -> AsyncGenerator[Synced | WatchEvent, None]:
     """``resource_version`` resumes a stream a caller held before (no Synced unless it expired)."""
-    failures = 0
+    failures, about = 0, logs.about(kind=r.kind)
     version = resource_version
     while True:
         try:
@@ -66,10 +66,10 @@ async def stream(
                     if event.type != "BOOKMARK":
                         yield event
         except errors.Gone:
-            log.info("watch of %s expired at resourceVersion %s; relisting", r.plural, version)
+            log.info("watch of %s expired at resourceVersion %s; relisting", r.plural, version, extra=about)
             version = ""
         except errors.KubeError as exc:
             failures += 1
             delay = backoff.delay(failures, base=0.4, cap=max_backoff)
-            log.warning("watch of %s failed (%s); retrying in %.1fs", r.plural, exc, delay)
+            log.warning("watch of %s failed (%s); retrying in %.1fs", r.plural, exc, delay, extra=about)
             await asyncio.sleep(delay)

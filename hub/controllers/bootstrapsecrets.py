@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from common import kube as ckube
+from common import logs
 from common.kube import resources
 from hub.controllers.sitecredentials import Revoke
 from protocol import errors, natsjwt
@@ -83,9 +84,11 @@ class BootstrapSecrets:
         if replaced is not None:
             await self.revoke({replaced.sub: int(now.timestamp())})  # the one it replaces
         self._expires[site] = dt.datetime.fromtimestamp(exp, dt.UTC)
+        secret = (resources.SECRET.kind, self.namespace, secret_name(site))
+        about = logs.about(kind=secret[0], namespace=secret[1], name=secret[2], site=site)
         log.info(
             "Site %s: bootstrap credential in Secret %s/%s until %s; hand it to the site's agent",
-            site, self.namespace, secret_name(site), self._expires[site].isoformat(),
+            site, self.namespace, secret_name(site), self._expires[site].isoformat(), extra=about,
         )  # fmt: skip
 
     async def release(self, site: str) -> None:

@@ -15,7 +15,7 @@ import datetime as dt
 import logging
 
 from common import kube as ckube
-from common import objects
+from common import logs, objects
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import api
@@ -63,15 +63,16 @@ class InfraEndpoints:
         key = (r.metadata.namespace, r.metadata.name)
         now = dt.datetime.now(dt.UTC)
         self._outcomes[key] = rkcp_infra.Outcome(target=t, state=state, reason=reason, at=now)
+        about = logs.about(namespace=r.metadata.namespace, name=r.metadata.name, site=r.spec.site)
         if state == "refused":
-            log.warning("InfraCluster endpoint for %s/%s not set: %s", *key, reason)
+            log.warning("InfraCluster endpoint for %s/%s not set: %s", *key, reason, extra=about)
             event = rkcp.Event("Warning", "InfrastructureEndpointRefused", reason)
             await writing.record_event(self.kube, event, r)
         elif state == "set" and changed:
             event = rkcp.Event("Normal", "InfrastructureEndpointSet", reason)
             await writing.record_event(self.kube, event, r)
         elif state == "waiting":
-            log.info("InfraCluster endpoint for %s/%s: waiting for %s", *key, reason)
+            log.info("InfraCluster endpoint for %s/%s: waiting for %s", *key, reason, extra=about)
 
     async def _attempt(self, t: rkcp.PatchInfraEndpoint) -> bool:
         """Patch if unset or different; True when it was patched. Raises ``Refused`` or KubeError."""

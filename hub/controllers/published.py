@@ -19,7 +19,7 @@ import logging
 import math
 from collections.abc import Callable
 
-from common import bus
+from common import bus, logs
 from common.bus import errors as bus_errors
 from hub import api, holdings, mapping
 from hub.controllers import config
@@ -111,6 +111,7 @@ class PublishedIntents:
                 coords,
                 held.seq if held else "none",
                 found.seq if found else "none",
+                extra=logs.about_tcp(coords, seq=found.seq if found else None),
             )
         self.record(coords, found, at=now)
         return found
@@ -146,13 +147,21 @@ class PublishedIntents:
         try:
             i = messages.decode_intent(stored.data)
         except protocol_errors.DecodeError as exc:
-            log.error("undecodable intent on %s: %s", stored.subject, exc)
+            log.error(
+                "undecodable intent on %s: %s",
+                stored.subject,
+                exc,
+                extra=logs.about_tcp(coords, seq=stored.seq),
+            )
             return rkcp.Published.undecodable(stored.seq)
         try:
             signing.verify(stored.data, self._own_keys)
             signed = True
         except (protocol_errors.DecodeError, protocol_errors.SignatureError) as exc:
-            log.warning("intent on %s (seq %d) is not the hub's: %s", stored.subject, stored.seq, exc)
+            about = logs.about_tcp(coords, seq=stored.seq)
+            log.warning(
+                "intent on %s (seq %d) is not the hub's: %s", stored.subject, stored.seq, exc, extra=about
+            )
             signed = False
         return rkcp.Published(
             seq=stored.seq,
@@ -188,6 +197,7 @@ class PublishedIntents:
                 r.metadata.namespace,
                 r.metadata.name,
                 exc,
+                extra=logs.about(namespace=r.metadata.namespace, name=r.metadata.name, site=coords.site),
             )
             self.drop(coords)
             return False
@@ -204,6 +214,9 @@ class PublishedIntents:
             r.metadata.name,
             r.metadata.generation,
             ack.seq,
+            extra=logs.about(
+                namespace=r.metadata.namespace, name=r.metadata.name, site=coords.site, seq=ack.seq
+            ),
         )
         return True
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+from typing import Any
 
 import pydantic
 
-from common import objects
+from common import logs, objects
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from hub import api, cluster_api, mapping, placements
@@ -87,12 +88,12 @@ class Reconciler:
             self._last_error.pop(key, None)
         except (kerrors.KubeError, bus_errors.BusError) as exc:
             self.deps.metrics.reconcile_errors.inc()
-            log.warning("reconciling %s/%s: %s; retrying", *key, exc)
+            log.warning("reconciling %s/%s: %s; retrying", *key, exc, extra=self._about(key))
             await self._error_event(key, str(exc))
             requeue = 5.0
         except Exception:
             self.deps.metrics.reconcile_errors.inc()
-            log.exception("reconciling %s/%s failed", *key)
+            log.exception("reconciling %s/%s failed", *key, extra=self._about(key))
             requeue = 10.0
         if key not in self.informers.rkcps:
             # Deleted while it was being reconciled: what was just noted goes too. Where it mapped
@@ -121,7 +122,7 @@ class Reconciler:
         try:
             r = api.RemoteKamajiControlPlane.parse(obj)
         except pydantic.ValidationError as exc:
-            log.error("RemoteKamajiControlPlane %s/%s is not valid: %s", *key, exc)
+            log.error("RemoteKamajiControlPlane %s/%s is not valid: %s", *key, exc, extra=self._about(key))
             return None
         observed = await self.observe(r)
         if observed is None:
@@ -164,7 +165,13 @@ class Reconciler:
             return
         self._refused[key] = (reason, seq)
         self.deps.metrics.secrets_refused.labels(reason=reason).inc()
-        log.warning("sealed secrets (seq %d) not written for %s/%s: %s", seq, *key, reason)
+        about = self._about(key, seq=seq)
+        log.warning("sealed secrets (seq %d) not written for %s/%s: %s", seq, *key, reason, extra=about)
+
+    def _about(self, key: Key, *, seq: int | None = None) -> dict[str, Any]:
+        """Log fields of the RKCP ``key``: its site as far as its object says."""
+        spec = (self.informers.rkcps.get(key) or {}).get("spec") or {}
+        return logs.about(namespace=key[0], name=key[1], site=spec.get("site"), seq=seq)
 
     async def observe(self, r: api.RemoteKamajiControlPlane) -> rkcp.Observed | None:
         now = dt.datetime.now(dt.UTC)

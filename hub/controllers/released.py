@@ -19,7 +19,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from common import aiotasks, bus
+from common import aiotasks, bus, logs
 from common.bus import errors as bus_errors
 from hub.controllers import config
 from hub.reconcile import released
@@ -135,7 +135,14 @@ class ReleasedDeletions:
             try:
                 done = await self.check(coords, uid, seq)
             except bus_errors.BusError as exc:
-                log.warning("checking the released deletion of %s (uid %s): %s", "/".join(coords), uid, exc)
+                about = logs.about_tcp(coords, seq=seq)
+                log.warning(
+                    "checking the released deletion of %s (uid %s): %s",
+                    "/".join(coords),
+                    uid,
+                    exc,
+                    extra=about,
+                )
                 continue
             if done:
                 self._drop((coords, uid))
@@ -170,6 +177,7 @@ class ReleasedDeletions:
                 "/".join(coords),
                 uid,
                 ", ".join(p.kind.value for p in decision.purge),
+                extra=logs.about_tcp(coords, seq=seq),
             )
             self.deps.metrics.released_purged.inc()
             self.on_purged(coords)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pydantic
 
+from common import logs
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import credentialrules, site_api
@@ -84,7 +85,9 @@ class SiteSync:
         try:
             self._specs[site] = site_api.Site.parse(obj).spec
         except pydantic.ValidationError as exc:
-            log.error("Site %s is not valid, so it grants nothing: %s", site, exc)
+            log.error(
+                "Site %s is not valid, so it grants nothing: %s", site, exc, extra=logs.about_site(site)
+            )
             self._specs[site] = None
         return site
 
@@ -106,10 +109,12 @@ class SiteSync:
             try:
                 requeue = await self.sync(site)
             except kerrors.KubeError as exc:
-                log.warning("writing the status of Site %s: %s; retrying", site, exc)
+                log.warning(
+                    "writing the status of Site %s: %s; retrying", site, exc, extra=logs.about_site(site)
+                )
                 requeue = 5.0
             except Exception:
-                log.exception("writing the status of Site %s failed", site)
+                log.exception("writing the status of Site %s failed", site, extra=logs.about_site(site))
                 requeue = 10.0
             finally:
                 self.queue.done(site)

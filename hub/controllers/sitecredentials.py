@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Protocol
 
 from common import kube as ckube
+from common import logs
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import credentialrules
@@ -81,7 +82,11 @@ class SiteCredentials:
             return False
         if FINALIZER in finalizers:
             if moving:
-                log.info("Site %s deleted for clusterctl move: its agent keeps its credential", site)
+                log.info(
+                    "Site %s deleted for clusterctl move: its agent keeps its credential",
+                    site,
+                    extra=logs.about_site(site),
+                )
             else:
                 await self._revoke(site, obj)
             await self._finalizers(site, meta, [f for f in finalizers if f != FINALIZER])
@@ -93,10 +98,16 @@ class SiteCredentials:
             await self.bootstrap.release(site)
         key = record(obj).key
         if not key:
-            log.info("Site %s deleted: its agent never had a credential, nothing to revoke", site)
+            log.info(
+                "Site %s deleted: its agent never had a credential, nothing to revoke",
+                site,
+                extra=logs.about_site(site),
+            )
             return
         await self.revoke({key: int(dt.datetime.now(dt.UTC).timestamp())})
-        log.info("Site %s deleted: revoked its agent's NATS credential %s", site, key)
+        log.info(
+            "Site %s deleted: revoked its agent's NATS credential %s", site, key, extra=logs.about_site(site)
+        )
 
     async def _finalizers(self, site: str, meta: dict[str, Any], finalizers: list[str]) -> None:
         body = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "finalizers": finalizers}}

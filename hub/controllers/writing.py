@@ -18,6 +18,7 @@ import logging
 from typing import Any, Final
 
 from common import kube as ckube
+from common import logs
 from common.kube import errors as kerrors
 from common.kube import events, resources
 from hub import api, intake, mapping
@@ -127,6 +128,14 @@ async def record_event(kube: ckube.Kube, e: rkcp.Event, r: api.RemoteKamajiContr
     try:
         await kube.create(resources.EVENT, body, namespace=r.metadata.namespace)
     except kerrors.KubeError as exc:
+        about = logs.about(
+            kind=RKCP.kind, namespace=r.metadata.namespace, name=r.metadata.name, site=r.spec.site
+        )
         log.warning(
-            "event %s for %s/%s not recorded: %s", e.reason, r.metadata.namespace, r.metadata.name, exc
+            "event %s for %s/%s not recorded: %s",
+            e.reason,
+            r.metadata.namespace,
+            r.metadata.name,
+            exc,
+            extra=about,
         )

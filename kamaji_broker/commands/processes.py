@@ -27,13 +27,34 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=_FLAGS_AND_ENV,
     )
     flags.add(hub, HubSettings)
+    _add_verbose(hub)
     agent = sub.add_parser(
         "agent",
         help="run the site agent: apply intents to TenantControlPlanes, report status and sealed secrets",
         description=_FLAGS_AND_ENV,
     )
     flags.add(agent, AgentSettings)
+    _add_verbose(agent)
     _add_sandbox(sub)
+
+
+def _add_verbose(parser: argparse.ArgumentParser) -> None:
+    # A count, not a setting: how much to say is asked for by a person at a terminal (as
+    # kubectl's -v), while KB_LOG_LEVEL stays the deployment's knob; given, -v wins over it.
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="-v: debug lines of kamaji-broker; -vv: also of nats, aiohttp and asyncio "
+        "(never kubernetes_asyncio's, which would show Secrets); wins over KB_LOG_LEVEL",
+    )
+
+
+def _configure_logs(args: argparse.Namespace, log_format: logs.Format) -> None:
+    logs.configure(
+        level=os.environ.get("KB_LOG_LEVEL", "info"), log_format=log_format, verbosity=args.verbose
+    )
 
 
 def _add_sandbox(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -83,7 +104,7 @@ def agent(args: argparse.Namespace) -> int:
     from agent import main as agent_main
 
     settings = flags.load(AgentSettings, args)
-    logs.configure(level=os.environ.get("KB_LOG_LEVEL", "info"))
+    _configure_logs(args, settings.log_format)
     asyncio.run(agent_main.run(settings))
     return 0
 
@@ -92,7 +113,7 @@ def hub(args: argparse.Namespace) -> int:
     from hub import main as hub_main
 
     settings = flags.load(HubSettings, args)
-    logs.configure(level=os.environ.get("KB_LOG_LEVEL", "info"))
+    _configure_logs(args, settings.log_format)
     asyncio.run(hub_main.run(settings))
     return 0
 

@@ -69,6 +69,7 @@ class Broker(NatsNodes, Clusters):
             "--heartbeat-interval", str(self.options.heartbeat_interval),
             "--stream-replicas", str(self.stream_replicas),
             "--listen", f"127.0.0.1:{port}",
+            *self.options.args,
         ]  # fmt: skip
         if self.options.hub_replicas > 1:
             args += [
@@ -95,5 +96,6 @@ class Broker(NatsNodes, Clusters):
             "--namespaces", self.namespace,
             "--heartbeat-interval", str(self.options.heartbeat_interval),
             "--listen", f"127.0.0.1:{port}",
+            *self.options.args,
         ]  # fmt: skip
         return self._spawn(f"agent-{site}", args, health_url=self.agent_health_urls[site])

@@ -31,6 +31,8 @@ class Options:
     env: Mapping[str, str] = field(default_factory=dict)
     """Added to the hub's and the agents' environment (e.g. ``KB_LOG_LEVEL``): for settings the
     fields here do not cover."""
+    args: tuple[str, ...] = ()
+    """Added to the hub's and the agents' command lines (e.g. ``-vv``, ``--log-format text``)."""
     start_timeout: float = 60.0
     """Seconds each part (and a child started again) has to become ready."""
     stop_timeout: float = 10.0

@@ -26,9 +26,12 @@ import aiohttp
 
 __all__ = ["Child", "LaunchError", "child_env", "errors", "last_error", "tail"]
 
-# What an error looks like in each child's log: the hub's and agents' JSON lines, Python logging
-# (emulators, simulators), a traceback's final line, nats-server's [ERR].
-_ERROR = re.compile(r'"level": "(error|critical)"|\b(ERROR|CRITICAL)\b|\[ERR\]|^[\w.]+(Error|Exception): ')
+# What an error looks like in each child's log: the hub's and agents' JSON or text lines, Python
+# logging (emulators, simulators), a traceback's final line, nats-server's [ERR].
+_ERROR = re.compile(
+    r'"level": "(error|critical)"|^\S+Z (error|critical) '
+    r"|\b(ERROR|CRITICAL)\b|\[ERR\]|^[\w.]+(Error|Exception): "
+)
 
 
 class LaunchError(RuntimeError):

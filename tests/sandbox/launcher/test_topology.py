@@ -79,6 +79,8 @@ def test_topology_rejects_a_site_named_like_the_management_cluster(tmp_path: Pat
 NAME_ERROR = "NameError: name 'x' is not defined"
 JSON_ERROR = '{"level": "error", "message": "boom"}'
 NATS_ERROR = "[1] [ERR] listen failed"
+TEXT_ERROR = "2026-12-02T07:30:00.123Z error hub.controllers.reconciling  boom  namespace=default name=cp-1"
+TEXT_INFO = "2026-12-02T07:30:00.124Z info  hub.controllers.published  an error, quoted  name=error"
 
 
 @pytest.mark.parametrize(
@@ -89,6 +91,7 @@ NATS_ERROR = "[1] [ERR] listen failed"
         pytest.param(["x ERROR sim: unexpected error", "Traceback (most recent call last):", "  File ...",
                       NAME_ERROR], NAME_ERROR, id="traceback"),
         pytest.param([NATS_ERROR, "[1] [INF] Server Exiting.."], NATS_ERROR, id="nats"),
+        pytest.param([TEXT_ERROR, TEXT_INFO], TEXT_ERROR, id="text"),
     ],
 )  # fmt: skip
 def test_last_error_of_a_log(tmp_path: Path, lines: list[str], expected: str) -> None:
