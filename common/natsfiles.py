@@ -97,6 +97,13 @@ def _check(prefix: str, config_file: str, tls: tlsfiles.Paths | None) -> None:
         tlsfiles.check(tls)
 
 
+def _operator_files(config_dir: Path, observer: Identity, *, prefix: str) -> None:
+    """The operator's, accounts' and hub's files, and the observer's user signed anew."""
+    keys = natsoperator.Keys.load_or_create(config_dir)
+    natsoperator.write(keys)
+    files.write_private(config_dir / OBSERVER_CREDS, keys.observer_creds(observer.seed_file, prefix=prefix))
+
+
 def nats_config(
     config_dir: Path,
     *,
@@ -119,9 +126,7 @@ def nats_config(
     store = store_dir if store_dir is not None else config_dir / "jetstream"
     observer = _identity(config_dir / OBSERVER_SEED, "observer")
     if auth == "operator":
-        keys = natsoperator.Keys.load_or_create(config_dir)
-        natsoperator.write(keys)
-        files.write_private(config_dir / OBSERVER_CREDS, keys.observer_creds(observer.seed_file, prefix=prefix))
+        _operator_files(config_dir, observer, prefix=prefix)
         hub = None
         auth_file, resolver_dir = natsconfig.OPERATOR_FILE, str((store / RESOLVER_DIR).absolute())
     else:

@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # Warnings and errors of the libraries, as text (the processes reconfigure for themselves).
-    logs.configure(level="warning", json_format=False)
+    logs.configure(level="warning", log_format="text")
     try:
         return HANDLERS[args.command](args)
     except flags.SettingsError as exc:
