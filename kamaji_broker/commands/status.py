@@ -127,7 +127,8 @@ async def read(args: argparse.Namespace) -> fleet.Fleet:
 def render(f: fleet.Fleet, *, output: str) -> str:
     if output == "json":
         return json.dumps(fleetview.to_json(f), indent=2)
-    verdict = "healthy" if f.healthy else f"UNHEALTHY: {len(f.problems())} problems"
+    count = len(f.problems())
+    verdict = "healthy" if f.healthy else f"UNHEALTHY: {count} problem{'s' if count > 1 else ''}"
     if f.bus:
         source = "management cluster and bus"
     else:

@@ -1,11 +1,20 @@
 """``kamaji-broker sandbox`` as a user runs it: ready and exit, too slow and say what is missing,
-Ctrl-C, a directory that is not a sandbox's — and never a process left behind."""
+Ctrl-C, a directory that is not a sandbox's, the live view on a terminal after Ready (an upgrade,
+a deletion, a site disconnecting and coming back) — and never a process left behind."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import pty
+import re
+import select
+import shutil
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -92,4 +101,89 @@ def test_a_directory_that_is_not_a_sandbox_is_refused_and_kept(tmp_path: Path) -
     assert done.returncode == 1
     assert f"{d} is not empty and is not a sandbox directory" in done.stderr
     assert (d / "notes.txt").read_text() == "keep me\n"
+    assert processes_mentioning(d) == []
+
+
+class Terminal:
+    """``kamaji-broker sandbox`` on a pseudo-terminal, as a person runs it: what it drew so far."""
+
+    def __init__(self, args: list[str]) -> None:
+        self.master, slave = pty.openpty()
+        # Wide enough that no line of the view is cut.
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 60, 200, 0, 0))
+        self.proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+        os.close(slave)
+        self.drawn = b""
+
+    def read(self) -> str:
+        while select.select([self.master], [], [], 0)[0]:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:  # the other side closed (EIO on Linux)
+                break
+            if not chunk:
+                break
+            self.drawn += chunk
+        return self.drawn.decode(errors="replace")
+
+    def until(self, text: str, *, within: float = 60) -> str:
+        deadline = time.monotonic() + within
+        while text not in (seen := self.read()):
+            assert self.proc.poll() is None, seen[-3000:]
+            assert time.monotonic() < deadline, f"{text!r} not drawn within {within}s:\n{seen[-3000:]}"
+            select.select([self.master], [], [], 0.2)
+        return seen
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.master)
+
+
+def kubectl(d: Path, *args: str) -> None:
+    binary = shutil.which("kubectl") or "/usr/bin/kubectl"
+    subprocess.run(
+        [binary, "--kubeconfig", str(d / "mgmt.kubeconfig"), *args], check=True, capture_output=True
+    )
+
+
+def agent_pid(d: Path, site: str) -> int:
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
+    (pid,) = [
+        int(line.split()[0]) for line in ps.splitlines() if str(d) in line and f"agent --site {site}" in line
+    ]
+    return pid
+
+
+def test_the_live_view_in_a_terminal_shows_what_happens_after_ready(tmp_path: Path) -> None:
+    d = tmp_path / "sb"
+    term = Terminal(
+        [*SANDBOX, "--sites", "1", "--control-planes", "2", "--kamaji-delay", "0", "--dir", str(d)]
+    )
+    try:
+        term.until("Running until Ctrl-C.")
+        # An upgrade: the site reports the new version, and the view says so.
+        kubectl(d, "patch", "rkcp", "site-a-1", "--type", "merge", "-p", '{"spec":{"version":"v1.32.0"}}')
+        term.until("default/site-a-1 (site-a): version v1.31.0 -> v1.32.0")
+        # A deletion, as CAPI deletes a cluster.
+        kubectl(d, "delete", "rkcp", "site-a-2", "--wait=false")
+        kubectl(d, "delete", "cluster", "site-a-2", "--wait=false")
+        term.until("default/site-a-2 (site-a): deleted")
+        # The site's agent stops answering: the site disconnects, then comes back.
+        pid = agent_pid(d, "site-a")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            term.until("site site-a: agent not connected: its last heartbeat is ")
+            assert re.search(r"site-a +NO ", term.read()), "the table shows the site disconnected"
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        term.until("site site-a: healthy again")
+        seen = term.read()
+        assert "Recent:" in seen and "\x1b[J" in seen  # drawn in place, the events under the table
+        term.proc.send_signal(signal.SIGINT)
+        assert term.proc.wait(timeout=30) == 0, term.read()[-3000:]
+        assert term.until("stopped.").rstrip().endswith("stopped.")
+    finally:
+        term.close()
     assert processes_mentioning(d) == []
