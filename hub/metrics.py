@@ -34,14 +34,16 @@ class Metrics:
         self.status_received = counter("kb_hub_status_received", "Status messages received and decoded")
         self.first_ready_seconds = Histogram(
             "kb_hub_first_ready_seconds",
-            "Seconds from RKCP creation to its first Ready",
+            "Seconds from RKCP creation to its first Ready, by site",
+            ["site"],
             buckets=FIRST_READY_BUCKETS,
             registry=self.registry,
         )
         self.update_ready_seconds = Histogram(
             "kb_hub_update_ready_seconds",
             "Seconds from the publish of an update intent (a newer generation of a control plane "
-            "already provisioned) to the site's Ready at that generation",
+            "already provisioned) to the site's Ready at that generation, by site",
+            ["site"],
             buckets=UPDATE_READY_BUCKETS,
             registry=self.registry,
         )

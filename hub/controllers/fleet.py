@@ -106,7 +106,7 @@ class Fleet:
         ready = ready_generation(o)
         if pending is not None and ready is not None and ready >= pending[0]:
             del self._updates[key]
-            self.metrics.update_ready_seconds.observe(max(0.0, at - pending[1]))
+            self.metrics.update_ready_seconds.labels(o.rkcp.spec.site).observe(max(0.0, at - pending[1]))
         generation = update_generation(o, plan)
         if generation is not None:
             # The newest update is the one timed: Ready at it is Ready at every earlier one too.

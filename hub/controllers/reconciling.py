@@ -142,7 +142,7 @@ class Reconciler:
         if plan.first_ready:
             self._initialized[key] = r.metadata.uid
         if plan.first_ready and r.metadata.creation_timestamp is not None:
-            self.deps.metrics.first_ready_seconds.observe(
+            self.deps.metrics.first_ready_seconds.labels(site=r.spec.site).observe(
                 (observed.now - r.metadata.creation_timestamp).total_seconds()
             )
         requeue = plan.requeue_after
