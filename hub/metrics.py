@@ -32,21 +32,7 @@ class Metrics:
             "kb_hub_intents_published", "Intents published, by site and operation", ["site", "op"]
         )
         self.status_received = counter("kb_hub_status_received", "Status messages received and decoded")
-        self.first_ready_seconds = Histogram(
-            "kb_hub_first_ready_seconds",
-            "Seconds from RKCP creation to its first Ready, by site",
-            ["site"],
-            buckets=FIRST_READY_BUCKETS,
-            registry=self.registry,
-        )
-        self.update_ready_seconds = Histogram(
-            "kb_hub_update_ready_seconds",
-            "Seconds from the publish of an update intent (a newer generation of a control plane "
-            "already provisioned) to the site's Ready at that generation, by site",
-            ["site"],
-            buckets=UPDATE_READY_BUCKETS,
-            registry=self.registry,
-        )
+        self._latency()
         self.secrets_written = counter(
             "kb_hub_secrets_written", "Kubeconfig and CA Secrets written in the management cluster"
         )
@@ -80,6 +66,24 @@ class Metrics:
             ["stream", "reason"],
         )
         self._credentials(counter)
+
+    def _latency(self) -> None:
+        """How long control planes take to be Ready, by site (a slow site shows as itself)."""
+        self.first_ready_seconds = Histogram(
+            "kb_hub_first_ready_seconds",
+            "Seconds from RKCP creation to its first Ready, by site",
+            ["site"],
+            buckets=FIRST_READY_BUCKETS,
+            registry=self.registry,
+        )
+        self.update_ready_seconds = Histogram(
+            "kb_hub_update_ready_seconds",
+            "Seconds from the publish of an update intent (a newer generation of a control plane "
+            "already provisioned) to the site's Ready at that generation, by site",
+            ["site"],
+            buckets=UPDATE_READY_BUCKETS,
+            registry=self.registry,
+        )
 
     def _per_site(self, gauge: Any) -> None:
         """What the leader knows of each site and of the control planes placed there."""
