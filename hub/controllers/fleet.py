@@ -80,11 +80,22 @@ def update_generation(o: rkcp.Observed, plan: rkcp.Plan) -> int | None:
     return None if same else generation
 
 
-def ready_generation(o: rkcp.Observed) -> int | None:
-    """The generation the site reports Ready at (``Ready`` only: ``Upgrading`` serves the old
-    one), or None."""
+ROLLOUT: Final = (api.ROLLING_OUT, api.SCALING_UP, api.SCALING_DOWN)
+"""CAPI's conditions that are True while what runs at the site is not yet what the spec says."""
+
+
+def ready_generation(o: rkcp.Observed, plan: rkcp.Plan) -> int | None:
+    """The generation the site runs Ready, or None: ``Ready`` (``Upgrading`` serves the old
+    one) with nothing rolling out or scaling in the status just written. The site's generation
+    alone is not enough: the agent reports the intent's generation as soon as it applied it,
+    while Kamaji may not have begun the rollout (its TCP still says Ready)."""
     report = rkcp.report_for_owner(o)
-    return report.observed_generation if report is not None and report.phase == "Ready" else None
+    if report is None or report.phase != "Ready" or plan.status is None:
+        return None
+    moving = (c.get(plan.status.conditions, kind) for kind in ROLLOUT)
+    if any(cond is None or cond.status != c.FALSE for cond in moving):
+        return None
+    return report.observed_generation
 
 
 class Fleet:
@@ -103,7 +114,7 @@ class Fleet:
         """``key``'s reconcile carried out ``plan`` (every action succeeded) at loop time ``at``."""
         self.note(key, standing(o, plan))
         pending = self._updates.get(key)
-        ready = ready_generation(o)
+        ready = ready_generation(o, plan)
         if pending is not None and ready is not None and ready >= pending[0]:
             del self._updates[key]
             self.metrics.update_ready_seconds.labels(o.rkcp.spec.site).observe(max(0.0, at - pending[1]))

@@ -3,6 +3,9 @@ reconciles leaves, and the update-to-ready clock."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
 import pytest
 
 from hub import metrics as hub_metrics
@@ -67,17 +70,30 @@ def test_update_generation(o: rkcp.Observed, expected: int | None) -> None:
     assert fleet.update_generation(o, rkcp.reconcile(o)) == expected
 
 
+def serving(generation: int, phase: str = "Ready", **fields: Any) -> rkcp.SiteReport:
+    """What the site reports of a TCP running ``generation``: every replica up to date."""
+    report = status(phase, generation=generation)
+    return rkcp.SiteReport(status=msgspec.structs.replace(report, **{"updated_replicas": 2, **fields}))
+
+
 @pytest.mark.parametrize(
-    ("report", "expected"),
+    ("o", "expected"),
     [
-        pytest.param(rkcp.SiteReport(status=status(generation=3)), 3, id="ready"),
-        pytest.param(rkcp.SiteReport(status=status("Upgrading", generation=3)), None, id="upgrading"),
-        pytest.param(rkcp.SiteReport(status=status(generation=3, owner="old")), None, id="another-owner"),
-        pytest.param(rkcp.SiteReport(), None, id="no-status"),
+        pytest.param(observed(report=serving(3)), 3, id="ready-rolled-out"),
+        pytest.param(observed(report=serving(3, phase="Upgrading")), None, id="upgrading"),
+        # The agent reports the intent's generation once applied, before Kamaji moved: not yet.
+        pytest.param(
+            observed(rkcp_obj(version="v1.32.0"), report=serving(3)), None, id="old-version-running"
+        ),
+        pytest.param(observed(report=serving(3, updated_replicas=1)), None, id="replicas-not-up-to-date"),
+        pytest.param(observed(rkcp_obj(replicas=3), report=serving(3)), None, id="scaling-up"),
+        pytest.param(observed(report=serving(3, owner_uid="old")), None, id="another-owner"),
+        pytest.param(observed(report=rkcp.SiteReport()), None, id="no-status"),
+        pytest.param(observed(rkcp_obj(finalizer=False), report=serving(3)), None, id="no-status-written"),
     ],
 )
-def test_ready_generation(report: rkcp.SiteReport, expected: int | None) -> None:
-    assert fleet.ready_generation(observed(report=report)) == expected
+def test_ready_generation(o: rkcp.Observed, expected: int | None) -> None:
+    assert fleet.ready_generation(o, rkcp.reconcile(o)) == expected
 
 
 A, B, C = ("default", "a"), ("default", "b"), ("default", "c")
@@ -135,17 +151,18 @@ def test_update_to_ready_is_timed_from_the_newest_update_to_ready_at_it() -> Non
     def update_ready(suffix: str) -> float | None:
         return metrics.registry.get_sample_value(f"kb_hub_update_ready_seconds_{suffix}", {"site": "site-a"})
 
-    ready_1 = rkcp.SiteReport(status=status(generation=1))
+    ready_1 = serving(1)
     visit(2, ready_1, spec=NEWER, at=100.0)  # update to generation 2 published
-    visit(2, rkcp.SiteReport(status=status("Upgrading", generation=2)), spec=SPEC, at=101.0)
+    visit(2, serving(2, phase="Upgrading"), spec=SPEC, at=101.0)
     visit(2, ready_1, spec=SPEC, at=102.0)  # an old Ready says nothing of generation 2
+    visit(2, serving(2, updated_replicas=1), spec=SPEC, at=103.0)  # still rolling out
     assert update_ready("count") is None
-    visit(2, rkcp.SiteReport(status=status(generation=2)), spec=SPEC, at=107.5)
-    visit(2, rkcp.SiteReport(status=status(generation=2)), spec=SPEC, at=120.0)  # once
+    visit(2, serving(2), spec=SPEC, at=107.5)
+    visit(2, serving(2), spec=SPEC, at=120.0)  # once
     assert update_ready("count") == 1.0
     assert update_ready("sum") == 7.5
     # Forgotten (deleted) before Ready: nothing is timed, ever.
     visit(2, ready_1, spec=NEWER, at=200.0)
     counts.forget(key)
-    visit(2, rkcp.SiteReport(status=status(generation=2)), spec=SPEC, at=210.0)
+    visit(2, serving(2), spec=SPEC, at=210.0)
     assert update_ready("count") == 1.0
