@@ -9,9 +9,9 @@ once a second while a scripted day happens:
 3. one site's agent killed; control planes created and upgraded there meanwhile (its backlog
    grows, the hub sees it disconnected), held for ``--down`` seconds, then started again, until
    everything is Ready;
-4. some control planes deleted at every site, until they are gone.
+4. some control planes deleted at every site, until they are gone;
 
-Then plots a 2x2 PNG (matplotlib, Agg): control planes Ready per site, intents published per
+holding ``--settle`` seconds between the steps. Then plots a 2x2 PNG (matplotlib, Agg): control planes Ready per site, intents published per
 second by operation, the intent backlog per site with the agent-down window shaded, and the
 first-ready and update-to-ready distributions (the hub's histograms). Prints one JSON line.
 
@@ -106,13 +106,22 @@ async def _all_ready(world: Topology, names: set[str]) -> bool:
     return names <= done
 
 
-async def _scenario(world: Topology, rec: Recording, per_site: int, down: float) -> dict[str, Any]:
+async def _scenario(
+    world: Topology, rec: Recording, per_site: int, down: float, settle: float
+) -> dict[str, Any]:
+    async def steady() -> None:
+        """Hold ``settle`` seconds: each step shows as a plateau on the plot."""
+        until = rec.now() + settle
+        await _until(lambda: _after(rec, until), within=settle + 30, what="a steady state")
+
+    await steady()
     names = {site: [f"cp-{site[-1]}{i}" for i in range(per_site)] for site in SITES}
     for site, cps in names.items():
         for name in cps:
             await world.create_control_plane(name, site=site)
     every = {n for cps in names.values() for n in cps}
     await _until(lambda: _all_ready(world, every), within=300, what="every control plane Ready")
+    await steady()
 
     upgraded = [n for cps in names.values() for n in cps[: per_site // 2]]
     for name in upgraded:
@@ -122,6 +131,7 @@ async def _scenario(world: Topology, rec: Recording, per_site: int, down: float)
         return sum(rec.last("kb_hub_update_ready_seconds_count", site=s) for s in SITES) >= count
 
     await _until(lambda: timed(len(upgraded)), within=300, what="every upgrade Ready")
+    await steady()
 
     # One site's agent goes away; work for it piles up in its stream meanwhile.
     await world.kill(f"agent-{DOWN_SITE}")
@@ -141,6 +151,7 @@ async def _scenario(world: Topology, rec: Recording, per_site: int, down: float)
     every |= set(late)
     await _until(lambda: _all_ready(world, every), within=300, what="every control plane Ready again")
     await _until(lambda: timed(len(upgraded) + 1), within=300, what="the held upgrade Ready")
+    await steady()
 
     deleted = [cps[-1] for cps in names.values()] + late[:1]
     for name in deleted:
@@ -152,8 +163,7 @@ async def _scenario(world: Topology, rec: Recording, per_site: int, down: float)
         return not left & set(deleted)
 
     await _until(gone, within=300, what="deleted control planes gone")
-    tail = rec.now()
-    await _until(lambda: _after(rec, tail + 10), within=30, what="the tail")
+    await steady()
     return {"created": len(every), "upgraded": len(upgraded) + 1, "deleted": len(deleted)}
 
 
@@ -161,14 +171,16 @@ async def _after(rec: Recording, t: float) -> bool:
     return rec.now() >= t
 
 
-async def record(directory: Path, *, per_site: int, down: float) -> tuple[Recording, dict[str, Any]]:
+async def record(
+    directory: Path, *, per_site: int, down: float, settle: float
+) -> tuple[Recording, dict[str, Any]]:
     options = Options(sites=SITES, kamaji_delay=3.0, heartbeat_interval=2.0)
     world = Topology(directory, options)
     await world.start()
     rec = Recording()
     scraper = asyncio.create_task(_scrape_forever(world, rec))
     try:
-        summary = await _scenario(world, rec, per_site, down)
+        summary = await _scenario(world, rec, per_site, down, settle)
     finally:
         scraper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -300,13 +312,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-site", type=int, default=4, help="control planes created per site first")
     parser.add_argument("--down", type=float, default=30.0, help="seconds the agent of site-b stays down")
+    parser.add_argument("--settle", type=float, default=8.0, help="seconds held between the steps")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "sandbox-metrics.png")
+    parser.add_argument("--samples", type=Path, help="also write every hub scrape here (JSON lines)")
     args = parser.parse_args()
     if importlib.util.find_spec("matplotlib") is None:
         print("bench/metrics_plot.py needs matplotlib: pip install -e '.[plot]'", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="kb-metrics-plot-") as work:
-        rec, summary = asyncio.run(record(Path(work) / "sandbox", per_site=args.per_site, down=args.down))
+        rec, summary = asyncio.run(
+            record(Path(work) / "sandbox", per_site=args.per_site, down=args.down, settle=args.settle)
+        )
+    if args.samples is not None:
+        with args.samples.open("w") as out:
+            for t, samples in rec.hub:
+                rows = [
+                    [name, dict(labels), v] for (name, labels), v in samples.items() if name.startswith("kb_")
+                ]
+                out.write(json.dumps({"t": round(t, 3), "samples": rows}) + "\n")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     figures = plot(rec, SITES, args.out)
     print(json.dumps({"bench": "metrics_plot", **summary, **figures, "png": str(args.out),
