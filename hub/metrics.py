@@ -92,7 +92,8 @@ class Metrics:
         )
         self.site_heartbeat_age = gauge(
             "kb_hub_site_heartbeat_age_seconds",
-            "Age of a site's latest heartbeat when the hub last polled (absent before the first)",
+            "Age of a site's latest heartbeat at the hub's last poll, to within the poll interval "
+            "(absent before the first)",
             ["site"],
         )
         self.control_planes = gauge(
