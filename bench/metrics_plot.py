@@ -11,9 +11,10 @@ once a second while a scripted day happens:
    everything is Ready;
 4. some control planes deleted at every site, until they are gone;
 
-holding ``--settle`` seconds between the steps. Then plots a 2x2 PNG (matplotlib, Agg): control planes Ready per site, intents published per
-second by operation, the intent backlog per site with the agent-down window shaded, and the
-first-ready and update-to-ready distributions (the hub's histograms). Prints one JSON line.
+holding ``--settle`` seconds between the steps. Then plots a 2x2 PNG (matplotlib, Agg): control
+planes Ready per site, intents published per second by operation, the intent backlog per site
+with the agent-down window shaded, and the first-ready and update-to-ready distributions (the
+hub's histograms). Prints one JSON line.
 
 Run: ``.venv/bin/pip install -e '.[plot]' && .venv/bin/python bench/metrics_plot.py``
 (``--out docs/sandbox-metrics.png`` by default).
