@@ -2,10 +2,10 @@
 site whose CAPI Secrets lag, and how long each update takes to be Ready.
 
 Owns, per RKCP, what the gauges count it as (a ``Standing``) and the loop time of its pending
-update (the publish of a provision intent for a newer generation than the subject held). The
-reconcile hands over each RKCP it finished (``Fleet.reconciled``) and each it forgot
-(``Fleet.forget``): one dictionary step and at most two gauge moves each, never a scan, so a
-reconcile costs what it did (issue 15). ``standing``, ``update_generation`` and
+update (the publish of a provision intent for a newer generation than the subject held), until
+the site runs it Ready. The reconcile hands over each RKCP it finished (``Fleet.reconciled``)
+and each it forgot (``Fleet.forget``): one dictionary step and at most two gauge moves each,
+never a scan, so a reconcile costs what it did (issue 15). ``standing``, ``update_generation`` and
 ``ready_generation`` are pure. Talks to nothing but ``hub.metrics``.
 
 Labels are sites and phases only (bounded: the protocol's phases and the hub's three below),
@@ -114,8 +114,7 @@ class Fleet:
         """``key``'s reconcile carried out ``plan`` (every action succeeded) at loop time ``at``."""
         self.note(key, standing(o, plan))
         pending = self._updates.get(key)
-        ready = ready_generation(o, plan)
-        if pending is not None and ready is not None and ready >= pending[0]:
+        if pending is not None and (ready_generation(o, plan) or 0) >= pending[0]:
             del self._updates[key]
             self.metrics.update_ready_seconds.labels(o.rkcp.spec.site).observe(max(0.0, at - pending[1]))
         generation = update_generation(o, plan)
