@@ -46,7 +46,12 @@ release-manifests: $(VENV)/.installed-server
 	rm -rf out/release
 	$(BIN)/python -m kamaji_broker.release --deploy deploy --out out/release
 
-bench: $(VENV)/.installed-test
+# bench/metrics_plot.py plots with matplotlib (the plot extra).
+$(VENV)/.installed-plot: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,plot]'
+	touch $@
+
+bench: $(VENV)/.installed-test $(VENV)/.installed-plot
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:

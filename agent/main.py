@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from agent import credential, heartbeat, publishing
+from agent import __version__, credential, heartbeat, publishing
 from agent import metrics as agent_metrics
 from agent.apply import loop as apply_loop
 from agent.cleanup import loop as cleanup_loop
@@ -35,6 +35,7 @@ class Agent(service.Service):
         super().__init__()
         self.settings = settings
         self.metrics = agent_metrics.Metrics()
+        self.metrics.info.labels(site=settings.site, version=__version__).set(1)
         self.apply: apply_loop.ApplyLoop | None = None
         self.status: status_loop.StatusLoop | None = None
         self.cleanup: cleanup_loop.CleanupLoop | None = None

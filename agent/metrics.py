@@ -45,6 +45,13 @@ class Metrics:
             "Unix time at which this site's NATS JWT expires (operator mode; renewed well before)",
             registry=r,
         )
+        self.info = Gauge(
+            "kb_agent_info",
+            "1, labelled with the agent's site and version: join other kb_agent_* series on it "
+            "(on instance) to see them by site",
+            ["site", "version"],
+            registry=r,
+        )
         self.hub_keys = Gauge(
             "kb_agent_hub_key",
             "Hub key ids this agent uses (1): signing keys it trusts, the sealing key it seals to",

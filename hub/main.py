@@ -217,6 +217,7 @@ class Hub(service.Service):
             task.cancel()
         await asyncio.gather(*self.active, return_exceptions=True)
         self.active = []
+        self.metrics.clear_leader_gauges()
 
     async def _follow_leadership(self, elector: leader.Elector, new_term: Callable[[], list[Loop]]) -> None:
         while True:

@@ -7,9 +7,10 @@ controller reads ``snapshot`` for ``SiteConnected`` and the backlog it shows.
 
 ``run`` is the shell: every interval it reads each known site's heartbeat (the last message
 on ``kb.site.<site>`` in the site's own stream ``KB_SITE_<site>``, which keeps one per subject
-and bounds its size) and its consumer info,
-through ``common.bus``; it updates ``kb_hub_sites_connected`` and ``kb_hub_site_backlog{site}``
-and calls ``on_change(site)`` when a site's connected flag or backlog changes.
+and bounds its size) and its consumer info, through ``common.bus``; it updates
+``kb_hub_sites_connected`` and, per site, ``kb_hub_site_backlog``, ``kb_hub_site_connected`` and
+``kb_hub_site_heartbeat_age_seconds``, and calls ``on_change(site)`` when a site's connected
+flag or backlog changes.
 """
 
 from __future__ import annotations
@@ -215,8 +216,7 @@ async def poll(
     wanted = sorted(set(names))
     for gone in sites.sites() - set(wanted):
         sites.forget(gone)
-        with contextlib.suppress(KeyError):
-            metrics.site_backlog.remove(gone)
+        metrics.forget_site(gone)
     changed = []
     for site in wanted:
         try:
@@ -225,6 +225,9 @@ async def poll(
         except protocol_errors.SubjectError as exc:
             log.warning("site %r cannot be polled: %s", site, exc, extra=logs.about(site=site))
             continue
+        heard = sites.snapshot(site, now, interval=heartbeat_interval)
+        age = (now - heard.last_heartbeat_time).total_seconds() if heard.last_heartbeat_time else None
+        metrics.site_seen(site, connected=heard.connected, heartbeat_age=age)
         if sites.changed(site, now, interval=heartbeat_interval):
             changed.append(site)
     metrics.sites_connected.set(sum(sites.connected(s, now, heartbeat_interval) for s in wanted))

@@ -4,7 +4,7 @@ Owns what a reconcile remembers per RKCP between visits (the last error recorded
 last refusal counted, the uid seen Ready once), each dropped by ``forget``, and the parts only a
 reconcile uses: the record of published intents (``published``), the CAPI Secret checksums
 (``checksums``), the status writer (``status_writes``), the InfraCluster endpoint writer
-(``infra``) and the hands (``acting``). Reads the
+(``infra``), the fleet's gauges (``fleet``) and the hands (``acting``). Reads the
 RKCPs, Clusters and the index from ``informing``, what the sites said from ``hub.observations``
 (loaded through ``hub.intake`` once per process; a sealed box it decides not to write is not
 kept for later, ``_release_box``) and ``hub.sites``, each Site's grant from
@@ -14,6 +14,7 @@ reads: what it finds missing (a new site's topology) is an action (``EnsureTopol
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import logging
@@ -25,7 +26,7 @@ from common import logs, objects
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from hub import api, cluster_api, mapping, placements
-from hub.controllers import acting, checksums, informing, infra, published, status_writes, writing
+from hub.controllers import acting, checksums, fleet, informing, infra, published, status_writes, writing
 from hub.controllers import site as site_controller
 from hub.controllers.config import Deps, Settings
 from hub.controllers.released import ReleasedDeletions
@@ -59,6 +60,7 @@ class Reconciler:
         self.checksums = checksums.SecretChecksums()
         self.status_writes = status_writes.StatusWrites(deps.kube)
         self.infra = infra.InfraEndpoints(deps.kube)
+        self.fleet = fleet.Fleet(deps.metrics)
         self.executor = acting.Executor(
             settings, deps, published=self.published, released=released, topology=topology, infra=self.infra
         )
@@ -78,6 +80,7 @@ class Reconciler:
             per_key.pop(key, None)
         self.status_writes.forget(key)
         self.infra.forget(key)
+        self.fleet.forget(key)
         if coords is not None and not self.informers.index.maps(coords):
             self.published.drop(coords)
 
@@ -136,10 +139,11 @@ class Reconciler:
                 return 1.0  # fenced or raced: observe again shortly
             if isinstance(action, rkcp.WriteSecrets):
                 self.checksums.written(r.metadata.namespace, observed.cluster_name, action.checksum)
+        self.fleet.reconciled(key, observed, plan, at=asyncio.get_running_loop().time())
         if plan.first_ready:
             self._initialized[key] = r.metadata.uid
         if plan.first_ready and r.metadata.creation_timestamp is not None:
-            self.deps.metrics.first_ready_seconds.observe(
+            self.deps.metrics.first_ready_seconds.labels(site=r.spec.site).observe(
                 (observed.now - r.metadata.creation_timestamp).total_seconds()
             )
         requeue = plan.requeue_after

@@ -60,7 +60,8 @@ def reconcile(o: Observed) -> Plan:
     return plan
 
 
-def _report_for_owner(o: Observed) -> messages.Status | None:
+def report_for_owner(o: Observed) -> messages.Status | None:
+    """The site's status of this owner's TenantControlPlane (None: none yet, or another owner's)."""
     s = o.report.status
     # A status of a previous owner (same coordinates, older object) says nothing about ours.
     if s is None or (s.owner_uid and s.owner_uid != o.owner_uid):
@@ -100,7 +101,7 @@ def reconcile_normal(o: Observed) -> Plan:
         # in the same patch: nothing reaches the site under a uid a move would change. Paused (CAPI
         # checks it before the finalizer): no finalizer either, only the status below, blocked as paused.
         return Plan(actions=[AddFinalizer(owner_uid=o.owner_uid)], status=None, requeue_after=0.0)
-    status_msg = _report_for_owner(o)
+    status_msg = report_for_owner(o)
     secrets = rkcp_secrets.decide_secrets(o)
     facts = _facts(
         o,
@@ -169,7 +170,7 @@ def _deleted_answer(o: Observed, p: Published) -> bool:
 
 def _waiting(o: Observed) -> api.Status:
     """The status while the site deletes the TenantControlPlane (or, paused, until it may)."""
-    facts = _facts(o, _report_for_owner(o), rkcp_secrets.decide_secrets(o), deleting=True)
+    facts = _facts(o, report_for_owner(o), rkcp_secrets.decide_secrets(o), deleting=True)
     status = rkcp_status.new_status(o.rkcp.status, facts, now=o.now)
     reason = "WaitingForSite"
     message = f"waiting for site {o.rkcp.spec.site} to delete the TenantControlPlane"
@@ -193,7 +194,7 @@ def reconcile_delete(o: Observed) -> Plan:
         return _let_go(o, ours=ours)
     assert p is not None
     if p.op != Op.DELETE or rkcp_intents.signed_by_another_key(o) or not p.signed:
-        replaces = rkcp_intents.replaced_owners(o, _report_for_owner(o))
+        replaces = rkcp_intents.replaced_owners(o, report_for_owner(o))
         return Plan(
             actions=[
                 Publish(op="delete", spec={}, expected_last_seq=p.seq, replaces=replaces),

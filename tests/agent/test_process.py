@@ -96,6 +96,7 @@ async def test_agent_process_applies_intents_and_stops_cleanly(
         assert 'kb_agent_intents_total{op="provision",result="applied"} 1.0' in metrics
         assert "kb_agent_nats_connected 1.0" in metrics
         assert "kb_agent_secrets_published_total 1.0" in metrics
+        assert f'kb_agent_info{{site="site-a",version="{beats[0].agent_version}"}} 1.0' in metrics
     finally:
         code = proc.stop()
     assert code == 0

@@ -10,9 +10,11 @@ import re
 import shutil
 from typing import Any
 
+import aiohttp
 import pytest
 import yaml
 from cryptography import x509
+from prometheus_client.parser import text_string_to_metric_families
 
 from common import bus
 from common import kube as ckube
@@ -258,3 +260,54 @@ async def test_each_site_object_shows_the_agents_inventory(world: Topology) -> N
         return True
 
     await helpers.eventually(inventory, within=30, every=0.2)
+
+
+async def _scrape(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Every sample of a process's /metrics, by (name, labels)."""
+    async with aiohttp.ClientSession() as http, http.get(f"{url}/metrics") as r:
+        text = await r.text()
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+async def test_the_processes_export_what_the_dashboard_reads(world: Topology) -> None:
+    """The hub's and the agents' /metrics, as Prometheus scrapes them: every site connected with a
+    fresh heartbeat, the base control planes Ready, their Secrets synced, an update timed."""
+    await world.create_control_plane("metrics-a", site="site-a")
+
+    async def ready() -> bool:
+        snapshot = await world.progress()
+        return all(cp.done for cp in snapshot.control_planes if cp.name == "metrics-a")
+
+    await helpers.eventually(ready, every=0.2, within=60)
+    await topologies.update_control_plane(world, "metrics-a", version="v1.32.0")
+    hub: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
+
+    def sample(name: str, **labels: str) -> float | None:
+        return hub.get((name, frozenset(labels.items())))
+
+    async def settled() -> bool:
+        hub.clear()
+        hub.update(await _scrape(world.hub_health_url))
+        return (sample("kb_hub_update_ready_seconds_count", site="site-a") or 0.0) >= 1.0 and all(
+            sample("kb_hub_site_connected", site=site) == 1.0
+            and sample("kb_hub_secrets_not_synced", site=site) == 0.0
+            for site in SITES
+        )
+
+    await helpers.eventually(settled, every=0.2, within=60, what="the update timed, every site in sync")
+    for site in SITES:
+        placed = sum(1 for _, s in BASE if s == site) + (site == "site-a")
+        age = sample("kb_hub_site_heartbeat_age_seconds", site=site)
+        assert age is not None and age >= 0.0, site
+        assert (sample("kb_hub_control_planes", site=site, phase="Ready") or 0.0) >= placed, site
+        assert sample("kb_hub_site_backlog", site=site) is not None, site
+        agent = await _scrape(world.agent_health_urls[site])
+        assert any(n == "kb_agent_info" and dict(labels).get("site") == site for n, labels in agent), site
+    for site in SITES:
+        placed = sum(1 for _, s in BASE if s == site) + (site == "site-a")
+        assert (sample("kb_hub_first_ready_seconds_count", site=site) or 0.0) >= placed, site
+    assert sample("kb_hub_intents_published_total", site="site-a", op="provision") is not None

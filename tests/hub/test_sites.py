@@ -142,12 +142,18 @@ async def test_heartbeat_makes_a_site_connected_and_staleness_disconnects_it(
     assert snap.heartbeat == beat(sent_at=sent)
     assert snap.last_heartbeat_time is not None
     assert gauge(metrics, "kb_hub_sites_connected") == 1.0
+    assert gauge(metrics, "kb_hub_site_connected", site="site-a") == 1.0
+    assert snap.last_heartbeat_time is not None
+    age = (sent + 5 * S - snap.last_heartbeat_time).total_seconds()
+    assert gauge(metrics, "kb_hub_site_heartbeat_age_seconds", site="site-a") == age
 
     # The same heartbeat, 40 s on: more than three 10 s intervals old.
     changed = await sites.poll(s, conn, names=["site-a"], prefix=topology, metrics=metrics, now=sent + 40 * S)
     assert changed == ["site-a"]
     assert not s.connected("site-a", sent + 40 * S)
     assert gauge(metrics, "kb_hub_sites_connected") == 0.0
+    assert gauge(metrics, "kb_hub_site_connected", site="site-a") == 0.0
+    assert gauge(metrics, "kb_hub_site_heartbeat_age_seconds", site="site-a") == age + 35.0
 
 
 async def test_backlog_counts_intents_the_agent_has_not_acked(conn: bus.Connection, topology: str) -> None:
@@ -174,10 +180,14 @@ async def test_backlog_counts_intents_the_agent_has_not_acked(conn: bus.Connecti
     assert gauge(metrics, "kb_hub_site_backlog", site="site-c") is None
     assert sorted(changed) == ["site-a", "site-c"]
     assert gauge(metrics, "kb_hub_sites_connected") == 0.0
+    # Never heard of: not connected, and no heartbeat age (no sample rather than a made-up one).
+    assert gauge(metrics, "kb_hub_site_connected", site="site-c") == 0.0
+    assert gauge(metrics, "kb_hub_site_heartbeat_age_seconds", site="site-c") is None
 
-    # A site no longer named is forgotten with its gauge.
+    # A site no longer named is forgotten with its gauges.
     await sites.poll(s, conn, names=[], prefix=topology, metrics=metrics, now=now)
-    assert gauge(metrics, "kb_hub_site_backlog", site="site-a") is None
+    for name in ("kb_hub_site_backlog", "kb_hub_site_connected"):
+        assert gauge(metrics, name, site="site-a") is None, name
     assert s.sites() == frozenset()
 
 

@@ -69,8 +69,12 @@ async def test_rkcp_to_ready_with_exact_spec_status_and_secrets(world: World) ->
             True,
         )
     assert "clusters" in yaml.safe_load(base64.b64decode(kc["data"]["value"]))
-    ready_hist = world.hub_metrics.registry.get_sample_value("kb_hub_first_ready_seconds_count")
-    assert ready_hist == 1.0
+    sample = world.hub_metrics.registry.get_sample_value
+    assert sample("kb_hub_first_ready_seconds_count", {"site": SITE}) == 1.0
+    assert sample("kb_hub_control_planes", {"site": SITE, "phase": "Ready"}) == 1.0
+    assert sample("kb_hub_secrets_not_synced", {"site": SITE}) == 0.0
+    # Not an update: the first provision is timed by kb_hub_first_ready_seconds only.
+    assert sample("kb_hub_update_ready_seconds_count", {"site": SITE}) is None
 
 
 async def test_spec_change_publishes_exactly_one_intent_and_resync_none(world: World) -> None:
@@ -91,6 +95,12 @@ async def test_spec_change_publishes_exactly_one_intent_and_resync_none(world: W
         )
 
     await helpers.eventually(upgraded, within=30)
+
+    async def timed() -> bool:
+        sample = world.hub_metrics.registry.get_sample_value
+        return sample("kb_hub_update_ready_seconds_count", {"site": SITE}) == 1.0
+
+    await helpers.eventually(timed, within=30, what="the update timed once, Ready at its generation")
     second = await world.last_intent_seq()
     assert second > first
     published = world.hub_metrics.registry.get_sample_value(
