@@ -57,8 +57,12 @@ class Seen:
         return None if self.connected else classify(self.failures)
 
     @property
-    def last(self) -> str:
-        return self.failures[-1] if self.failures else "no answer"
+    def telling(self) -> str:
+        """The latest failure of the kind seen (an authorization violation, not the broken
+        pipe after it)."""
+        kind = self.kind
+        last = self.failures[-1] if self.failures else "no answer"
+        return next((f for f in reversed(self.failures) if classify([f]) == kind), last)
 
 
 def _fixes(servers: str, identity: str, ca: str) -> dict[Failure, str]:
@@ -85,7 +89,7 @@ def reachable(seen: Seen, *, servers: Sequence[str], identity: str, ca_file: Pat
     kind = seen.kind or "other"
     ca = f"now {ca_file}" if ca_file is not None else "none given"
     fix = _fixes(where, identity, ca)[kind]
-    return results.failed(NATS, f"{kind}: {seen.last}", fix)
+    return results.failed(NATS, f"{kind}: {seen.telling}", fix)
 
 
 def tls(seen: Seen, *, servers: Sequence[str], ca_file: Path | None, uses_tls: bool) -> Result:
