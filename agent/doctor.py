@@ -97,13 +97,16 @@ class AgentDoctor(process.Doctor):
             return [credchecks.static_user("--nats-seed", str(s.nats_seed))]
         if s.nats_creds is not None:
             fix = f"mint a new .creds for {role} (`kamaji-broker site add {s.site}`), give it as --nats-creds"
-            token = natsjwt.jwt_of_creds(s.nats_creds.read_text())
             where = f"--nats-creds {s.nats_creds}"
+            token = credchecks.token_of_creds(s.nats_creds)
         else:
             token, where, fix = await self._stored()
-            if not token:
-                return [results.failed(credchecks.CREDENTIAL, where, fix)]
-        claims = natsjwt.decode(token, now=0)
+        try:
+            claims = natsjwt.decode(token or "", now=0)
+        except errors.JWTError as exc:
+            # From the Secret, ``where`` already says why it holds no usable JWT.
+            detail = where if s.operator_mode else f"{where}: {exc}"
+            return [results.failed(credchecks.CREDENTIAL, detail, fix)]
         return [
             credchecks.lifetime(claims, now=self.clock(), where=where, fix=fix),
             credchecks.grants(claims, expected, role=role, fix=fix),

@@ -128,7 +128,7 @@ class HubDoctor(process.Doctor):
             return [credchecks.static_user("--nats-seed", str(s.nats_seed))]
         if s.nats_creds is not None:
             fix = "mint a new hub .creds (`kamaji-broker nats-config`) and give it as --nats-creds"
-            token, where = natsjwt.jwt_of_creds(s.nats_creds.read_text()), f"--nats-creds {s.nats_creds}"
+            token, where = credchecks.token_of_creds(s.nats_creds), f"--nats-creds {s.nats_creds}"
         else:
             assert s.nats_operator_dir is not None
             fix = (
@@ -142,7 +142,10 @@ class HubDoctor(process.Doctor):
             lifetime = dt.timedelta(seconds=s.site_credential_lifetime)
             self.minted = operatormode.hub_identity(mode, prefix=s.prefix, lifetime=lifetime)
             token, where = self.minted.jwt(), f"minted from {s.nats_operator_dir}"
-        claims = natsjwt.decode(token, now=0)
+        try:
+            claims = natsjwt.decode(token, now=0)
+        except errors.JWTError as exc:
+            return [results.failed(credchecks.CREDENTIAL, f"{where}: {exc}", fix)]
         return [
             credchecks.lifetime(claims, now=self.clock(), where=where, fix=fix),
             credchecks.grants(claims, expected, role="the hub", fix=fix),

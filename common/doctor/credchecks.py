@@ -1,16 +1,19 @@
 """Doctor checks of a NATS user JWT: valid and not near expiry, and granting what the role needs.
 
-Pure: the caller decodes nothing secret here (a JWT is public; the seed is never passed) and
-passes ``now``. The expiry rule is the agent's ``/readyz`` rule (``common.jwtlifetime``): FAIL
-once expired, WARN once less than a tenth of the lifetime is left.
+Pure apart from ``token_of_creds`` (which reads the JWT of a .creds file, never its seed): a JWT
+is public, the seed is never passed here, and the caller passes ``now``. The expiry rule is the
+agent's ``/readyz`` rule (``common.jwtlifetime``): FAIL once expired, WARN once less than a
+tenth of the lifetime is left.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from common import jwtlifetime
 from common.doctor import results
 from common.doctor.results import Result
-from protocol import natsjwt, permissions
+from protocol import errors, natsjwt, permissions
 
 CREDENTIAL = "credential valid"
 GRANTS = "credential permissions"
@@ -63,3 +66,12 @@ def static_user(flag: str, path: str) -> Result:
     return results.passed(
         CREDENTIAL, f"static user ({flag} {path}), no expiry; its permissions are probed below"
     )
+
+
+def token_of_creds(path: Path) -> str:
+    """The user JWT of a ``.creds`` file ("" when it holds none: ``natsjwt.decode`` then says so);
+    its seed is not read."""
+    try:
+        return natsjwt.jwt_of_creds(path.read_text())
+    except (errors.JWTError, UnicodeDecodeError):
+        return ""

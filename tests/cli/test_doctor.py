@@ -346,3 +346,49 @@ async def test_hub_missing_crds_and_keys_that_do_not_match(setup: Setup, tmp_pat
 
 
 DEPLOY_CRDS = helpers.ROOT / "deploy" / "crds"
+
+
+async def test_hub_operator_dir_that_does_not_load(setup: Setup, tmp_path: Path) -> None:
+    (tmp_path / "hub").mkdir()
+    over = {"--nats-creds": "-", "--nats-operator-dir": str(tmp_path / "hub")}
+    setup.cluster.apply_crd_files(sorted(DEPLOY_CRDS.glob("*.yaml")))
+    run = await doctor("hub", *hub_flags(setup, **over))
+    assert run.code == 1
+    line = run.line("FAIL", "credential valid")
+    assert "hub: account.jwt is missing" in line
+    assert (
+        "fix: --nats-operator-dir" in line and "`kamaji-broker nats-config --auth operator` writes it" in line
+    )
+    assert run.line("SKIP", "nats reachable") == "SKIP nats reachable no usable NATS credential (see above)\n"
+
+
+async def test_agent_static_seed_and_a_creds_file_that_is_not_one(
+    static_nats: tuple[natsd.NatsServer, Path], cluster: kubeapi.Server, tmp_path: Path
+) -> None:
+    server, conf = static_nats
+    hub = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
+    await bus.ensure_topology(hub, sites=["site-a"])
+    await hub.close()
+    keyfiles.generate(tmp_path / "keys")
+    setup = Setup(
+        server.url,
+        conf,
+        subjects.DEFAULT_PREFIX,
+        cluster.write_kubeconfig(tmp_path / "kc"),
+        tmp_path / "keys",
+        cluster,
+    )
+    flags = setup.agent(creds=conf / "sites" / "site-a.nk")
+    at = flags.index("--nats-creds")
+    flags[at] = "--nats-seed"
+    run = await doctor("agent", *flags)
+    assert run.code == 0, run.out
+    assert f"static user (--nats-seed {conf / 'sites' / 'site-a.nk'}), no expiry" in run.line(
+        "PASS", "credential valid"
+    )
+    run.line("PASS", "consumer bound")
+    (tmp_path / "not.creds").write_text("not a creds file\n")
+    run = await doctor("agent", *setup.agent(creds=tmp_path / "not.creds"))
+    assert run.code == 1
+    line = run.line("FAIL", "credential valid")
+    assert f"--nats-creds {tmp_path / 'not.creds'}: not a JWT" in line
