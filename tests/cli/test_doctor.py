@@ -392,3 +392,19 @@ async def test_agent_static_seed_and_a_creds_file_that_is_not_one(
     assert run.code == 1
     line = run.line("FAIL", "credential valid")
     assert f"--nats-creds {tmp_path / 'not.creds'}: not a JWT" in line
+
+
+async def test_agent_kubernetes_unreachable(setup: Setup, tmp_path: Path) -> None:
+    gone = kubeapi.Server(name="gone")
+    await gone.start(port=0)
+    kubeconfig = gone.write_kubeconfig(tmp_path / "gone")
+    url = gone.url
+    await gone.stop()
+    run = await doctor("agent", *setup.agent(over={"--kubeconfig": str(kubeconfig)}))
+    assert run.code == 1
+    line = run.line("FAIL", "kubernetes reachable")
+    assert f"--kubeconfig {kubeconfig}: " in line and url.removeprefix("http://") in line
+    assert f"fix: check --kubeconfig {kubeconfig}: the server address and credentials" in line
+    assert run.line("SKIP", "rbac") == "SKIP rbac needs kubernetes reachable (FAIL)\n"
+    assert run.line("SKIP", "crds installed") == "SKIP crds installed needs kubernetes reachable (FAIL)\n"
+    run.line("PASS", "consumer bound")  # NATS does not need Kubernetes with a .creds file
