@@ -1,9 +1,10 @@
 """``kamaji-broker doctor hub|agent``: check a process's configuration, one line per check.
 
-Takes exactly the flags and environment variables of ``kamaji-broker hub`` / ``agent``, plus
-``-o text|json``; runs ``hub.doctor`` / ``agent.doctor``'s checks and prints them
-(``common.doctor.results``). Exit 0 when nothing FAILs, 1 otherwise, 2 when the settings do not
-load (each bad flag reported as a FAIL line).
+Takes exactly the flags and environment variables of ``kamaji-broker hub`` / ``agent`` (``-v``
+shows the connection attempts' log lines on stderr), plus ``-o text|json``; runs
+``hub.doctor`` / ``agent.doctor``'s checks and prints them (``common.doctor.results``). Exit 0
+when nothing FAILs, 1 otherwise, 2 when the settings do not load (each bad flag reported as a
+FAIL line).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import logging
 
 from agent import doctor as agent_doctor
 from agent.settings import AgentSettings
+from common import logs
 from common.doctor import results, running
 from hub import doctor as hub_doctor
 from hub.settings import HubSettings
 from kamaji_broker import flags
+from kamaji_broker.commands import processes
 
 STEP_TIMEOUT = 30.0
 """Seconds one check may take (an API server or a NATS server that does not answer)."""
@@ -40,12 +43,16 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "(in brackets). Changes nothing: reads, and probes permissions without publishing data.",
         )
         flags.add(p, HubSettings if role == "hub" else AgentSettings)
+        processes.add_verbose(p)
         p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="(default: text)")
 
 
 def run(args: argparse.Namespace) -> int:
-    # The report is the output: the connection attempts' own log lines would only repeat it.
-    logging.getLogger().setLevel(logging.CRITICAL)
+    # The report is the output: the connection attempts' own log lines would only repeat it,
+    # unless asked for with -v (on stderr, as the process logs them).
+    logs.configure(level="info" if args.verbose else "critical", log_format="text", verbosity=args.verbose)
+    if not args.verbose:
+        logging.getLogger("nats").setLevel(logging.CRITICAL)
     model: type[HubSettings] | type[AgentSettings] = HubSettings if args.role == "hub" else AgentSettings
     try:
         settings: HubSettings | AgentSettings = flags.load(model, args)
