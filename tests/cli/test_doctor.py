@@ -155,6 +155,7 @@ async def test_agent_nats_unreachable(setup: Setup) -> None:
     assert run.line("SKIP", "permission granted") == "SKIP permission granted needs nats reachable (FAIL)\n"
     assert run.line("SKIP", "consumer bound") == "SKIP consumer bound needs permission granted (SKIP)\n"
     run.line("PASS", "rbac")  # the checks that do not need NATS still run
+    assert run.err == ""  # the connection attempts' log lines only with -v
 
 
 async def test_agent_wrong_ca(setup: Setup, tmp_path: Path) -> None:
@@ -408,3 +409,16 @@ async def test_agent_kubernetes_unreachable(setup: Setup, tmp_path: Path) -> Non
     assert run.line("SKIP", "rbac") == "SKIP rbac needs kubernetes reachable (FAIL)\n"
     assert run.line("SKIP", "crds installed") == "SKIP crds installed needs kubernetes reachable (FAIL)\n"
     run.line("PASS", "consumer bound")  # NATS does not need Kubernetes with a .creds file
+
+
+async def test_agent_expired_creds_file_is_refused_by_the_server(setup: Setup, tmp_path: Path) -> None:
+    long_ago = dt.datetime.now(dt.UTC) - dt.timedelta(hours=3)
+    seed, token = minted(setup.conf, "site-a", now=long_ago, lifetime=dt.timedelta(hours=1))
+    (tmp_path / "old.creds").write_text(natsjwt.creds(token, seed))
+    run = await doctor("agent", *setup.agent(creds=tmp_path / "old.creds"))
+    assert run.code == 1
+    assert "JWT expired at" in run.line("FAIL", "credential valid")
+    line = run.line("FAIL", "nats reachable")
+    assert "auth: " in line and "Authorization Violation" in line
+    assert f"fix: the server refused --nats-creds {tmp_path / 'old.creds'}" in line
+    assert seed.decode() not in run.out + run.err and token not in run.out + run.err
