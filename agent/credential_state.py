@@ -9,19 +9,24 @@ pass through here: no message built here contains it.
 from __future__ import annotations
 
 import base64
-import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Final
 
+from common import jwtlifetime
 from protocol import errors, natsjwt
+
+# The lifetime rule is shared with `kamaji-broker doctor` (common.jwtlifetime); these names
+# stay here for the agent's callers.
+Lifetime = jwtlifetime.Lifetime
+lifetime_of = jwtlifetime.lifetime_of
+readiness = jwtlifetime.readiness
+next_change = jwtlifetime.next_change
+_iso = jwtlifetime.iso
 
 SEED_KEY: Final = "seed"
 """The Secret's key holding the agent's user NKey seed (made at the site, never sent)."""
 JWT_KEY: Final = "jwt"
 """The Secret's key holding the current user JWT the hub minted for that seed."""
-CLOSE_FRACTION: Final = 0.1
-"""Less than this fraction of the JWT's lifetime left (or none): /readyz says the credential is
-about to lapse. Renewal starts far earlier (``renew_at``); reaching this means it keeps failing."""
 
 
 @dataclass(frozen=True)
@@ -32,14 +37,6 @@ class Stored:
     seed: bytes | None = None
     jwt: str | None = None
     resource_version: str | None = None
-
-
-@dataclass(frozen=True)
-class Lifetime:
-    """A JWT's issue and expiry times (unix seconds)."""
-
-    issued: float
-    expires: float
 
 
 def read(secret: dict[str, Any] | None) -> Stored:
@@ -108,11 +105,6 @@ def usable(stored: Stored, *, now: float) -> tuple[Lifetime | None, str]:
     return life, "valid"
 
 
-def lifetime_of(claims: natsjwt.Claims) -> Lifetime:
-    """A JWT without an expiry (never minted by the hub) is treated as lasting forever."""
-    return Lifetime(issued=float(claims.iat), expires=float(claims.exp) if claims.exp else float("inf"))
-
-
 def renew_at(life: Lifetime, *, renew_before: float | None) -> float:
     """When to start renewing: ``renew_before`` seconds before expiry, by default once two
     thirds of the lifetime have passed; never before the issue time."""
@@ -122,37 +114,6 @@ def renew_at(life: Lifetime, *, renew_before: float | None) -> float:
     return max(life.issued, life.expires - before)
 
 
-def readiness(life: Lifetime, *, now: float, failure: str = "") -> tuple[bool, str]:
-    """The credential's readiness check: not ready once less than ``CLOSE_FRACTION`` of the
-    lifetime is left (renewal has kept failing) or it expired; the last renewal failure is
-    said either way."""
-    tail = f"; renewal failing: {failure}" if failure else ""
-    if life.expires == float("inf"):
-        return True, f"JWT without expiry{tail}"
-    left = life.expires - now
-    if left <= 0:
-        return False, f"JWT expired at {_iso(life.expires)}{tail}"
-    total = max(life.expires - life.issued, 1e-9)
-    text = f"JWT valid until {_iso(life.expires)} ({left:.0f}s left){tail}"
-    if left / total < CLOSE_FRACTION:
-        return False, f"expiring soon: {text}"
-    return True, text
-
-
-def next_change(life: Lifetime, *, now: float) -> float:
-    """When ``readiness`` next changes on its own (the close threshold, then the expiry): the
-    renewal loop looks again by then, so /readyz never lags behind a credential that lapses."""
-    total = life.expires - life.issued
-    for at in (life.expires - CLOSE_FRACTION * total, life.expires):
-        if now < at:
-            return at
-    return float("inf")
-
-
 def failed(what: str, reason: str, *, retry_in: float) -> str:
     """/readyz while bootstrapping (or keeping the Secret) fails."""
     return f"{what} failed: {reason}; retrying in {retry_in:.1f}s"
-
-
-def _iso(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="seconds")

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from common import logs
 from common.kube import errors as kube_errors
 from kamaji_broker import __version__, flags
-from kamaji_broker.commands import keys, nats_config, processes, site, status
+from kamaji_broker.commands import doctor, keys, nats_config, processes, site, status
 from protocol import errors as protocol_errors
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -28,6 +28,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "agent": processes.agent,
     "hub": processes.hub,
     "status": status.run,
+    "doctor": doctor.run,
 }
 """Each subcommand's ``run``, by the name it is typed with."""
 
@@ -44,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     site.add(sub)
     nats_config.add(sub)
     status.add(sub)
+    doctor.add(sub)
     return p
 
 

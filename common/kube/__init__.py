@@ -1,5 +1,6 @@
 """Kubernetes plumbing shared by hub, agent and the sandbox: one generic client, typed errors, resources.
 
+reviews     version and SelfSubjectAccessReviews (what doctor asks)
 client      Kube (get/list/watch/create/replace/patch/delete on any Resource, close)
 connecting  connect: a Kube owning the ApiClient of a kubeconfig or of the pod; api clients
 errors      KubeError → NotFound | Conflict | Gone | Invalid | Unavailable

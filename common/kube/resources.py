@@ -62,3 +62,6 @@ SITE = Resource("kamaji-broker.io", "v1alpha1", "sites", "Site", namespaced=Fals
 REMOTE_KAMAJI_CONTROL_PLANE = Resource(
     "controlplane.cluster.x-k8s.io", "v1alpha1", "remotekamajicontrolplanes", "RemoteKamajiControlPlane"
 )
+SELF_SUBJECT_ACCESS_REVIEW = Resource(
+    "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False
+)

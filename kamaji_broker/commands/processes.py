@@ -27,18 +27,18 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=_FLAGS_AND_ENV,
     )
     flags.add(hub, HubSettings)
-    _add_verbose(hub)
+    add_verbose(hub)
     agent = sub.add_parser(
         "agent",
         help="run the site agent: apply intents to TenantControlPlanes, report status and sealed secrets",
         description=_FLAGS_AND_ENV,
     )
     flags.add(agent, AgentSettings)
-    _add_verbose(agent)
+    add_verbose(agent)
     _add_sandbox(sub)
 
 
-def _add_verbose(parser: argparse.ArgumentParser) -> None:
+def add_verbose(parser: argparse.ArgumentParser) -> None:
     # A count, not a setting: how much to say is asked for by a person at a terminal (as
     # kubectl's -v), while KB_LOG_LEVEL stays the deployment's knob; given, -v wins over it.
     parser.add_argument(

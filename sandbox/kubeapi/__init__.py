@@ -12,9 +12,10 @@ collection) that kubectl, kubernetes_asyncio and the official client work agains
 
 Layers, bottom up: pure pieces (``errors``, ``selectors``, ``patching``, ``formats``,
 ``schema``, ``pruning``, ``resources``, ``routing``, ``discovery``, ``tables``, ``protobuf``,
-``options``), the state (``watching``, ``objects``, ``owners``, ``listing``, ``metadata``,
-``admission``, ``store``, ``collecting``), HTTP (``rendering``, ``responses``, ``calls``,
-``streaming``, ``writing``, ``deleting``, ``handlers``, ``server``). Known deviations from a
+``options``, ``authn``, ``rbac``), the state (``watching``, ``objects``, ``owners``,
+``listing``, ``metadata``, ``admission``, ``store``, ``collecting``), HTTP (``rendering``,
+``responses``, ``calls``, ``streaming``, ``writing``, ``deleting``, ``reviews``, ``handlers``,
+``server``). Known deviations from a
 real apiserver are listed in ``DEVIATIONS``.
 """
 
@@ -41,9 +42,15 @@ DEVIATIONS = """\
   served from memory at the requested page's resourceVersion.
 - Garbage collection, namespace cleanup and CRD cleanup run synchronously at the end of the
   write that triggers them, not a moment later in a controller.
-- No authentication or authorisation: every request is allowed; no admission webhooks.
+- Authorisation only for SelfSubjectAccessReviews: they are answered from the stored RBAC
+  objects (Roles, ClusterRoles and their bindings; aggregated ClusterRoles are not expanded)
+  for the user of a bearer token listed in the optional token auth file (kube-apiserver's
+  --token-auth-file CSV, or impersonated by the admin: `kubectl auth can-i --as`); any other
+  request is the admin (system:masters). Ordinary requests are never authorised nor refused by
+  RBAC: every request is allowed. No admission webhooks.
 - Built-in kinds are not validated beyond metadata (and Secret data being base64).
 - Responses are always JSON; protobuf request bodies are decoded only for Namespace, Secret,
-  ConfigMap and Lease (what `kubectl create namespace|secret|configmap` sends), others get 415.
+  ConfigMap, Lease and SelfSubjectAccessReview (what `kubectl create namespace|secret|configmap`
+  and `kubectl auth can-i` send), others get 415.
 - Watches without timeoutSeconds last 30 min; BOOKMARKs (when allowed) every 10 s of idleness.
 """

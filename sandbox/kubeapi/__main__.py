@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import signal
 import sys
+from pathlib import Path
 
 from sandbox.kubeapi.server import Server
 
@@ -21,11 +22,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", default="sandbox", help="cluster, user and context name")
     parser.add_argument("--crd", action="append", default=[], help="a YAML file of CRDs to load (repeatable)")
     parser.add_argument("--history", type=int, default=10_000, help="watch history window, in events")
+    parser.add_argument(
+        "--token-auth-file",
+        type=Path,
+        help='kube-apiserver\'s static token CSV (token,user,uid,"group1,group2"): users for '
+        "SelfSubjectAccessReviews (RBAC); without a listed token a request is the admin",
+    )
     return parser
 
 
 async def _run(args: argparse.Namespace) -> None:
-    server = Server(args.name, history=args.history)
+    server = Server(args.name, history=args.history, token_auth_file=args.token_auth_file)
     server.apply_crd_files(args.crd)
     await server.start(port=args.port)
     path = server.write_kubeconfig(args.kubeconfig)

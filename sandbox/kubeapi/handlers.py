@@ -25,6 +25,7 @@ from sandbox.kubeapi import (
     rendering,
     resources,
     responses,
+    reviews,
     routing,
     store,
     streaming,
@@ -83,6 +84,10 @@ class Handler:
             raise responses.not_found_path()
         if target.namespace is None and rtype.namespaced and target.name:
             raise responses.not_found_path()
+        if rtype.key == reviews.KEY:
+            if request.method != "POST" or target.name:
+                raise errors.method_not_allowed()
+            return await reviews.create(request, self.store, self.settings.users)
         return await self._resource(request, target, rtype)
 
     def _non_resource(self, request: web.Request, path: str) -> web.Response:

@@ -1,4 +1,4 @@
-"""Settings of a server and the parsing of common query parameters.
+"""Settings of a server (watch timing, token users) and the parsing of common query parameters.
 
 Owns ``Settings`` (watch timing), ``Write`` and ``Deletion`` (the options of one write or
 delete), the Go-compatible parsing of boolean, integer, ``dryRun``, ``fieldValidation`` and
@@ -11,10 +11,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.kubeapi import errors
+from sandbox.kubeapi import authn, errors
 
 
 @dataclass
@@ -23,6 +23,8 @@ class Settings:
     """Seconds between BOOKMARK events on an idle watch that asked for them (the real server: ~1 min)."""
     default_watch_timeout: float = 1800.0
     """Seconds a watch without ``timeoutSeconds`` stays open (the real server: 30-60 min)."""
+    users: dict[str, authn.User] = field(default_factory=dict)
+    """Bearer tokens of the token auth file and their users (``authn``); none: all are admin."""
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 ``kubectl create namespace|secret|configmap`` (typed client-go clients) send
 ``application/vnd.kubernetes.protobuf`` and never fall back to JSON, so the emulator decodes the
 ``k8s\\x00`` envelope (runtime.Unknown) and the generated messages of Namespace, Secret,
-ConfigMap and Lease into the JSON form it stores. Responses are always JSON (clients list it in
-Accept). Other kinds answer 415. Pure: a small protobuf wire-format reader and field tables.
+ConfigMap, Lease and SelfSubjectAccessReview (``kubectl auth can-i``) into the JSON form it
+stores. Responses are always JSON (clients list it in Accept). Other kinds answer 415. Pure: a
+small protobuf wire-format reader and field tables.
 """
 
 from __future__ import annotations
@@ -53,6 +54,20 @@ _LEASE_SPEC: Fields = {
     7: ("preferredHolder", "str"),
 }
 
+_RESOURCE_ATTRIBUTES: Fields = {
+    1: ("namespace", "str"),
+    2: ("verb", "str"),
+    3: ("group", "str"),
+    4: ("version", "str"),
+    5: ("resource", "str"),
+    6: ("subresource", "str"),
+    7: ("name", "str"),
+}
+_REVIEW_SPEC: Fields = {
+    1: ("resourceAttributes", ("msg", _RESOURCE_ATTRIBUTES)),
+    2: ("nonResourceAttributes", ("msg", {1: ("path", "str"), 2: ("verb", "str")})),
+}
+
 KINDS: dict[str, Fields] = {
     "Namespace": {
         1: ("metadata", ("msg", _OBJECT_META)),
@@ -72,6 +87,8 @@ KINDS: dict[str, Fields] = {
         4: ("immutable", "bool"),
     },
     "Lease": {1: ("metadata", ("msg", _OBJECT_META)), 2: ("spec", ("msg", _LEASE_SPEC))},
+    # `kubectl auth can-i`
+    "SelfSubjectAccessReview": {1: ("metadata", ("msg", _OBJECT_META)), 2: ("spec", ("msg", _REVIEW_SPEC))},
 }
 
 

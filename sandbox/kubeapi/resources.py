@@ -143,6 +143,14 @@ def builtins() -> list[ResourceType]:
         _builtin("Event", "events", short=["ev"], fields=_EVENT_FIELDS, create_on_update=True),
         _builtin("Event", "events", group="events.k8s.io", short=["ev"], create_on_update=True),
         _builtin("Lease", "leases", group="coordination.k8s.io"),
+        *_rbac(),
+        # Created and answered, never stored (``reviews``).
+        _builtin(
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreviews",
+            group="authorization.k8s.io",
+            namespaced=False,
+        ),
         _builtin(
             "CustomResourceDefinition",
             "customresourcedefinitions",
@@ -154,6 +162,17 @@ def builtins() -> list[ResourceType]:
             uses_generation=True,
             returns_deleted_object=True,
         ),
+    ]
+
+
+def _rbac() -> list[ResourceType]:
+    """rbac.authorization.k8s.io/v1: stored, and read by SelfSubjectAccessReviews (``rbac``)."""
+    group = "rbac.authorization.k8s.io"
+    return [
+        _builtin("Role", "roles", group=group),
+        _builtin("RoleBinding", "rolebindings", group=group),
+        _builtin("ClusterRole", "clusterroles", group=group, namespaced=False),
+        _builtin("ClusterRoleBinding", "clusterrolebindings", group=group, namespaced=False),
     ]
 
 

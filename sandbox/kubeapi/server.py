@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from sandbox.kubeapi import errors, handlers, objects, options, store
+from sandbox.kubeapi import authn, errors, handlers, objects, options, store
 
 Request = handlers.Request
 
@@ -27,6 +27,8 @@ class Server:
 
     ``history`` bounds the watch window (events kept for resuming watches and paginated lists);
     ``watch_queue`` bounds the events queued for one slow watcher before it is cut off.
+    ``token_auth_file`` (kube-apiserver's ``--token-auth-file`` CSV) names users by bearer token,
+    for SelfSubjectAccessReviews; without it, and for any other token, the caller is the admin.
     """
 
     def __init__(
@@ -36,10 +38,16 @@ class Server:
         history: int = 10_000,
         watch_queue: int = 10_000,
         bookmark_interval: float = 10.0,
+        token_auth_file: Path | None = None,
     ) -> None:
         self.name = name
         self.store = store.Store(history=history, watch_queue=watch_queue)
-        self.settings = options.Settings(bookmark_interval=bookmark_interval)
+        users = (
+            authn.parse_token_file(token_auth_file.read_text(), source=str(token_auth_file))
+            if token_auth_file
+            else {}
+        )
+        self.settings = options.Settings(bookmark_interval=bookmark_interval, users=users)
         self._handler = handlers.Handler(self.store, self.settings)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -84,12 +92,13 @@ class Server:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def kubeconfig(self) -> dict[str, Any]:
+    def kubeconfig(self, *, token: str = "sandbox") -> dict[str, Any]:
+        """A kubeconfig for this server; ``token``: a user of the token auth file (default: admin)."""
         return {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": self.name, "cluster": {"server": self.url}}],
-            "users": [{"name": self.name, "user": {"token": "sandbox"}}],
+            "users": [{"name": self.name, "user": {"token": token}}],
             "contexts": [
                 {
                     "name": self.name,
@@ -100,11 +109,11 @@ class Server:
             "preferences": {},
         }
 
-    def write_kubeconfig(self, path: str | Path) -> Path:
+    def write_kubeconfig(self, path: str | Path, *, token: str = "sandbox") -> Path:
         """Write a kubeconfig (context named after the server) to ``path``; returns the Path."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
+        target.write_text(yaml.safe_dump(self.kubeconfig(token=token), sort_keys=False))
         return target
 
     async def apply_crd(self, crd: dict[str, Any]) -> dict[str, Any]:

@@ -77,8 +77,10 @@ async def test_discovery_answers_legacy_json_to_aggregated_requests(kube_server:
     assert groups["kind"] == "APIGroupList"
     assert [g["name"] for g in groups["groups"]] == [
         "apiextensions.k8s.io",
+        "authorization.k8s.io",
         "coordination.k8s.io",
         "events.k8s.io",
+        "rbac.authorization.k8s.io",
     ]
 
 

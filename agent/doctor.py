@@ -1,0 +1,151 @@
+"""``kamaji-broker doctor agent``: the agent's configuration checked as the agent would use it.
+
+The steps, in order: the hub's public keys; the site's API server, the RBAC of ``agent.rbac``
+and Kamaji's CRD; the NATS credential (the identity Secret's JWT in operator mode, read, never
+renewed nor bootstrapped: doctor changes nothing); NATS reachable and TLS; the permissions the
+site needs, probed safely; the site's durable consumer. Shared checks are in ``common.doctor``.
+"""
+
+from __future__ import annotations
+
+from agent import credential_state, rbac
+from agent.settings import AgentSettings
+from common import bus, keyfiles, natsidentity
+from common.doctor import credchecks, kubechecks, natschecks, process, results, streamchecks
+from common.doctor.results import Result
+from common.doctor.running import Step
+from common.kube import resources, reviews
+from protocol import errors, natsjwt, permissions, streams
+
+KEYS = "hub keys"
+TCP_CRD = "tenantcontrolplanes.kamaji.clastix.io"
+CHART_ROLE = "deploy/charts/kamaji-broker-agent/templates/rbac.yaml"
+
+
+class AgentDoctor(process.Doctor):
+    rbac_fix = (
+        f"grant them in the agent chart's Role ({CHART_ROLE}, rules from agent/rbac.py): "
+        "`helm upgrade` the release, or `kubectl auth can-i <verb> <resource> -n <namespace> "
+        "--as system:serviceaccount:<ns>:<sa>` to see what is bound"
+    )
+    crd_fix = f"install Kamaji on this cluster (its chart installs the {TCP_CRD} CRD)"
+
+    def __init__(self, settings: AgentSettings) -> None:
+        super().__init__(settings)
+        self.agent = settings
+        self.held: natsidentity.Held | None = None
+
+    def steps(self) -> list[Step]:
+        k, c = kubechecks, credchecks
+        return [
+            Step(KEYS, self.keys_loaded),
+            Step(k.KUBE, self.kubernetes),
+            Step(k.RBAC, self.rbac, needs=(k.KUBE,)),
+            Step(k.CRDS, self.crds, needs=(k.KUBE,)),
+            Step(c.CREDENTIAL, self.credential, needs=(k.KUBE,) if self.agent.operator_mode else ()),
+            Step(natschecks.NATS, self.nats),
+            Step(natschecks.TLS, self.tls),
+            Step(natschecks.PERMISSIONS, self.probes, needs=(natschecks.NATS,)),
+            Step(streamchecks.CONSUMER, self.consumer, needs=(natschecks.PERMISSIONS,)),
+        ]
+
+    def options(self) -> bus.Options | None:
+        s = self.agent
+        if s.operator_mode and self.held is None:
+            return None
+        return bus.Options(
+            servers=s.servers, seed_file=s.nats_seed, creds_file=s.nats_creds, identity=self.held,
+            ca_file=s.nats_ca_file, inbox_prefix=bus.site_inbox_prefix(s.site),
+            name=f"kamaji-broker-doctor-{s.site}", reconnect_wait=0.5,
+        )  # fmt: skip
+
+    def identity(self) -> str:
+        s = self.agent
+        if s.nats_identity_secret is not None:
+            return f"the JWT in Secret {s.nats_identity_secret}"
+        return f"--nats-creds {s.nats_creds}" if s.nats_creds is not None else f"--nats-seed {s.nats_seed}"
+
+    def accesses(self) -> tuple[reviews.Access, ...]:
+        s = self.agent
+        asked = kubechecks.accesses(rbac.RULES, s.target_namespaces)
+        if s.operator_mode:
+            namespace, name = s.identity_secret
+            asked += kubechecks.accesses(rbac.IDENTITY_RULES, [namespace], name=name)
+        return asked
+
+    def crd_names(self) -> tuple[str, ...]:
+        return (TCP_CRD,)
+
+    async def keys_loaded(self) -> list[Result]:
+        path = self.agent.hub_public_keys
+        fix = f"copy the hub's hub-public-keys.json (`kamaji-broker keys generate`) to {path}"
+        try:
+            hub = keyfiles.load_public_keys(path)
+            sealing = hub.newest_sealing().key_id
+        except (ValueError, errors.ProtocolError) as exc:
+            return [results.failed(KEYS, f"--hub-public-keys: {exc}", fix)]
+        trusted = hub.trusted_key_ids()
+        if not trusted:
+            return [results.failed(KEYS, f"{path}: no signing key that is not retired", fix)]
+        return [results.passed(KEYS, f"{path}: trusts signing keys {', '.join(trusted)}; seals to {sealing}")]
+
+    async def credential(self) -> list[Result]:
+        s = self.agent
+        expected = permissions.for_site(s.site, prefix=s.prefix)
+        role = f"site {s.site}"
+        if s.nats_seed is not None:
+            return [credchecks.static_user("--nats-seed", str(s.nats_seed))]
+        if s.nats_creds is not None:
+            fix = f"mint a new .creds for {role} (`kamaji-broker site add {s.site}`), give it as --nats-creds"
+            where = f"--nats-creds {s.nats_creds}"
+            token = credchecks.token_of_creds(s.nats_creds)
+        else:
+            token, where, fix = await self._stored()
+        try:
+            claims = natsjwt.decode(token or "", now=0)
+        except errors.JWTError as exc:
+            # From the Secret, ``where`` already says why it holds no usable JWT.
+            detail = where if s.operator_mode else f"{where}: {exc}"
+            return [results.failed(credchecks.CREDENTIAL, detail, fix)]
+        return [
+            credchecks.lifetime(claims, now=self.clock(), where=where, fix=fix),
+            credchecks.grants(claims, expected, role=role, fix=fix),
+        ]
+
+    async def _stored(self) -> tuple[str, str, str]:
+        """The identity Secret's JWT ("" if unusable), where or why not, and the fix; keeps the
+        identity for the NATS check when usable."""
+        assert self.kube is not None
+        namespace, name = self.agent.identity_secret
+        where = f"Secret {namespace}/{name}"
+        fix = (
+            f"the agent renews its JWT from the hub before it expires; if it lapsed, give "
+            f"--nats-bootstrap-creds a fresh bootstrap credential (the hub's Secret "
+            f"{self.agent.site}-nats-bootstrap) and restart the agent"
+        )
+        found = await self.kube.get_or_none(resources.SECRET, name, namespace=namespace)
+        stored = credential_state.read(found)
+        life, why = credential_state.usable(stored, now=self.clock())
+        if stored.seed is not None and stored.jwt and (life is not None or "expired" in why):
+            if life is not None:
+                self.held = natsidentity.Held(stored.seed, stored.jwt)
+            return stored.jwt, where, fix
+        return "", f"{where}: no usable JWT ({why})", fix
+
+    async def probes(self) -> list[Result]:
+        assert self.conn is not None
+        s = self.agent
+        consumer = streams.agent_consumer(s.site, prefix=s.prefix)
+        return [
+            await natschecks.probe_request(
+                self.conn, f"$JS.API.CONSUMER.INFO.{consumer.stream}.{consumer.durable_name}"
+            ),
+            await natschecks.probe_subscribe(self.conn, f"{bus.site_inbox_prefix(s.site)}.doctor"),
+        ]
+
+    async def consumer(self) -> list[Result]:
+        assert self.conn is not None
+        s = self.agent
+        expected = streams.agent_consumer(s.site, prefix=s.prefix)
+        found = await streamchecks.consumer_state(self.conn, expected)
+        return [streamchecks.consumer(expected, found, site=s.site)]

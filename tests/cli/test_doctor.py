@@ -1,0 +1,424 @@
+"""`kamaji-broker doctor agent|hub` as a child process against a real nats-server (operator mode,
+TLS) and the Kubernetes emulator: healthy, and with one fault each, asserting the FAIL line, its
+fix and the exit code."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import re
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from agent import credential_state
+from common import bus, keyfiles, natsoperator, tlsfiles
+from common import kube as ckube
+from protocol import credentials, natsjwt, subjects
+from sandbox import kubeapi, natsd, ports
+from tests import conftest, helpers
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    def lines(self, outcome: str, check: str) -> list[str]:
+        """The lines of ``check`` with ``outcome``, each with its fix line (if any), spaces
+        squeezed: ``FAIL nats reachable refused: ...``."""
+        rows = self.out.splitlines()
+        found = []
+        for i, row in enumerate(rows):
+            if row.startswith(f"{outcome:<4}  {check} "):
+                fix = rows[i + 1] if i + 1 < len(rows) and rows[i + 1].startswith("      fix:") else ""
+                found.append(re.sub(r" {2,}", " ", f"{row}\n{fix}"))
+        return found
+
+    def line(self, outcome: str, check: str) -> str:
+        found = self.lines(outcome, check)
+        if not found:
+            raise AssertionError(f"no {outcome} {check!r} line in:\n{self.out}\n{self.err}")
+        return found[0]
+
+
+async def doctor(role: str, *args: str) -> Run:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "kamaji_broker.cli", "doctor", role, *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=100)
+    return Run(proc.returncode if proc.returncode is not None else -1, out.decode(), err.decode())
+
+
+@dataclass
+class Setup:
+    url: str
+    conf: Path
+    prefix: str
+    kubeconfig: Path
+    keys: Path
+    cluster: kubeapi.Server
+
+    def agent(
+        self, *, site: str = "site-a", creds: Path | None = None, over: dict[str, str] | None = None
+    ) -> list[str]:
+        flags = {
+            "--nats-url": self.url,
+            "--nats-creds": str(creds or helpers.identity_file(self.conf, f"sites/{site}")),
+            "--nats-ca-file": str(helpers.nats_tls().ca),
+            "--kubeconfig": str(self.kubeconfig),
+            "--namespaces": "tenants",
+            "--site": site,
+            "--hub-public-keys": str(self.keys / keyfiles.PUBLIC_FILE),
+            "--prefix": self.prefix,
+            **(over or {}),
+        }
+        return [x for flag, value in flags.items() for x in (flag, value)]
+
+
+@pytest.fixture
+async def setup(
+    secured_nats: tuple[natsd.NatsServer, Path], cluster: kubeapi.Server, tmp_path: Path
+) -> AsyncIterator[Setup]:
+    # The default prefix: the server's users (``secured_nats``) were minted for it. Only site-a
+    # gets a consumer; site-b has a credential and none (a fault below).
+    prefix = subjects.DEFAULT_PREFIX
+    server, conf = secured_nats
+    hub = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.creds"), deadline=10)
+    await bus.ensure_topology(hub, sites=["site-a"], prefix=prefix)
+    await hub.close()
+    keyfiles.generate(tmp_path / "keys")
+    yield Setup(
+        server.url,
+        conf,
+        prefix,
+        cluster.write_kubeconfig(tmp_path / "kubeconfig"),
+        tmp_path / "keys",
+        cluster,
+    )
+
+
+async def test_agent_healthy(setup: Setup) -> None:
+    run = await doctor("agent", *setup.agent())
+    assert run.code == 0, run.out + run.err
+    checks = ("settings", "hub keys", "kubernetes reachable", "rbac", "crds installed", "credential valid",
+              "credential permissions", "nats reachable", "tls verified", "consumer bound")  # fmt: skip
+    for check in checks:
+        run.line("PASS", check)
+    assert run.out.endswith("12 PASS, 0 WARN, 0 FAIL, 0 SKIP\n")
+    assert run.lines("PASS", "permission granted") == [
+        "PASS permission granted publish to $JS.API.CONSUMER.INFO.KB_INTENTS.agent-site-a\n",
+        "PASS permission granted subscribe to _INBOX_site-a.doctor\n",
+    ]
+    # Never a secret: the creds file's seed and JWT stay out of the report.
+    assert helpers.seed_of(setup.conf / "sites" / "site-a.creds") not in run.out
+    assert helpers.creds_jwt(setup.conf / "sites" / "site-a.creds") not in run.out
+
+
+@contextlib.asynccontextmanager
+async def admin(kubeconfig: Path) -> AsyncIterator[ckube.Kube]:
+    kube = await ckube.connect(in_cluster=False, kubeconfig=kubeconfig)
+    try:
+        yield kube
+    finally:
+        await kube.close()
+
+
+def minted(conf: Path, site: str, *, now: dt.datetime, lifetime: dt.timedelta) -> tuple[bytes, str]:
+    """A site user's seed and JWT, minted as the hub mints them (by the account's signing key)."""
+    keys = natsoperator.Keys.load_or_create(conf)
+    seed = natsjwt.new_seed("user")
+    claims = credentials.site_user(
+        site, natsjwt.public_of(seed), account=keys.account_public, now=now, lifetime=lifetime
+    )
+    return seed, natsjwt.encode(claims, natsjwt.key_pair(keys.account_signing))
+
+
+async def test_agent_nats_unreachable(setup: Setup) -> None:
+    url = f"tls://127.0.0.1:{ports.free_port()}"
+    run = await doctor("agent", *setup.agent(over={"--nats-url": url}))
+    assert run.code == 1
+    line = run.line("FAIL", "nats reachable")
+    assert "refused: " in line and f"fix: nothing listens at --nats-url ({url})" in line
+    assert (
+        run.line("SKIP", "tls verified") == "SKIP tls verified not connected, for a reason other than TLS\n"
+    )
+    assert run.line("SKIP", "permission granted") == "SKIP permission granted needs nats reachable (FAIL)\n"
+    assert run.line("SKIP", "consumer bound") == "SKIP consumer bound needs permission granted (SKIP)\n"
+    run.line("PASS", "rbac")  # the checks that do not need NATS still run
+    assert run.err == ""  # the connection attempts' log lines only with -v
+
+
+async def test_agent_wrong_ca(setup: Setup, tmp_path: Path) -> None:
+    other = tlsfiles.generate(tmp_path / "other-ca")
+    run = await doctor("agent", *setup.agent(over={"--nats-ca-file": str(other.ca)}))
+    assert run.code == 1
+    assert "tls: " in run.line("FAIL", "nats reachable")
+    line = run.line("FAIL", "tls verified")
+    assert f"did not verify against CA file {other.ca}" in line
+    assert "fix: give --nats-ca-file the CA that signed the server's certificate" in line
+
+
+async def test_agent_expired_credential_in_its_identity_secret(setup: Setup) -> None:
+    """Operator mode: the identity Secret's JWT expired (renewal failed for too long)."""
+    long_ago = dt.datetime.now(dt.UTC) - dt.timedelta(hours=3)
+    seed, token = minted(setup.conf, "site-a", now=long_ago, lifetime=dt.timedelta(hours=1))
+    async with admin(setup.kubeconfig) as kube:
+        await kube.create(ckube.resources.NAMESPACE, {"metadata": {"name": "kb"}})
+        secret = credential_state.body("kb", "agent-identity", seed=seed, jwt=token, resource_version=None)
+        await kube.create(ckube.resources.SECRET, secret, namespace="kb")
+    flags = setup.agent(over={"--nats-identity-secret": "kb/agent-identity"})
+    at = flags.index("--nats-creds")
+    run = await doctor("agent", *flags[:at], *flags[at + 2 :])
+    assert run.code == 1
+    line = run.line("FAIL", "credential valid")
+    assert "Secret kb/agent-identity: site:site-a: JWT expired at" in line
+    assert "fix: the agent renews its JWT from the hub" in line and "--nats-bootstrap-creds" in line
+    assert run.line("SKIP", "nats reachable") == "SKIP nats reachable no usable NATS credential (see above)\n"
+    assert seed.decode() not in run.out and token not in run.out
+
+
+async def test_agent_credential_of_another_site(setup: Setup) -> None:
+    run = await doctor("agent", *setup.agent(creds=setup.conf / "sites" / "site-b.creds"))
+    assert run.code == 1
+    line = run.line("FAIL", "credential permissions")
+    assert "site:site-b is not site site-a's: missing: publish $JS.ACK.KB_INTENTS.agent-site-a" in line
+    assert "extra: publish $JS.ACK.KB_INTENTS.agent-site-b" in line
+    assert "fix: mint a new .creds for site site-a (`kamaji-broker site add site-a`)" in line
+    # ... and the server agrees: the probes on site-a's subjects are denied.
+    probe = run.line("FAIL", "permission granted")
+    assert "publish to $JS.API.CONSUMER.INFO.KB_INTENTS.agent-site-a denied by the server" in probe
+    assert "subscribe to _INBOX_site-a.doctor denied by the server" in run.out
+    assert run.line("SKIP", "consumer bound") == "SKIP consumer bound needs permission granted (FAIL)\n"
+
+
+async def test_agent_missing_consumer(setup: Setup) -> None:
+    run = await doctor("agent", *setup.agent(site="site-b"))
+    assert run.code == 1
+    line = run.line("FAIL", "consumer bound")
+    assert "KB_INTENTS/agent-site-b does not exist" in line
+    assert "fix: the hub creates it: run the hub with --sites site-b" in line
+
+
+async def test_agent_missing_crd(setup: Setup) -> None:
+    async with admin(setup.kubeconfig) as kube:
+        await kube.delete(ckube.resources.CUSTOM_RESOURCE_DEFINITION, "tenantcontrolplanes.kamaji.clastix.io")
+    run = await doctor("agent", *setup.agent())
+    assert run.code == 1
+    line = run.line("FAIL", "crds installed")
+    assert "not served: tenantcontrolplanes.kamaji.clastix.io" in line
+    assert "fix: install Kamaji on this cluster" in line
+
+
+async def test_agent_settings_error_names_the_flag(setup: Setup) -> None:
+    flags = setup.agent()
+    at = flags.index("--site")
+    run = await doctor("agent", *flags[:at], *flags[at + 2 :])
+    assert run.code == 2
+    line = run.line("FAIL", "settings")
+    assert "--site: required" in line and "fix: give --site (or KB_AGENT_SITE) a valid value" in line
+
+
+async def test_agent_json(setup: Setup) -> None:
+    run = await doctor("agent", *setup.agent(site="site-b"), "-o", "json")
+    doc = json.loads(run.out)
+    assert run.code == 1 and doc["ok"] is False
+    failed = [c for c in doc["checks"] if c["outcome"] == "FAIL"]
+    assert [c["check"] for c in failed] == ["consumer bound"] and failed[0]["fix"]
+
+
+async def test_agent_missing_rbac_rule(setup: Setup, tmp_path: Path) -> None:
+    """A token user (kube-apiserver's --token-auth-file) bound to a Role that lacks watch on Secrets."""
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text("agent-token,agent,u1\n")
+    server = kubeapi.Server(name="site", token_auth_file=tokens)
+    await server.start(port=0)
+    try:
+        server.apply_crd_files(sorted(conftest.CRD_DIR.glob("*.yaml")))
+        async with admin(server.write_kubeconfig(tmp_path / "admin")) as kube:
+            await kube.create(ckube.resources.NAMESPACE, {"metadata": {"name": "tenants"}})
+            rules = [
+                {"apiGroups": ["kamaji.clastix.io"], "resources": ["tenantcontrolplanes"], "verbs": ["*"]},
+                {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]},  # no watch
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+            ]
+            await kube.create(RBAC_ROLE, {"metadata": {"name": "agent"}, "rules": rules}, namespace="tenants")
+            binding = {
+                "metadata": {"name": "agent"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "agent"},
+                "subjects": [{"kind": "User", "name": "agent"}],
+            }
+            await kube.create(RBAC_BINDING, binding, namespace="tenants")
+        kubeconfig = server.write_kubeconfig(tmp_path / "agent", token="agent-token")
+        run = await doctor("agent", *setup.agent(over={"--kubeconfig": str(kubeconfig)}))
+    finally:
+        await server.stop()
+    assert run.code == 1
+    line = run.line("FAIL", "rbac")
+    assert "rbac 1 of 9 denied: (watch, core, secrets, namespace tenants)\n" in line
+    assert (
+        "fix: grant them in the agent chart's Role (deploy/charts/kamaji-broker-agent/templates/rbac.yaml"
+        in line
+    )
+    run.line("PASS", "crds installed")
+
+
+RBAC_ROLE = ckube.resources.Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
+RBAC_BINDING = ckube.resources.Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
+
+
+async def test_agent_plaintext_nats_is_a_warning(setup: Setup, tmp_path: Path) -> None:
+    plain = natsd.NatsServer(store_dir=tmp_path / "store", log_file=tmp_path / "nats.log")
+    plain.start()
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            hub = await bus.connect(helpers.options(plain.url), deadline=10)
+            stack.push_async_callback(hub.close)
+            await bus.ensure_topology(hub, sites=["site-a"], prefix=setup.prefix)
+            flags = setup.agent(over={"--nats-url": plain.url})
+            at = flags.index("--nats-ca-file")
+            run = await doctor("agent", *flags[:at], *flags[at + 2 :])
+    finally:
+        plain.stop()
+    assert run.code == 0, run.out
+    line = run.line("WARN", "tls verified")
+    assert f"plaintext: {plain.url} without TLS" in line
+    assert "fix: serve TLS (`kamaji-broker nats-config --tls-generate`) and give a tls:// --nats-url" in line
+
+
+def hub_flags(setup: Setup, **over: str) -> list[str]:
+    flags = {
+        "--nats-url": setup.url,
+        "--nats-creds": str(setup.conf / "hub.creds"),
+        "--nats-ca-file": str(helpers.nats_tls().ca),
+        "--kubeconfig": str(setup.kubeconfig),
+        "--all-namespaces": "",
+        "--sites": "site-a",
+        "--signing-key": str(setup.keys / keyfiles.SIGNING_FILE),
+        "--sealing-keys": str(setup.keys / keyfiles.SEALING_DIR),
+        "--hub-public-keys": str(setup.keys / keyfiles.PUBLIC_FILE),
+    }
+    flags.update(over)
+    return [x for flag, value in flags.items() if value != "-" for x in (flag, value) if x]
+
+
+async def test_hub_healthy_then_operator_mode(setup: Setup) -> None:
+    setup.cluster.apply_crd_files(sorted(DEPLOY_CRDS.glob("*.yaml")))
+    run = await doctor("hub", *hub_flags(setup))
+    assert run.code == 0, run.out + run.err
+    assert run.out.endswith("13 PASS, 0 WARN, 0 FAIL, 0 SKIP\n"), run.out
+    assert "exactly what the hub needs" in run.line("PASS", "credential permissions")
+    assert run.line("PASS", "streams exist") == "PASS streams exist KB_INTENTS, KB_SITE_site-a\n"
+    assert [line.split(" ", 3)[3] for line in run.lines("PASS", "permission granted")] == [
+        "publish to $JS.API.INFO\n",
+        "publish to $JS.API.STREAM.INFO.KB_INTENTS\n",
+        "subscribe to _INBOX.doctor\n",
+    ]
+    operator_dir = str(setup.conf / natsoperator.HUB_DIR)
+    run = await doctor("hub", *hub_flags(setup, **{"--nats-creds": "-", "--nats-operator-dir": operator_dir}))
+    assert run.code == 0, run.out + run.err
+    assert f"minted from {operator_dir}" in run.line("PASS", "credential valid")
+    assert f"as a hub user minted from --nats-operator-dir {operator_dir}" in run.line(
+        "PASS", "nats reachable"
+    )
+
+
+async def test_hub_missing_crds_and_keys_that_do_not_match(setup: Setup, tmp_path: Path) -> None:
+    keyfiles.generate(tmp_path / "other-keys")
+    run = await doctor(
+        "hub", *hub_flags(setup, **{"--hub-public-keys": str(tmp_path / "other-keys" / keyfiles.PUBLIC_FILE)})
+    )
+    assert run.code == 1
+    line = run.line("FAIL", "crds installed")
+    assert "not served: remotekamajicontrolplanes.controlplane.cluster.x-k8s.io, " in line
+    assert "fix: install the CRDs: `kubectl apply -k deploy/crds`" in line
+    keys_line = run.line("FAIL", "hub keys")
+    assert "other-keys/hub-public-keys.json does not trust signing key" in keys_line
+    assert "fix: publish the current" in keys_line
+
+
+DEPLOY_CRDS = helpers.ROOT / "deploy" / "crds"
+
+
+async def test_hub_operator_dir_that_does_not_load(setup: Setup, tmp_path: Path) -> None:
+    (tmp_path / "hub").mkdir()
+    over = {"--nats-creds": "-", "--nats-operator-dir": str(tmp_path / "hub")}
+    setup.cluster.apply_crd_files(sorted(DEPLOY_CRDS.glob("*.yaml")))
+    run = await doctor("hub", *hub_flags(setup, **over))
+    assert run.code == 1
+    line = run.line("FAIL", "credential valid")
+    assert "hub: account.jwt is missing" in line
+    assert (
+        "fix: --nats-operator-dir" in line and "`kamaji-broker nats-config --auth operator` writes it" in line
+    )
+    assert run.line("SKIP", "nats reachable") == "SKIP nats reachable no usable NATS credential (see above)\n"
+
+
+async def test_agent_static_seed_and_a_creds_file_that_is_not_one(
+    static_nats: tuple[natsd.NatsServer, Path], cluster: kubeapi.Server, tmp_path: Path
+) -> None:
+    server, conf = static_nats
+    hub = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.nk"), deadline=10)
+    await bus.ensure_topology(hub, sites=["site-a"])
+    await hub.close()
+    keyfiles.generate(tmp_path / "keys")
+    setup = Setup(
+        server.url,
+        conf,
+        subjects.DEFAULT_PREFIX,
+        cluster.write_kubeconfig(tmp_path / "kc"),
+        tmp_path / "keys",
+        cluster,
+    )
+    flags = setup.agent(creds=conf / "sites" / "site-a.nk")
+    at = flags.index("--nats-creds")
+    flags[at] = "--nats-seed"
+    run = await doctor("agent", *flags)
+    assert run.code == 0, run.out
+    assert f"static user (--nats-seed {conf / 'sites' / 'site-a.nk'}), no expiry" in run.line(
+        "PASS", "credential valid"
+    )
+    run.line("PASS", "consumer bound")
+    (tmp_path / "not.creds").write_text("not a creds file\n")
+    run = await doctor("agent", *setup.agent(creds=tmp_path / "not.creds"))
+    assert run.code == 1
+    line = run.line("FAIL", "credential valid")
+    assert f"--nats-creds {tmp_path / 'not.creds'}: not a JWT" in line
+
+
+async def test_agent_kubernetes_unreachable(setup: Setup, tmp_path: Path) -> None:
+    gone = kubeapi.Server(name="gone")
+    await gone.start(port=0)
+    kubeconfig = gone.write_kubeconfig(tmp_path / "gone")
+    url = gone.url
+    await gone.stop()
+    run = await doctor("agent", *setup.agent(over={"--kubeconfig": str(kubeconfig)}))
+    assert run.code == 1
+    line = run.line("FAIL", "kubernetes reachable")
+    assert f"--kubeconfig {kubeconfig}: " in line and url.removeprefix("http://") in line
+    assert f"fix: check --kubeconfig {kubeconfig}: the server address and credentials" in line
+    assert run.line("SKIP", "rbac") == "SKIP rbac needs kubernetes reachable (FAIL)\n"
+    assert run.line("SKIP", "crds installed") == "SKIP crds installed needs kubernetes reachable (FAIL)\n"
+    run.line("PASS", "consumer bound")  # NATS does not need Kubernetes with a .creds file
+
+
+async def test_agent_expired_creds_file_is_refused_by_the_server(setup: Setup, tmp_path: Path) -> None:
+    long_ago = dt.datetime.now(dt.UTC) - dt.timedelta(hours=3)
+    seed, token = minted(setup.conf, "site-a", now=long_ago, lifetime=dt.timedelta(hours=1))
+    (tmp_path / "old.creds").write_text(natsjwt.creds(token, seed))
+    run = await doctor("agent", *setup.agent(creds=tmp_path / "old.creds"))
+    assert run.code == 1
+    assert "JWT expired at" in run.line("FAIL", "credential valid")
+    line = run.line("FAIL", "nats reachable")
+    assert "auth: " in line and "Authorization Violation" in line
+    assert f"fix: the server refused --nats-creds {tmp_path / 'old.creds'}" in line
+    assert seed.decode() not in run.out + run.err and token not in run.out + run.err

@@ -1,0 +1,71 @@
+"""common.doctor.credchecks: a JWT's expiry by the /readyz rule, and its grants against the role's."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import msgspec
+import pytest
+
+from common.doctor import credchecks
+from protocol import credentials, natsjwt, permissions
+
+NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
+KEY = natsjwt.public_of(natsjwt.new_seed("user"))
+ACCOUNT = natsjwt.public_of(natsjwt.new_seed("account"))
+
+
+def site_a(*, issued: dt.datetime = NOW, hours: float = 24) -> natsjwt.Claims:
+    return credentials.site_user(
+        "site-a", KEY, account=ACCOUNT, now=issued, lifetime=dt.timedelta(hours=hours)
+    )
+
+
+@pytest.mark.parametrize(
+    ("id_", "claims", "outcome", "detail"),
+    [
+        ("fresh", site_a(), "PASS", "JWT valid until 2026-12-02T12:00:00+00:00 (86400s left)"),
+        (
+            "a tenth left",
+            site_a(issued=NOW - dt.timedelta(hours=22)),
+            "WARN",
+            "expiring soon: JWT valid until",
+        ),
+        (
+            "expired",
+            site_a(issued=NOW - dt.timedelta(hours=25)),
+            "FAIL",
+            "JWT expired at 2026-12-01T11:00:00+00:00",
+        ),
+    ],
+)
+def test_lifetime(id_: str, claims: natsjwt.Claims, outcome: str, detail: str) -> None:
+    got = credchecks.lifetime(claims, now=NOW.timestamp(), where="--nats-creds a.creds", fix="mint one")
+    assert got.outcome == outcome, id_
+    assert got.detail.startswith(f"--nats-creds a.creds: site:site-a: {detail}")
+    assert got.fix == {"PASS": "", "WARN": "renewal is overdue: mint one", "FAIL": "mint one"}[outcome]
+
+
+def test_grants_exactly_the_role() -> None:
+    got = credchecks.grants(site_a(), permissions.for_site("site-a"), role="site site-a", fix="f")
+    assert (got.outcome, got.detail) == ("PASS", "exactly what site site-a needs (9 publish, 1 subscribe)")
+
+
+def test_grants_diff_names_missing_and_extra() -> None:
+    claims = site_a()
+    assert isinstance(claims.nats, natsjwt.User)
+    user = msgspec.structs.replace(
+        claims.nats, pub=natsjwt.Allow((*claims.nats.pub.allow[1:], "kb.intent.>")), resp=natsjwt.Responses()
+    )
+    missing, extra = credchecks.grant_diff(user, permissions.for_site("site-a"))
+    assert missing == ("publish kb.status.site-a.*.*",)
+    assert extra == ("publish kb.intent.>", "reply to requests")
+
+
+def test_grants_of_another_role() -> None:
+    got = credchecks.grants(site_a(), permissions.for_hub(), role="the hub", fix="f")
+    assert got.outcome == "FAIL"
+    assert got.detail.startswith(
+        "site:site-a is not the hub's: missing: publish $JS.API.>; publish kb.intent.*.*.*;"
+    )
+    assert "| extra: publish $JS.ACK.KB_INTENTS.agent-site-a.*.*.*.*.*;" in got.detail

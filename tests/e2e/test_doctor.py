@@ -1,0 +1,59 @@
+"""`kamaji-broker doctor hub|agent` with exactly the flags the sandbox's launcher runs hub and agent
+with (operator mode, TLS, the agent's identity Secret at its site): healthy, then with the NATS
+server stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from sandbox.launcher import Topology
+from tests import topologies
+from tests.cli.test_doctor import Run
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
+    directory = tmp_path_factory.mktemp("doctor") / "sandbox"
+    async with topologies.running(directory, sites=("site-a",), base=[("site-a-1", "site-a")]) as topology:
+        yield topology
+
+
+async def doctor(world: Topology, process: str, *extra: str) -> Run:
+    """doctor with the process's own command line: ``... kamaji-broker <role> FLAGS`` →
+    ``... kamaji-broker doctor <role> FLAGS``."""
+    args = list(world.child(process).args)
+    role = args.index("hub" if process == "hub" else "agent")
+    command = [sys.executable, *args[1:role], "doctor", *args[role:], *extra]
+    proc = await asyncio.create_subprocess_exec(
+        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=100)
+    return Run(proc.returncode if proc.returncode is not None else -1, out.decode(), err.decode())
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_doctor_in_the_sandbox(world: Topology) -> None:
+    hub = await doctor(world, "hub")
+    assert hub.code == 0, hub.out + hub.err
+    assert hub.out.endswith("13 PASS, 0 WARN, 0 FAIL, 0 SKIP\n"), hub.out
+    assert "minted from" in hub.line("PASS", "credential valid")
+    agent = await doctor(world, "agent-site-a")
+    assert agent.code == 0, agent.out + agent.err
+    assert agent.out.endswith("12 PASS, 0 WARN, 0 FAIL, 0 SKIP\n"), agent.out
+    assert "Secret default/" in agent.line("PASS", "credential valid")
+
+    for name in world.nats_names:
+        await world.kill(name)
+    agent = await doctor(world, "agent-site-a")
+    assert agent.code == 1
+    line = agent.line("FAIL", "nats reachable")
+    assert "refused: " in line and "fix: nothing listens at --nats-url" in line
+    assert agent.line("SKIP", "consumer bound") == "SKIP consumer bound needs permission granted (SKIP)\n"
+    agent.line("PASS", "rbac")  # what does not need NATS is still checked

@@ -1,0 +1,169 @@
+"""sandbox.kubeapi.rbac and authn: RBAC evaluated as kube-apiserver's authorizer does (tables)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sandbox.kubeapi import authn, rbac
+
+ALICE = authn.User("alice", "1", ("devs", authn.AUTHENTICATED))
+SA = authn.User("system:serviceaccount:site:agent", "2", ("system:serviceaccounts", authn.AUTHENTICATED))
+
+
+def rule(
+    verbs: list[str], resources: list[str], groups: list[str] | None = None, **kw: Any
+) -> dict[str, Any]:
+    return {"verbs": verbs, "apiGroups": groups if groups is not None else [""], "resources": resources, **kw}
+
+
+@pytest.mark.parametrize(
+    ("id_", "r", "attrs", "allowed"),
+    [
+        ("verb listed", rule(["get"], ["secrets"]), rbac.Attributes("get", resource="secrets"), True),
+        ("verb missing", rule(["get"], ["secrets"]), rbac.Attributes("list", resource="secrets"), False),
+        ("verb star", rule(["*"], ["secrets"]), rbac.Attributes("delete", resource="secrets"), True),
+        (
+            "other group",
+            rule(["get"], ["secrets"], ["apps"]),
+            rbac.Attributes("get", resource="secrets"),
+            False,
+        ),
+        ("group star", rule(["get"], ["x"], ["*"]), rbac.Attributes("get", "a.io", "x"), True),
+        ("resource star", rule(["get"], ["*"], ["a.io"]), rbac.Attributes("get", "a.io", "anything"), True),
+        (
+            "subresource needs its own entry",
+            rule(["patch"], ["sites"], ["k.io"]),
+            rbac.Attributes("patch", "k.io", "sites", "status"),
+            False,
+        ),
+        (
+            "subresource listed",
+            rule(["patch"], ["sites/status"], ["k.io"]),
+            rbac.Attributes("patch", "k.io", "sites", "status"),
+            True,
+        ),
+        (
+            "star subresource",
+            rule(["patch"], ["*/status"], ["k.io"]),
+            rbac.Attributes("patch", "k.io", "sites", "status"),
+            True,
+        ),
+        (
+            "resourceNames match",
+            rule(["get"], ["secrets"], resourceNames=["id"]),
+            rbac.Attributes("get", resource="secrets", name="id"),
+            True,
+        ),
+        (
+            "resourceNames other name",
+            rule(["get"], ["secrets"], resourceNames=["id"]),
+            rbac.Attributes("get", resource="secrets", name="other"),
+            False,
+        ),
+        (
+            "resourceNames never match without a name",
+            rule(["create"], ["secrets"], resourceNames=["id"]),
+            rbac.Attributes("create", resource="secrets"),
+            False,
+        ),
+        (
+            "non-resource URL",
+            {"verbs": ["get"], "nonResourceURLs": ["/version", "/apis/*"]},
+            rbac.Attributes("get", path="/apis/x"),
+            True,
+        ),
+    ],
+)
+def test_rule_allows(id_: str, r: dict[str, Any], attrs: rbac.Attributes, allowed: bool) -> None:
+    assert rbac.rule_allows(r, attrs) is allowed, id_
+
+
+def meta(name: str, namespace: str = "") -> dict[str, Any]:
+    return {"name": name, **({"namespace": namespace} if namespace else {})}
+
+
+def binding(
+    name: str, kind: str, role: str, subjects: list[dict[str, Any]], namespace: str = ""
+) -> dict[str, Any]:
+    return {"metadata": meta(name, namespace), "roleRef": {"kind": kind, "name": role}, "subjects": subjects}
+
+
+READ_SECRETS = {"metadata": meta("read-secrets"), "rules": [rule(["get", "list"], ["secrets"])]}
+SITE_ROLE = {"metadata": meta("agent", "site"), "rules": [rule(["create"], ["events"])]}
+OBJECTS = rbac.Objects(
+    roles=(SITE_ROLE,),
+    cluster_roles=(READ_SECRETS,),
+    role_bindings=(
+        binding("agent", "Role", "agent", [{"kind": "ServiceAccount", "name": "agent"}], "site"),
+        binding("devs-read", "ClusterRole", "read-secrets", [{"kind": "Group", "name": "devs"}], "dev"),
+    ),
+    cluster_role_bindings=(
+        binding(
+            "sa-read",
+            "ClusterRole",
+            "read-secrets",
+            [{"kind": "ServiceAccount", "name": "agent", "namespace": "site"}],
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("id_", "user", "attrs", "allowed"),
+    [
+        (
+            "masters allowed everything",
+            authn.ADMIN,
+            rbac.Attributes("delete", "x.io", "y", namespace="z"),
+            True,
+        ),
+        ("Role in its namespace", SA, rbac.Attributes("create", resource="events", namespace="site"), True),
+        ("Role not elsewhere", SA, rbac.Attributes("create", resource="events", namespace="other"), False),
+        (
+            "ClusterRoleBinding everywhere",
+            SA,
+            rbac.Attributes("list", resource="secrets", namespace="any"),
+            True,
+        ),
+        ("ClusterRoleBinding cluster-wide", SA, rbac.Attributes("list", resource="secrets"), True),
+        (
+            "Group via RoleBinding of a ClusterRole",
+            ALICE,
+            rbac.Attributes("get", resource="secrets", namespace="dev"),
+            True,
+        ),
+        ("RoleBinding not cluster-wide", ALICE, rbac.Attributes("get", resource="secrets"), False),
+        ("verb not granted", SA, rbac.Attributes("delete", resource="secrets", namespace="site"), False),
+        (
+            "unbound user",
+            authn.User("bob", groups=(authn.AUTHENTICATED,)),
+            rbac.Attributes("get", resource="secrets", namespace="dev"),
+            False,
+        ),
+    ],
+)
+def test_authorize(id_: str, user: authn.User, attrs: rbac.Attributes, allowed: bool) -> None:
+    got, reason = rbac.authorize(user, attrs, OBJECTS)
+    assert got is allowed, id_
+    assert bool(reason) is allowed
+
+
+def test_reason_names_the_binding() -> None:
+    _, reason = rbac.authorize(SA, rbac.Attributes("create", resource="events", namespace="site"), OBJECTS)
+    assert reason == 'RBAC: allowed by RoleBinding "site/agent" of Role "agent"'
+
+
+def test_token_file() -> None:
+    users = authn.parse_token_file('t1,alice,1,"devs,ops"\n\n# comment\nt2,bob,2\n')
+    assert users["t1"] == authn.User("alice", "1", ("devs", "ops", authn.AUTHENTICATED))
+    assert users["t2"] == authn.User("bob", "2", (authn.AUTHENTICATED,))
+    assert authn.identify(users, "Bearer t1").name == "alice"
+    assert authn.identify(users, "Bearer sandbox") is authn.ADMIN
+    assert authn.identify(users, "") is authn.ADMIN
+
+
+def test_token_file_error_names_the_line() -> None:
+    with pytest.raises(ValueError, match=r"tokens.csv:2: expected token,user,uid"):
+        authn.parse_token_file("t1,alice,1\nlonely\n", source="tokens.csv")
