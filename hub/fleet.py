@@ -84,7 +84,8 @@ class Fleet:
 
     @property
     def ready(self) -> int:
-        return sum(1 for cp in self.control_planes if cp.done)
+        """Control planes healthy: done, and Ready by their condition."""
+        return sum(1 for cp in self.control_planes if cp.healthy)
 
     @property
     def done(self) -> bool:
@@ -94,9 +95,10 @@ class Fleet:
         return [cp.missing() for cp in self.control_planes if not cp.done]
 
     def problems(self) -> list[str]:
-        """Everything unhealthy: each site's problems, then each control plane not done."""
+        """Everything unhealthy: each site's problems, then each control plane not healthy."""
         sites = [f"site {s.name}: {p}" for s in self.sites for p in s.problems]
-        return [*sites, *self.notes, *self.missing()]
+        control_planes = [cp.problem() for cp in self.control_planes if not cp.healthy]
+        return [*sites, *self.notes, *control_planes]
 
     @property
     def healthy(self) -> bool:

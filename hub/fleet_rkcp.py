@@ -35,11 +35,18 @@ class ControlPlane:
     version: str = ""
     endpoint: str = ""
     reason: str = ""
-    """Why it is not Ready: its ``Ready`` condition's reason and message (empty when done)."""
+    """Why it is not Ready: its ``Ready`` condition's reason and message, when that is not True
+    (a control plane still serving says so when its site is disconnected, say)."""
 
     @property
     def done(self) -> bool:
+        """Serving, with its kubeconfig Secret: a CAPI user can reach it."""
         return self.ready and self.kubeconfig
+
+    @property
+    def healthy(self) -> bool:
+        """Done, and its ``Ready`` condition does not say otherwise."""
+        return self.done and not self.reason
 
     @property
     def at_site(self) -> bool:
@@ -54,6 +61,14 @@ class ControlPlane:
         if self.ready:
             return f"{where}: Ready, but Secret {self.namespace}/{self.cluster}-kubeconfig not written yet"
         return f"{where}: not Ready (phase {self.phase})" + (f": {self.reason}" if self.reason else "")
+
+    def problem(self) -> str:
+        """What is wrong with it, in words (empty when healthy)."""
+        if not self.done:
+            return self.missing()
+        if self.reason:
+            return f"{self.namespace}/{self.name} at {self.site}: serving, but not Ready: {self.reason}"
+        return ""
 
 
 def _conditions(obj: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -122,4 +137,4 @@ def new_control_plane(
         version=str(status.get("version") or spec.get("version") or ""),
         endpoint=f"{endpoint['host']}:{endpoint.get('port', '')}" if endpoint.get("host") else "",
     )
-    return cp if cp.done else dataclasses.replace(cp, reason=_reason(obj))
+    return dataclasses.replace(cp, reason=_reason(obj))

@@ -55,9 +55,9 @@ def site_lines(f: fleet.Fleet) -> list[str]:
 def control_plane_lines(cps: Sequence[ControlPlane], *, limit: int) -> list[str]:
     rows = [("CONTROL PLANE", "SITE", "PHASE", "VERSION", "WHY NOT READY")]
     # Those still on their way are the interesting ones: first, when rows are cut.
-    ordered = sorted(cps, key=lambda cp: cp.done)
+    ordered = sorted(cps, key=lambda cp: cp.healthy)
     for cp in ordered[:limit]:
-        why = "" if cp.done else cp.reason or cp.missing().partition(": ")[2]
+        why = "" if cp.healthy else cp.reason or cp.missing().partition(": ")[2]
         rows.append((f"{cp.namespace}/{cp.name}", cp.site, cp.phase, cp.version or "-", why))
     lines = [line.rstrip() for line in _columns(rows)]
     if len(ordered) > limit:
@@ -69,7 +69,7 @@ def table(f: fleet.Fleet, *, all_control_planes: bool = False, limit: int = 20) 
     """Sites, then the control planes (only those not Ready unless ``all_control_planes``), then
     the problems, each naming what to look at."""
     lines = site_lines(f) if f.sites else ["  no sites"]
-    cps = f.control_planes if all_control_planes else tuple(cp for cp in f.control_planes if not cp.done)
+    cps = f.control_planes if all_control_planes else tuple(cp for cp in f.control_planes if not cp.healthy)
     lines.append("")
     if cps:
         lines += control_plane_lines(cps, limit=limit)
@@ -106,7 +106,8 @@ def to_json(f: fleet.Fleet) -> dict[str, Any]:
                 "name": cp.name,
                 "site": cp.site,
                 "phase": cp.phase,
-                "ready": cp.done,
+                "ready": cp.healthy,
+                "serving": cp.done,
                 "version": cp.version or None,
                 "reason": cp.reason or None,
             }
@@ -126,7 +127,9 @@ def _cp_events(before: fleet.Fleet | None, after: fleet.Fleet) -> Iterable[str]:
             yield f"{where}: version {was.version} -> {cp.version}"
         if was is None or was.phase != cp.phase:
             change = f"{was.phase} -> {cp.phase}" if was is not None else cp.phase
-            yield f"{where}: {change}" + (f" ({cp.reason})" if cp.reason and not cp.done else "")
+            yield f"{where}: {change}" + (f" ({cp.reason})" if cp.reason else "")
+        elif cp.done and was.reason != cp.reason:  # serving, and its Ready condition changed
+            yield f"{where}: {cp.phase}" + (f", not Ready: {cp.reason}" if cp.reason else ", Ready again")
     for cp in old.values():
         yield f"{cp.namespace}/{cp.name} ({cp.site}): deleted"
 

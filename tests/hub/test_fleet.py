@@ -207,3 +207,21 @@ def test_a_site_named_only_by_control_planes_is_a_problem_and_the_fleet_lists_ev
 def test_an_empty_fleet_is_healthy() -> None:
     f = fleet.new_fleet([], [], now=NOW, bus={})
     assert (f.sites, f.control_planes, f.healthy, f.done, f.bus) == ((), (), True, True, True)
+
+
+def test_a_control_plane_serving_while_its_ready_condition_is_false_is_not_healthy() -> None:
+    obj = rkcp(
+        ready=True, conditions={"Ready": ("False", "SiteDisconnected")}, message="site-a: no heartbeat"
+    )
+    cp = fleet_rkcp.new_control_plane(obj, secrets=KUBECONFIG)
+    assert (cp.done, cp.healthy, cp.phase) == (True, False, "Ready")
+    assert cp.missing() == ""
+    assert (
+        cp.problem()
+        == "default/site-a-1 at site-a: serving, but not Ready: SiteDisconnected: site-a: no heartbeat"
+    )
+    f = fleet.new_fleet([site()], [obj], now=NOW, secrets=KUBECONFIG)
+    assert (f.done, f.ready, f.healthy) == (True, 0, False)
+    assert f.problems() == [cp.problem()]
+    good = rkcp(ready=True, conditions={"Ready": ("True", "Ready")})
+    assert fleet_rkcp.new_control_plane(good, secrets=KUBECONFIG).healthy

@@ -125,3 +125,20 @@ def test_events_name_each_change_once() -> None:
         "default/a-2 (site-a): Ready",
         "site site-a: 2 Ready",
     ]
+
+
+def test_a_serving_control_plane_losing_and_regaining_its_ready_condition_is_news() -> None:
+    serving = cp("a-1", "site-a", "Ready")
+    unready = replace(serving, reason="SiteDisconnected: site-a is not connected")
+    before = fleet.Fleet(sites=(OK,), control_planes=(serving,))
+    during = fleet.Fleet(sites=(OK,), control_planes=(unready,))
+    assert fleetview.events(before, during) == [
+        "default/a-1 (site-a): Ready, not Ready: SiteDisconnected: site-a is not connected"
+    ]
+    assert fleetview.events(during, before) == ["default/a-1 (site-a): Ready, Ready again"]
+    assert fleetview.table(during)[3:5] == [
+        "  CONTROL PLANE  SITE    PHASE  VERSION  WHY NOT READY",
+        "  default/a-1    site-a  Ready  v1.31.0  SiteDisconnected: site-a is not connected",
+    ]
+    doc = fleetview.to_json(during)["controlPlanes"][0]
+    assert (doc["ready"], doc["serving"]) == (False, True)
