@@ -34,6 +34,8 @@ class BusSite:
 
     heartbeat_at: dt.datetime | None = None
     """When its latest heartbeat reached the bus; None when it never beat (or cannot be read)."""
+    agent_started_at: dt.datetime | None = None
+    """When the agent that sent it started (from the heartbeat)."""
     backlog: int | None = None
     """Intents its agent has not acknowledged; None when its consumer does not exist."""
     hub_pending: int | None = None
@@ -122,14 +124,16 @@ def _connection(
     """Whether the agent is connected, and whether the hub keeps the Site's status up: the bus's
     own heartbeat decides when it was read, the hub's status otherwise."""
     status = site.status
-    bus_age = _age(bus.heartbeat_at, now) if bus is not None and not bus.error else None
+    read = bus if bus is not None and not bus.error else None
+    bus_age = _age(read.heartbeat_at, now) if read is not None else None
+    agent_age = _age(read.agent_started_at, now) if read is not None else None
     hub_age = _age(status.last_heartbeat_time, now)
     if bus_age is not None and bus_age > stale_after:
         return False, [
             Problem("HeartbeatMissing", f"agent not connected: its last heartbeat is {bus_age:.0f}s old")
         ]
     if bus_age is not None:
-        if hub_age is None or hub_age - bus_age > STALE_STATUS:
+        if _hub_behind(hub_age, bus_age, agent_age):
             was = f"{hub_age:.0f}s old" if hub_age is not None else "missing"
             message = (
                 f"the hub is not updating its status: the bus has a heartbeat {bus_age:.0f}s old, "
@@ -145,7 +149,22 @@ def _connection(
         reason, message = _condition(site, site_api.CONNECTED)
         text = "agent not connected" + (f" ({message})" if message else "")
         return False, [Problem(reason or "HeartbeatMissing", text)]
+    if hub_age is not None and hub_age > stale_after + STALE_STATUS:
+        message = (
+            f"the hub's copy of its heartbeat is {hub_age:.0f}s old: the hub is not updating it, or "
+            "the agent stopped (give --nats-url to tell which)"
+        )
+        return None, [Problem("StatusStale", message)]
     return True, []
+
+
+def _hub_behind(hub_age: float | None, bus_age: float, agent_age: float | None) -> bool:
+    """Whether the hub's copy of a live heartbeat lags more than it would if the hub were up. A
+    copy it never wrote counts only once the agent has been beating longer than that: a site
+    that just came up is not news yet."""
+    if hub_age is None:
+        return agent_age is None or agent_age > STALE_STATUS
+    return hub_age - bus_age > STALE_STATUS
 
 
 def _other_problems(

@@ -107,6 +107,8 @@ def _reason(obj: Mapping[str, Any]) -> str:
     if ready.get("status") == "True":
         return ""
     reason, message = str(ready.get("reason") or ""), str(ready.get("message") or "")
+    # On one line: a summary's message lists each condition on a line of its own.
+    message = " ".join(message.split())
     return f"{reason}: {message}" if reason and message else reason or message
 
 

@@ -25,20 +25,24 @@ from protocol import messages, streams, subjects
 __all__ = ["read", "read_bus", "read_management"]
 
 
-async def _heartbeat_at(conn: bus.Connection, site: str, *, prefix: str) -> dt.datetime | None:
+async def _heartbeat(
+    conn: bus.Connection, site: str, *, prefix: str
+) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """When the latest heartbeat reached the bus, and when its agent started."""
     stream = streams.site_stream_name(site, prefix=prefix)
     try:
         stored = await bus.last_message(conn, stream, subjects.heartbeat(site, prefix=prefix), direct=True)
     except bus_errors.Unavailable:  # no responders: the stream is not there (yet) or has no leader
-        return None
+        return None, None
     if stored is None:
-        return None
-    if stored.time is not None:
-        return stored.time
-    try:  # no server timestamp: the agent's own clock is the only hint
-        return messages.decode_heartbeat(stored.data).sent_at
+        return None, None
+    try:
+        beat: messages.Heartbeat | None = messages.decode_heartbeat(stored.data)
     except protocol_errors.DecodeError:
-        return None
+        beat = None
+    # The server's timestamp; without it, the agent's own clock is the only hint.
+    arrived = stored.time or (beat.sent_at if beat is not None else None)
+    return arrived, beat.started_at if beat is not None else None
 
 
 async def _pending(conn: bus.Connection, consumer: streams.ConsumerDef, *, unacked: bool) -> int | None:
@@ -51,8 +55,10 @@ async def _pending(conn: bus.Connection, consumer: streams.ConsumerDef, *, unack
 
 async def read_site(conn: bus.Connection, site: str, *, prefix: str) -> fleet.BusSite:
     try:
+        heartbeat_at, started_at = await _heartbeat(conn, site, prefix=prefix)
         return fleet.BusSite(
-            heartbeat_at=await _heartbeat_at(conn, site, prefix=prefix),
+            heartbeat_at=heartbeat_at,
+            agent_started_at=started_at,
             backlog=await _pending(conn, streams.agent_consumer(site, prefix=prefix), unacked=True),
             hub_pending=await _pending(conn, streams.hub_consumer(site, prefix=prefix), unacked=False),
         )

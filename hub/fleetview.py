@@ -147,6 +147,8 @@ def _site_events(before: fleet.Fleet | None, after: fleet.Fleet) -> Iterable[str
             yield f"site {s.name}: healthy again"
         if was is None or was.phases != s.phases:
             yield f"site {s.name}: {_phases(s)}"
+    for gone in sorted(old.keys() - {s.name for s in after.sites}):
+        yield f"site {gone}: gone (its Site deleted, nothing placed there)"
 
 
 def events(before: fleet.Fleet | None, after: fleet.Fleet) -> list[str]:

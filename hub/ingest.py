@@ -258,8 +258,9 @@ class Ingest:
         deletion and must not flood logs."""
         self.intake.observations.unload(coords)
         self.intake.deps.metrics.bus_rejected.labels(stream=stream, reason=intake.UNMAPPED).inc()
-        about = logs.about_tcp(coords)
-        log.debug("ignored message on %s (%s): no RKCP maps to it", subject, intake.UNMAPPED, extra=about)
+        if log.isEnabledFor(logging.DEBUG):  # a hot path: no fields built for nothing
+            about = logs.about_tcp(coords)
+            log.debug("ignored message on %s (%s): no RKCP maps to it", subject, intake.UNMAPPED, extra=about)
 
     def _announce(self, coords: Coordinates) -> None:
         try:

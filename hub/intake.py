@@ -282,15 +282,10 @@ class Intake:
             self.reject(stream, applied.outcome.value, subject, applied.message, seq=seq)
             return Verdict.REFUSED
         if not applied.recorded:
-            about = logs.about_subject(subject, prefix=self.prefix, seq=seq)
-            log.debug(
-                "%s seq %d ignored: %s (%s)",
-                subject,
-                seq,
-                applied.outcome.value,
-                applied.message,
-                extra=about,
-            )
+            if log.isEnabledFor(logging.DEBUG):  # a hot path: no fields built for nothing
+                about = logs.about_subject(subject, prefix=self.prefix, seq=seq)
+                log.debug("%s seq %d ignored: %s (%s)", subject, seq, applied.outcome.value, applied.message,
+                          extra=about)  # fmt: skip
             return Verdict.KEPT
         return Verdict.RECORDED
 

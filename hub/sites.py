@@ -66,16 +66,15 @@ def arrival(
 ) -> dt.datetime:
     """When a heartbeat reached the bus, as well as the hub can tell; never in the future.
 
-    The server's timestamp is best. Without it, a heartbeat that appeared since the previous
-    poll arrived at most one poll ago, so ``now``; but the first one after a hub start may be
-    days old, and ``now`` would show a dead site as connected: the agent's ``sent_at`` is the
-    only hint then (off by the site's clock skew, which the next heartbeat corrects).
+    A heartbeat that appeared since the previous poll arrived at most one poll ago, so ``now``:
+    the hub's own clock, which no other clock's skew can move. The first one after a hub start
+    may be days old, and ``now`` would show a dead site as connected: the server's timestamp
+    tells then (or, without it, the agent's ``sent_at``, off by the site's clock skew, which the
+    next heartbeat corrects).
     """
-    if stored_at is not None:
-        return min(stored_at, now)
     if not first_sight:
         return now
-    return min(sent_at, now)
+    return min(stored_at if stored_at is not None else sent_at, now)
 
 
 class Sites:

@@ -50,9 +50,16 @@ class Screen:
             self.out.flush()
             return
         self._recent.extend(happened)
-        width = max(20, shutil.get_terminal_size().columns - 1)
-        # Cut to the width: a wrapped line would break the count of lines to move up.
+        size = shutil.get_terminal_size()
+        width, height = max(20, size.columns - 1), max(5, size.lines - 1)
+        # Cut to the width and the height: a wrapped or scrolled-off line would break the count
+        # of lines to move up.
         lines = [line[:width] for line in table(f, elapsed=elapsed, recent=list(self._recent))]
+        if len(lines) > height:
+            lines = [
+                *lines[: height - 1],
+                f"... {len(lines) - height + 1} more lines (a taller terminal shows them)",
+            ]
         # Up to the first line drawn last time, clear to the end of the screen, draw again.
         prefix = f"\x1b[{self._drawn}F\x1b[J" if self._drawn else ""
         self.out.write(prefix + "\n".join(lines) + "\n")

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TextIO
 
 from common import aiotasks, bus
+from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from hub import fleet
 from protocol import names, permissions
@@ -188,12 +189,14 @@ async def _work(t: launcher.Topology, options: Options, screen: progress.Screen,
         f"started: NATS {t.nats_url}, hub {t.hub_health_url}; creating "
         f"{options.control_planes * len(t.sites)} {asked} from deploy/templates/"
     )
-    conn = await _observe(t)
+    conn: bus.Connection | None = None
     try:
+        conn = await _observe(t)
         await _create(t, options)
         return await _watch(t, options, screen, stop, conn)
     finally:
-        await conn.close()
+        if conn is not None:
+            await conn.close()
         simulating.cancel()  # before the processes stop: it would only report them gone
         with contextlib.suppress(asyncio.CancelledError):
             await simulating
@@ -232,6 +235,9 @@ async def _run(options: Options, out: TextIO) -> int:
         code = await _work(t, options, screen, stop)
     except (processes.LaunchError, natsd.NatsServerNotFound) as exc:
         print(f"kamaji-broker sandbox: error: {exc}", file=sys.stderr)
+        code = 1
+    except bus_errors.BusError as exc:
+        print(f"kamaji-broker sandbox: error: the bus, read as the observer: {exc}", file=sys.stderr)
         code = 1
     except kerrors.KubeError as exc:
         print(

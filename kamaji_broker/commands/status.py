@@ -22,11 +22,15 @@ import os
 import sys
 from pathlib import Path
 
+import yaml
+
 from common import bus
 from common.bus import errors as bus_errors
-from common.kube import connect
+from common.kube import Kube, connect
+from common.kube import errors as kube_errors
 from hub import fleet, fleetreading, fleetview
 from hub.sites import HEARTBEAT_INTERVAL, MISSED_HEARTBEATS
+from protocol import errors as protocol_errors
 from protocol import permissions, subjects
 
 
@@ -38,12 +42,11 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "version, trusted key ids, control planes by phase), control planes that are not Ready and "
         "why, and the problems. Exit code 1 when something is unhealthy.",
     )
-    default_kubeconfig = os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config"))
     st.add_argument(
         "--kubeconfig",
         type=Path,
-        default=Path(default_kubeconfig.split(os.pathsep)[0]),
-        help="kubeconfig of the management cluster (default: $KUBECONFIG, else ~/.kube/config)",
+        help="kubeconfig of the management cluster (default: the first file of $KUBECONFIG, else "
+        "~/.kube/config)",
     )
     st.add_argument("--nats-url", help="NATS URL(s), comma separated; without it the bus is not read")
     identity = st.add_mutually_exclusive_group()
@@ -99,16 +102,40 @@ async def _open_bus(args: argparse.Namespace) -> tuple[bus.Connection | None, li
         return None, [f"the bus: {exc}"]
 
 
-async def read(args: argparse.Namespace) -> fleet.Fleet:
+def _default_kubeconfig() -> Path:
+    first = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+    return Path(first) if first else Path.home() / ".kube" / "config"
+
+
+async def _kube(path: Path) -> Kube:
+    try:
+        return await connect(in_cluster=False, kubeconfig=path)
+    # kubernetes_asyncio reports a file that is not a kubeconfig in many ways.
+    except (kube_errors.KubeError, yaml.YAMLError, TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise ValueError(f"--kubeconfig {path}: not a usable kubeconfig: {exc}") from None
+
+
+def check(args: argparse.Namespace) -> Path:
+    """The flags that cannot work, each named; the kubeconfig to read."""
     if args.nats_timeout <= 0:
         raise ValueError(f"--nats-timeout must be more than 0 seconds, got {args.nats_timeout:g}")
     if args.heartbeat_interval <= 0:
         raise ValueError(f"--heartbeat-interval must be more than 0 seconds, got {args.heartbeat_interval:g}")
-    subjects.check_prefix(args.prefix)
-    if not args.kubeconfig.is_file():
-        raise FileNotFoundError(f"--kubeconfig {args.kubeconfig}: no such file")
+    try:
+        subjects.check_prefix(args.prefix)
+    except protocol_errors.SubjectError as exc:
+        raise ValueError(f"--prefix {args.prefix!r}: {exc}") from None
+    if args.nats_url is not None:
+        _bus_options(args)
+    kubeconfig: Path = args.kubeconfig or _default_kubeconfig()
+    if not kubeconfig.is_file():
+        raise FileNotFoundError(f"--kubeconfig {kubeconfig}: no such file")
+    return kubeconfig
+
+
+async def read(args: argparse.Namespace, kubeconfig: Path) -> fleet.Fleet:
+    kube = await _kube(kubeconfig)
     conn, notes = await _open_bus(args)
-    kube = await connect(in_cluster=False, kubeconfig=args.kubeconfig)
     try:
         return await fleetreading.read(
             kube,
@@ -139,6 +166,6 @@ def render(f: fleet.Fleet, *, output: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    f = asyncio.run(read(args))
+    f = asyncio.run(read(args, check(args)))
     sys.stdout.write(render(f, output=args.output) + "\n")
     return 0 if f.healthy else 1

@@ -126,9 +126,18 @@ class Terminal:
             self.drawn += chunk
         return self.drawn.decode(errors="replace")
 
-    def until(self, text: str, *, within: float = 60) -> str:
+    def mark(self) -> int:
+        """Where the transcript ends now: ``until(..., since=mark)`` looks only after it."""
+        self.read()
+        return len(self.drawn)
+
+    def after(self, mark: int) -> str:
+        self.read()
+        return self.drawn[mark:].decode(errors="replace")
+
+    def until(self, text: str, *, since: int = 0, within: float = 60) -> str:
         deadline = time.monotonic() + within
-        while text not in (seen := self.read()):
+        while text not in (seen := self.after(since)):
             assert self.proc.poll() is None, seen[-3000:]
             assert time.monotonic() < deadline, f"{text!r} not drawn within {within}s:\n{seen[-3000:]}"
             select.select([self.master], [], [], 0.2)
@@ -164,26 +173,30 @@ def test_the_live_view_in_a_terminal_shows_what_happens_after_ready(tmp_path: Pa
     try:
         term.until("Running until Ctrl-C.")
         # An upgrade: the site reports the new version, and the view says so.
+        mark = term.mark()
         kubectl(d, "patch", "rkcp", "site-a-1", "--type", "merge", "-p", '{"spec":{"version":"v1.32.0"}}')
-        term.until("default/site-a-1 (site-a): version v1.31.0 -> v1.32.0")
+        term.until("default/site-a-1 (site-a): version v1.31.0 -> v1.32.0", since=mark)
         # A deletion, as CAPI deletes a cluster.
+        mark = term.mark()
         kubectl(d, "delete", "rkcp", "site-a-2", "--wait=false")
         kubectl(d, "delete", "cluster", "site-a-2", "--wait=false")
-        term.until("default/site-a-2 (site-a): deleted")
+        term.until("default/site-a-2 (site-a): deleted", since=mark)
         # The site's agent stops answering: the site disconnects, then comes back.
         pid = agent_pid(d, "site-a")
+        mark = term.mark()
         os.kill(pid, signal.SIGSTOP)
         try:
-            term.until("site site-a: agent not connected: its last heartbeat is ")
-            assert re.search(r"site-a +NO ", term.read()), "the table shows the site disconnected"
+            term.until("site site-a: agent not connected: its last heartbeat is ", since=mark)
+            assert re.search(r"site-a +NO ", term.after(mark)), "the table shows the site disconnected"
+            mark = term.mark()
         finally:
             os.kill(pid, signal.SIGCONT)
-        term.until("site site-a: healthy again")
+        term.until("site site-a: healthy again", since=mark)
         seen = term.read()
         assert "Recent:" in seen and "\x1b[J" in seen  # drawn in place, the events under the table
         term.proc.send_signal(signal.SIGINT)
         assert term.proc.wait(timeout=30) == 0, term.read()[-3000:]
-        assert term.until("stopped.").rstrip().endswith("stopped.")
+        assert term.until("stopped.", since=mark).rstrip().endswith("stopped.")
     finally:
         term.close()
     assert processes_mentioning(d) == []

@@ -171,7 +171,7 @@ async def test_an_unreachable_bus_is_a_problem_and_the_hubs_view_is_still_shown(
         ),
         (["--heartbeat-interval", "0"], "--heartbeat-interval must be more than 0 seconds, got 0"),
         (["--nats-timeout", "-1"], "--nats-timeout must be more than 0 seconds, got -1"),
-        (["--prefix", "KB"], "subject prefix token 'KB' is not a DNS-1123 label"),
+        (["--prefix", "KB"], "--prefix 'KB': subject prefix token 'KB' is not a DNS-1123 label"),
         (["--kubeconfig", "/nonexistent/kubeconfig"], "--kubeconfig /nonexistent/kubeconfig: no such file"),
     ],
 )
@@ -181,3 +181,14 @@ async def test_flags_it_cannot_work_with_exit_2_naming_the_flag(
     done = await status("--kubeconfig", str(world.mgmt_kubeconfig), *args)
     assert done.returncode == 2, done.stdout
     assert done.stderr.startswith("kamaji-broker status: error: ") and error in done.stderr
+
+
+@pytest.mark.parametrize("garbage", ["observer.creds", "nats-server.conf"])
+async def test_a_file_that_is_not_a_kubeconfig_is_named(world: Topology, garbage: str) -> None:
+    path = world.nats_dir / garbage
+    done = await status("--kubeconfig", str(path))
+    assert done.returncode == 2, done.stdout
+    assert done.stderr.startswith(
+        f"kamaji-broker status: error: --kubeconfig {path}: not a usable kubeconfig: "
+    )
+    assert "Traceback" not in done.stderr

@@ -136,6 +136,12 @@ SITES = [
     pytest.param(site(), B(heartbeat_at=ago(45), backlog=3), False, ["HeartbeatMissing"], id="bus-stale"),
     pytest.param(site(heartbeat=200), BUS_ALIVE, True, ["HubNotUpdating"], id="hub-not-updating"),
     pytest.param(site(**NEVER), BUS_ALIVE, True, ["HubNotUpdating"], id="hub-never-wrote"),
+    pytest.param(site(**NEVER), B(heartbeat_at=ago(1), backlog=0, agent_started_at=ago(200)), True,
+                 ["HubNotUpdating"], id="hub-never-wrote-for-a-long-running-agent"),
+    pytest.param(site(**NEVER), B(heartbeat_at=ago(1), backlog=0, agent_started_at=ago(5)), True, [],
+                 id="agent-just-started-hub-not-yet-caught-up"),
+    pytest.param(site(heartbeat=6 * 3600), None, None, ["StatusStale"], id="no-bus-and-the-hubs-copy-is-old"),
+    pytest.param(site(heartbeat=100), None, True, [], id="no-bus-hubs-copy-within-its-write-interval"),
     pytest.param(site(**NEVER), None, None, ["NoHeartbeat"], id="never-beat"),
     pytest.param(site(connected=False, conditions=GONE), None, False, ["HeartbeatMissing"], id="gone"),
     pytest.param(
@@ -225,3 +231,8 @@ def test_a_control_plane_serving_while_its_ready_condition_is_false_is_not_healt
     assert f.problems() == [cp.problem()]
     good = rkcp(ready=True, conditions={"Ready": ("True", "Ready")})
     assert fleet_rkcp.new_control_plane(good, secrets=KUBECONFIG).healthy
+
+
+def test_a_multi_line_ready_message_is_one_line() -> None:
+    obj = rkcp(ready=False, conditions={"Ready": ("False", "MultipleNotReady")}, message="* A: x\n* B: y\n")
+    assert fleet_rkcp.new_control_plane(obj, secrets=NONE).reason == "MultipleNotReady: * A: x * B: y"

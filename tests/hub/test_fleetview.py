@@ -142,3 +142,10 @@ def test_a_serving_control_plane_losing_and_regaining_its_ready_condition_is_new
     ]
     doc = fleetview.to_json(during)["controlPlanes"][0]
     assert (doc["ready"], doc["serving"]) == (False, True)
+
+
+def test_a_site_that_goes_away_is_news() -> None:
+    assert fleetview.events(FLEET, fleet.Fleet(sites=(OK,), control_planes=FLEET.control_planes[:2])) == [
+        "default/b-1 (site-b): deleted",
+        "site site-b: gone (its Site deleted, nothing placed there)",
+    ]

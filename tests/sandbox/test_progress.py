@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from hub import fleet
 from hub.fleet_rkcp import ControlPlane
 from sandbox import progress
@@ -84,3 +86,16 @@ def test_only_the_latest_events_stay_under_the_table() -> None:
         screen.show(look("Ready", version=f"v1.{i}.0"), elapsed=i)
     last = out.getvalue().rsplit("Recent:\n", 1)[1].splitlines()
     assert len(last) == progress.RECENT and last[-1].endswith("version v1.9.0 -> v1.10.0")
+
+
+def test_a_view_taller_than_the_terminal_is_cut_to_its_height(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LINES", "8")
+    monkeypatch.setenv("COLUMNS", "100")
+    out = Terminal()
+    progress.Screen(out).show(look("Ready"), elapsed=1)
+    lines = out.getvalue().splitlines()
+    assert (
+        len(lines) == 7
+        and lines[-1].startswith("... ")
+        and lines[-1].endswith(" more lines (a taller terminal shows them)")
+    )

@@ -187,3 +187,35 @@ async def test_a_site_cannot_pull_from_another_consumer_through_an_ack_subject(
     )
     assert site_a.received == []
     await ns.alive(server, hub, site_a)
+
+
+def observer_forbidden(prefix: str) -> list[str]:
+    """What ``kamaji-broker status``'s read-only user must never reach: any data subject, any
+    message content but heartbeats, any consumer or stream operation but consumer info."""
+    out = [g for g in NO_SITE_MAY if g != "_INBOX.>"]
+    out.append(f"{prefix}.>")
+    for c in consumers(prefix):
+        out.append(f"$JS.ACK.{c.stream}.{c.durable_name}.>")
+        out += [f"$JS.API.CONSUMER.{op}.{c.stream}.{c.durable_name}" for op in CONSUMER_API if op != "INFO"]
+        out.append(f"$JS.API.CONSUMER.RESET.{c.stream}.{c.durable_name}")
+    for s in (streams.intents_stream(prefix=prefix), *(streams.site_stream(x, prefix=prefix) for x in SITES)):
+        out.append(f"$JS.API.DIRECT.GET.{s.name}")
+        out += [f"$JS.API.DIRECT.GET.{s.name}.{prefix}.{k.value}.>" for k in (K.INTENT, K.STATUS, K.SECRET)]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("prefix", "grant"), [(p, g) for p in PREFIXES for g in permissions.for_observer(prefix=p).publish]
+)
+def test_no_observer_grant_reaches_a_message_or_an_operation(prefix: str, grant: str) -> None:
+    assert ">" not in grant.split("."), f"{grant} is open-ended"
+    reached = [f for f in observer_forbidden(prefix) if permissions.intersects(grant, f)]
+    assert reached == [], f"the observer's grant {grant} reaches {reached}"
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_the_observers_inbox_is_nobody_elses(prefix: str) -> None:
+    (grant,) = permissions.for_observer(prefix=prefix).subscribe
+    others = ["_INBOX.>", *(f"_INBOX_{s}.>" for s in SITES), f"{prefix}.>", "$JS.>", "$SYS.>"]
+    assert [f for f in others if permissions.intersects(grant, f)] == []
+    assert not any(permissions.intersects(g, grant) for g in permissions.for_hub(prefix=prefix).subscribe)
