@@ -63,25 +63,19 @@ def _identity(seed_file: Path, name: str) -> Identity:
 
 
 def render_auth(config_dir: Path, *, prefix: str) -> Path:
-    blocks = []
-    hub_pub = config_dir / "hub.pub"
-    if hub_pub.exists():
-        blocks.append(
-            natsconfig.user_block(
-                hub_pub.read_text().strip(),
-                permissions.for_hub(prefix=prefix),
-                comment="hub (management cluster)",
-            )
-        )
-    observer_pub = config_dir / "observer.pub"
-    if observer_pub.exists():
-        blocks.append(
-            natsconfig.user_block(
-                observer_pub.read_text().strip(),
-                permissions.for_observer(prefix=prefix),
-                comment="observer (kamaji-broker status: read only)",
-            )
-        )
+    users = (
+        ("hub.pub", permissions.for_hub(prefix=prefix), "hub (management cluster)"),
+        (
+            "observer.pub",
+            permissions.for_observer(prefix=prefix),
+            "observer (kamaji-broker status: read only)",
+        ),
+    )
+    blocks = [
+        natsconfig.user_block((config_dir / pub).read_text().strip(), perms, comment=comment)
+        for pub, perms, comment in users
+        if (config_dir / pub).exists()
+    ]
     blocks += [p.read_text() for p in sorted((config_dir / SITES_DIR).glob("*.conf"))]
     path = config_dir / natsconfig.AUTH_FILE
     files.write_public(path, natsconfig.auth(blocks))
