@@ -1,7 +1,8 @@
 """Which sites the hub serves, and their NATS topology (streams and consumers), made to exist.
 
-Owns the set of sites whose topology was last ensured (at start, and by the reconcile's
-``EnsureTopology`` when a site appears). A site is known when ``--sites`` names it or a Site
+Owns the set of sites whose topology was last ensured (at start, when the Site status writer
+first looks at a Site, ``ensure_site``, and by the reconcile's ``EnsureTopology`` when an RKCP is
+placed at a site not yet ensured). A site is known when ``--sites`` names it or a Site
 object does (``site.SiteSync``'s cache): the hub keeps streams and consumers for those and no
 other, so a tenant cannot make the hub create a consumer for a site name it invents.
 Talks to NATS (``common.bus.ensure_topology``).
@@ -32,6 +33,13 @@ class Topology:
         """Whether nothing is to be created for ``site``: its topology was ensured, or it is not
         known (an RKCP placed there is not authorized). Else the reconcile plans ``EnsureTopology``."""
         return site in self.sites or site not in self.known_sites()
+
+    async def ensure_site(self, site: str) -> None:
+        """Make ``site``'s stream and consumers exist unless already ensured: a Site onboarded
+        before any control plane is placed there gets them too (its agent's heartbeats land,
+        its consumer exists). One set lookup once ensured, so it costs nothing per look."""
+        if site not in self.sites:
+            await self.ensure()
 
     async def ensure(self) -> None:
         wanted = self.known_sites()
