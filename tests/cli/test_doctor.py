@@ -19,6 +19,7 @@ import pytest
 from agent import credential_state
 from common import bus, keyfiles, natsoperator, tlsfiles
 from common import kube as ckube
+from hub import rbac as hub_rbac
 from protocol import credentials, natsjwt, subjects
 from sandbox import kubeapi, natsd, ports
 from tests import conftest, helpers
@@ -206,7 +207,8 @@ async def test_agent_missing_consumer(setup: Setup) -> None:
     assert run.code == 1
     line = run.line("FAIL", "consumer bound")
     assert "KB_INTENTS/agent-site-b does not exist" in line
-    assert "fix: the hub creates it: run the hub with --sites site-b" in line
+    assert "fix: the hub creates it as soon as Site site-b exists (or its --sites names site-b)" in line
+    assert "if it does, is the hub running? see its log" in line
 
 
 async def test_agent_missing_crd(setup: Setup) -> None:
@@ -422,3 +424,44 @@ async def test_agent_expired_creds_file_is_refused_by_the_server(setup: Setup, t
     assert "auth: " in line and "Authorization Violation" in line
     assert f"fix: the server refused --nats-creds {tmp_path / 'old.creds'}" in line
     assert seed.decode() not in run.out + run.err and token not in run.out + run.err
+
+
+CLUSTER_ROLE = ckube.resources.Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole")
+CLUSTER_BINDING = ckube.resources.Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding"
+)
+
+
+async def test_hub_lease_denied_names_the_leader_election_role(setup: Setup, tmp_path: Path) -> None:
+    """A token user with the hub's ClusterRole but not the leader-election Role: the fix names
+    the Role (in --lease-namespace) that grants the Lease, not the ClusterRole."""
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text("hub-token,hub,u1\n")
+    server = kubeapi.Server(name="mgmt", token_auth_file=tokens)
+    await server.start(port=0)
+    try:
+        server.apply_crd_files(sorted(DEPLOY_CRDS.glob("*.yaml")))
+        rules = [
+            {"apiGroups": [group], "resources": [resource], "verbs": list(verbs)}
+            for group, resource, verbs in hub_rbac.RULES
+            if resource != "leases"
+        ]
+        async with admin(server.write_kubeconfig(tmp_path / "admin")) as kube:
+            await kube.create(CLUSTER_ROLE, {"metadata": {"name": "kamaji-broker-hub"}, "rules": rules})
+            binding = {
+                "metadata": {"name": "kamaji-broker-hub"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                            "name": "kamaji-broker-hub"},
+                "subjects": [{"kind": "User", "name": "hub"}],
+            }  # fmt: skip
+            await kube.create(CLUSTER_BINDING, binding)
+        kubeconfig = server.write_kubeconfig(tmp_path / "hub", token="hub-token")
+        over = {"--kubeconfig": str(kubeconfig), "--leader-elect": "", "--lease-namespace": "kb-system"}
+        run = await doctor("hub", *hub_flags(setup, **over))
+    finally:
+        await server.stop()
+    assert run.code == 1, run.out
+    line = run.line("FAIL", "rbac")
+    assert "3 of " in line and "(get, coordination.k8s.io, leases, namespace kb-system)" in line
+    assert "fix: grant the Lease in the Role kamaji-broker-hub-leader-election in namespace kb-system" in line
+    assert "ClusterRole" not in line
