@@ -54,6 +54,7 @@ class HubDoctor(process.Doctor):
             Step(n.NATS, self.nats),
             Step(n.TLS, self.tls),
             Step(n.PERMISSIONS, self.probes, needs=(n.NATS,)),
+            Step(n.UNPROBED, self.unprobed, needs=(n.NATS,)),
             Step(streamchecks.STREAMS, self.streams, needs=(n.PERMISSIONS,)),
         ]
 
@@ -172,6 +173,14 @@ class HubDoctor(process.Doctor):
             await natschecks.probe_request(self.conn, f"$JS.API.STREAM.INFO.{intents}"),
             await natschecks.probe_subscribe(self.conn, "_INBOX.doctor"),
         ]
+
+    async def unprobed(self) -> list[Result]:
+        granted = permissions.for_hub(prefix=self.hub.prefix)
+        publish = [f"publish {g}" + (" (beyond the two probed)" if g == "$JS.API.>" else "")
+                   for g in granted.publish]  # fmt: skip
+        subscribe = [f"subscribe {g}" for g in granted.subscribe if not g.startswith("_INBOX.")]
+        replies = ["reply to requests"] if granted.reply_to_requests else []
+        return [natschecks.unprobed(publish + subscribe + replies)]
 
     async def streams(self) -> list[Result]:
         assert self.conn is not None
