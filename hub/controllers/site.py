@@ -115,7 +115,7 @@ class SiteSync:
             site = await self.queue.get()
             try:
                 requeue = await self.sync(site)
-            except (kerrors.KubeError, bus_errors.BusError) as exc:
+            except kerrors.KubeError as exc:
                 log.warning(
                     "writing the status of Site %s: %s; retrying", site, exc, extra=logs.about_site(site)
                 )
@@ -138,7 +138,16 @@ class SiteSync:
             s = site_api.Site.parse(obj)
         except pydantic.ValidationError:
             return None
-        await self.ensure_topology(site)
+        try:
+            await self.ensure_topology(site)
+        except bus_errors.BusError as exc:
+            # Its status is still written; the next look (``resync``) tries again.
+            log.warning(
+                "making the stream and consumers of site %s: %s; retrying",
+                site,
+                exc,
+                extra=logs.about_site(site),
+            )
         now = dt.datetime.now(dt.UTC)
         snap = self.deps.sites.snapshot(site, now, interval=self.settings.heartbeat_interval)
         beat = snap.heartbeat

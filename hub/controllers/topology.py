@@ -13,6 +13,7 @@ from __future__ import annotations
 from common import bus
 from hub.controllers import cache
 from hub.controllers.config import Settings
+from protocol import labels
 
 
 class Topology:
@@ -42,7 +43,9 @@ class Topology:
             await self.ensure()
 
     async def ensure(self) -> None:
-        wanted = self.known_sites()
+        # A Site whose name is no DNS label (Kubernetes allows dots) can have no stream: it is
+        # left out, so it cannot keep every other site from getting theirs.
+        wanted = frozenset(site for site in self.known_sites() if labels.problem(site) is None)
         if wanted and wanted <= self.sites:
             return
         s = self.settings
