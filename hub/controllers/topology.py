@@ -39,7 +39,7 @@ class Topology:
         """Make ``site``'s stream and consumers exist unless already ensured: a Site onboarded
         before any control plane is placed there gets them too (its agent's heartbeats land,
         its consumer exists). One set lookup once ensured, so it costs nothing per look."""
-        if site not in self.sites:
+        if site not in self.sites and labels.problem(site) is None:
             await self.ensure()
 
     async def ensure(self) -> None:
