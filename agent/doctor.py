@@ -2,11 +2,15 @@
 
 The steps, in order: the hub's public keys; the site's API server, the RBAC of ``agent.rbac``
 and Kamaji's CRD; the NATS credential (the identity Secret's JWT in operator mode, read, never
-renewed nor bootstrapped: doctor changes nothing); NATS reachable and TLS; the permissions the
-site needs, probed safely; the site's durable consumer. Shared checks are in ``common.doctor``.
+renewed nor bootstrapped: doctor changes nothing; before the agent's first start, the
+--nats-bootstrap-creds it would bootstrap with, connected with but never asked with); NATS
+reachable and TLS; the permissions the site needs, those that change nothing probed, the others
+named; the site's durable consumer. Shared checks are in ``common.doctor``.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from agent import credential_state, rbac
 from agent.settings import AgentSettings
@@ -15,7 +19,7 @@ from common.doctor import credchecks, kubechecks, natschecks, process, results, 
 from common.doctor.results import Result
 from common.doctor.running import Step
 from common.kube import resources, reviews
-from protocol import errors, natsjwt, permissions, streams
+from protocol import errors, natsjwt, permissions, streams, subjects
 
 KEYS = "hub keys"
 TCP_CRD = "tenantcontrolplanes.kamaji.clastix.io"
@@ -34,6 +38,8 @@ class AgentDoctor(process.Doctor):
         super().__init__(settings)
         self.agent = settings
         self.held: natsidentity.Held | None = None
+        self.bootstrap: Path | None = None
+        """--nats-bootstrap-creds when the agent has no usable identity: connected with it."""
 
     def steps(self) -> list[Step]:
         k, c = kubechecks, credchecks
@@ -45,22 +51,26 @@ class AgentDoctor(process.Doctor):
             Step(c.CREDENTIAL, self.credential, needs=(k.KUBE,) if self.agent.operator_mode else ()),
             Step(natschecks.NATS, self.nats),
             Step(natschecks.TLS, self.tls),
-            Step(natschecks.PERMISSIONS, self.probes, needs=(natschecks.NATS,)),
-            Step(streamchecks.CONSUMER, self.consumer, needs=(natschecks.PERMISSIONS,)),
+            Step(natschecks.PERMISSIONS, self.probes, needs=(natschecks.NATS,), skip=self.not_own),
+            Step(natschecks.UNPROBED, self.unprobed, needs=(natschecks.NATS,), skip=self.not_own),
+            Step(streamchecks.CONSUMER, self.consumer, needs=(natschecks.PERMISSIONS,), skip=self.not_own),
         ]
 
     def options(self) -> bus.Options | None:
         s = self.agent
-        if s.operator_mode and self.held is None:
+        if s.operator_mode and self.held is None and self.bootstrap is None:
             return None
+        creds = self.bootstrap if self.held is None and self.bootstrap is not None else s.nats_creds
         return bus.Options(
-            servers=s.servers, seed_file=s.nats_seed, creds_file=s.nats_creds, identity=self.held,
+            servers=s.servers, seed_file=s.nats_seed, creds_file=creds, identity=self.held,
             ca_file=s.nats_ca_file, inbox_prefix=bus.site_inbox_prefix(s.site),
             name=f"kamaji-broker-doctor-{s.site}", reconnect_wait=0.5,
         )  # fmt: skip
 
     def identity(self) -> str:
         s = self.agent
+        if self.bootstrap is not None:
+            return f"--nats-bootstrap-creds {self.bootstrap}"
         if s.nats_identity_secret is not None:
             return f"the JWT in Secret {s.nats_identity_secret}"
         return f"--nats-creds {s.nats_creds}" if s.nats_creds is not None else f"--nats-seed {s.nats_seed}"
@@ -100,48 +110,103 @@ class AgentDoctor(process.Doctor):
             where = f"--nats-creds {s.nats_creds}"
             token = credchecks.token_of_creds(s.nats_creds)
         else:
-            token, where, fix = await self._stored()
+            namespace, name = s.identity_secret
+            where, fix = f"Secret {namespace}/{name}", self._renewal_fix()
+            token, unusable = await self._stored()
+            if self.held is None and s.nats_bootstrap_creds is not None:
+                return self._will_bootstrap(s.nats_bootstrap_creds, f"{where} {unusable}")
+            if not token:
+                return [results.failed(credchecks.CREDENTIAL, f"{where} {unusable}", fix)]
         try:
-            claims = natsjwt.decode(token or "", now=0)
+            claims = natsjwt.decode(token, now=0)
         except errors.JWTError as exc:
-            # From the Secret, ``where`` already says why it holds no usable JWT.
-            detail = where if s.operator_mode else f"{where}: {exc}"
-            return [results.failed(credchecks.CREDENTIAL, detail, fix)]
+            return [results.failed(credchecks.CREDENTIAL, f"{where}: {exc}", fix)]
         return [
             credchecks.lifetime(claims, now=self.clock(), where=where, fix=fix),
             credchecks.grants(claims, expected, role=role, fix=fix),
         ]
 
-    async def _stored(self) -> tuple[str, str, str]:
-        """The identity Secret's JWT ("" if unusable), where or why not, and the fix; keeps the
-        identity for the NATS check when usable."""
-        assert self.kube is not None
-        namespace, name = self.agent.identity_secret
-        where = f"Secret {namespace}/{name}"
-        fix = (
+    def _renewal_fix(self) -> str:
+        return (
             f"the agent renews its JWT from the hub before it expires; if it lapsed, give "
             f"--nats-bootstrap-creds a fresh bootstrap credential (the hub's Secret "
             f"{self.agent.site}-nats-bootstrap) and restart the agent"
         )
+
+    async def _stored(self) -> tuple[str, str]:
+        """The identity Secret's JWT ("" if unusable) and why it is not usable; keeps the
+        identity for the NATS check when usable. An expired JWT is returned (to be said so)."""
+        assert self.kube is not None
+        namespace, name = self.agent.identity_secret
         found = await self.kube.get_or_none(resources.SECRET, name, namespace=namespace)
         stored = credential_state.read(found)
         life, why = credential_state.usable(stored, now=self.clock())
-        if stored.seed is not None and stored.jwt and (life is not None or "expired" in why):
+        expired = life is None and "expired" in why
+        if found is None:
+            why = "does not exist: no identity yet"
+        elif stored.seed is None or not stored.jwt:
+            why = f"holds no identity yet ({why})"
+        else:
+            why = f"holds no usable JWT ({why})"
+        if stored.seed is not None and stored.jwt and (life is not None or expired):
             if life is not None:
                 self.held = natsidentity.Held(stored.seed, stored.jwt)
-            return stored.jwt, where, fix
-        return "", f"{where}: no usable JWT ({why})", fix
+            return stored.jwt, why
+        return "", why
+
+    def _will_bootstrap(self, path: Path, unusable: str) -> list[Result]:
+        """No usable identity, but --nats-bootstrap-creds: what the agent would bootstrap with
+        (read, never used: only a request on the bootstrap subject uses it up)."""
+        s = self.agent
+        fix = (
+            f"give --nats-bootstrap-creds a fresh bootstrap credential for site {s.site}: the hub's Secret "
+            f"{s.site}-nats-bootstrap (`kamaji-broker site add {s.site}` makes it)"
+        )
+        where = f"--nats-bootstrap-creds {path}"
+        try:
+            claims = natsjwt.decode(natsjwt.jwt_of_creds(path.read_text()), now=0)
+        except OSError as exc:
+            return [results.failed(credchecks.CREDENTIAL, f"{where}: {exc.strerror}", fix)]
+        except (errors.JWTError, UnicodeDecodeError) as exc:
+            return [results.failed(credchecks.CREDENTIAL, f"{where}: {exc}", fix)]
+        self.bootstrap = path
+        expected = permissions.for_bootstrap(s.site, prefix=s.prefix)
+        return [
+            credchecks.bootstrap(
+                claims, now=self.clock(), where=f"{unusable}: will bootstrap with {path}", fix=fix
+            ),
+            credchecks.grants(claims, expected, role=f"site {s.site}'s bootstrap", fix=fix),
+        ]
+
+    def not_own(self) -> str:
+        """Why the probes and the consumer check are skipped: connected with the bootstrap
+        credential, which grants neither ("" when the agent has its own credential)."""
+        if self.bootstrap is None:
+            return ""
+        return "the agent has no credential of its own yet: it bootstraps at its first start"
 
     async def probes(self) -> list[Result]:
+        """The grants that can be used without changing anything: its consumer's info, a Direct
+        Get of one of its own intent subjects (no intent there: the server answers 404, still a
+        pass) and a subscription to its inbox."""
         assert self.conn is not None
         s = self.agent
         consumer = streams.agent_consumer(s.site, prefix=s.prefix)
+        intent = subjects.intent(s.site, "doctor", "doctor", prefix=s.prefix)
         return [
             await natschecks.probe_request(
                 self.conn, f"$JS.API.CONSUMER.INFO.{consumer.stream}.{consumer.durable_name}"
             ),
+            await natschecks.probe_request(self.conn, f"$JS.API.DIRECT.GET.{consumer.stream}.{intent}"),
             await natschecks.probe_subscribe(self.conn, f"{bus.site_inbox_prefix(s.site)}.doctor"),
         ]
+
+    async def unprobed(self) -> list[Result]:
+        s = self.agent
+        consumer = streams.agent_consumer(s.site, prefix=s.prefix)
+        probed = (f"$JS.API.CONSUMER.INFO.{consumer.stream}.", f"$JS.API.DIRECT.GET.{consumer.stream}.")
+        granted = permissions.for_site(s.site, prefix=s.prefix).publish
+        return [natschecks.unprobed([f"publish {g}" for g in granted if not g.startswith(probed)])]
 
     async def consumer(self) -> list[Result]:
         assert self.conn is not None

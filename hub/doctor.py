@@ -10,6 +10,7 @@ and the site streams. Shared checks are in ``common.doctor``.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 from common import bus, keyfiles, natsidentity
 from common import kube as ckube
@@ -32,7 +33,7 @@ CLUSTER_SCOPED = frozenset({"sites"})
 
 class HubDoctor(process.Doctor):
     rbac_fix = (
-        "grant them in the hub's ClusterRole: `kubectl apply -f deploy/hub/rbac.yaml` "
+        "grant them in the hub's ClusterRole kamaji-broker-hub: `kubectl apply -f deploy/hub/rbac.yaml` "
         "(rules from hub/rbac.py)"
     )
     crd_fix = "install the CRDs: `kubectl apply -k deploy/crds`"
@@ -53,6 +54,7 @@ class HubDoctor(process.Doctor):
             Step(n.NATS, self.nats),
             Step(n.TLS, self.tls),
             Step(n.PERMISSIONS, self.probes, needs=(n.NATS,)),
+            Step(n.UNPROBED, self.unprobed, needs=(n.NATS,)),
             Step(streamchecks.STREAMS, self.streams, needs=(n.PERMISSIONS,)),
         ]
 
@@ -79,6 +81,18 @@ class HubDoctor(process.Doctor):
             leases = tuple(r for r in rbac.RULES if r[1] == "leases")
             asked += kubechecks.accesses(leases, [s.lease_namespace])
         return asked
+
+    def rbac_fix_for(self, denied: Sequence[reviews.Access]) -> str:
+        """The Lease is granted by a Role in --lease-namespace, the rest by the ClusterRole."""
+        fixes = [self.rbac_fix] if any(a.resource != "leases" for a in denied) else []
+        if any(a.resource == "leases" for a in denied):
+            ns = self.hub.lease_namespace
+            fixes.append(
+                f"grant the Lease in the Role kamaji-broker-hub-leader-election in namespace {ns}, bound "
+                f"to the hub's ServiceAccount by the RoleBinding of that name: `kubectl apply -n {ns} -f "
+                "deploy/hub/rbac.yaml`"
+            )
+        return "; ".join(fixes)
 
     def crd_names(self) -> tuple[str, ...]:
         return CRDS
@@ -159,6 +173,14 @@ class HubDoctor(process.Doctor):
             await natschecks.probe_request(self.conn, f"$JS.API.STREAM.INFO.{intents}"),
             await natschecks.probe_subscribe(self.conn, "_INBOX.doctor"),
         ]
+
+    async def unprobed(self) -> list[Result]:
+        granted = permissions.for_hub(prefix=self.hub.prefix)
+        publish = [f"publish {g}" + (" (beyond the two probed)" if g == "$JS.API.>" else "")
+                   for g in granted.publish]  # fmt: skip
+        subscribe = [f"subscribe {g}" for g in granted.subscribe if not g.startswith("_INBOX.")]
+        replies = ["reply to requests"] if granted.reply_to_requests else []
+        return [natschecks.unprobed(publish + subscribe + replies)]
 
     async def streams(self) -> list[Result]:
         assert self.conn is not None

@@ -3,7 +3,8 @@
 Pure apart from ``token_of_creds`` (which reads the JWT of a .creds file, never its seed): a JWT
 is public, the seed is never passed here, and the caller passes ``now``. The expiry rule is the
 agent's ``/readyz`` rule (``common.jwtlifetime``): FAIL once expired, WARN once less than a
-tenth of the lifetime is left.
+tenth of the lifetime is left; the same for a bootstrap credential (``bootstrap``), which is
+only used until the process has a credential of its own.
 """
 
 from __future__ import annotations
@@ -28,6 +29,19 @@ def lifetime(claims: natsjwt.Claims, *, now: float, where: str, fix: str) -> Res
         return results.failed(CREDENTIAL, detail, fix)
     if not ready:
         return results.warned(CREDENTIAL, detail, f"renewal is overdue: {fix}")
+    return results.passed(CREDENTIAL, detail)
+
+
+def bootstrap(claims: natsjwt.Claims, *, now: float, where: str, fix: str) -> Result:
+    """A bootstrap credential the process will use at its first start (``where`` says why and
+    which file): FAIL once expired, WARN once less than a tenth of its lifetime is left."""
+    life = jwtlifetime.lifetime_of(claims)
+    ready, text = jwtlifetime.readiness(life, now=now)
+    detail = f"{where} ({claims.name or claims.sub}: {text})"
+    if life.expires <= now:
+        return results.failed(CREDENTIAL, detail, fix)
+    if not ready:
+        return results.warned(CREDENTIAL, detail, f"start the process before it expires, or {fix}")
     return results.passed(CREDENTIAL, detail)
 
 

@@ -4,7 +4,7 @@
 deadline, every failed attempt collected); ``reachable`` and ``tls`` decide from what it saw,
 purely. ``probe_request`` and ``probe_subscribe`` are the safe permission probes: a JetStream API
 request that only reads, and a subscription to the role's own inbox that is dropped at once.
-Nothing is published on a data subject.
+Nothing is published on a data subject: ``unprobed`` says which grants are therefore not probed.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from common.doctor.results import Result
 NATS = "nats reachable"
 TLS = "tls verified"
 PERMISSIONS = "permission granted"
+UNPROBED = "permission not probed"
 
 Failure = Literal["tls", "auth", "dns", "refused", "timeout", "other"]
 
@@ -160,3 +161,9 @@ async def probe_subscribe(conn: bus.Connection, subject: str) -> Result:
     with contextlib.suppress(errors.BusError):
         await sub.unsubscribe()
     return results.passed(PERMISSIONS, f"subscribe to {subject}")
+
+
+def unprobed(grants: Sequence[str]) -> Result:
+    """A SKIP naming the grants no probe checked: using them would change state (publish data,
+    pull, ack, reset a consumer, take a request meant for the running process)."""
+    return results.skipped(UNPROBED, "would change state: " + "; ".join(grants))

@@ -10,7 +10,7 @@ connections.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from common import bus
 from common import kube as ckube
@@ -71,7 +71,11 @@ class Doctor:
         assert self.kube is not None
         asked = self.accesses()
         denied = await kubechecks.denied(self.kube, asked)
-        return [kubechecks.rbac(len(asked), denied, fix=self.rbac_fix)]
+        return [kubechecks.rbac(len(asked), denied, fix=self.rbac_fix_for(denied))]
+
+    def rbac_fix_for(self, denied: Sequence[reviews.Access]) -> str:
+        """How to grant what was ``denied`` (the role's objects that hold those rules)."""
+        return self.rbac_fix
 
     async def crds(self) -> list[Result]:
         assert self.kube is not None

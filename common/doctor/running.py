@@ -1,8 +1,9 @@
 """Running doctor's checks in order: a check whose prerequisites did not pass is SKIPped.
 
-A ``Step`` is one named check (an async function returning its results) and the names of the
-steps it needs; ``run`` runs each in turn, bounded in time, and turns an unexpected exception
-into a FAIL, so the report always comes out whole. ``blocked`` is the pure decision.
+A ``Step`` is one named check (an async function returning its results), the names of the
+steps it needs and, optionally, a reason to skip it that earlier steps found; ``run`` runs each
+in turn, bounded in time, and turns an unexpected exception into a FAIL, so the report always
+comes out whole. ``blocked`` is the pure decision.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ class Step:
     run: Callable[[], Awaitable[Sequence[Result]]]
     needs: tuple[str, ...] = ()
     """Names of earlier steps that must have passed (PASS or WARN) for this one to run."""
+    skip: Callable[[], str] | None = None
+    """Why not to run it, known only once earlier steps ran ("": run it); said instead of
+    ``needs`` (an agent that has no credential of its own yet has no consumer to check)."""
 
 
 def worst(got: Sequence[Result]) -> Outcome:
@@ -42,7 +46,7 @@ async def run(steps: Sequence[Step], *, timeout: float) -> list[Result]:
     outcomes: dict[str, Outcome] = {}
     out: list[Result] = []
     for step in steps:
-        why = blocked(step.needs, outcomes)
+        why = (step.skip() if step.skip is not None else "") or blocked(step.needs, outcomes)
         if why:
             got: Sequence[Result] = [results.skipped(step.name, why)]
         else:

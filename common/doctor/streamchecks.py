@@ -25,8 +25,9 @@ def consumer(expected: streams.ConsumerDef, found: bus.ConsumerState | None, *, 
         return results.failed(
             CONSUMER,
             f"{name} does not exist",
-            f"the hub creates it: run the hub with --sites {site} or create a RemoteKamajiControlPlane "
-            f"or Site {site}; check that hub and agent use the same --prefix",
+            f"the hub creates it as soon as Site {site} exists (or its --sites names {site}): create the "
+            f"Site (`kamaji-broker site add {site}`) if it does not exist; if it does, is the hub running? "
+            "see its log; check that hub and agent use the same --prefix",
         )
     if found.filter_subject != expected.filter_subject:
         return results.failed(
@@ -44,8 +45,9 @@ def streams_result(wanted: Sequence[str], missing: Sequence[str]) -> Result:
     return results.failed(
         STREAMS,
         "missing: " + ", ".join(missing),
-        "the hub creates them at start (the intents stream) and for every site it knows (--sites, Site "
-        "objects): start the hub, and check that JetStream is enabled in nats-server",
+        "the hub creates the intents stream at start and a site's stream as soon as it sees its Site "
+        "(or --sites names it): is the hub running, with the same --prefix? see its log; check that "
+        "JetStream is enabled in nats-server",
     )
 
 

@@ -32,16 +32,18 @@ class Controller:
         self.deps = deps
         self.observations = deps.observations
         self.queue: queue.WorkQueue[Key] = queue.WorkQueue()
+        site_objects = cache.ObjectCache()
+        self.topology = Topology(settings, deps.conn, site_objects)
         self.site_sync = site_controller.SiteSync(
-            settings, deps, objects=cache.ObjectCache(), control_planes=self.control_planes
-        )
+            settings, deps, objects=site_objects, control_planes=self.control_planes,
+            ensure_topology=self.topology.ensure_site,
+        )  # fmt: skip
         self.informers = informing.Informers(
             namespaces=settings.namespaces, label_selector=settings.label_selector,
             site_sync=self.site_sync, listener=self,
         )  # fmt: skip
         self.rkcps = self.informers.rkcps
         self.index = self.informers.index
-        self.topology = Topology(settings, deps.conn, self.site_sync.objects)
         self.released = ReleasedDeletions(settings, deps, on_purged=self._released_purged)
         """Deletions the site-unavailable timeout released, purged once the site confirms."""
         self.reconciler = Reconciler(

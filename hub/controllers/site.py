@@ -1,6 +1,8 @@
 """The Site status writer's shell: for each Site object, observe, compute (pure), patch on change.
 
-Talks to the management cluster only (``common.kube``: patch ``sites/status``). Reads the Site
+Talks to the management cluster (``common.kube``: patch ``sites/status``); on its first look at
+a Site, has the site's NATS stream and consumers made (``ensure_topology``, once: a Site with no
+control plane yet needs them for its agent to start; a failure is retried). Reads the Site
 objects from the RKCP controller's cache (one informer per kind: the controller's watch feeds
 ``objects``), the site's heartbeat and backlog from ``hub.sites``, and the number of RKCPs
 placed at the site from the controller's index. One worker; each site is looked at again every
@@ -11,12 +13,13 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pydantic
 
 from common import logs
+from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import credentialrules, site_api
@@ -42,12 +45,16 @@ class SiteSync:
         *,
         objects: cache.ObjectCache,
         control_planes: Callable[[str], int],
+        ensure_topology: Callable[[str], Awaitable[None]],
     ) -> None:
         self.settings = settings
         self.deps = deps
         self.objects = objects
         """The Site objects, by ``key(site)`` (filled by the controller's watch)."""
         self.control_planes = control_planes
+        self.ensure_topology = ensure_topology
+        """Makes a site's stream and consumers exist (``topology.Topology.ensure_site``): a Site
+        with no control plane yet has them too, so its agent can start."""
         self.signing_key_id = protocol_keys.key_id(bytes(deps.signer.verify_key))
         """The key id the hub signs with: a Site whose agent does not trust it is told so."""
         self.resync = max(1.0, settings.heartbeat_interval)
@@ -131,6 +138,16 @@ class SiteSync:
             s = site_api.Site.parse(obj)
         except pydantic.ValidationError:
             return None
+        try:
+            await self.ensure_topology(site)
+        except bus_errors.BusError as exc:
+            # Its status is still written; the next look (``resync``) tries again.
+            log.warning(
+                "making the stream and consumers of site %s: %s; retrying",
+                site,
+                exc,
+                extra=logs.about_site(site),
+            )
         now = dt.datetime.now(dt.UTC)
         snap = self.deps.sites.snapshot(site, now, interval=self.settings.heartbeat_interval)
         beat = snap.heartbeat

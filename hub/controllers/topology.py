@@ -1,7 +1,8 @@
 """Which sites the hub serves, and their NATS topology (streams and consumers), made to exist.
 
-Owns the set of sites whose topology was last ensured (at start, and by the reconcile's
-``EnsureTopology`` when a site appears). A site is known when ``--sites`` names it or a Site
+Owns the set of sites whose topology was last ensured (at start, when the Site status writer
+first looks at a Site, ``ensure_site``, and by the reconcile's ``EnsureTopology`` when an RKCP is
+placed at a site not yet ensured). A site is known when ``--sites`` names it or a Site
 object does (``site.SiteSync``'s cache): the hub keeps streams and consumers for those and no
 other, so a tenant cannot make the hub create a consumer for a site name it invents.
 Talks to NATS (``common.bus.ensure_topology``).
@@ -12,6 +13,7 @@ from __future__ import annotations
 from common import bus
 from hub.controllers import cache
 from hub.controllers.config import Settings
+from protocol import labels
 
 
 class Topology:
@@ -33,8 +35,17 @@ class Topology:
         known (an RKCP placed there is not authorized). Else the reconcile plans ``EnsureTopology``."""
         return site in self.sites or site not in self.known_sites()
 
+    async def ensure_site(self, site: str) -> None:
+        """Make ``site``'s stream and consumers exist unless already ensured: a Site onboarded
+        before any control plane is placed there gets them too (its agent's heartbeats land,
+        its consumer exists). One set lookup once ensured, so it costs nothing per look."""
+        if site not in self.sites and labels.problem(site) is None:
+            await self.ensure()
+
     async def ensure(self) -> None:
-        wanted = self.known_sites()
+        # A Site whose name is no DNS label (Kubernetes allows dots) can have no stream: it is
+        # left out, so it cannot keep every other site from getting theirs.
+        wanted = frozenset(site for site in self.known_sites() if labels.problem(site) is None)
         if wanted and wanted <= self.sites:
             return
         s = self.settings

@@ -19,9 +19,11 @@ import pytest
 from agent import credential_state
 from common import bus, keyfiles, natsoperator, tlsfiles
 from common import kube as ckube
+from hub import rbac as hub_rbac
 from protocol import credentials, natsjwt, subjects
 from sandbox import kubeapi, natsd, ports
 from tests import conftest, helpers
+from tests.agent import hub_credentials
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -114,11 +116,21 @@ async def test_agent_healthy(setup: Setup) -> None:
               "credential permissions", "nats reachable", "tls verified", "consumer bound")  # fmt: skip
     for check in checks:
         run.line("PASS", check)
-    assert run.out.endswith("12 PASS, 0 WARN, 0 FAIL, 0 SKIP\n")
+    assert run.out.endswith("13 PASS, 0 WARN, 0 FAIL, 1 SKIP\n"), run.out
     assert run.lines("PASS", "permission granted") == [
         "PASS permission granted publish to $JS.API.CONSUMER.INFO.KB_INTENTS.agent-site-a\n",
+        # No intent there: the server answers 404, and let the request through.
+        "PASS permission granted publish to $JS.API.DIRECT.GET.KB_INTENTS.kb.intent.site-a.doctor.doctor\n",
         "PASS permission granted subscribe to _INBOX_site-a.doctor\n",
     ]
+    # The grants a probe would use up or change state with are said, not implied.
+    assert run.line("SKIP", "permission not probed") == (
+        "SKIP permission not probed would change state: publish kb.status.site-a.*.*; "
+        "publish kb.secret.site-a.*.*; publish kb.site.site-a; "
+        "publish $JS.API.CONSUMER.MSG.NEXT.KB_INTENTS.agent-site-a; "
+        "publish $JS.API.CONSUMER.RESET.KB_INTENTS.agent-site-a; "
+        "publish $JS.ACK.KB_INTENTS.agent-site-a.*.*.*.*.*; publish kb.renew.site-a\n"
+    )
     # Never a secret: the creds file's seed and JWT stay out of the report.
     assert helpers.seed_of(setup.conf / "sites" / "site-a.creds") not in run.out
     assert helpers.creds_jwt(setup.conf / "sites" / "site-a.creds") not in run.out
@@ -187,6 +199,53 @@ async def test_agent_expired_credential_in_its_identity_secret(setup: Setup) -> 
     assert seed.decode() not in run.out and token not in run.out
 
 
+async def test_agent_fresh_operator_install_checks_its_bootstrap_credential(
+    setup: Setup, tmp_path: Path
+) -> None:
+    """Operator mode before the agent's first start: no identity Secret yet, and the bootstrap
+    .creds the operator handed over. Doctor checks that credential and connects with it, but
+    never asks the hub with it (that would use it up); without it, the install cannot start."""
+    creds = hub_credentials.bootstrap_creds(setup.conf, tmp_path / "bootstrap.creds")
+    flags = setup.agent(over={"--nats-identity-secret": "kb/agent-identity"})
+    at = flags.index("--nats-creds")
+    flags = flags[:at] + flags[at + 2 :]
+    asked: list[str] = []
+
+    async def note(msg: bus.Message) -> None:
+        asked.append(msg.subject)
+
+    hub = await bus.connect(helpers.options(setup.url, seed_file=setup.conf / "hub.creds"), deadline=10)
+    try:
+        await hub.subscribe("kb.bootstrap.>", note)
+        run = await doctor("agent", *flags, "--nats-bootstrap-creds", str(creds))
+        await hub.sync()
+    finally:
+        await hub.close()
+    assert run.code == 0, run.out + run.err
+    assert asked == []
+    line = run.line("PASS", "credential valid")
+    assert (
+        f"Secret kb/agent-identity does not exist: no identity yet: will bootstrap with {creds} "
+        "(bootstrap:site-a: JWT valid until " in line
+    ), line
+    assert "exactly what site site-a's bootstrap needs (1 publish, 1 subscribe)" in run.line(
+        "PASS", "credential permissions"
+    )
+    assert f"as --nats-bootstrap-creds {creds}" in run.line("PASS", "nats reachable")
+    run.line("PASS", "tls verified")
+    why = "the agent has no credential of its own yet: it bootstraps at its first start\n"
+    for check in ("permission granted", "permission not probed", "consumer bound"):
+        assert run.line("SKIP", check) == f"SKIP {check} {why}"
+    assert natsjwt.jwt_of_creds(creds.read_text()) not in run.out
+
+    run = await doctor("agent", *flags)  # no --nats-bootstrap-creds either
+    assert run.code == 1
+    line = run.line("FAIL", "credential valid")
+    assert "Secret kb/agent-identity does not exist: no identity yet" in line
+    assert "fix: the agent renews its JWT from the hub" in line and "--nats-bootstrap-creds" in line
+    assert run.line("SKIP", "nats reachable") == "SKIP nats reachable no usable NATS credential (see above)\n"
+
+
 async def test_agent_credential_of_another_site(setup: Setup) -> None:
     run = await doctor("agent", *setup.agent(creds=setup.conf / "sites" / "site-b.creds"))
     assert run.code == 1
@@ -198,6 +257,9 @@ async def test_agent_credential_of_another_site(setup: Setup) -> None:
     probe = run.line("FAIL", "permission granted")
     assert "publish to $JS.API.CONSUMER.INFO.KB_INTENTS.agent-site-a denied by the server" in probe
     assert "subscribe to _INBOX_site-a.doctor denied by the server" in run.out
+    direct = "$JS.API.DIRECT.GET.KB_INTENTS.kb.intent.site-a.doctor.doctor"
+    denied = [line.split("\n")[0] for line in run.lines("FAIL", "permission granted")]
+    assert f"FAIL permission granted publish to {direct} denied by the server" in denied
     assert run.line("SKIP", "consumer bound") == "SKIP consumer bound needs permission granted (FAIL)\n"
 
 
@@ -206,7 +268,8 @@ async def test_agent_missing_consumer(setup: Setup) -> None:
     assert run.code == 1
     line = run.line("FAIL", "consumer bound")
     assert "KB_INTENTS/agent-site-b does not exist" in line
-    assert "fix: the hub creates it: run the hub with --sites site-b" in line
+    assert "fix: the hub creates it as soon as Site site-b exists (or its --sites names site-b)" in line
+    assert "if it does, is the hub running? see its log" in line
 
 
 async def test_agent_missing_crd(setup: Setup) -> None:
@@ -315,8 +378,13 @@ async def test_hub_healthy_then_operator_mode(setup: Setup) -> None:
     setup.cluster.apply_crd_files(sorted(DEPLOY_CRDS.glob("*.yaml")))
     run = await doctor("hub", *hub_flags(setup))
     assert run.code == 0, run.out + run.err
-    assert run.out.endswith("13 PASS, 0 WARN, 0 FAIL, 0 SKIP\n"), run.out
+    assert run.out.endswith("13 PASS, 0 WARN, 0 FAIL, 1 SKIP\n"), run.out
     assert "exactly what the hub needs" in run.line("PASS", "credential permissions")
+    assert run.line("SKIP", "permission not probed") == (
+        "SKIP permission not probed would change state: publish kb.intent.*.*.*; "
+        "publish $JS.API.> (beyond the two probed); subscribe kb.bootstrap.*; subscribe kb.renew.*; "
+        "reply to requests\n"
+    )
     assert run.line("PASS", "streams exist") == "PASS streams exist KB_INTENTS, KB_SITE_site-a\n"
     assert [line.split(" ", 3)[3] for line in run.lines("PASS", "permission granted")] == [
         "publish to $JS.API.INFO\n",
@@ -422,3 +490,44 @@ async def test_agent_expired_creds_file_is_refused_by_the_server(setup: Setup, t
     assert "auth: " in line and "Authorization Violation" in line
     assert f"fix: the server refused --nats-creds {tmp_path / 'old.creds'}" in line
     assert seed.decode() not in run.out + run.err and token not in run.out + run.err
+
+
+CLUSTER_ROLE = ckube.resources.Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole")
+CLUSTER_BINDING = ckube.resources.Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding"
+)
+
+
+async def test_hub_lease_denied_names_the_leader_election_role(setup: Setup, tmp_path: Path) -> None:
+    """A token user with the hub's ClusterRole but not the leader-election Role: the fix names
+    the Role (in --lease-namespace) that grants the Lease, not the ClusterRole."""
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text("hub-token,hub,u1\n")
+    server = kubeapi.Server(name="mgmt", token_auth_file=tokens)
+    await server.start(port=0)
+    try:
+        server.apply_crd_files(sorted(DEPLOY_CRDS.glob("*.yaml")))
+        rules = [
+            {"apiGroups": [group], "resources": [resource], "verbs": list(verbs)}
+            for group, resource, verbs in hub_rbac.RULES
+            if resource != "leases"
+        ]
+        async with admin(server.write_kubeconfig(tmp_path / "admin")) as kube:
+            await kube.create(CLUSTER_ROLE, {"metadata": {"name": "kamaji-broker-hub"}, "rules": rules})
+            binding = {
+                "metadata": {"name": "kamaji-broker-hub"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                            "name": "kamaji-broker-hub"},
+                "subjects": [{"kind": "User", "name": "hub"}],
+            }  # fmt: skip
+            await kube.create(CLUSTER_BINDING, binding)
+        kubeconfig = server.write_kubeconfig(tmp_path / "hub", token="hub-token")
+        over = {"--kubeconfig": str(kubeconfig), "--leader-elect": "", "--lease-namespace": "kb-system"}
+        run = await doctor("hub", *hub_flags(setup, **over))
+    finally:
+        await server.stop()
+    assert run.code == 1, run.out
+    line = run.line("FAIL", "rbac")
+    assert "3 of " in line and "(get, coordination.k8s.io, leases, namespace kb-system)" in line
+    assert "fix: grant the Lease in the Role kamaji-broker-hub-leader-election in namespace kb-system" in line
+    assert "ClusterRole" not in line

@@ -69,3 +69,27 @@ def test_grants_of_another_role() -> None:
         "site:site-a is not the hub's: missing: publish $JS.API.>; publish kb.intent.*.*.*;"
     )
     assert "| extra: publish $JS.ACK.KB_INTENTS.agent-site-a.*.*.*.*.*;" in got.detail
+
+
+def bootstrap_a(*, issued: dt.datetime = NOW) -> natsjwt.Claims:
+    return credentials.bootstrap_user(
+        "site-a", KEY, account=ACCOUNT, now=issued, lifetime=dt.timedelta(hours=1)
+    )
+
+
+@pytest.mark.parametrize(
+    ("id_", "issued", "outcome", "detail", "fix"),
+    [
+        ("fresh", NOW, "PASS", "JWT valid until 2026-12-01T13:00:00+00:00 (3600s left)", ""),
+        ("a tenth left", NOW - dt.timedelta(minutes=55), "WARN", "expiring soon: JWT valid until",
+         "start the process before it expires, or get one"),
+        ("expired", NOW - dt.timedelta(hours=2), "FAIL", "JWT expired at 2026-12-01T11:00:00+00:00",
+         "get one"),
+    ],
+)  # fmt: skip
+def test_bootstrap(id_: str, issued: dt.datetime, outcome: str, detail: str, fix: str) -> None:
+    got = credchecks.bootstrap(
+        bootstrap_a(issued=issued), now=NOW.timestamp(), where="no identity", fix="get one"
+    )
+    assert (got.outcome, got.fix) == (outcome, fix), id_
+    assert got.detail.startswith(f"no identity (bootstrap:site-a: {detail}"), got.detail

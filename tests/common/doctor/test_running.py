@@ -67,3 +67,29 @@ async def test_run_skips_dependents_and_catches_errors() -> None:
         ("c", "SKIP", "needs b (FAIL)"),
         ("d", "FAIL", "no answer within 0.05s"),
     ]
+
+
+async def test_a_reason_to_skip_found_by_an_earlier_step_is_said_instead_of_its_needs() -> None:
+    found: list[str] = []
+
+    async def finds() -> Sequence[Result]:
+        found.append("no credential of its own yet")
+        return [results.skipped("a", "not now")]
+
+    async def never() -> Sequence[Result]:
+        raise AssertionError("must not run")
+
+    async def fine() -> Sequence[Result]:
+        return [results.passed("c", "ok")]
+
+    steps = [
+        running.Step("a", finds),
+        running.Step("b", never, needs=("a",), skip=lambda: found[0] if found else ""),
+        running.Step("c", fine, skip=lambda: ""),
+    ]
+    got = await running.run(steps, timeout=1)
+    assert [(r.check, r.outcome, r.detail) for r in got] == [
+        ("a", "SKIP", "not now"),
+        ("b", "SKIP", "no credential of its own yet"),
+        ("c", "PASS", "ok"),
+    ]

@@ -31,7 +31,8 @@ def state(filter_subject: str) -> bus.ConsumerState:
             None,
             "FAIL",
             "KB_INTENTS/agent-site-a does not exist",
-            "the hub creates it: run the hub with --sites site-a",
+            "the hub creates it as soon as Site site-a exists (or its --sites names site-a): create the "
+            "Site (`kamaji-broker site add site-a`) if it does not exist; if it does, is the hub running?",
         ),
         (
             state("kb.intent.>"),
@@ -51,4 +52,4 @@ def test_streams() -> None:
     assert streamchecks.streams_result(["KB_INTENTS"], []).outcome == "PASS"
     got = streamchecks.streams_result(["KB_INTENTS", "KB_SITE_a"], ["KB_SITE_a"])
     assert (got.outcome, got.detail) == ("FAIL", "missing: KB_SITE_a")
-    assert "start the hub" in got.fix
+    assert "is the hub running, with the same --prefix? see its log" in got.fix
