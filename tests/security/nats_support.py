@@ -26,6 +26,7 @@ from nats.js.client import JetStreamContext
 
 from common import bus
 from common.bus import permissions as bus_permissions
+from common.bus.connection import close_client
 from protocol import messages, subjects
 from sandbox import natsd
 from tests import helpers
@@ -104,17 +105,42 @@ async def connect(server: natsd.NatsServer, identity: Path, *, inbox_prefix: str
         if parsed is not None:
             (raw.violations if raw is not None else early).append(parsed)
 
-    nc = await nats.connect(
-        servers=[server.url],
-        **helpers.tls_options(server.url),
-        **helpers.credential_option(identity),
-        inbox_prefix=inbox_prefix,
-        error_cb=on_error,
-        allow_reconnect=False,
-        connect_timeout=5,
-    )
+    nc = Client()
+    given: dict[str, Any] = {**helpers.tls_options(server.url), **helpers.credential_option(identity)}
+    try:
+        await nc.connect(
+            servers=[server.url],
+            **given,
+            inbox_prefix=inbox_prefix,
+            error_cb=on_error,
+            allow_reconnect=False,
+            connect_timeout=5,
+        )
+    except BaseException:
+        await _abandon(nc)
+        raise
     raw = Raw(nc=nc, inbox_prefix=inbox_prefix, violations=early)
     return raw
+
+
+async def _abandon(nc: Client) -> None:
+    """Close a client whose connect failed: nats-py leaves a refused attempt's transport open, and
+    the garbage collector would report it (ResourceWarning) during whichever test runs next."""
+    await close_client(nc, timeout=5)
+
+
+async def refusal(server: natsd.NatsServer, **options: Any) -> str:
+    """The server's refusal of a connection made with ``options`` (credentials), lower-cased;
+    fails if the server lets it in."""
+    nc = Client()
+    given: dict[str, Any] = {**helpers.tls_options(server.url), **options}
+    try:
+        await nc.connect(servers=[server.url], allow_reconnect=False, connect_timeout=5, **given)
+    except nats.errors.Error as exc:
+        return str(exc).lower()
+    finally:
+        await _abandon(nc)
+    raise AssertionError("the server let the connection in")
 
 
 async def connect_site(server: natsd.NatsServer, conf: Path, site: str) -> Raw:
