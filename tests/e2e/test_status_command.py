@@ -146,8 +146,8 @@ async def test_a_credential_that_is_not_the_observers_is_refused_naming_the_subj
     code, doc = await as_json(world, creds=str(world.site_credential("site-a")), quiet=False)
     assert code == 1 and doc["healthy"] is False
     site_b = next(s for s in doc["sites"] if s["name"] == "site-b")
-    (problem,) = site_b["problems"]
-    assert problem["reason"] == "BusUnreadable"
+    # The hub's view stands in for the bus then; it may still show an earlier test's stopped agent.
+    (problem,) = [p for p in site_b["problems"] if p["reason"] == "BusUnreadable"]
     assert "permission" in problem["message"].lower() and "KB_SITE_site-b" in problem["message"]
 
 
