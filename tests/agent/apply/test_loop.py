@@ -244,10 +244,13 @@ async def test_bad_intents_are_terminated_and_the_agent_lives_on(
         assert await site.get_or_none(TCP, name, namespace=NAMESPACE) is None
     await hub.send(intent("fine"))
     await tcp_where(site, "fine", lambda o: o is not None)
-    state = await bus.consumer_info(
-        hub.conn, streams.stream_name(subjects.Kind.INTENT, prefix=hub.prefix), f"agent-{SITE}"
-    )
-    assert state.num_ack_pending == 0  # terminated, not left to redeliver forever
+
+    async def unsettled() -> int:
+        stream = streams.stream_name(subjects.Kind.INTENT, prefix=hub.prefix)
+        return (await bus.consumer_info(hub.conn, stream, f"agent-{SITE}")).num_ack_pending
+
+    # Terminated, not left to redeliver forever (settlements are flushed with their batch).
+    await helpers.eventually(unsettled, lambda pending: pending == 0, what="every intent settled")
 
 
 async def test_rejections_are_reported_and_acked(agent: Agent, hub: Hub, site: ckube.Kube) -> None:
