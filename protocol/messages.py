@@ -221,7 +221,8 @@ class Decoder(Generic[T]):
             message = self._decoder.decode(data)
         except _FAILURES as exc:
             # A message of another schema version fails for reasons of that version; say so.
-            raise errors.DecodeError(f"invalid {name}: {_other_schema(data) or exc}") from None
+            why = text.harmless(str(_other_schema(data) or exc), limit=SHORT_MAX * 4)  # it may quote a value
+            raise errors.DecodeError(f"invalid {name}: {why}") from None
         if message.schema != SCHEMA:
             raise errors.DecodeError(f"invalid {name}: {_other_schema(data)}")
         return (message, ()) if self._clean is None else self._clean(message)
