@@ -69,6 +69,7 @@ class Heartbeat:
         last_intent_seq: Callable[[], int],
         agent_version: str = __version__,
         detect_interval: float = 60.0,
+        detect_timeout: float = 10.0,
     ) -> None:
         self.settings = settings
         self.deps = deps
@@ -79,6 +80,10 @@ class Heartbeat:
         self.agent_version = agent_version
         self.detect_interval = detect_interval
         """Seconds between Kamaji probes: a CRD appears rarely, a beat is every 10 s."""
+        self.detect_timeout = detect_timeout
+        """Seconds a Kamaji probe may take: the beat waits for it, and an API server that accepted
+        the connection and never answers must not stop the beats (the hub, and doctor, take a
+        site without them for one whose agent is gone)."""
         self.started_at = messages.utcnow()
         self.trusted_key_ids = deps.hub_keys.trusted_key_ids()
         """Ids of the hub signing keys the agent verifies intents with (the hub shows them on the Site)."""
@@ -139,12 +144,14 @@ class Heartbeat:
         namespaces = self.settings.target_namespaces
         namespace = namespaces[0] if namespaces else None
         try:
-            await self.deps.kube.list(tcps.TCP, namespace=namespace, label_selector=PROBE_SELECTOR)
+            async with asyncio.timeout(self.detect_timeout):
+                await self.deps.kube.list(tcps.TCP, namespace=namespace, label_selector=PROBE_SELECTOR)
         except kerrors.NotFound:
             detected = False
-        except kerrors.KubeError as exc:
+        except (kerrors.KubeError, TimeoutError) as exc:
             # Unreachable or forbidden says nothing about Kamaji: keep what we knew, ask again soon.
-            log.warning("cannot tell whether Kamaji is installed: %s", exc)
+            why = exc if not isinstance(exc, TimeoutError) else f"no answer within {self.detect_timeout:g}s"
+            log.warning("cannot tell whether Kamaji is installed: %s", why)
             return self._detected
         else:
             detected = True
