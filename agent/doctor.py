@@ -5,7 +5,8 @@ and Kamaji's CRD; the NATS credential (the identity Secret's JWT in operator mod
 renewed nor bootstrapped: doctor changes nothing; before the agent's first start, the
 --nats-bootstrap-creds it would bootstrap with, connected with but never asked with); NATS
 reachable and TLS; the permissions the site needs, those that change nothing probed, the others
-named; the site's durable consumer. Shared checks are in ``common.doctor``.
+named; the site's durable consumer; then whether the agent runs: the age of its latest heartbeat
+on the bus. Shared checks are in ``common.doctor``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from agent import credential_state, rbac
 from agent.settings import AgentSettings
 from common import bus, keyfiles, natsidentity
-from common.doctor import credchecks, kubechecks, natschecks, process, results, streamchecks
+from common.doctor import credchecks, kubechecks, livechecks, natschecks, process, results, streamchecks
 from common.doctor.results import Result
 from common.doctor.running import Step
 from common.kube import resources, reviews
@@ -54,6 +55,9 @@ class AgentDoctor(process.Doctor):
             Step(natschecks.PERMISSIONS, self.probes, needs=(natschecks.NATS,), skip=self.not_own),
             Step(natschecks.UNPROBED, self.unprobed, needs=(natschecks.NATS,), skip=self.not_own),
             Step(streamchecks.CONSUMER, self.consumer, needs=(natschecks.PERMISSIONS,), skip=self.not_own),
+            # Needs the consumer: the hub makes the site's stream with it, and a site the hub has
+            # not set up has no heartbeat to judge.
+            Step(livechecks.HEARTBEAT, self.heartbeat, needs=(streamchecks.CONSUMER,), skip=self.not_own),
         ]
 
     def options(self) -> bus.Options | None:
@@ -123,8 +127,15 @@ class AgentDoctor(process.Doctor):
             return [results.failed(credchecks.CREDENTIAL, f"{where}: {exc}", fix)]
         return [
             credchecks.lifetime(claims, now=self.clock(), where=where, fix=fix),
-            credchecks.grants(claims, expected, role=role, fix=fix),
+            credchecks.grants(
+                claims, expected, role=role, fix=fix, doctor_only=(f"publish {self._beat_read}",)
+            ),
         ]
+
+    @property
+    def _beat_read(self) -> str:
+        """The grant only doctor uses: reading back the site's own latest heartbeat."""
+        return permissions.heartbeat_read(self.agent.site, prefix=self.agent.prefix)
 
     def _renewal_fix(self) -> str:
         return (
@@ -204,7 +215,12 @@ class AgentDoctor(process.Doctor):
     async def unprobed(self) -> list[Result]:
         s = self.agent
         consumer = streams.agent_consumer(s.site, prefix=s.prefix)
-        probed = (f"$JS.API.CONSUMER.INFO.{consumer.stream}.", f"$JS.API.DIRECT.GET.{consumer.stream}.")
+        # Reads, which change nothing: probed above, or used by the heartbeat check.
+        probed = (
+            f"$JS.API.CONSUMER.INFO.{consumer.stream}.",
+            f"$JS.API.DIRECT.GET.{consumer.stream}.",
+            self._beat_read,
+        )
         granted = permissions.for_site(s.site, prefix=s.prefix).publish
         return [natschecks.unprobed([f"publish {g}" for g in granted if not g.startswith(probed)])]
 
@@ -214,3 +230,26 @@ class AgentDoctor(process.Doctor):
         expected = streams.agent_consumer(s.site, prefix=s.prefix)
         found = await streamchecks.consumer_state(self.conn, expected)
         return [streamchecks.consumer(expected, found, site=s.site)]
+
+    async def heartbeat(self) -> list[Result]:
+        assert self.conn is not None
+        s = self.agent
+        beat = await livechecks.last_heartbeat(self.conn, s.site, prefix=s.prefix)
+        regrant = self._regrant_fix()
+        return [
+            livechecks.heartbeat(
+                beat, now=self.clock(), interval=s.heartbeat_interval, site=s.site, regrant=regrant
+            )
+        ]
+
+    def _regrant_fix(self) -> str:
+        """How this identity gets the grant to read its heartbeat (``_beat_read``)."""
+        s = self.agent
+        if s.operator_mode:
+            return "the hub grants it in every JWT it mints now: it comes with the agent's next renewal"
+        if s.nats_creds is not None:
+            return f"mint a new .creds for site {s.site} (`kamaji-broker site add {s.site}`), as --nats-creds"
+        return (
+            f"re-run `kamaji-broker site add {s.site}` (it rewrites the site's permissions in the "
+            "server's auth.conf) and reload nats-server"
+        )

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
 import pytest_asyncio
 
+from common import bus
+from protocol import streams, subjects
 from sandbox.launcher import Topology
 from tests import helpers, topologies
-from tests.cli.test_doctor import Run
+from tests.cli.doctor_support import Run
 
 pytestmark = pytest.mark.e2e
 
@@ -73,6 +76,49 @@ async def test_readyz_answers_and_says_so_while_the_sites_api_server_hangs(world
     await helpers.eventually(lambda: readyz(world, "site-a"), lambda got: got[0] == 200, within=60)
 
 
+async def heartbeat_age(world: Topology, site: str) -> float:
+    """Seconds since ``site``'s latest heartbeat reached the bus (read with the hub's user)."""
+    options = bus.Options(
+        servers=tuple(world.nats_urls), creds_file=world.hub_credential, ca_file=world.nats_ca_file
+    )
+    conn = await bus.connect(options, deadline=10)
+    try:
+        stored = await bus.last_message(conn, streams.site_stream_name(site), subjects.heartbeat(site))
+    finally:
+        await conn.close()
+    assert stored is not None and stored.time is not None
+    return time.time() - stored.time.timestamp()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_doctor_tells_a_stopped_agent_from_a_live_one(world: Topology) -> None:
+    """SIGSTOP: the agent's connections, its consumer and its pod stay; it answers nothing."""
+    interval = world.options.heartbeat_interval
+    world.pause("agent-site-a")
+    try:
+        await helpers.eventually(
+            lambda: heartbeat_age(world, "site-a"),
+            lambda age: age > 3 * interval + 1,
+            within=60,
+            every=0.5,
+            what="a heartbeat older than three intervals",
+        )
+        stopped = await doctor(world, "agent-site-a")
+    finally:
+        world.resume("agent-site-a")
+    assert stopped.code == 1, stopped.out + stopped.err
+    assert stopped.failed() == ["heartbeat fresh"], stopped.out
+    line = stopped.line("FAIL", "heartbeat fresh")
+    assert "agent not running or stalled: last heartbeat " in line, line
+    assert f"s ago, interval {interval:g}s (the agent started " in line, line
+    stopped.line("PASS", "consumer bound")  # what looked healthy before
+
+    await helpers.eventually(lambda: heartbeat_age(world, "site-a"), lambda age: age < interval, within=60)
+    live = await doctor(world, "agent-site-a")
+    assert live.code == 0, live.out + live.err
+    assert f"interval {interval:g}s; agent started " in live.line("PASS", "heartbeat fresh")
+
+
 @pytest.mark.asyncio(loop_scope="module")
 async def test_doctor_in_the_sandbox(world: Topology) -> None:
     hub = await doctor(world, "hub")
@@ -81,7 +127,7 @@ async def test_doctor_in_the_sandbox(world: Topology) -> None:
     assert "minted from" in hub.line("PASS", "credential valid")
     agent = await doctor(world, "agent-site-a")
     assert agent.code == 0, agent.out + agent.err
-    assert agent.out.endswith("13 PASS, 0 WARN, 0 FAIL, 1 SKIP\n"), agent.out
+    assert agent.out.endswith("14 PASS, 0 WARN, 0 FAIL, 1 SKIP\n"), agent.out
     assert "Secret default/" in agent.line("PASS", "credential valid")
 
     for name in world.nats_names:
