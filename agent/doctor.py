@@ -6,7 +6,8 @@ renewed nor bootstrapped: doctor changes nothing; before the agent's first start
 --nats-bootstrap-creds it would bootstrap with, connected with but never asked with); NATS
 reachable and TLS; the permissions the site needs, those that change nothing probed, the others
 named; the site's durable consumer; then whether the agent runs: the age of its latest heartbeat
-on the bus. Shared checks are in ``common.doctor``.
+on the bus, and its /readyz answering in time (at ``--health-url``, else at its ``--listen``
+port on the loopback). Shared checks are in ``common.doctor``.
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ class AgentDoctor(process.Doctor):
     )
     crd_fix = f"install Kamaji on this cluster (its chart installs the {TCP_CRD} CRD)"
 
-    def __init__(self, settings: AgentSettings) -> None:
+    def __init__(self, settings: AgentSettings, *, health_url: str | None = None) -> None:
         super().__init__(settings)
         self.agent = settings
+        self.health_url = health_url
+        """Where the running agent serves /healthz and /readyz; None: its --listen port here."""
         self.held: natsidentity.Held | None = None
         self.bootstrap: Path | None = None
         """--nats-bootstrap-creds when the agent has no usable identity: connected with it."""
@@ -58,6 +61,7 @@ class AgentDoctor(process.Doctor):
             # Needs the consumer: the hub makes the site's stream with it, and a site the hub has
             # not set up has no heartbeat to judge.
             Step(livechecks.HEARTBEAT, self.heartbeat, needs=(streamchecks.CONSUMER,), skip=self.not_own),
+            Step(livechecks.READYZ, self.readyz, skip=self.not_own),
         ]
 
     def options(self) -> bus.Options | None:
@@ -190,8 +194,9 @@ class AgentDoctor(process.Doctor):
         ]
 
     def not_own(self) -> str:
-        """Why the probes and the consumer check are skipped: connected with the bootstrap
-        credential, which grants neither ("" when the agent has its own credential)."""
+        """Why the probes, the consumer and the running agent's checks are skipped: connected
+        with the bootstrap credential, which grants neither, before the agent's first start
+        ("" when the agent has its own credential)."""
         if self.bootstrap is None:
             return ""
         return "the agent has no credential of its own yet: it bootstraps at its first start"
@@ -253,3 +258,9 @@ class AgentDoctor(process.Doctor):
             f"re-run `kamaji-broker site add {s.site}` (it rewrites the site's permissions in the "
             "server's auth.conf) and reload nats-server"
         )
+
+    async def readyz(self) -> list[Result]:
+        base = (self.health_url or livechecks.health_url(self.agent.listen)).rstrip("/")
+        url, timeout = f"{base}/readyz", livechecks.READYZ_TIMEOUT
+        answer = await livechecks.get_readyz(url, timeout=timeout)
+        return [livechecks.readyz(answer, url=url, timeout=timeout)]

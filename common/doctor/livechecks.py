@@ -5,14 +5,22 @@ from the bus: a Direct Get of ``<prefix>.site.<site>`` in the site's stream, whi
 own credential is granted (``protocol.permissions.heartbeat_read``), with the server's
 timestamp of its arrival. A running agent beats every interval whatever else goes wrong, so an
 old beat means a process that is stopped, hung or gone, even while its connections stay open.
+
+``readyz`` decides from what ``get_readyz`` saw at the process's ``/readyz`` (``health_url``
+says where, from its ``--listen``). That endpoint is computed from state and answers at once
+while the process runs; a stopped process's socket still takes the connection (the kernel
+does) and never answers, so the request is bounded and a timeout is said as such.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Literal
 
-from common import bus
+import aiohttp
+
+from common import bus, health
 from common.bus import errors
 from common.doctor import results
 from common.doctor.results import Result
@@ -20,6 +28,11 @@ from protocol import errors as protocol_errors
 from protocol import messages, streams, subjects
 
 HEARTBEAT = "heartbeat fresh"
+READYZ = "readyz answered"
+
+READYZ_TIMEOUT = 5.0
+"""Seconds to wait for /readyz: a running process answers in milliseconds (it reads its state);
+one that has not answered in this long is stopped or hung."""
 
 MISSED_HEARTBEATS = 3
 """A beat older than this many intervals is a FAIL: the hub's rule too, which then calls the
@@ -104,3 +117,74 @@ async def last_heartbeat(conn: bus.Connection, site: str, *, prefix: str) -> Las
         arrived=arrived.timestamp() if arrived is not None else None,
         started=sent.started_at if sent is not None else None,
     )
+
+
+def health_url(listen: str) -> str:
+    """Where a process listening on ``listen`` (``--listen``) serves its health endpoints, seen
+    from its own host: a wildcard address is reached on the loopback."""
+    host, port = health.parse_listen(listen)
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What asking /readyz saw: a status and body, or why there was none."""
+
+    status: int | None = None
+    text: str = ""
+    failure: Literal["refused", "timeout", "other"] | None = None
+    error: str = ""
+
+
+def readyz(answer: Answer, *, url: str, timeout: float) -> Result:
+    """PASS for a 200; FAIL for a 503 (naming the checks that are not ready), a timeout (stopped
+    or hung), nothing listening (not running here), or an answer that is not a /readyz."""
+    fix = (
+        "doctor reads /readyz on the loopback at --listen's port (the process's own host, as with "
+        "`kubectl exec`): give --health-url where it runs elsewhere (e.g. a `kubectl port-forward`)"
+    )
+    if answer.failure == "timeout":
+        return results.failed(
+            READYZ,
+            f"{url} did not answer within {timeout:g}s: the process is stopped or hung "
+            "(its socket still takes connections, nothing answers)",
+            "a running process answers /readyz at once: is it stopped (state T in `ps`, "
+            "after a SIGSTOP) or blocked? see its log, and restart it",
+        )
+    if answer.failure == "refused":
+        return results.failed(
+            READYZ, f"nothing listens at {url}: the process is not running here", f"start it; {fix}"
+        )
+    if answer.failure is not None or answer.status is None:
+        return results.failed(READYZ, f"{url}: {answer.error or 'no answer'}", fix)
+    rows = [line[4:] for line in answer.text.splitlines() if line.startswith(("[+] ", "[-] "))]
+    bad = [line[4:] for line in answer.text.splitlines() if line.startswith("[-] ")]
+    if answer.status == 200 and not bad:
+        names = ", ".join(r.split(":")[0] for r in rows)
+        return results.passed(READYZ, f"{url}: ready ({names})" if names else f"{url}: ready")
+    if answer.status == 503:
+        return results.failed(
+            READYZ,
+            f"{url}: not ready: " + ("; ".join(bad) or answer.text.strip()),
+            "the process runs and says why it is not ready: see the checks above and its log",
+        )
+    return results.failed(READYZ, f"{url}: answered {answer.status}, not as a /readyz does", fix)
+
+
+async def get_readyz(url: str, *, timeout: float) -> Answer:
+    """The seam: GET ``url``, no longer than ``timeout`` seconds in all."""
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
+            session.get(url) as response,
+        ):
+            return Answer(status=response.status, text=await response.text())
+    except TimeoutError:
+        return Answer(failure="timeout")
+    except aiohttp.ClientConnectorError as exc:
+        refused = isinstance(exc.os_error, ConnectionRefusedError)
+        return Answer(failure="refused" if refused else "other", error=str(exc))
+    except aiohttp.ClientError as exc:
+        return Answer(failure="other", error=f"{type(exc).__name__}: {exc}")

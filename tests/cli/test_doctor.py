@@ -192,7 +192,12 @@ async def test_agent_json(setup: Setup) -> None:
     doc = json.loads(run.out)
     assert run.code == 1 and doc["ok"] is False
     failed = [c for c in doc["checks"] if c["outcome"] == "FAIL"]
-    assert [c["check"] for c in failed] == ["consumer bound"] and failed[0]["fix"]
+    assert [c["check"] for c in failed] == ["consumer bound", "readyz answered"] and failed[0]["fix"]
+    (heartbeat,) = [c for c in doc["checks"] if c["check"] == "heartbeat fresh"]
+    assert (heartbeat["outcome"], heartbeat["detail"]) == ("SKIP", "needs consumer bound (FAIL)")
+    (readyz,) = [c for c in doc["checks"] if c["check"] == "readyz answered"]
+    url = f"http://127.0.0.1:{setup.health_port}/readyz"
+    assert readyz["detail"] == f"nothing listens at {url}: the process is not running here", readyz
 
 
 async def test_agent_missing_rbac_rule(setup: Setup, tmp_path: Path) -> None:
@@ -248,8 +253,8 @@ async def test_agent_plaintext_nats_is_a_warning(setup: Setup, tmp_path: Path) -
             run = await doctor("agent", *flags[:at], *flags[at + 2 :])
     finally:
         plain.stop()
-    # No agent runs here: only the check of a running one fails.
-    assert run.code == 1 and run.failed() == ["heartbeat fresh"], run.out
+    # No agent runs here: only the checks of a running one fail.
+    assert run.code == 1 and run.failed() == ["heartbeat fresh", "readyz answered"], run.out
     line = run.line("WARN", "tls verified")
     assert f"plaintext: {plain.url} without TLS" in line
     assert "fix: serve TLS (`kamaji-broker nats-config --tls-generate`) and give a tls:// --nats-url" in line
@@ -349,7 +354,7 @@ async def test_agent_static_seed_and_a_creds_file_that_is_not_one(
     at = flags.index("--nats-creds")
     flags[at] = "--nats-seed"
     run = await doctor("agent", *flags)
-    assert run.code == 1 and run.failed() == ["heartbeat fresh"], run.out  # no agent runs here
+    assert run.code == 1 and run.failed() == ["heartbeat fresh", "readyz answered"], run.out  # no agent here
     assert f"static user (--nats-seed {conf / 'sites' / 'site-a.nk'}), no expiry" in run.line(
         "PASS", "credential valid"
     )

@@ -1,6 +1,7 @@
 """`kamaji-broker doctor agent` beside a real agent process started with the same flags: a live
 agent passes every check; a stopped one (SIGSTOP: its connections stay open, it answers
-nothing) fails on its heartbeat's age, with the line that says so, and exit code 1."""
+nothing) fails on its heartbeat's age and on its /readyz not answering in time, with the lines
+that say so, and exit code 1."""
 
 from __future__ import annotations
 
@@ -67,10 +68,10 @@ async def test_a_live_agent_passes(setup: Setup, agent: helpers.CliProcess) -> N
     assert run.code == 0, run.out + run.err
     checks = ("settings", "hub keys", "kubernetes reachable", "rbac", "crds installed", "credential valid",
               "credential permissions", "nats reachable", "tls verified", "consumer bound",
-              "heartbeat fresh")  # fmt: skip
+              "heartbeat fresh", "readyz answered")  # fmt: skip
     for check in checks:
         run.line("PASS", check)
-    assert run.out.endswith("14 PASS, 0 WARN, 0 FAIL, 1 SKIP\n"), run.out
+    assert run.out.endswith("15 PASS, 0 WARN, 0 FAIL, 1 SKIP\n"), run.out
     assert "exactly what site site-a needs (10 publish, 1 subscribe)" in run.line(
         "PASS", "credential permissions"
     )
@@ -90,12 +91,19 @@ async def test_a_live_agent_passes(setup: Setup, agent: helpers.CliProcess) -> N
         "publish $JS.ACK.KB_INTENTS.agent-site-a.*.*.*.*.*; publish kb.renew.site-a\n"
     )
     assert f"ago, interval {INTERVAL:g}s; agent started " in run.line("PASS", "heartbeat fresh")
+    url = f"http://127.0.0.1:{setup.health_port}/readyz"
+    assert (
+        run.line("PASS", "readyz answered")
+        == f"PASS readyz answered {url}: ready (consumer, kubernetes, nats)\n"
+    )
     # Never a secret: the creds file's seed and JWT stay out of the report.
     assert helpers.seed_of(setup.conf / "sites" / "site-a.creds") not in run.out
     assert helpers.creds_jwt(setup.conf / "sites" / "site-a.creds") not in run.out
 
 
-async def test_a_stopped_agent_fails_on_its_heartbeat(setup: Setup, agent: helpers.CliProcess) -> None:
+async def test_a_stopped_agent_fails_on_its_heartbeat_and_its_readyz(
+    setup: Setup, agent: helpers.CliProcess
+) -> None:
     agent.p.send_signal(signal.SIGSTOP)
     # Until its last beat is older than the three intervals a running agent never lets pass.
     await helpers.eventually(
@@ -103,11 +111,14 @@ async def test_a_stopped_agent_fails_on_its_heartbeat(setup: Setup, agent: helpe
     )
     run = await doctor("agent", *flags(setup))
     assert run.code == 1, run.out + run.err
-    assert run.failed() == ["heartbeat fresh"], run.out
+    assert run.failed() == ["heartbeat fresh", "readyz answered"], run.out
     line = run.line("FAIL", "heartbeat fresh")
     assert "FAIL heartbeat fresh agent not running or stalled: last heartbeat " in line
     assert f"s ago, interval {INTERVAL:g}s (the agent started " in line
     assert "fix: a running agent beats every --heartbeat-interval: is its process running, and not " in line
+    line = run.line("FAIL", "readyz answered")
+    assert f"readyz answered http://127.0.0.1:{setup.health_port}/readyz did not answer within 5s: " in line
+    assert "fix: a running process answers /readyz at once: is it stopped (state T in `ps`" in line
     # Its connection and consumer are still there: what looked healthy before.
     run.line("PASS", "consumer bound")
     run.line("PASS", "nats reachable")

@@ -107,16 +107,19 @@ async def test_doctor_tells_a_stopped_agent_from_a_live_one(world: Topology) -> 
     finally:
         world.resume("agent-site-a")
     assert stopped.code == 1, stopped.out + stopped.err
-    assert stopped.failed() == ["heartbeat fresh"], stopped.out
+    assert stopped.failed() == ["heartbeat fresh", "readyz answered"], stopped.out
     line = stopped.line("FAIL", "heartbeat fresh")
     assert "agent not running or stalled: last heartbeat " in line, line
     assert f"s ago, interval {interval:g}s (the agent started " in line, line
+    readyz_url = f"{world.agent_health_urls['site-a']}/readyz"
+    assert f"{readyz_url} did not answer within 5s" in stopped.line("FAIL", "readyz answered")
     stopped.line("PASS", "consumer bound")  # what looked healthy before
 
     await helpers.eventually(lambda: heartbeat_age(world, "site-a"), lambda age: age < interval, within=60)
     live = await doctor(world, "agent-site-a")
     assert live.code == 0, live.out + live.err
     assert f"interval {interval:g}s; agent started " in live.line("PASS", "heartbeat fresh")
+    assert f"{readyz_url}: ready (" in live.line("PASS", "readyz answered")
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -127,7 +130,7 @@ async def test_doctor_in_the_sandbox(world: Topology) -> None:
     assert "minted from" in hub.line("PASS", "credential valid")
     agent = await doctor(world, "agent-site-a")
     assert agent.code == 0, agent.out + agent.err
-    assert agent.out.endswith("14 PASS, 0 WARN, 0 FAIL, 1 SKIP\n"), agent.out
+    assert agent.out.endswith("15 PASS, 0 WARN, 0 FAIL, 1 SKIP\n"), agent.out
     assert "Secret default/" in agent.line("PASS", "credential valid")
 
     for name in world.nats_names:
