@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 
 PROBE_SELECTOR: Final = f"{tcps.DOMAIN}/probe=none"
 """Matches no object: the probe asks only whether the resource is served, at the cost of an empty list."""
+DETECT_TIMEOUT: Final = 10.0
+"""Seconds a Kamaji probe may take: the beat waits for it, and an API server that took the
+connection and never answers must not stop the beats (the hub, and doctor, take a site without
+them for one whose agent is gone). The client has no bound of its own."""
 
 
 def new_heartbeat(
@@ -69,7 +73,6 @@ class Heartbeat:
         last_intent_seq: Callable[[], int],
         agent_version: str = __version__,
         detect_interval: float = 60.0,
-        detect_timeout: float = 10.0,
     ) -> None:
         self.settings = settings
         self.deps = deps
@@ -80,10 +83,7 @@ class Heartbeat:
         self.agent_version = agent_version
         self.detect_interval = detect_interval
         """Seconds between Kamaji probes: a CRD appears rarely, a beat is every 10 s."""
-        self.detect_timeout = detect_timeout
-        """Seconds a Kamaji probe may take: the beat waits for it, and an API server that accepted
-        the connection and never answers must not stop the beats (the hub, and doctor, take a
-        site without them for one whose agent is gone)."""
+        self.detect_timeout = DETECT_TIMEOUT
         self.started_at = messages.utcnow()
         self.trusted_key_ids = deps.hub_keys.trusted_key_ids()
         """Ids of the hub signing keys the agent verifies intents with (the hub shows them on the Site)."""

@@ -155,7 +155,8 @@ async def test_a_beat_does_not_wait_for_an_api_server_that_never_answers(
     )  # fmt: skip
     api = await ckube.api_client_from_kubeconfig(kubeconfig)
     try:
-        hb = beater(conn, ckube.Kube(api), hub, detect_timeout=0.5)
+        hb = beater(conn, ckube.Kube(api), hub)
+        hb.detect_timeout = 0.5  # not the 10 s of a real site: the test need not wait that long
         # Bounded so that a beat that waits for the server fails here, not at pytest's timeout.
         sent = await asyncio.wait_for(hb.beat(), timeout=15)
         assert held, "the server took the probe's connection"
