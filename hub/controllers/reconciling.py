@@ -181,16 +181,7 @@ class Reconciler:
         now = dt.datetime.now(dt.UTC)
         cluster_name = _owner_cluster_model(r)
         cluster, problem = self._cluster(r.metadata.namespace, cluster_name)
-        why = "WaitingForCluster"
-        try:
-            coords = mapping.coordinates(r)
-        except mapping.InvalidCoordinates as exc:
-            problem, why = (problem, why) if problem else (str(exc), "InvalidCoordinates")
-            coords = Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
-        desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
-        if not problem:
-            problem, why = mapping.metadata_problem(mapping.tcp_metadata(r), desired), "IntentTooLarge"
-        desired = None if problem else desired
+        coords, desired, problem, why = _desired(r, cluster, problem)
         report = await self._report(coords)
         published = await self.published.get(coords, report.status)
         snap = self.deps.sites.snapshot(coords.site, now, interval=self.settings.heartbeat_interval)
@@ -272,3 +263,21 @@ def _owner_cluster_model(r: api.RemoteKamajiControlPlane) -> str:
         if ref.kind == "Cluster" and ref.api_version.startswith("cluster.x-k8s.io/"):
             return ref.name
     return ""
+
+
+def _desired(
+    r: api.RemoteKamajiControlPlane, cluster: cluster_api.Cluster | None, problem: str
+) -> tuple[Coordinates, dict[str, Any] | None, str, str]:
+    """The coordinates, the TCP spec to send (None when none can be), why none can be and its
+    Ready reason: no usable Cluster (``problem``), a name the site cannot use, or an intent
+    larger than the stream carries."""
+    why = "WaitingForCluster"
+    try:
+        coords = mapping.coordinates(r)
+    except mapping.InvalidCoordinates as exc:
+        problem, why = (problem, why) if problem else (str(exc), "InvalidCoordinates")
+        coords = Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
+    desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
+    if not problem:
+        problem, why = mapping.metadata_problem(mapping.tcp_metadata(r), desired), "IntentTooLarge"
+    return coords, None if problem else desired, problem, why

@@ -142,12 +142,8 @@ class SiteSync:
             await self.ensure_topology(site)
         except bus_errors.BusError as exc:
             # Its status is still written; the next look (``resync``) tries again.
-            log.warning(
-                "making the stream and consumers of site %s: %s; retrying",
-                site,
-                exc,
-                extra=logs.about_site(site),
-            )
+            log.warning("making the stream and consumers of site %s: %s; retrying", site, exc,
+                        extra=logs.about_site(site))  # fmt: skip
         now = dt.datetime.now(dt.UTC)
         snap = self.deps.sites.snapshot(site, now, interval=self.settings.heartbeat_interval)
         beat = snap.heartbeat
