@@ -43,6 +43,9 @@ Phase = Literal[
     "Failed",
 ]
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+MAX_INTERVAL: Final = 86400.0
+"""Seconds a heartbeat may announce until the next one: more than a day is no liveness signal."""
+Interval = Annotated[float, msgspec.Meta(ge=0, le=MAX_INTERVAL)]
 MAX_REPLACED: Final = 16
 """Earlier owners an intent may name: each is a released deletion at the same coordinates that
 the site has not applied yet, so more than a handful means something else is wrong."""
@@ -187,6 +190,10 @@ class Heartbeat(_Message, kw_only=True, frozen=True):
     trusted_key_ids: tuple[str, ...] = ()
     """Ids of the hub signing keys the agent trusts (added in 0.2; absent from older agents'
     heartbeats, which decode as empty). The hub shows them in the Site status."""
+    interval: Interval = 0.0
+    """Seconds until the agent's next heartbeat (its ``heartbeat_interval``): whoever reads the
+    heartbeat knows from it when the next one is late, with no setting to keep in step with the
+    agents. 0: not said (absent from older agents' heartbeats, which decode as 0)."""
 
 
 Message = Intent | Status | SealedSecrets | Heartbeat | SecretsPayload
