@@ -4,7 +4,8 @@ observer's read-only credential (``protocol.permissions.for_observer``):
 
 - its agent's backlog: the ``agent-<site>`` consumer's pending plus unacknowledged intents;
 - the hub's lag: the ``hub`` consumer's pending messages on the site's stream;
-- its latest heartbeat: when it reached the bus (the server's timestamp), by Direct Get.
+- its latest heartbeat: when it reached the bus (the server's timestamp), by Direct Get, and
+  the interval its agent beats at, as the heartbeat says.
 
 A site the bus cannot be read for gets a ``BusSite`` saying why; the rest is still read.
 """
@@ -27,8 +28,8 @@ __all__ = ["read", "read_bus", "read_management"]
 
 async def _heartbeat(
     conn: bus.Connection, site: str, *, prefix: str
-) -> tuple[dt.datetime | None, dt.datetime | None]:
-    """When the latest heartbeat reached the bus, and when its agent started."""
+) -> tuple[dt.datetime | None, messages.Heartbeat | None]:
+    """When the latest heartbeat reached the bus, and the heartbeat (None when undecodable)."""
     stream = streams.site_stream_name(site, prefix=prefix)
     try:
         stored = await bus.last_message(conn, stream, subjects.heartbeat(site, prefix=prefix), direct=True)
@@ -42,7 +43,7 @@ async def _heartbeat(
         beat = None
     # The server's timestamp; without it, the agent's own clock is the only hint.
     arrived = stored.time or (beat.sent_at if beat is not None else None)
-    return arrived, beat.started_at if beat is not None else None
+    return arrived, beat
 
 
 async def _pending(conn: bus.Connection, consumer: streams.ConsumerDef, *, unacked: bool) -> int | None:
@@ -55,10 +56,11 @@ async def _pending(conn: bus.Connection, consumer: streams.ConsumerDef, *, unack
 
 async def read_site(conn: bus.Connection, site: str, *, prefix: str) -> fleet.BusSite:
     try:
-        heartbeat_at, started_at = await _heartbeat(conn, site, prefix=prefix)
+        heartbeat_at, beat = await _heartbeat(conn, site, prefix=prefix)
         return fleet.BusSite(
             heartbeat_at=heartbeat_at,
-            agent_started_at=started_at,
+            agent_started_at=beat.started_at if beat is not None else None,
+            heartbeat_interval=(beat.interval or None) if beat is not None else None,
             backlog=await _pending(conn, streams.agent_consumer(site, prefix=prefix), unacked=True),
             hub_pending=await _pending(conn, streams.hub_consumer(site, prefix=prefix), unacked=False),
         )

@@ -11,7 +11,7 @@ from typing import Any
 from hub import fleet
 from hub.fleet_rkcp import ControlPlane
 
-__all__ = ["events", "table", "to_json"]
+__all__ = ["events", "problem_lines", "table", "to_json"]
 
 
 def _age(seconds: float | None) -> str:
@@ -75,10 +75,18 @@ def table(f: fleet.Fleet, *, all_control_planes: bool = False, limit: int = 20) 
         lines += control_plane_lines(cps, limit=limit)
     else:
         lines.append(f"  all {len(f.control_planes)} control planes Ready")
-    site_problems = [f"site {s.name}: {p}" for s in f.sites for p in s.problems]
-    notes = [*site_problems, *f.notes]
-    if notes:
-        lines += ["", "Problems:", *(f"  {p}" for p in notes)]
+    return lines + problem_lines(f, limit=limit)
+
+
+def problem_lines(f: fleet.Fleet, *, limit: int) -> list[str]:
+    """Every problem of the fleet, the control planes' too: a count given elsewhere (the header
+    of ``status``) is the number of these, never of a part."""
+    problems = f.problems()
+    if not problems:
+        return []
+    lines = ["", "Problems:", *(f"  {p}" for p in problems[:limit])]
+    if len(problems) > limit:
+        lines.append(f"  ... and {len(problems) - limit} more")
     return lines
 
 
@@ -93,6 +101,7 @@ def to_json(f: fleet.Fleet) -> dict[str, Any]:
                 "heartbeatAgeSeconds": s.heartbeat_age,
                 "backlog": s.backlog,
                 "hubPending": s.hub_pending,
+                "heartbeatIntervalSeconds": s.heartbeat_interval,
                 "agentVersion": s.agent_version or None,
                 "trustedKeyIds": list(s.trusted_key_ids),
                 "controlPlanes": dict(s.phases),

@@ -7,9 +7,10 @@ RemoteKamajiControlPlane per control plane from ``deploy/templates/cluster-templ
 ``--topology``: one Cluster of the ClusterClass ``kamaji-broker`` each, whose RKCP the simulator
 makes), show the live view (``sandbox.progress``: a table redrawn in place on a terminal, one
 line per event otherwise; the bus read with the observer's credential, as ``kamaji-broker
-status`` reads it), print copy-pasteable ``kubectl`` commands once every control plane is Ready
-with its ``<cluster>-kubeconfig`` Secret, then keep the view live until Ctrl-C (or exit at once
-with ``--exit-when-ready``): upgrades, deletions, disconnects and rejections show as they happen.
+status`` reads it), print copy-pasteable ``kubectl`` and ``kamaji-broker status`` commands once
+every control plane is Ready with its ``<cluster>-kubeconfig`` Secret, then keep the view live
+until Ctrl-C (or exit at once with ``--exit-when-ready``): upgrades, deletions, disconnects and
+rejections show as they happen.
 Whatever happens (Ctrl-C, SIGTERM, a timeout, a crashed process), every process it started is
 stopped before it returns.
 
@@ -37,7 +38,7 @@ from sandbox import launcher, natsd, progress
 from sandbox.capi import controller
 from sandbox.launcher import processes, workload
 
-__all__ = ["Options", "main"]
+__all__ = ["Options", "main", "status_command"]
 
 POLL = 0.5
 """Seconds between two looks at the management cluster: fast enough to feel live, and a list of
@@ -90,6 +91,24 @@ def kubectl_commands(t: launcher.Topology, snapshot: fleet.Fleet) -> list[str]:
             f"-o jsonpath='{{.data.{names.CAPI_KUBECONFIG_KEY}}}' | base64 -d"
         )
     return lines
+
+
+def _program() -> list[str]:
+    # Ready to paste means the program this very sandbox runs as: the console script (what
+    # `make sandbox` runs), or the interpreter with -m (a checkout's tests run it so).
+    if Path(sys.argv[0]).name == "kamaji-broker":
+        return [shlex.quote(sys.argv[0])]
+    return [shlex.quote(sys.executable), "-m", "kamaji_broker.cli"]
+
+
+def status_command(t: launcher.Topology) -> str:
+    """``kamaji-broker status`` on this sandbox, reading what the live view reads: the management
+    cluster, and the bus with the observer's read-only credential."""
+    return " ".join([
+        *_program(), "status", "--kubeconfig", _quote(t.mgmt_kubeconfig),
+        "--nats-url", shlex.quote(",".join(t.nats_urls)), "--nats-creds", _quote(t.observer_credential),
+        "--nats-ca-file", _quote(t.nats_ca_file),
+    ])  # fmt: skip
 
 
 async def _create(t: launcher.Topology, options: Options) -> None:
@@ -171,6 +190,9 @@ def _print_ready(
     screen.say("")
     for line in kubectl_commands(t, snapshot):
         screen.say(f"  {line}")
+    screen.say("")
+    screen.say("The fleet at a glance, sites and control planes, as this view reads it:")
+    screen.say(f"  {status_command(t)}")
     screen.say("")
     screen.say(f"Hub /readyz and /metrics: {t.hub_health_url}; logs: {t.logs_dir}/")
     if staying:

@@ -70,8 +70,9 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=float,
         default=HEARTBEAT_INTERVAL,
         metavar="SECONDS",
-        help=f"the agents' heartbeat interval; a heartbeat {MISSED_HEARTBEATS} intervals old means the "
-        f"agent is gone (default: {HEARTBEAT_INTERVAL:g})",
+        help=f"the heartbeat interval of agents whose heartbeats do not say theirs (older agents); a "
+        f"heartbeat {MISSED_HEARTBEATS} intervals old means the agent is gone (default: "
+        f"{HEARTBEAT_INTERVAL:g}; an agent that says its interval is judged by it)",
     )
     st.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
 

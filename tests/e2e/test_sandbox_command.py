@@ -9,6 +9,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import shutil
 import signal
 import struct
@@ -48,6 +49,10 @@ def test_exit_when_ready_exits_zero_and_leaves_nothing_running(tmp_path: Path) -
     assert f"kubectl --kubeconfig {d}/mgmt.kubeconfig get rkcp -A" in out
     assert f"kubectl --kubeconfig {d}/site-a.kubeconfig get tcp -n tenants" in out
     assert "get secret site-a-1-kubeconfig -o jsonpath='{.data.value}' | base64 -d" in out
+    assert (
+        f" -m kamaji_broker.cli status --kubeconfig {d}/mgmt.kubeconfig --nats-url tls://127.0.0.1:" in out
+        and f" --nats-creds {d}/nats/observer.creds --nats-ca-file {d}/nats/tls/ca.crt" in out
+    )
     assert "\x1b[" not in out
     for name in ("nats-server", "kubeapi-mgmt", "kubeapi-site-a", "kamaji-site-a", "hub", "agent-site-a"):
         assert (d / "logs" / f"{name}.log").is_file(), name
@@ -83,6 +88,12 @@ def test_ctrl_c_stops_every_process_and_exits_zero(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
         assert processes_mentioning(d) != []
+        # The status command it printed works as pasted, and agrees: everything is Ready.
+        (command,) = [line for line in log.read_text().splitlines() if " status --kubeconfig " in line]
+        while (done := subprocess.run(shlex.split(command), capture_output=True, text=True)).returncode:
+            assert time.monotonic() < deadline, done.stdout + done.stderr
+            time.sleep(0.5)
+        assert done.stdout.splitlines()[0].endswith(" 1/1 control planes Ready; healthy"), done.stdout
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0, log.read_text()
     finally:

@@ -152,7 +152,23 @@ SITES = [
     pytest.param(site(expires=NOW + dt.timedelta(hours=1)), BUS_ALIVE, True, [], id="credential-valid"),
     pytest.param(site(), B(error="permission denied"), True, ["BusUnreadable"], id="bus-unreadable"),
     pytest.param(site(), B(heartbeat_at=ago(1)), True, [], id="no-consumer-nothing-placed"),
+    # stale_after (30 s) is the reader's guess; an agent that says its interval is judged by it.
+    pytest.param(site(), B(heartbeat_at=ago(7), backlog=0, heartbeat_interval=2), False, ["HeartbeatMissing"],
+                 id="late-by-the-interval-its-heartbeat-says"),
+    pytest.param(site(), B(heartbeat_at=ago(45), backlog=0, heartbeat_interval=20), True, [],
+                 id="a-slow-agent-on-time-by-its-own-interval"),
 ]  # fmt: skip
+
+
+def test_a_late_heartbeat_says_the_interval_it_was_judged_by() -> None:
+    bus = {"site-a": B(heartbeat_at=ago(7), backlog=0, heartbeat_interval=2)}
+    (row,) = fleet.new_fleet([site()], [], now=NOW, bus=bus, stale_after=30).sites
+    assert [p.message for p in row.problems] == [
+        "agent not connected: its last heartbeat is 7s old (it beats every 2s)"
+    ]
+    assert row.heartbeat_interval == 2
+    (hubs,) = fleet.new_fleet([site()], [], now=NOW).sites
+    assert hubs.heartbeat_interval is None
 
 
 def test_no_consumer_for_a_site_with_control_planes_is_a_problem() -> None:

@@ -58,7 +58,21 @@ def test_the_table_shows_every_site_and_only_what_is_not_ready_then_the_problems
         "",
         "Problems:",
         "  site site-b: agent not connected: its last heartbeat is 95s old",
+        "  default/b-1 at site-b: not Ready (phase Provisioning): "
+        "TenantControlPlaneNotReady: provisioning at site-b",
     ]
+
+
+def test_the_problems_listed_are_all_of_them_and_as_many_as_counted() -> None:
+    # Control planes still serving whose Ready condition says their site is gone: no site problem
+    # (the bus not read yet says nothing of the site), two control planes not Ready.
+    serving = [replace(cp(n, "site-b", "Ready"), reason="HeartbeatMissing: site-b") for n in ("b-1", "b-2")]
+    f = fleet.Fleet(sites=(replace(DOWN, problems=()),), control_planes=tuple(serving))
+    lines = fleetview.table(f)
+    listed = lines[lines.index("Problems:") + 1 :]
+    assert listed == [f"  {p}" for p in f.problems()] and len(listed) == 2
+    cut = fleetview.table(f, limit=1)
+    assert cut[cut.index("Problems:") + 1 :] == [f"  {f.problems()[0]}", "  ... and 1 more"]
 
 
 def test_all_ready_says_so_and_every_control_plane_can_be_listed_unfinished_first() -> None:
@@ -83,6 +97,7 @@ def test_json_has_every_site_and_control_plane_and_the_verdict() -> None:
         "heartbeatAgeSeconds": 95,
         "backlog": 3,
         "hubPending": None,
+        "heartbeatIntervalSeconds": None,
         "agentVersion": "0.9.0",
         "trustedKeyIds": ["k1"],
         "controlPlanes": {"Provisioning": 1},
