@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from hub import site_api
+from hub import fleetwording, site_api
 from hub.fleet_rkcp import ControlPlane, new_control_plane
 from hub.reconcile import site_status
 from hub.sites import MISSED_HEARTBEATS
@@ -154,7 +154,7 @@ def _connection(
         ]
     if status.connected is False:
         reason, message = _condition(site, site_api.CONNECTED)
-        text = "agent not connected" + (f" ({message})" if message else "")
+        text = "agent not connected" + (f" ({fleetwording.ages(message, now)})" if message else "")
         return False, [Problem(reason or "HeartbeatMissing", text)]
     if hub_age is not None and hub_age > stale_after + STALE_STATUS:
         message = (
@@ -255,7 +255,8 @@ def new_fleet(
     interval; one that says it is judged by it."""
     objects = {s.metadata.name: s for s in (site_api.Site.model_validate(o) for o in sites)}
     cps = sorted(
-        (new_control_plane(o, secrets=secrets) for o in rkcps), key=lambda c: (c.site, c.namespace, c.name)
+        (new_control_plane(o, secrets=secrets, now=now) for o in rkcps),
+        key=lambda c: (c.site, c.namespace, c.name),
     )
     by_site: dict[str, list[ControlPlane]] = {name: [] for name in objects}
     for cp in cps:

@@ -1,22 +1,27 @@
-"""A RemoteKamajiControlPlane at a glance (``hub.fleet``): its phase, whether it is done, and
-why not. Pure.
+"""A RemoteKamajiControlPlane at a glance (``hub.fleet``): its phase, whether it is Ready, and
+why not (in words: ``hub.fleetwording``). Pure.
 
-A control plane is done when its RKCP says ``status.ready`` *and* its ``<cluster>-kubeconfig``
-Secret exists (``secrets`` given: the sandbox lists them) or is synced (its ``SecretsSynced``
-condition: what ``kamaji-broker status`` reads, without reading any Secret).
+A control plane is done (serving, for a CAPI user) when its RKCP says ``status.ready`` *and* its
+``<cluster>-kubeconfig`` Secret exists (``secrets`` given: the sandbox lists them) or is synced
+(its ``SecretsSynced`` condition: what ``kamaji-broker status`` reads, without reading any
+Secret). It is Ready when, besides, its ``Ready`` condition is True: the one meaning of Ready
+in the fleet's views (the PHASE they show, the count in their headers, what the sandbox waits
+for); a control plane done but not Ready is ``Serving``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from hub import api
+from hub import api, fleetwording
 from protocol import names
 
 READY: Final = "Ready"
+SERVING: Final = "Serving"
 REQUESTED: Final = "Requested"
 
 
@@ -29,14 +34,19 @@ class ControlPlane:
     phase: str
     """``Requested`` (the hub has published nothing yet), ``Delivering`` (published, the site has
     not answered), the site's phase (``Pending``, ``Provisioning``, ``Rejected``, …),
-    ``WaitingForKubeconfig`` (Ready, the Secret not written yet), ``Ready`` or ``Deleting``."""
+    ``WaitingForKubeconfig`` (serving, the Secret not written yet), ``Serving`` (serving with
+    its Secret, but its ``Ready`` condition is not True: its site disconnected, say), ``Ready``
+    or ``Deleting``."""
     ready: bool
     kubeconfig: bool
     version: str = ""
     endpoint: str = ""
     reason: str = ""
-    """Why it is not Ready: its ``Ready`` condition's reason and message, when that is not True
-    (a control plane still serving says so when its site is disconnected, say)."""
+    """Why it is not Ready, in words, when its ``Ready`` condition is not True (a control plane
+    still serving says so when its site is disconnected, say); ages as of the look."""
+    cause: str = ""
+    """The ``Ready`` condition's reason and message as written: unlike ``reason``'s ages, it
+    stays the same from one look to the next while nothing changes (what events compare)."""
 
     @property
     def done(self) -> bool:
@@ -45,8 +55,8 @@ class ControlPlane:
 
     @property
     def healthy(self) -> bool:
-        """Done, and its ``Ready`` condition does not say otherwise."""
-        return self.done and not self.reason
+        """Ready: done, and its ``Ready`` condition does not say otherwise."""
+        return self.done and not (self.reason or self.cause)
 
     @property
     def at_site(self) -> bool:
@@ -102,7 +112,7 @@ def _phase(obj: Mapping[str, Any], *, ready: bool, kubeconfig: bool) -> str:
     return REQUESTED
 
 
-def _reason(obj: Mapping[str, Any]) -> str:
+def _cause(obj: Mapping[str, Any]) -> str:
     ready = _conditions(obj).get(api.READY) or {}
     if ready.get("status") == "True":
         return ""
@@ -113,10 +123,14 @@ def _reason(obj: Mapping[str, Any]) -> str:
 
 
 def new_control_plane(
-    obj: Mapping[str, Any], *, secrets: Collection[tuple[str, str]] | None = None
+    obj: Mapping[str, Any],
+    *,
+    secrets: Collection[tuple[str, str]] | None = None,
+    now: dt.datetime | None = None,
 ) -> ControlPlane:
     """One RKCP; ``secrets`` holds (namespace, name) of the Secrets in the management cluster, or
-    None to trust its ``SecretsSynced`` condition."""
+    None to trust its ``SecretsSynced`` condition; ``now`` turns the timestamps of why it is not
+    Ready into ages."""
     metadata = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -139,4 +153,7 @@ def new_control_plane(
         version=str(status.get("version") or spec.get("version") or ""),
         endpoint=f"{endpoint['host']}:{endpoint.get('port', '')}" if endpoint.get("host") else "",
     )
-    return dataclasses.replace(cp, reason=_reason(obj))
+    cause = _cause(obj)
+    why = fleetwording.why_not_ready(_conditions(obj), site=cp.site, now=now) if cause else ""
+    phase = SERVING if cp.phase == READY and cause else cp.phase
+    return dataclasses.replace(cp, phase=phase, reason=why, cause=cause)

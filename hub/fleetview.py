@@ -8,20 +8,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hub import fleet
+from hub import fleet, fleetwording
 from hub.fleet_rkcp import ControlPlane
 
-__all__ = ["events", "problem_lines", "table", "to_json"]
+__all__ = ["counted", "events", "problem_lines", "table", "to_json"]
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 site``, ``2 sites``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.0f}h"
+    return "-" if seconds is None else fleetwording.age(seconds)
+
+
+def _all_ready(n: int) -> str:
+    if n == 0:
+        return "no control planes"
+    return "the control plane is Ready" if n == 1 else f"all {n} control planes are Ready"
 
 
 def _connected(site: fleet.SiteRow) -> str:
@@ -74,7 +79,7 @@ def table(f: fleet.Fleet, *, all_control_planes: bool = False, limit: int = 20) 
     if cps:
         lines += control_plane_lines(cps, limit=limit)
     else:
-        lines.append(f"  all {len(f.control_planes)} control planes Ready")
+        lines.append(f"  {_all_ready(len(f.control_planes))}")
     return lines + problem_lines(f, limit=limit)
 
 
@@ -127,6 +132,11 @@ def to_json(f: fleet.Fleet) -> dict[str, Any]:
     }
 
 
+def _why(cp: ControlPlane) -> str:
+    """Why it is not Ready, as it stays from one look to the next (``reason`` holds ages)."""
+    return cp.cause or cp.reason
+
+
 def _cp_events(before: fleet.Fleet | None, after: fleet.Fleet) -> Iterable[str]:
     old = {(cp.namespace, cp.name): cp for cp in (before.control_planes if before else ())}
     for cp in after.control_planes:
@@ -136,9 +146,9 @@ def _cp_events(before: fleet.Fleet | None, after: fleet.Fleet) -> Iterable[str]:
             yield f"{where}: version {was.version} -> {cp.version}"
         if was is None or was.phase != cp.phase:
             change = f"{was.phase} -> {cp.phase}" if was is not None else cp.phase
-            yield f"{where}: {change}" + (f" ({cp.reason})" if cp.reason else "")
-        elif cp.done and was.reason != cp.reason:  # serving, and its Ready condition changed
-            yield f"{where}: {cp.phase}" + (f", not Ready: {cp.reason}" if cp.reason else ", Ready again")
+            yield f"{where}: {change}" + (f": {cp.reason}" if cp.reason else "")
+        elif cp.done and not cp.healthy and _why(was) != _why(cp):  # serving, for another reason
+            yield f"{where}: still {cp.phase}, now: {cp.reason}"
     for cp in old.values():
         yield f"{cp.namespace}/{cp.name} ({cp.site}): deleted"
 
@@ -151,7 +161,7 @@ def _site_events(before: fleet.Fleet | None, after: fleet.Fleet) -> Iterable[str
         known = {p.reason for p in was.problems} if was is not None else set()
         for problem in s.problems:
             if problem.reason not in known:
-                yield f"site {s.name}: {problem} ({problem.reason})"
+                yield f"site {s.name}: {problem}"
         if was is not None and was.problems and not s.problems:
             yield f"site {s.name}: healthy again"
         if was is None or was.phases != s.phases:

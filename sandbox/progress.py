@@ -16,15 +16,23 @@ from typing import TextIO
 
 from hub import fleet, fleetview
 
-__all__ = ["Screen", "table"]
+__all__ = ["Screen", "ready", "table"]
 
 RECENT = 8
 """Events kept under the table on a terminal."""
 
 
+def ready(f: fleet.Fleet, *, expected: int) -> bool:
+    """Whether the sandbox is Ready: ``expected`` control planes at least (with ``--topology``
+    the RKCPs appear a moment after their Clusters), each Ready by the one meaning the view's
+    PHASE and header use: serving, its kubeconfig written, its ``Ready`` condition True."""
+    return len(f.control_planes) >= expected and f.ready == len(f.control_planes)
+
+
 def table(f: fleet.Fleet, *, elapsed: float, recent: list[str], limit: int = 20) -> list[str]:
-    total = len(f.control_planes)
-    lines = [f"kamaji-broker sandbox  {elapsed:6.1f}s  {f.ready}/{total} control planes ready", ""]
+    # Ready: what the PHASE of a control plane says (hub.fleet_rkcp), nothing looser.
+    ready = f"{f.ready}/{len(f.control_planes)} control planes Ready"
+    lines = [f"kamaji-broker sandbox  {elapsed:6.1f}s  {ready}", ""]
     lines += fleetview.table(f, all_control_planes=True, limit=limit)
     if recent:
         lines += ["", "Recent:", *(f"  {line}" for line in recent)]

@@ -151,12 +151,7 @@ async def _watch(
         now = loop.time()
         # Live until Ctrl-C: upgrades, deletions, disconnects after Ready show too.
         screen.show(snapshot, elapsed=now - began)
-        # With --topology the RKCPs appear a moment after their Clusters: all of them, then done.
-        if (
-            snapshot.done
-            and len(snapshot.control_planes) >= options.control_planes * len(t.sites)
-            and not ready
-        ):
+        if not ready and progress.ready(snapshot, expected=options.control_planes * len(t.sites)):
             ready = True
             screen.freeze()
             _print_ready(t, snapshot, screen, elapsed=now - began, staying=not options.exit_when_ready)
@@ -164,7 +159,7 @@ async def _watch(
                 return 0
         if not ready and now > deadline and not warned:
             screen.freeze()
-            missing = snapshot.missing()
+            missing = [cp.problem() for cp in snapshot.control_planes if not cp.healthy]
             errors = t.recent_errors()
             message = (
                 f"not ready after {options.timeout:g}s: {len(missing)} of {len(snapshot.control_planes)} "

@@ -95,7 +95,7 @@ async def test_a_healthy_fleet_exits_zero_with_every_site_on_one_screen(world: T
     assert lines[1] == "  (read from the management cluster and bus)"
     site_b = row(done, "site-b")
     assert site_b[1] == "yes" and site_b[3] == "0" and site_b[-2:] == ["2", "Ready"]
-    assert "  all 4 control planes Ready" in lines and "Problems:" not in lines
+    assert "  all 4 control planes are Ready" in lines and "Problems:" not in lines
 
     code, doc = await as_json(world)
     assert code == 0 and doc["healthy"] is True and doc["busRead"] is True and doc["problems"] == []

@@ -117,10 +117,8 @@ def test_a_control_plane_not_ready_says_why_from_its_ready_condition() -> None:
         ready=False, conditions={"Ready": ("False", "SiteDisconnected")}, message="site-b is not connected"
     )
     cp = fleet_rkcp.new_control_plane(obj, secrets=NONE)
-    assert cp.reason == "SiteDisconnected: site-b is not connected"
-    assert cp.missing() == (
-        "default/site-a-1 at site-a: not Ready (phase Requested): SiteDisconnected: site-b is not connected"
-    )
+    assert (cp.reason, cp.cause) == ("site-b is not connected", "SiteDisconnected: site-b is not connected")
+    assert cp.missing() == "default/site-a-1 at site-a: not Ready (phase Requested): site-b is not connected"
 
 
 B = fleet.BusSite
@@ -231,24 +229,44 @@ def test_an_empty_fleet_is_healthy() -> None:
     assert (f.sites, f.control_planes, f.healthy, f.done, f.bus) == ((), (), True, True, True)
 
 
-def test_a_control_plane_serving_while_its_ready_condition_is_false_is_not_healthy() -> None:
-    obj = rkcp(
-        ready=True, conditions={"Ready": ("False", "SiteDisconnected")}, message="site-a: no heartbeat"
-    )
-    cp = fleet_rkcp.new_control_plane(obj, secrets=KUBECONFIG)
-    assert (cp.done, cp.healthy, cp.phase) == (True, False, "Ready")
+def serving_with_its_site_gone(beat: dt.datetime) -> dict[str, Any]:
+    """An RKCP as the hub writes it once its site stopped beating: still serving, not Ready."""
+    obj = rkcp(ready=True)
+    obj["status"]["conditions"] = [
+        {"type": "Ready", "status": "False", "reason": "HeartbeatMissing",
+         "message": f"* SiteConnected: last heartbeat {beat.isoformat()}"},
+        {"type": "SiteConnected", "status": "False", "reason": "HeartbeatMissing",
+         "message": f"last heartbeat {beat.isoformat()}"},
+        {"type": "Available", "status": "True", "reason": "Available", "message": ""},
+    ]  # fmt: skip
+    return obj
+
+
+def test_a_control_plane_serving_while_its_ready_condition_is_false_is_serving_not_ready() -> None:
+    """Ready means one thing: the PHASE says Ready only when the count of Ready ones counts it."""
+    obj = serving_with_its_site_gone(ago(40.5))
+    cp = fleet_rkcp.new_control_plane(obj, secrets=KUBECONFIG, now=NOW)
+    assert (cp.done, cp.healthy, cp.phase) == (True, False, "Serving")
     assert cp.missing() == ""
-    assert (
-        cp.problem()
-        == "default/site-a-1 at site-a: serving, but not Ready: SiteDisconnected: site-a: no heartbeat"
-    )
+    assert cp.problem() == "default/site-a-1 at site-a: serving, but not Ready: site site-a not connected " \
+        "(last heartbeat 40s ago)"  # fmt: skip
     f = fleet.new_fleet([site()], [obj], now=NOW, secrets=KUBECONFIG)
     assert (f.done, f.ready, f.healthy) == (True, 0, False)
     assert f.problems() == [cp.problem()]
+    # The age moves from one look to the next; what events compare does not.
+    later = fleet_rkcp.new_control_plane(obj, secrets=KUBECONFIG, now=NOW + dt.timedelta(seconds=30))
+    assert later.reason.endswith("(last heartbeat 70s ago)") and later.cause == cp.cause
     good = rkcp(ready=True, conditions={"Ready": ("True", "Ready")})
-    assert fleet_rkcp.new_control_plane(good, secrets=KUBECONFIG).healthy
+    assert fleet_rkcp.new_control_plane(good, secrets=KUBECONFIG).phase == "Ready"
 
 
 def test_a_multi_line_ready_message_is_one_line() -> None:
     obj = rkcp(ready=False, conditions={"Ready": ("False", "MultipleNotReady")}, message="* A: x\n* B: y\n")
-    assert fleet_rkcp.new_control_plane(obj, secrets=NONE).reason == "MultipleNotReady: * A: x * B: y"
+    cp = fleet_rkcp.new_control_plane(obj, secrets=NONE)
+    assert (cp.reason, cp.cause) == ("x; y", "MultipleNotReady: * A: x * B: y")
+
+
+def test_without_the_bus_the_hubs_word_for_a_gone_agent_has_an_age_not_a_timestamp() -> None:
+    gone = {"Connected": ("False", "HeartbeatMissing", f"last heartbeat {ago(90).isoformat()}")}
+    (row,) = fleet.new_fleet([site(connected=False, conditions=gone)], [], now=NOW).sites
+    assert [p.message for p in row.problems] == ["agent not connected (last heartbeat 90s ago)"]

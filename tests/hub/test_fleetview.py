@@ -77,7 +77,10 @@ def test_the_problems_listed_are_all_of_them_and_as_many_as_counted() -> None:
 
 def test_all_ready_says_so_and_every_control_plane_can_be_listed_unfinished_first() -> None:
     healthy = fleet.Fleet(sites=(OK,), control_planes=FLEET.control_planes[:2])
-    assert fleetview.table(healthy)[-1] == "  all 2 control planes Ready"
+    assert fleetview.table(healthy)[-1] == "  all 2 control planes are Ready"
+    alone = fleet.Fleet(sites=(OK,), control_planes=FLEET.control_planes[:1])
+    assert fleetview.table(alone)[-1] == "  the control plane is Ready"
+    assert fleetview.table(fleet.Fleet(sites=(OK,), control_planes=()))[-1] == "  no control planes"
     rows = fleetview.table(FLEET, all_control_planes=True, limit=2)
     header = rows.index(next(r for r in rows if r.startswith("  CONTROL PLANE ")))
     assert [r.split()[0] for r in rows[header + 1 : header + 3]] == ["default/b-1", "default/a-1"]
@@ -125,9 +128,9 @@ def test_events_name_each_change_once() -> None:
     after = fleet.Fleet(sites=(gone,), control_planes=(rejected,))
     assert fleetview.events(before, after) == [
         "default/a-1 (site-a): version v1.31.0 -> v1.32.0",
-        "default/a-1 (site-a): Ready -> Rejected (Rejected: version v1.32.0 is not supported)",
+        "default/a-1 (site-a): Ready -> Rejected: Rejected: version v1.32.0 is not supported",
         "default/a-2 (site-a): deleted",
-        "site site-a: agent not connected: its last heartbeat is 95s old (HeartbeatMissing)",
+        "site site-a: agent not connected: its last heartbeat is 95s old",
         "site site-a: 1 Rejected",
     ]
     # The same problem a moment later (an older heartbeat) is not news; its end is.
@@ -144,19 +147,31 @@ def test_events_name_each_change_once() -> None:
 
 def test_a_serving_control_plane_losing_and_regaining_its_ready_condition_is_news() -> None:
     serving = cp("a-1", "site-a", "Ready")
-    unready = replace(serving, reason="SiteDisconnected: site-a is not connected")
+    cause = "HeartbeatMissing: * SiteConnected: last heartbeat 2026-12-02T07:59:48+00:00"
+    unready = replace(
+        serving, phase="Serving", reason="site site-a not connected (last heartbeat 12s ago)", cause=cause
+    )
     before = fleet.Fleet(sites=(OK,), control_planes=(serving,))
     during = fleet.Fleet(sites=(OK,), control_planes=(unready,))
     assert fleetview.events(before, during) == [
-        "default/a-1 (site-a): Ready, not Ready: SiteDisconnected: site-a is not connected"
+        "default/a-1 (site-a): Ready -> Serving: site site-a not connected (last heartbeat 12s ago)"
     ]
-    assert fleetview.events(during, before) == ["default/a-1 (site-a): Ready, Ready again"]
+    # The same cause a moment later (its age moved) is not news; another cause is.
+    older = replace(unready, reason="site site-a not connected (last heartbeat 13s ago)")
+    assert fleetview.events(during, fleet.Fleet(sites=(OK,), control_planes=(older,))) == []
+    other = replace(
+        unready, reason="site site-a: its credential was revoked", cause="CredentialsRevoked: ..."
+    )
+    assert fleetview.events(during, fleet.Fleet(sites=(OK,), control_planes=(other,))) == [
+        "default/a-1 (site-a): still Serving, now: site site-a: its credential was revoked"
+    ]
+    assert fleetview.events(during, before) == ["default/a-1 (site-a): Serving -> Ready"]
     assert fleetview.table(during)[3:5] == [
-        "  CONTROL PLANE  SITE    PHASE  VERSION  WHY NOT READY",
-        "  default/a-1    site-a  Ready  v1.31.0  SiteDisconnected: site-a is not connected",
+        "  CONTROL PLANE  SITE    PHASE    VERSION  WHY NOT READY",
+        "  default/a-1    site-a  Serving  v1.31.0  site site-a not connected (last heartbeat 12s ago)",
     ]
     doc = fleetview.to_json(during)["controlPlanes"][0]
-    assert (doc["ready"], doc["serving"]) == (False, True)
+    assert (doc["ready"], doc["serving"], doc["phase"]) == (False, True, "Serving")
 
 
 def test_a_site_that_goes_away_is_news() -> None:

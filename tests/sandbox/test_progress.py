@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
+from typing import Any
 
 import pytest
 
@@ -56,7 +58,7 @@ def test_on_a_terminal_the_table_is_redrawn_in_place_with_the_latest_events_unde
     screen = progress.Screen(out)
     screen.show(look("Provisioning"), elapsed=0.5)
     first = out.getvalue()
-    assert first.startswith("kamaji-broker sandbox     0.5s  0/1 control planes ready\n")
+    assert first.startswith("kamaji-broker sandbox     0.5s  0/1 control planes Ready\n")
     assert "\x1b[" not in first
     screen.show(look("Ready"), elapsed=2.0)
     redrawn = out.getvalue()[len(first) :]
@@ -99,3 +101,31 @@ def test_a_view_taller_than_the_terminal_is_cut_to_its_height(monkeypatch: pytes
         and lines[-1].startswith("... ")
         and lines[-1].endswith(" more lines (a taller terminal shows them)")
     )
+
+
+def rkcp(name: str, *, ready: str) -> dict[str, Any]:
+    """An RKCP serving with its kubeconfig synced; ``ready``: its Ready condition's status."""
+    synced = {"type": "SecretsSynced", "status": "True", "reason": "Synced"}
+    why = {"True": ("AsExpected", ""), "False": ("HeartbeatMissing", "* SiteConnected: last heartbeat")}[
+        ready
+    ]
+    condition = {"type": "Ready", "status": ready, "reason": why[0], "message": why[1]}
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"site": "site-a", "version": "v1.31.0"},
+        "status": {"ready": True, "conditions": [synced, condition]},
+    }
+
+
+def test_ready_means_one_thing_the_header_the_phase_and_when_the_sandbox_says_so() -> None:
+    now = dt.datetime(2026, 12, 2, 8, 0, tzinfo=dt.UTC)
+    half = fleet.new_fleet([], [rkcp("a", ready="True"), rkcp("b", ready="False")], now=now)
+    lines = progress.table(half, elapsed=1, recent=[])
+    assert lines[0].endswith("  1/2 control planes Ready")
+    head = next(i for i, line in enumerate(lines) if line.startswith("  CONTROL PLANE "))
+    phases = [line.split()[2] for line in lines[head + 1 : head + 3]]
+    assert sorted(phases) == ["Ready", "Serving"]
+    # Serving, its kubeconfig there, but its Ready condition not True: the sandbox is not Ready yet.
+    assert not progress.ready(half, expected=2)
+    whole = fleet.new_fleet([], [rkcp("a", ready="True"), rkcp("b", ready="True")], now=now)
+    assert progress.ready(whole, expected=2) and not progress.ready(whole, expected=3)
