@@ -7,13 +7,17 @@ A control plane is done (serving, for a CAPI user) when its RKCP says ``status.r
 Secret). It is Ready when, besides, its ``Ready`` condition is True: the one meaning of Ready
 in the fleet's views (the PHASE they show, the count in their headers, what the sandbox waits
 for); a control plane done but not Ready is ``Serving``.
+
+A Cluster of a ClusterClass has no RKCP until CAPI's topology controller makes one: until then
+``waiting_clusters`` stands in for it, ``WaitingForTopology``, with why from the Cluster's
+``TopologyReconciled`` condition (its class missing, say), so that it is not simply absent.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -23,6 +27,8 @@ from protocol import names
 READY: Final = "Ready"
 SERVING: Final = "Serving"
 REQUESTED: Final = "Requested"
+WAITING_FOR_TOPOLOGY: Final = "WaitingForTopology"
+TOPOLOGY_RECONCILED: Final = "TopologyReconciled"
 
 
 @dataclass(frozen=True)
@@ -157,3 +163,42 @@ def new_control_plane(
     why = fleetwording.why_not_ready(_conditions(obj), site=cp.site, now=now) if cause else ""
     phase = SERVING if cp.phase == READY and cause else cp.phase
     return dataclasses.replace(cp, phase=phase, reason=why, cause=cause)
+
+
+def _waiting_cluster(obj: Mapping[str, Any], *, now: dt.datetime | None) -> ControlPlane | None:
+    spec = obj.get("spec") or {}
+    topology = spec.get("topology")
+    if not isinstance(topology, Mapping) or spec.get("controlPlaneRef"):
+        return None
+    metadata = obj.get("metadata") or {}
+    values = {
+        v.get("name"): v.get("value") for v in topology.get("variables") or () if isinstance(v, Mapping)
+    }
+    reconciled = _conditions(obj).get(TOPOLOGY_RECONCILED) or {}
+    failed = reconciled.get("status") == "False"
+    message = " ".join(str(reconciled.get("message") or "").split()) if failed else ""
+    name = str(metadata.get("name") or "")
+    return ControlPlane(
+        namespace=str(metadata.get("namespace") or ""),
+        name=name,
+        cluster=name,
+        # The site variable of the ClusterClass kamaji-broker ships: a guess for any other class.
+        site=str(values.get("site") or "-"),
+        phase=WAITING_FOR_TOPOLOGY,
+        ready=False,
+        kubeconfig=False,
+        version=str(topology.get("version") or ""),
+        reason=fleetwording.ages(message, now)
+        or "waiting for the topology controller to make its control plane",
+        cause=f"{reconciled.get('reason') or ''}: {message}" if failed else "",
+    )
+
+
+def waiting_clusters(
+    clusters: Iterable[Mapping[str, Any]], made: Iterable[ControlPlane], *, now: dt.datetime | None = None
+) -> list[ControlPlane]:
+    """The Clusters with a ``spec.topology`` and no control plane yet (none refers to one, and no
+    RKCP of ``made`` is theirs), each as a control plane on its way."""
+    theirs = {(cp.namespace, cp.cluster) for cp in made}
+    found = (_waiting_cluster(obj, now=now) for obj in clusters)
+    return [cp for cp in found if cp is not None and (cp.namespace, cp.cluster) not in theirs]

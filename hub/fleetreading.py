@@ -12,6 +12,7 @@ A site the bus cannot be read for gets a ``BusSite`` saying why; the rest is sti
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from common import bus
 from common.bus import errors as bus_errors
 from common.kube import Kube, resources
-from hub import fleet
+from hub import fleet, fleet_rkcp
 from protocol import errors as protocol_errors
 from protocol import messages, streams, subjects
 
@@ -93,16 +94,20 @@ async def read(
     stale_after: float = 30.0,
     secrets: Collection[tuple[str, str]] | None = None,
     notes: Iterable[str] = (),
+    clusters: bool = False,
 ) -> fleet.Fleet:
-    """The whole fleet now; without ``conn``, as the hub last wrote it."""
+    """The whole fleet now; without ``conn``, as the hub last wrote it. With ``clusters``, the
+    ClusterClass-based Clusters that have no control plane yet too (``fleet_rkcp.waiting_clusters``):
+    the sandbox, which made every Cluster there, asks; a management cluster's other Clusters
+    may belong to other providers."""
     sites, rkcps = await read_management(kube)
     on_bus = None if conn is None else await read_bus(conn, _site_names(sites, rkcps), prefix=prefix)
-    return fleet.new_fleet(
-        sites,
-        rkcps,
-        now=dt.datetime.now(dt.UTC),
-        bus=on_bus,
-        secrets=secrets,
-        stale_after=stale_after,
-        notes=notes,
+    now = dt.datetime.now(dt.UTC)
+    f = fleet.new_fleet(
+        sites, rkcps, now=now, bus=on_bus, secrets=secrets, stale_after=stale_after, notes=notes
     )
+    if not clusters:
+        return f
+    listed = (await kube.list(resources.CLUSTER)).items
+    waiting = fleet_rkcp.waiting_clusters(listed, f.control_planes, now=now)
+    return dataclasses.replace(f, control_planes=(*f.control_planes, *waiting)) if waiting else f

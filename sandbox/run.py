@@ -194,13 +194,13 @@ def _print_ready(
         screen.say("Running until Ctrl-C.")
 
 
-def _report(message: str) -> None:
-    print(f"kamaji-broker sandbox: topology simulator: {message}", file=sys.stderr)
-
-
 async def _work(t: launcher.Topology, options: Options, screen: progress.Screen, stop: asyncio.Event) -> int:
     """On the started topology: the topology simulator beside, the control planes, their progress."""
-    simulating = asyncio.create_task(controller.run(t.mgmt, stop=stop, report=_report))
+
+    def report(message: str) -> None:
+        screen.warn(f"kamaji-broker sandbox: topology simulator: {message}")
+
+    simulating = asyncio.create_task(controller.run(t.mgmt, stop=stop, report=report))
     asked = "Clusters of the ClusterClass kamaji-broker" if options.topology else "Cluster + RKCP pairs"
     screen.say(
         f"started: NATS {t.nats_url}, hub {t.hub_health_url}; creating "
@@ -226,6 +226,11 @@ async def _run(options: Options, out: TextIO) -> int:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     screen = progress.Screen(out)
+    with screen.owning():
+        return await _session(options, screen, stop)
+
+
+async def _session(options: Options, screen: progress.Screen, stop: asyncio.Event) -> int:
     sites = workload.site_names(options.sites)
     # Heartbeats every 2 s instead of production's 10 s: the hub counts a site as connected only
     # after a beat, and RKCP's Ready condition (a summary including SiteConnected) should settle
@@ -262,6 +267,7 @@ async def _run(options: Options, out: TextIO) -> int:
         )
         code = 1
     finally:
+        screen.freeze()  # the last view stays as it was; what follows goes under it
         screen.say("stopping every process...")
         await t.stop()
     screen.say("stopped.")

@@ -3,6 +3,7 @@ verdict from the hub's Site status and the bus, and the fleet's problems. Tables
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -270,3 +271,45 @@ def test_without_the_bus_the_hubs_word_for_a_gone_agent_has_an_age_not_a_timesta
     gone = {"Connected": ("False", "HeartbeatMissing", f"last heartbeat {ago(90).isoformat()}")}
     (row,) = fleet.new_fleet([site(connected=False, conditions=gone)], [], now=NOW).sites
     assert [p.message for p in row.problems] == ["agent not connected (last heartbeat 90s ago)"]
+
+
+def topology_cluster(name: str, *, ref: bool = False, failed: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "topology": {"class": "kamaji-broker", "version": "v1.31.0",
+                     "variables": [{"name": "site", "value": "site-a"}]},
+    }  # fmt: skip
+    if ref:
+        spec["controlPlaneRef"] = {"kind": "RemoteKamajiControlPlane", "name": f"{name}-x7k2p"}
+    conditions = [
+        {"type": "TopologyReconciled", "status": "False", "severity": "Error",
+         "reason": "TopologyReconcileFailed", "message": failed}
+    ] if failed else []  # fmt: skip
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+        "status": {"conditions": conditions},
+    }
+
+
+def test_a_cluster_of_a_class_without_its_control_plane_yet_stands_in_for_it_saying_why() -> None:
+    plain = {"metadata": {"name": "plain", "namespace": "default"}, "spec": {}}
+    clusters = [
+        topology_cluster("lost", failed="ClusterClass default/kamaji-brokr not found"),
+        topology_cluster("new"),
+        topology_cluster("made", ref=True),
+        topology_cluster("site-a-1"),  # its RKCP exists already, the Cluster not yet pointed at it
+        plain,
+    ]
+    made = [fleet_rkcp.new_control_plane(rkcp("site-a-1-x7k2p"))]
+    made = [dataclasses.replace(made[0], cluster="site-a-1")]
+    waiting = fleet_rkcp.waiting_clusters(clusters, made, now=NOW)
+    assert [(cp.name, cp.site, cp.phase, cp.version, cp.healthy) for cp in waiting] == [
+        ("lost", "site-a", "WaitingForTopology", "v1.31.0", False),
+        ("new", "site-a", "WaitingForTopology", "v1.31.0", False),
+    ]
+    lost, new = waiting
+    assert lost.problem() == (
+        "default/lost at site-a: not Ready (phase WaitingForTopology): "
+        "ClusterClass default/kamaji-brokr not found"
+    )
+    assert new.reason == "waiting for the topology controller to make its control plane"

@@ -179,3 +179,16 @@ def test_a_site_that_goes_away_is_news() -> None:
         "default/b-1 (site-b): deleted",
         "site site-b: gone (its Site deleted, nothing placed there)",
     ]
+
+
+def test_a_cluster_waiting_for_its_topology_shows_and_its_control_plane_is_no_deletion() -> None:
+    waiting = replace(
+        cp("c1", "site-a", "WaitingForTopology"), reason="ClusterClass default/nope not found", cause="x"
+    )
+    before = fleet.Fleet(sites=(OK,), control_planes=(waiting,))
+    assert fleetview.events(None, before)[0] == (
+        "default/c1 (site-a): WaitingForTopology: ClusterClass default/nope not found"
+    )
+    made = replace(cp("c1-x7k2p", "site-a", "Provisioning"), cluster="c1")
+    after = fleet.Fleet(sites=(OK,), control_planes=(made,))
+    assert fleetview.events(before, after) == ["default/c1-x7k2p (site-a): Provisioning"]

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import logging
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
+import pyte
 import pytest
 
 from hub import fleet
@@ -35,6 +40,21 @@ def site(phase: str) -> fleet.SiteRow:
 
 def look(phase: str, *, version: str = "v1.31.0") -> fleet.Fleet:
     return fleet.Fleet(sites=(site(phase),), control_planes=(cp(phase, version=version),))
+
+
+def shown(written: str, *, columns: int = 100, lines: int = 40) -> list[str]:
+    """What a terminal of that size shows after ``written`` (its tty turns each \\n into \\r\\n)."""
+    screen = pyte.Screen(columns, lines)
+    pyte.Stream(screen).feed(written.replace("\n", "\r\n"))
+    return [line.rstrip() for line in screen.display]
+
+
+@pytest.fixture
+def size(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The terminal ``shown`` draws: 100 columns, 40 lines."""
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("LINES", "40")
+    yield
 
 
 def test_without_a_terminal_each_event_is_one_line_as_it_happens() -> None:
@@ -129,3 +149,91 @@ def test_ready_means_one_thing_the_header_the_phase_and_when_the_sandbox_says_so
     assert not progress.ready(half, expected=2)
     whole = fleet.new_fleet([], [rkcp("a", ready="True"), rkcp("b", ready="True")], now=now)
     assert progress.ready(whole, expected=2) and not progress.ready(whole, expected=3)
+
+
+STRAY = "kamaji-broker sandbox: topology simulator: Cluster default/x: ClusterClass default/nope not found"
+
+
+def test_a_line_said_while_the_view_is_drawn_stays_above_it_and_no_old_block_is_left(size: None) -> None:
+    out = Terminal()
+    screen = progress.Screen(out)
+    screen.show(look("Provisioning"), elapsed=0.5)
+    screen.say(STRAY)
+    screen.show(look("Ready"), elapsed=2.0)
+    screen.show(look("Ready"), elapsed=2.5)
+    display = shown(out.getvalue())
+    assert display[0] == STRAY
+    assert [line for line in display if line.startswith("kamaji-broker sandbox ")] == [
+        "kamaji-broker sandbox     2.5s  1/1 control planes Ready"
+    ]
+    assert display.count("Recent:") == 1
+
+
+def test_what_the_process_writes_while_the_view_owns_the_terminal_goes_above_it(size: None) -> None:
+    out = Terminal()
+    screen = progress.Screen(out)
+    # As logs.configure sets it up: a handler holding the stream it was given.
+    handler = logging.StreamHandler(sys.stderr)
+    logging.getLogger().addHandler(handler)
+    try:
+        with screen.owning():
+            screen.show(look("Provisioning"), elapsed=0.5)
+            print("a component's error", file=sys.stderr)
+            logging.getLogger("somewhere").error("a log record")
+            print("half a line", end="")
+            screen.show(look("Ready"), elapsed=2.0)
+    finally:
+        logging.getLogger().removeHandler(handler)
+    assert handler.stream is sys.stderr
+    display = shown(out.getvalue())
+    assert display[:2] == ["a component's error", "a log record"]
+    assert [line for line in display if line.startswith("kamaji-broker sandbox ")] == [
+        "kamaji-broker sandbox     2.0s  1/1 control planes Ready"
+    ]
+    assert display[2] == "half a line"  # handed on when it let go, above the block too
+
+
+def test_without_a_terminal_a_warning_goes_to_stderr() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    screen = progress.Screen(out, err=err)
+    with screen.owning():
+        screen.warn(STRAY)
+    assert (out.getvalue(), err.getvalue()) == ("", STRAY + "\n")
+
+
+HEADERS = {"SITE", "CONNECTED", "HEARTBEAT", "BACKLOG", "AGENT", "KEYS", "CONTROL", "PLANES", "PLANE",
+           "PHASE", "VERSION", "WHY", "NOT", "READY"}  # fmt: skip
+
+
+def narrow() -> fleet.Fleet:
+    """A fleet whose rows are wider than 80 columns: long key ids, names and why."""
+    gone = fleet.Problem(
+        "HeartbeatMissing", "agent not connected: its last heartbeat is 12s old (it beats every 2s)"
+    )
+    row = replace(site("Serving"), trusted_key_ids=("c9fde5bbf2011e3c",), phases={"Ready": 1, "Serving": 1},
+                  problems=(gone,), connected=False)  # fmt: skip
+    why = (
+        "site site-a not connected (last heartbeat 12s ago); waiting for the sealed secrets of its kubeconfig"
+    )
+    serving = replace(cp("Ready"), name="site-a-1-x7k2p", phase="Serving", reason=why)
+    return fleet.Fleet(sites=(row,), control_planes=(serving, replace(cp("Ready"), name="site-a-2")))
+
+
+def test_at_80_columns_nothing_is_cut_inside_a_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("LINES", "40")
+    out = Terminal()
+    screen = progress.Screen(out)
+    screen.show(look("Provisioning"), elapsed=0.5)
+    screen.show(narrow(), elapsed=12.0)
+    display = [line for line in shown(out.getvalue(), columns=80) if line]
+    assert all(len(line) <= 79 for line in display)
+    headers = [line for line in display if line.startswith(("  SITE ", "  CONTROL PLANE "))]
+    assert len(headers) == 2 and all(set(h.split()) <= HEADERS for h in headers)
+    assert headers[1].endswith("WHY NOT READY") and headers[0].endswith("CONTROL PLANES")
+    # Free text is cut after a whole word and says so; a problem wraps, whole.
+    words = {w for line in progress.table(narrow(), elapsed=12.0, recent=[]) for w in line.split()}
+    cut = [line for line in display if line.endswith("...")]
+    assert cut and all(line[:-3].split()[-1] in words for line in cut)
+    problems = " ".join(" ".join(display[display.index("Problems:") + 1 :]).split())
+    assert problems.startswith(f"site site-a: {narrow().sites[0].problems[0]} default/site-a-1-x7k2p")
