@@ -32,7 +32,7 @@ from typing import TextIO
 from common import aiotasks, bus
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
-from hub import fleet
+from hub import fleet, fleetview
 from protocol import names, permissions
 from sandbox import launcher, natsd, progress
 from sandbox.capi import controller
@@ -46,7 +46,7 @@ a few dozen objects twice a second costs the emulator nothing."""
 
 
 HEARTBEAT = 2.0
-"""Seconds between the agents' heartbeats in the sandbox (see ``_run``)."""
+"""Seconds between the agents' heartbeats in the sandbox (see ``_session``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,7 +181,8 @@ def _print_ready(
 ) -> None:
     count = len(snapshot.control_planes)
     screen.say("")
-    screen.say(f"Ready: {count} control planes at {len(t.sites)} sites after {elapsed:.1f}s. Try:")
+    where = f"{fleetview.counted(count, 'control plane')} at {fleetview.counted(len(t.sites), 'site')}"
+    screen.say(f"Ready: {where} after {elapsed:.1f}s. Try:")
     screen.say("")
     for line in kubectl_commands(t, snapshot):
         screen.say(f"  {line}")
@@ -201,11 +202,11 @@ async def _work(t: launcher.Topology, options: Options, screen: progress.Screen,
         screen.warn(f"kamaji-broker sandbox: topology simulator: {message}")
 
     simulating = asyncio.create_task(controller.run(t.mgmt, stop=stop, report=report))
-    asked = "Clusters of the ClusterClass kamaji-broker" if options.topology else "Cluster + RKCP pairs"
-    screen.say(
-        f"started: NATS {t.nats_url}, hub {t.hub_health_url}; creating "
-        f"{options.control_planes * len(t.sites)} {asked} from deploy/templates/"
+    n = options.control_planes * len(t.sites)
+    asked = fleetview.counted(n, "Cluster") + (
+        " of the ClusterClass kamaji-broker" if options.topology else " with its RKCP"
     )
+    screen.say(f"started: NATS {t.nats_url}, hub {t.hub_health_url}; creating {asked} from deploy/templates/")
     conn: bus.Connection | None = None
     try:
         conn = await _observe(t)
@@ -239,7 +240,8 @@ async def _session(options: Options, screen: progress.Screen, stop: asyncio.Even
     t = launcher.Topology(options.directory, made)
     screen.say(
         f"kamaji-broker sandbox: starting nats-server, {len(sites) + 1} emulated clusters (mgmt, "
-        f"{', '.join(sites)}), {len(sites)} Kamaji simulators, the hub and {len(sites)} agents "
+        f"{', '.join(sites)}), {fleetview.counted(len(sites), 'Kamaji simulator')}, the hub and "
+        f"{fleetview.counted(len(sites), 'agent')} "
         f"in {options.directory}/ (logs in {t.logs_dir}/)"
     )
     try:
