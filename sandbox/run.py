@@ -203,8 +203,10 @@ async def _work(t: launcher.Topology, options: Options, screen: progress.Screen,
 
     simulating = asyncio.create_task(controller.run(t.mgmt, stop=stop, report=report))
     n = options.control_planes * len(t.sites)
-    asked = fleetview.counted(n, "Cluster") + (
-        " of the ClusterClass kamaji-broker" if options.topology else " with its RKCP"
+    asked = (
+        fleetview.counted(n, "Cluster") + " of the ClusterClass kamaji-broker"
+        if options.topology
+        else fleetview.counted(n, "Cluster + RKCP pair")
     )
     screen.say(f"started: NATS {t.nats_url}, hub {t.hub_health_url}; creating {asked} from deploy/templates/")
     conn: bus.Connection | None = None
