@@ -5,7 +5,9 @@ and Kamaji's CRD; the NATS credential (the identity Secret's JWT in operator mod
 renewed nor bootstrapped: doctor changes nothing; before the agent's first start, the
 --nats-bootstrap-creds it would bootstrap with, connected with but never asked with); NATS
 reachable and TLS; the permissions the site needs, those that change nothing probed, the others
-named; the site's durable consumer. Shared checks are in ``common.doctor``.
+named; the site's durable consumer; then whether the agent runs: the age of its latest heartbeat
+on the bus, and its /readyz answering in time (at ``--health-url``, else at its ``--listen``
+port on the loopback). Shared checks are in ``common.doctor``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from agent import credential_state, rbac
 from agent.settings import AgentSettings
 from common import bus, keyfiles, natsidentity
-from common.doctor import credchecks, kubechecks, natschecks, process, results, streamchecks
+from common.doctor import credchecks, kubechecks, livechecks, natschecks, process, results, streamchecks
 from common.doctor.results import Result
 from common.doctor.running import Step
 from common.kube import resources, reviews
@@ -34,9 +36,11 @@ class AgentDoctor(process.Doctor):
     )
     crd_fix = f"install Kamaji on this cluster (its chart installs the {TCP_CRD} CRD)"
 
-    def __init__(self, settings: AgentSettings) -> None:
+    def __init__(self, settings: AgentSettings, *, health_url: str | None = None) -> None:
         super().__init__(settings)
         self.agent = settings
+        self.health_url = health_url
+        """Where the running agent serves /healthz and /readyz; None: its --listen port here."""
         self.held: natsidentity.Held | None = None
         self.bootstrap: Path | None = None
         """--nats-bootstrap-creds when the agent has no usable identity: connected with it."""
@@ -54,6 +58,10 @@ class AgentDoctor(process.Doctor):
             Step(natschecks.PERMISSIONS, self.probes, needs=(natschecks.NATS,), skip=self.not_own),
             Step(natschecks.UNPROBED, self.unprobed, needs=(natschecks.NATS,), skip=self.not_own),
             Step(streamchecks.CONSUMER, self.consumer, needs=(natschecks.PERMISSIONS,), skip=self.not_own),
+            # Needs the consumer: the hub makes the site's stream with it, and a site the hub has
+            # not set up has no heartbeat to judge.
+            Step(livechecks.HEARTBEAT, self.heartbeat, needs=(streamchecks.CONSUMER,), skip=self.not_own),
+            Step(livechecks.READYZ, self.readyz, skip=self.not_own),
         ]
 
     def options(self) -> bus.Options | None:
@@ -123,8 +131,15 @@ class AgentDoctor(process.Doctor):
             return [results.failed(credchecks.CREDENTIAL, f"{where}: {exc}", fix)]
         return [
             credchecks.lifetime(claims, now=self.clock(), where=where, fix=fix),
-            credchecks.grants(claims, expected, role=role, fix=fix),
+            credchecks.grants(
+                claims, expected, role=role, fix=fix, doctor_only=(f"publish {self._beat_read}",)
+            ),
         ]
+
+    @property
+    def _beat_read(self) -> str:
+        """The grant only doctor uses: reading back the site's own latest heartbeat."""
+        return permissions.heartbeat_read(self.agent.site, prefix=self.agent.prefix)
 
     def _renewal_fix(self) -> str:
         return (
@@ -179,8 +194,9 @@ class AgentDoctor(process.Doctor):
         ]
 
     def not_own(self) -> str:
-        """Why the probes and the consumer check are skipped: connected with the bootstrap
-        credential, which grants neither ("" when the agent has its own credential)."""
+        """Why the probes, the consumer and the running agent's checks are skipped: connected
+        with the bootstrap credential, which grants neither, before the agent's first start
+        ("" when the agent has its own credential)."""
         if self.bootstrap is None:
             return ""
         return "the agent has no credential of its own yet: it bootstraps at its first start"
@@ -204,7 +220,12 @@ class AgentDoctor(process.Doctor):
     async def unprobed(self) -> list[Result]:
         s = self.agent
         consumer = streams.agent_consumer(s.site, prefix=s.prefix)
-        probed = (f"$JS.API.CONSUMER.INFO.{consumer.stream}.", f"$JS.API.DIRECT.GET.{consumer.stream}.")
+        # Reads, which change nothing: probed above, or used by the heartbeat check.
+        probed = (
+            f"$JS.API.CONSUMER.INFO.{consumer.stream}.",
+            f"$JS.API.DIRECT.GET.{consumer.stream}.",
+            self._beat_read,
+        )
         granted = permissions.for_site(s.site, prefix=s.prefix).publish
         return [natschecks.unprobed([f"publish {g}" for g in granted if not g.startswith(probed)])]
 
@@ -214,3 +235,32 @@ class AgentDoctor(process.Doctor):
         expected = streams.agent_consumer(s.site, prefix=s.prefix)
         found = await streamchecks.consumer_state(self.conn, expected)
         return [streamchecks.consumer(expected, found, site=s.site)]
+
+    async def heartbeat(self) -> list[Result]:
+        assert self.conn is not None
+        s = self.agent
+        beat = await livechecks.last_heartbeat(self.conn, s.site, prefix=s.prefix)
+        regrant = self._regrant_fix()
+        return [
+            livechecks.heartbeat(
+                beat, now=self.clock(), interval=s.heartbeat_interval, site=s.site, regrant=regrant
+            )
+        ]
+
+    def _regrant_fix(self) -> str:
+        """How this identity gets the grant to read its heartbeat (``_beat_read``)."""
+        s = self.agent
+        if s.operator_mode:
+            return "the hub grants it in every JWT it mints now: it comes with the agent's next renewal"
+        if s.nats_creds is not None:
+            return f"mint a new .creds for site {s.site} (`kamaji-broker site add {s.site}`), as --nats-creds"
+        return (
+            f"re-run `kamaji-broker site add {s.site}` (it rewrites the site's permissions in the "
+            "server's auth.conf) and reload nats-server"
+        )
+
+    async def readyz(self) -> list[Result]:
+        base = (self.health_url or livechecks.health_url(self.agent.listen)).rstrip("/")
+        url, timeout = f"{base}/readyz", livechecks.READYZ_TIMEOUT
+        answer = await livechecks.get_readyz(url, timeout=timeout)
+        return [livechecks.readyz(answer, url=url, timeout=timeout)]

@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 
 PROBE_SELECTOR: Final = f"{tcps.DOMAIN}/probe=none"
 """Matches no object: the probe asks only whether the resource is served, at the cost of an empty list."""
+DETECT_TIMEOUT: Final = 10.0
+"""Seconds a Kamaji probe may take: the beat waits for it, and an API server that took the
+connection and never answers must not stop the beats (the hub, and doctor, take a site without
+them for one whose agent is gone). The client has no bound of its own."""
 
 
 def new_heartbeat(
@@ -57,7 +61,7 @@ def new_heartbeat(
         last_intent_seq=max(0, last_intent_seq),
         kamaji_detected=kamaji_detected,
         trusted_key_ids=tuple(sorted(trusted_key_ids)),
-        interval=min(max(0.0, interval), messages.MAX_INTERVAL),
+        interval=max(0.0, interval),
     )
 
 
@@ -81,6 +85,7 @@ class Heartbeat:
         self.agent_version = agent_version
         self.detect_interval = detect_interval
         """Seconds between Kamaji probes: a CRD appears rarely, a beat is every 10 s."""
+        self.detect_timeout = DETECT_TIMEOUT
         self.started_at = messages.utcnow()
         self.trusted_key_ids = deps.hub_keys.trusted_key_ids()
         """Ids of the hub signing keys the agent verifies intents with (the hub shows them on the Site)."""
@@ -142,12 +147,14 @@ class Heartbeat:
         namespaces = self.settings.target_namespaces
         namespace = namespaces[0] if namespaces else None
         try:
-            await self.deps.kube.list(tcps.TCP, namespace=namespace, label_selector=PROBE_SELECTOR)
+            async with asyncio.timeout(self.detect_timeout):
+                await self.deps.kube.list(tcps.TCP, namespace=namespace, label_selector=PROBE_SELECTOR)
         except kerrors.NotFound:
             detected = False
-        except kerrors.KubeError as exc:
+        except (kerrors.KubeError, TimeoutError) as exc:
             # Unreachable or forbidden says nothing about Kamaji: keep what we knew, ask again soon.
-            log.warning("cannot tell whether Kamaji is installed: %s", exc)
+            why = exc if not isinstance(exc, TimeoutError) else f"no answer within {self.detect_timeout:g}s"
+            log.warning("cannot tell whether Kamaji is installed: %s", why)
             return self._detected
         else:
             detected = True

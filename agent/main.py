@@ -26,6 +26,12 @@ from protocol import keys
 log = logging.getLogger(__name__)
 
 KUBE_CHECK = "kubernetes"
+KUBE_PROBE_INTERVAL = 10.0
+"""Seconds between two looks at the site's API server for the ``kubernetes`` readiness check."""
+KUBE_PROBE_TIMEOUT = 10.0
+"""Seconds one look may take. The client itself never gives up on a server that accepted the
+connection and does not answer (one stopped, or behind a dead proxy): unbounded, the check
+would keep saying "reachable" from before, for as long as the server hangs."""
 
 
 class Agent(service.Service):
@@ -126,13 +132,17 @@ class Agent(service.Service):
         self.metrics.nats_connected.set(1 if connected else 0)
 
     async def _probe_kube(self, kube: ckube.Kube) -> None:
+        namespaces = self.settings.target_namespaces
         while True:
             try:
-                await kube.list(
-                    resources.TENANT_CONTROL_PLANE,
-                    namespace=self.settings.target_namespaces[0] if self.settings.target_namespaces else None,
-                    label_selector=heartbeat.PROBE_SELECTOR,
-                )
+                async with asyncio.timeout(KUBE_PROBE_TIMEOUT):
+                    await kube.list(
+                        resources.TENANT_CONTROL_PLANE,
+                        namespace=namespaces[0] if namespaces else None,
+                        label_selector=heartbeat.PROBE_SELECTOR,
+                    )
+            except TimeoutError:
+                self.readiness.set(KUBE_CHECK, False, f"API server: no answer within {KUBE_PROBE_TIMEOUT:g}s")
             except kerrors.NotFound:
                 self.readiness.set(
                     KUBE_CHECK, False, "TenantControlPlane API not served here (is Kamaji installed?)"
@@ -141,7 +151,7 @@ class Agent(service.Service):
                 self.readiness.set(KUBE_CHECK, False, f"API server: {exc}")
             else:
                 self.readiness.set(KUBE_CHECK, True, "reachable")
-            await asyncio.sleep(10.0)
+            await asyncio.sleep(KUBE_PROBE_INTERVAL)
 
 
 async def run(settings: AgentSettings) -> None:

@@ -28,6 +28,8 @@ from typing import Annotated, Final, Literal
 
 import pydantic
 
+from protocol import text
+
 TRUE: Final = "True"
 FALSE: Final = "False"
 UNKNOWN: Final = "Unknown"
@@ -45,7 +47,7 @@ TYPE_PATTERN: Final = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"  # optional DNS prefix/
     r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
 )
-REASON_PATTERN: Final = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+REASON_PATTERN: Final = text.REASON_PATTERN
 
 # Summary reasons, as Cluster API v1beta2 names them.
 MULTIPLE_ISSUES: Final = "MultipleIssuesReported"

@@ -74,6 +74,9 @@ class Deps:
     """Whether an RKCP maps to these coordinates: only then is a message decoded and kept."""
     on_change: Callable[[Coordinates], None]
     """Told the coordinates of every recorded change (the controller's ``on_observation``)."""
+    ensured: Callable[[str], bool]
+    """Whether the hub has made the site's stream and consumers (the controller's ``ensured``):
+    until then a missing consumer is the normal wait of a start, not worth a warning."""
 
 
 class Ingest:
@@ -122,11 +125,11 @@ class Ingest:
         """``_follow`` until cancelled (the site went) or failing (a bug; supervised, it starts
         again): what the stream holds is forgotten then, since nothing keeps it current."""
         try:
-            await self._follow(definition, about=logs.about(site=site))
+            await self._follow(site, definition, about=logs.about(site=site))
         finally:
             self.intake.forget_holdings(definition.stream)
 
-    async def _follow(self, definition: streams.ConsumerDef, *, about: dict[str, Any]) -> None:
+    async def _follow(self, site: str, definition: streams.ConsumerDef, *, about: dict[str, Any]) -> None:
         """Bind and fetch forever; NATS errors (expected) rebind after a backoff."""
         failures = 0
         while True:
@@ -136,9 +139,11 @@ class Ingest:
                 consumer = await bus.bind(self.intake.deps.conn, definition)
             except bus_errors.ConsumerNotFound as exc:
                 # The hub creates its consumers (at start-up, and when a site appears); until
-                # then (or after someone deleted one) we wait rather than create it.
+                # then (or after someone deleted one) we wait rather than create it. Only the
+                # second is news: every start binds before the controller has made them.
                 failures += 1
-                log.warning("%s; retrying", exc, extra=about)
+                level = logging.WARNING if self.deps.ensured(site) else logging.DEBUG
+                log.log(level, "%s; retrying", exc, extra=about)
                 continue
             except bus_errors.BusError as exc:
                 failures += 1

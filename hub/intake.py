@@ -2,11 +2,10 @@
 
 Shared by the two ways a message reaches the hub: its durable consumer (``hub.ingest``, news)
 and the streams' last message per subject, read through ``common.bus`` (``load``: a restarted
-hub, whose consumers do not deliver again what an earlier process was sent, rebuilds its view;
-``open_latest``: the box to be opened and written, when it was not kept). Every message is
-checked against its subject and decoded; what cannot be used is counted in
-``kb_hub_bus_rejected_total{stream,reason}`` (the stream names the site) and logged with its
-subject, never with secret material.
+hub rebuilds its view; ``open_latest``: the box to be written, when it was not kept). Every
+message is checked against its subject and decoded; what cannot be used, and every field
+replaced at decoding (``protocol.text``), is counted in ``kb_hub_bus_rejected_total{stream,
+reason}`` and logged with its subject, never with secret material.
 
 What a site's stream holds (``learn_holdings``, ``landed``, ``lose_track``): its subject list,
 read when the hub's consumer binds and kept current by that consumer, so ``load`` reads only
@@ -20,7 +19,7 @@ The consumer opens a new box on arrival, only to know whether it opens (``Secret
 without opening (observing only reads); ``open_latest`` is the one way to the plaintext (the
 kept box, or the stream's last one; open, for ``hub.controllers.writing`` to write at once). A
 kept box is only a copy of what the stream holds: a hub that dies before writing it reads it
-again from the stream (issue 11 §2).
+again from the stream.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from common.bus import errors as bus_errors
 from hub import boxes, holdings, observations
 from hub import metrics as hub_metrics
 from protocol import errors as protocol_errors
-from protocol import messages, sealing, streams, subjects
+from protocol import messages, sealing, streams, subjects, text
 from protocol.coordinates import Coordinates
 
 log = logging.getLogger(__name__)
@@ -192,9 +191,7 @@ class Intake:
         self.record_sealed(
             coords, sealed, seq, stream=stream, subject=subject, opened=opened, last=True, keep=False
         )
-        if isinstance(opened, boxes.DecryptError):
-            return None
-        return sealed, opened
+        return None if isinstance(opened, boxes.DecryptError) else (sealed, opened)
 
     async def _read_sealed(self, coords: Coordinates) -> tuple[messages.SealedSecrets, int] | None:
         """The stream's last box of ``coords`` and its sequence; None, and the box held dropped,
@@ -202,9 +199,8 @@ class Intake:
         subject = subjects.secret(*coords, prefix=self.prefix)
         stream = self.stream(coords.site)
         stored = await bus.last_message(self.deps.conn, stream, subject)
-        sealed = None
-        if stored is not None:
-            sealed = self.decode(messages.decode_sealed_secrets, stream, subject, stored.data)
+        dec = messages.decode_sealed_secrets
+        sealed = None if stored is None else self.decode(dec, stream, subject, stored.data)
         if stored is None or sealed is None or observations.disagreement(coords, sealed) is not None:
             # Purged or replaced by something unusable behind the hub's back: nothing to write
             # until the site sends a box again (it does when its Secrets change or it restarts).
@@ -225,12 +221,15 @@ class Intake:
         self, decoder: messages.Decoder[messages.T], stream: str, subject: str, data: bytes
     ) -> messages.T | None:
         try:
-            return decoder(data)
+            message, findings = decoder.checked(data)
         except protocol_errors.DecodeError as exc:
             # The decoder's message names the field that failed, never the value (secrets
             # travel only inside the ciphertext, which is decoded elsewhere).
             self.reject(stream, DECODE_ERROR, subject, str(exc))
             return None
+        for found in findings:
+            self.replaced(stream, subject, found)
+        return message
 
     def record_status(
         self,
@@ -288,6 +287,12 @@ class Intake:
                           extra=about)  # fmt: skip
             return Verdict.KEPT
         return Verdict.RECORDED
+
+    def replaced(self, stream: str, subject: str, found: text.Finding) -> None:
+        """A field was replaced with a safe value; the rest is used (and moves the status)."""
+        self.deps.metrics.bus_rejected.labels(stream=stream, reason=found.code).inc()
+        about = logs.about_subject(subject, prefix=self.prefix)
+        log.warning("message on %s (%s): %s; the rest of it is used", subject, found.code, found, extra=about)
 
     def reject(self, stream: str, reason: str, subject: str, detail: str, *, seq: int | None = None) -> None:
         self.deps.metrics.bus_rejected.labels(stream=stream, reason=reason).inc()

@@ -148,7 +148,9 @@ class Hub(service.Service):
         controller = rkcp_controller.Controller(config.Settings.of(s), deps)
         # One way: the ingest tells the controller what changed; the controller knows it not.
         consumer = ingest.Ingest(
-            ingest.Deps(reader, controller.known_sites, controller.maps, controller.on_observation)
+            ingest.Deps(
+                reader, controller.known_sites, controller.maps, controller.on_observation, controller.ensured
+            )
         )
         self.controller = controller
 

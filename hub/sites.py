@@ -1,16 +1,15 @@
 """Sites as the hub sees them: last heartbeat, whether it is fresh, and the intent backlog.
 
-``Sites`` is the pure part (no I/O, ``now`` passed in): the latest heartbeat of each site with
-the time it reached the bus, and the backlog of the site's ``agent-<site>`` consumer
-(``num_pending + num_ack_pending``: intents the agent has not yet acknowledged). The RKCP
-controller reads ``snapshot`` for ``SiteConnected`` and the backlog it shows.
+``Sites`` is the pure part (no I/O, ``now`` passed in): each site's latest heartbeat with the
+time it reached the bus, and the backlog of its ``agent-<site>`` consumer (``num_pending +
+num_ack_pending``). The RKCP controller reads ``snapshot`` for ``SiteConnected`` and backlog.
 
 ``run`` is the shell: every interval it reads each known site's heartbeat (the last message
 on ``kb.site.<site>`` in the site's own stream ``KB_SITE_<site>``, which keeps one per subject
 and bounds its size) and its consumer info, through ``common.bus``; it updates
 ``kb_hub_sites_connected`` and, per site, ``kb_hub_site_backlog``, ``kb_hub_site_connected`` and
-``kb_hub_site_heartbeat_age_seconds``, and calls ``on_change(site)`` when a site's connected
-flag or backlog changes.
+``kb_hub_site_heartbeat_age_seconds``, and calls ``on_change(site)`` when its connected flag
+or backlog changes. Fields a heartbeat had replaced at decoding are counted as rejected.
 """
 
 from __future__ import annotations
@@ -254,12 +253,13 @@ async def _read_heartbeat(
     if stored is None or stored.seq <= sites.seen_seq(site):
         return
     try:
-        beat = messages.decode_heartbeat(stored.data)
+        beat, findings = messages.decode_heartbeat.checked(stored.data)
     except protocol_errors.DecodeError as exc:
-        _reject(
-            sites, metrics, site, stored.seq, stream=stream, reason="DecodeError", detail=f"{subject}: {exc}"
-        )
-        return
+        detail = f"{subject}: {exc}"
+        return _reject(sites, metrics, site, stored.seq, stream=stream, reason="DecodeError", detail=detail)
+    for found in findings:  # replaced by a safe value; the rest of the heartbeat is used
+        metrics.bus_rejected.labels(stream=stream, reason=found.code).inc()
+        log.warning("heartbeat on %s (%s): %s", subject, found.code, found, extra=logs.about(site=site))
     if beat.site != site:
         detail = f"{subject}: heartbeat names site {beat.site!r}"
         _reject(sites, metrics, site, stored.seq, stream=stream, reason="CoordinatesMismatch", detail=detail)

@@ -1,5 +1,6 @@
 """The wire protocol shared by hub and agent: messages, subjects, streams, keys, signing, sealing,
-the coordinates of a control plane and the Secret names both sides agree on.
+the coordinates of a control plane, the Secret names both sides agree on, and how text a peer
+sent is made harmless.
 
 Pure: no I/O, no NATS, no Kubernetes. Import modules (``from protocol import messages``).
 """
@@ -18,6 +19,7 @@ from protocol import (
     signing,
     streams,
     subjects,
+    text,
 )
 from protocol.errors import DecodeError, ProtocolError, SealError, SignatureError, SubjectError
 
@@ -40,4 +42,5 @@ __all__ = [
     "signing",
     "streams",
     "subjects",
+    "text",
 ]

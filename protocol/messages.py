@@ -1,4 +1,4 @@
-"""The four wire types of kamaji-broker (DESIGN §3) and their JSON codec.
+"""The four wire types of kamaji-broker and their JSON codec.
 
 Every message is a msgspec Struct encoded as JSON with ``schema: "kamaji-broker.io/v1"``.
 Schema evolution rules, which the compatibility test holds us to:
@@ -8,22 +8,27 @@ Schema evolution rules, which the compatibility test holds us to:
 - a message with another ``schema`` value is refused (a breaking change gets a new schema).
 
 Decoding is the one edge where foreign bytes enter: ``decode_*`` raise only
-``errors.DecodeError`` whatever the input, with a message naming the offending field.
+``errors.DecodeError`` whatever the input, with a message naming the offending field. What a
+site sends (``Status``, ``SealedSecrets``, ``Heartbeat``) is also made harmless there
+(``protocol.text``): its free text escaped and bounded, a reason that is no condition reason
+and a host that is no host replaced, so no reader ever holds the raw bytes. ``Decoder.checked``
+also says which fields were replaced, for the hub to count.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
 import msgspec
 
-from protocol import errors, labels, names, streams
+from protocol import errors, labels, names, streams, text
 
 SCHEMA: Final = "kamaji-broker.io/v1"
 
 # msgspec searches with Python's re, where "$" also matches before a final newline: "\Z" ends
-# the text for real, so "cp1\n" is not a label on the wire either (issue 10, finding 5).
+# the text for real, so "cp1\n" is not a label on the wire either.
 Label = Annotated[
     str, msgspec.Meta(pattern=labels.PATTERN.removesuffix("$") + r"\Z", max_length=labels.MAX_LENGTH)
 ]
@@ -31,21 +36,10 @@ Label = Annotated[
 
 Op = Literal["provision", "delete"]
 Phase = Literal[
-    "Pending",
-    "Provisioning",
-    "Ready",
-    "NotReady",
-    "Upgrading",
-    "Sleeping",
-    "Deleting",
-    "Deleted",
-    "Rejected",
-    "Failed",
-]
+    "Pending", "Provisioning", "Ready", "NotReady", "Upgrading", "Sleeping", "Deleting", "Deleted",
+    "Rejected", "Failed",
+]  # fmt: skip
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
-MAX_INTERVAL: Final = 86400.0
-"""Seconds a heartbeat may announce until the next one: more than a day is no liveness signal."""
-Interval = Annotated[float, msgspec.Meta(ge=0, le=MAX_INTERVAL)]
 MAX_REPLACED: Final = 16
 """Earlier owners an intent may name: each is a released deletion at the same coordinates that
 the site has not applied yet, so more than a handful means something else is wrong."""
@@ -114,10 +108,10 @@ class Intent(_Message, kw_only=True, frozen=True):
     signs the list, so nobody else can authorize deleting another owner's TCP."""
     labels: Labels = msgspec.field(default_factory=dict)
     """Labels the TCP carries beside the agent's own (the RKCP's, as the Kamaji provider
-    propagates them; added with issue 13, absent from older intents, which decode as empty)."""
+    propagates them; added after 0.3, absent from older intents, which decode as empty)."""
     annotations: Annotations = msgspec.field(default_factory=dict)
     """Annotations the TCP carries beside the agent's own (the RKCP's but kubectl's
-    last-applied configuration; added with issue 13, absent from older intents)."""
+    last-applied configuration; added after 0.3, absent from older intents)."""
     key_id: str = ""
     signature: str = ""
 
@@ -190,10 +184,8 @@ class Heartbeat(_Message, kw_only=True, frozen=True):
     trusted_key_ids: tuple[str, ...] = ()
     """Ids of the hub signing keys the agent trusts (added in 0.2; absent from older agents'
     heartbeats, which decode as empty). The hub shows them in the Site status."""
-    interval: Interval = 0.0
-    """Seconds until the agent's next heartbeat (its ``heartbeat_interval``): whoever reads the
-    heartbeat knows from it when the next one is late, with no setting to keep in step with the
-    agents. 0: not said (absent from older agents' heartbeats, which decode as 0)."""
+    interval: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    """Seconds between its heartbeats: a reader needs no setting to tell a late one (0: not said)."""
 
 
 Message = Intent | Status | SealedSecrets | Heartbeat | SecretsPayload
@@ -208,46 +200,101 @@ def encode(message: Message) -> bytes:
 T = TypeVar("T", bound=_Message)
 
 
-class Decoder(Generic[T]):
-    """A typed decoder for one stream that raises only DecodeError."""
+Findings = tuple[text.Finding, ...]
+Data = bytes | bytearray | memoryview | str
 
-    def __init__(self, kind: type[T]) -> None:
+
+class Decoder(Generic[T]):
+    """A typed decoder for one stream that raises only DecodeError; ``clean`` makes what a peer
+    sent harmless (``protocol.text``)."""
+
+    def __init__(self, kind: type[T], *, clean: Callable[[T], tuple[T, Findings]] | None = None) -> None:
         self._kind: type[T] = kind
         self._decoder: msgspec.json.Decoder[T] = msgspec.json.Decoder(kind)
+        self._clean = clean
 
-    def __call__(self, data: bytes | bytearray | memoryview | str) -> T:
+    def __call__(self, data: Data) -> T:
+        return self.checked(data)[0]
+
+    def checked(self, data: Data) -> tuple[T, Findings]:
+        """The message, made harmless, and the fields that were replaced to make it so."""
         name = self._kind.__name__
         try:
             message = self._decoder.decode(data)
         except _FAILURES as exc:
             # A message of another schema version fails for reasons of that version; say so.
-            raise errors.DecodeError(f"invalid {name}: {_other_schema(data) or exc}") from None
+            why = text.harmless(str(_other_schema(data) or exc), limit=SHORT_MAX * 4)  # it may quote a value
+            raise errors.DecodeError(f"invalid {name}: {why}") from None
         if message.schema != SCHEMA:
             raise errors.DecodeError(f"invalid {name}: {_other_schema(data)}")
-        return message
+        return (message, ()) if self._clean is None else self._clean(message)
 
 
 _FAILURES = (msgspec.MsgspecError, ValueError, TypeError, RecursionError, UnicodeError)
 _schema_decoder = msgspec.json.Decoder(_Message)
 
 
-def _other_schema(data: bytes | bytearray | memoryview | str) -> str | None:
+def _other_schema(data: Data) -> str | None:
     try:
         schema = _schema_decoder.decode(data).schema
     except _FAILURES:
         return None
-    if schema == SCHEMA:
-        return None
-    return f"unsupported schema {schema!r} (expected {SCHEMA!r}) - at `$.schema`"
+    return (
+        None if schema == SCHEMA else f"unsupported schema {schema!r} (expected {SCHEMA!r}) - at `$.schema`"
+    )
 
 
 decode_intent = Decoder(Intent)
 """Decode a message of the KB_INTENTS stream."""
-decode_status = Decoder(Status)
+# Characters kept of what a site sends: a status message (Kubernetes' own run to a few hundred);
+# a version, uid, checksum or key id (each far shorter when honest); hub key ids in a heartbeat.
+MESSAGE_MAX: Final = 4096
+SHORT_MAX: Final = 128
+KEY_IDS_MAX: Final = 32
+
+
+def _bounded(m: T, limits: dict[str, int], **checked: Any) -> T:
+    """``m`` with each field of ``limits`` made harmless within its limit, and ``checked`` set."""
+    fields = {f: text.harmless(getattr(m, f), limit=n) for f, n in limits.items()}
+    return msgspec.structs.replace(m, **fields, **checked)
+
+
+_NOT_REASON = "is not a condition reason (a letter, then letters, digits, '_', ',' or ':'): dropped"
+_SEALED_TEXT = dict.fromkeys(("owner_uid", "recipient_key_id", "checksum"), SHORT_MAX)
+_SHORT_STATUS = ("version", "owner_uid", "secrets_checksum")
+_STATUS_TEXT = {"message": MESSAGE_MAX, **dict.fromkeys(_SHORT_STATUS, SHORT_MAX)}
+
+
+def _clean_status(s: Status) -> tuple[Status, Findings]:
+    found: list[text.Finding] = []
+    reason, endpoint = s.reason, s.endpoint
+    if reason and not text.is_reason(reason):
+        found.append(text.finding("reason", reason, code="InvalidReason", why=_NOT_REASON))
+        reason = ""
+    if endpoint is not None and not text.is_host(endpoint.host):
+        why = "is not a DNS name or IP address: the endpoint dropped"
+        found.append(text.finding("endpoint.host", endpoint.host, code="InvalidHost", why=why))
+        endpoint = None
+    return _bounded(s, _STATUS_TEXT, reason=reason, endpoint=endpoint), tuple(found)
+
+
+def _clean_heartbeat(h: Heartbeat) -> tuple[Heartbeat, Findings]:
+    found: list[text.Finding] = []
+    ids = h.trusted_key_ids
+    if len(ids) > KEY_IDS_MAX:
+        why = f"names {len(ids)} keys, more than {KEY_IDS_MAX}: the first {KEY_IDS_MAX} kept"
+        found.append(
+            text.finding("trusted_key_ids", ",".join(ids[KEY_IDS_MAX:]), code="TooManyKeyIds", why=why)
+        )
+    kept = tuple(text.harmless(i, limit=SHORT_MAX) for i in ids[:KEY_IDS_MAX])
+    return _bounded(h, {"agent_version": SHORT_MAX}, trusted_key_ids=kept), tuple(found)
+
+
+decode_status = Decoder(Status, clean=_clean_status)
 """Decode a status (``kb.status.<site>.…`` in the site's stream ``KB_SITE_<site>``)."""
-decode_sealed_secrets = Decoder(SealedSecrets)
+decode_sealed_secrets = Decoder(SealedSecrets, clean=lambda s: (_bounded(s, _SEALED_TEXT), ()))
 """Decode sealed secrets (``kb.secret.<site>.…`` in the site's stream ``KB_SITE_<site>``)."""
-decode_heartbeat = Decoder(Heartbeat)
+decode_heartbeat = Decoder(Heartbeat, clean=_clean_heartbeat)
 """Decode a heartbeat (``kb.site.<site>`` in the site's stream ``KB_SITE_<site>``)."""
 decode_secrets_payload = Decoder(SecretsPayload)
 """Decode the plaintext of an opened sealed box."""

@@ -28,6 +28,12 @@ A site may publish:
   that anti-entropy can tell a TenantControlPlane whose intent was purged (an orphan) and
   re-read the desired spec of a drifted one. (A request body on these subjects selects
   nothing else: the server answers 408 Bad Request.)
+- Direct Get of its own latest heartbeat (``heartbeat_read``: ``$JS.API.DIRECT.GET.<site
+  stream>.<prefix>.site.<site>``), one exact subject, so that ``kamaji-broker doctor agent``,
+  run with the agent's own credential, can tell a running agent from a stopped one by the age
+  of its last beat. It reads back only what the site itself published, and none of its
+  statuses or sealed secrets; the agent itself never uses it, so a credential minted before it
+  existed still works (doctor says what it cannot read).
 
 It may subscribe only below its own inbox prefix ``_INBOX_<site>``, where JetStream's replies
 come. Everything else is denied by the server.
@@ -67,6 +73,13 @@ def ack_subjects(consumer: streams.ConsumerDef) -> str:
     return ".".join(("$JS.ACK", consumer.stream, consumer.durable_name, *("*",) * ACK_REPLY_TOKENS))
 
 
+def heartbeat_read(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> str:
+    """The Direct Get of ``site``'s latest heartbeat, in its own stream: the one read a site's
+    grants allow on that stream."""
+    stream = streams.site_stream_name(site, prefix=prefix)
+    return f"$JS.API.DIRECT.GET.{stream}.{subjects.heartbeat(site, prefix=prefix)}"
+
+
 def for_site(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions:
     labels.check(site, field="site")
     consumer = streams.agent_consumer(site, prefix=prefix)
@@ -81,6 +94,7 @@ def for_site(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions
             f"$JS.API.CONSUMER.INFO.{own}",
             f"$JS.API.CONSUMER.RESET.{own}",
             f"$JS.API.DIRECT.GET.{consumer.stream}.{own_intents}",
+            heartbeat_read(site, prefix=prefix),
             ack_subjects(consumer),
             subjects.service(subjects.Service.RENEW, site, prefix=prefix),
         ),

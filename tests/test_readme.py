@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -59,3 +61,27 @@ def test_the_module_map_names_every_module() -> None:
 def test_the_module_map_names_only_what_exists() -> None:
     root = Path(__file__).resolve().parents[1]
     assert all((root / directory).is_dir() for directory in _module_map())
+
+
+def _docker_commands() -> list[list[str]]:
+    """The shell commands of the "With Docker" section, as argv."""
+    section = README.split("\n## With Docker\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", section, flags=re.S)
+    return [
+        shlex.split(line, comments=True) for block in blocks for line in block.splitlines() if line.strip()
+    ]
+
+
+def test_every_compose_command_reads_what_engine_sh_printed() -> None:
+    """The images engine.sh chose reach every compose command, not just the first (without them
+    ``run --rm e2e`` pulls the official image, which no registry may serve)."""
+    commands = _docker_commands()
+    (engine,) = [args for args in commands if "deploy/compose/engine.sh" in args]
+    assert engine[0] == "deploy/compose/engine.sh", "root needs no sudo, and a machine may have none"
+    assert engine[1] == ">", engine
+    env_file = engine[2]
+    compose = [args for args in commands if args[:2] == ["docker", "compose"]]
+    assert len(compose) >= 5
+    if env_file != ".env":  # the one compose reads from the checkout without being told
+        missing = [" ".join(a) for a in compose if f"--env-file {env_file}" not in " ".join(a)]
+        assert missing == [], f"compose commands without --env-file {env_file}"

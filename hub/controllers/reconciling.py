@@ -181,13 +181,15 @@ class Reconciler:
         now = dt.datetime.now(dt.UTC)
         cluster_name = _owner_cluster_model(r)
         cluster, problem = self._cluster(r.metadata.namespace, cluster_name)
+        why = "WaitingForCluster"
         try:
             coords = mapping.coordinates(r)
         except mapping.InvalidCoordinates as exc:
-            problem = problem or str(exc)
+            problem, why = (problem, why) if problem else (str(exc), "InvalidCoordinates")
             coords = Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
         desired = mapping.tcp_spec(r, cluster) if cluster is not None and not problem else None
-        problem = problem or mapping.metadata_problem(mapping.tcp_metadata(r), desired)
+        if not problem:
+            problem, why = mapping.metadata_problem(mapping.tcp_metadata(r), desired), "IntentTooLarge"
         desired = None if problem else desired
         report = await self._report(coords)
         published = await self.published.get(coords, report.status)
@@ -208,6 +210,7 @@ class Reconciler:
             rkcp=r,
             cluster=cluster,
             cluster_problem=problem,
+            cluster_problem_reason=why,
             desired_spec=desired,
             desired_metadata=mapping.tcp_metadata(r) if desired is not None else {},
             published=published,

@@ -86,6 +86,9 @@ class Controller:
     def known_sites(self) -> frozenset[str]:
         return self.topology.known_sites()
 
+    def ensured(self, site: str) -> bool:
+        return self.topology.ensured(site)
+
     def control_planes(self, site: str) -> int:
         """How many authorized RKCPs are placed at ``site`` (the Site status shows it)."""
         return self.index.placed(site, self.reconciler.denial)

@@ -168,10 +168,18 @@ class SiteSync:
                 # Without ``credential``: the credential service writes that, and a merge patch
                 # leaves what it does not name.
                 body = status.model_dump(mode="json", by_alias=True, exclude={"credential"})
-                await self.deps.kube.patch(SITE, site, {"status": body}, subresource="status")
+                patched = await self.deps.kube.patch(SITE, site, {"status": body}, subresource="status")
             except kerrors.NotFound:
                 return None
             # Keep our cache current: the watch brings the same object back, but a look before
-            # it arrives would otherwise write the same status again.
-            self.objects.put(key(site), {**obj, "status": status.to_dict()})
+            # it arrives would otherwise write the same status again. Only while the cache still
+            # holds what this look read: an object the watch brought meanwhile (the finalizer
+            # this look added, say) is newer, and the next look's finalizer patch would carry the
+            # older resourceVersion back and fail with a Conflict.
+            if _resource_version(self.objects.get(key(site))) == _resource_version(obj):
+                self.objects.put(key(site), patched)
         return self.resync
+
+
+def _resource_version(obj: dict[str, Any] | None) -> object:
+    return ((obj or {}).get("metadata") or {}).get("resourceVersion")

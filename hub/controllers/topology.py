@@ -30,6 +30,10 @@ class Topology:
         so a tenant cannot make the hub create a consumer for a site name it invents."""
         return self.settings.static_sites | {name for _, name in self.site_objects}
 
+    def ensured(self, site: str) -> bool:
+        """Whether ``site``'s stream and consumers were made (or found) by this hub."""
+        return site in self.sites
+
     def ready(self, site: str) -> bool:
         """Whether nothing is to be created for ``site``: its topology was ensured, or it is not
         known (an RKCP placed there is not authorized). Else the reconcile plans ``EnsureTopology``."""

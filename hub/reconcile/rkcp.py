@@ -108,6 +108,7 @@ def reconcile_normal(o: Observed) -> Plan:
         status_msg,
         secrets,
         waiting_for_cluster=o.cluster_problem,
+        waiting_reason=o.cluster_problem_reason,
         recreating=rkcp_intents.still_wanted(o, status_msg),
         replacing=rkcp_intents.replaced_owners(o, status_msg),
     )

@@ -69,6 +69,8 @@ class Facts:
     not_authorized: str = ""
     """Why the Site does not grant the placement ("" when it does)."""
     waiting_for_cluster: str = ""
+    waiting_reason: str = "WaitingForCluster"
+    """The Ready reason while ``waiting_for_cluster`` says why no intent can be made."""
     recreating: bool = False
     """The site reported the TCP gone while the hub still wants it (its latest intent is a
     provision for this owner): it is being created again, not deleted."""

@@ -40,7 +40,8 @@ class Observed:
     rkcp: api.RemoteKamajiControlPlane
     cluster: cluster_api.Cluster | None
     cluster_problem: str
-    """Why there is no usable owner Cluster ("" when there is one)."""
+    """Why no intent can be made: no usable owner Cluster, or the RKCP's own fields ("" when
+    one can); ``cluster_problem_reason`` says which."""
     desired_spec: dict[str, Any] | None
     """The TCP spec (None when it cannot be computed yet: no Cluster)."""
     published: Published | None
@@ -56,6 +57,9 @@ class Observed:
     """The controller already saw this object become Ready (its cache may lag our own write)."""
     signing_key_id: str = ""
     """The key id the hub signs with now ("": not compared)."""
+    cluster_problem_reason: str = "WaitingForCluster"
+    """The Ready reason for ``cluster_problem``: ``WaitingForCluster``, ``InvalidCoordinates``
+    (a name the site cannot use) or ``IntentTooLarge`` (labels, annotations or spec too big)."""
     now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     desired_metadata: dict[str, dict[str, str]] = field(default_factory=dict)
     """The TCP's propagated ``labels`` and ``annotations`` (``hub.mapping.tcp_metadata``)."""

@@ -163,7 +163,7 @@ def set_ready_condition(status: api.Status, f: Facts, *, now: dt.datetime) -> No
             now=now,
         )
     elif f.waiting_for_cluster:
-        cond = new(api.READY, c.FALSE, "WaitingForCluster", f.waiting_for_cluster, f, now=now)
+        cond = new(api.READY, c.FALSE, f.waiting_reason, f.waiting_for_cluster, f, now=now)
     else:
         cond = c.summary(
             status.conditions,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from agent import heartbeat
 from common import bus
@@ -130,6 +131,43 @@ async def test_kamaji_not_detected_on_a_cluster_without_its_crd(
     finally:
         await api.close()
         await bare.stop()
+
+
+async def test_a_beat_does_not_wait_for_an_api_server_that_never_answers(
+    conn: bus.Connection, hub: Hub, tmp_path: Path
+) -> None:
+    """A server that accepts the connection and the request, and never answers (one stopped,
+    or behind a dead proxy): the beat goes out all the same, with what the agent knew."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def never_answer(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+
+    silent = await asyncio.start_server(never_answer, "127.0.0.1", 0)
+    port = silent.sockets[0].getsockname()[1]
+    kubeconfig = tmp_path / "silent.kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "silent",
+            "clusters": [{"name": "silent", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+            "users": [{"name": "silent", "user": {"token": "t"}}],
+            "contexts": [{"name": "silent", "context": {"cluster": "silent", "user": "silent"}}],
+        })
+    )  # fmt: skip
+    api = await ckube.api_client_from_kubeconfig(kubeconfig)
+    try:
+        hb = beater(conn, ckube.Kube(api), hub)
+        hb.detect_timeout = 0.5  # not the 10 s of a real site: the test need not wait that long
+        # Bounded so that a beat that waits for the server fails here, not at pytest's timeout.
+        sent = await asyncio.wait_for(hb.beat(), timeout=15)
+        assert held, "the server took the probe's connection"
+        assert sent.kamaji_detected is False and await latest(hub) == sent
+    finally:
+        await api.close()
+        for writer in held:
+            writer.close()
+        silent.close()
+        await silent.wait_closed()
 
 
 async def _later_than(hub: Hub, first: messages.Heartbeat | None) -> bool:

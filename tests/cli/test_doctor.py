@@ -1,17 +1,13 @@
 """`kamaji-broker doctor agent|hub` as a child process against a real nats-server (operator mode,
-TLS) and the Kubernetes emulator: healthy, and with one fault each, asserting the FAIL line, its
-fix and the exit code."""
+TLS) and the Kubernetes emulator, with one fault each, asserting the FAIL line, its fix and the
+exit code. No agent runs here (a running one, live and stopped: test_doctor_running.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime as dt
 import json
-import re
-import sys
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,116 +20,16 @@ from protocol import credentials, natsjwt, subjects
 from sandbox import kubeapi, natsd, ports
 from tests import conftest, helpers
 from tests.agent import hub_credentials
+from tests.cli.doctor_support import Setup, doctor, prepare
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-    def lines(self, outcome: str, check: str) -> list[str]:
-        """The lines of ``check`` with ``outcome``, each with its fix line (if any), spaces
-        squeezed: ``FAIL nats reachable refused: ...``."""
-        rows = self.out.splitlines()
-        found = []
-        for i, row in enumerate(rows):
-            if row.startswith(f"{outcome:<4}  {check} "):
-                fix = rows[i + 1] if i + 1 < len(rows) and rows[i + 1].startswith("      fix:") else ""
-                found.append(re.sub(r" {2,}", " ", f"{row}\n{fix}"))
-        return found
-
-    def line(self, outcome: str, check: str) -> str:
-        found = self.lines(outcome, check)
-        if not found:
-            raise AssertionError(f"no {outcome} {check!r} line in:\n{self.out}\n{self.err}")
-        return found[0]
-
-
-async def doctor(role: str, *args: str) -> Run:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kamaji_broker.cli", "doctor", role, *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=100)
-    return Run(proc.returncode if proc.returncode is not None else -1, out.decode(), err.decode())
-
-
-@dataclass
-class Setup:
-    url: str
-    conf: Path
-    prefix: str
-    kubeconfig: Path
-    keys: Path
-    cluster: kubeapi.Server
-
-    def agent(
-        self, *, site: str = "site-a", creds: Path | None = None, over: dict[str, str] | None = None
-    ) -> list[str]:
-        flags = {
-            "--nats-url": self.url,
-            "--nats-creds": str(creds or helpers.identity_file(self.conf, f"sites/{site}")),
-            "--nats-ca-file": str(helpers.nats_tls().ca),
-            "--kubeconfig": str(self.kubeconfig),
-            "--namespaces": "tenants",
-            "--site": site,
-            "--hub-public-keys": str(self.keys / keyfiles.PUBLIC_FILE),
-            "--prefix": self.prefix,
-            **(over or {}),
-        }
-        return [x for flag, value in flags.items() for x in (flag, value)]
 
 
 @pytest.fixture
 async def setup(
     secured_nats: tuple[natsd.NatsServer, Path], cluster: kubeapi.Server, tmp_path: Path
-) -> AsyncIterator[Setup]:
-    # The default prefix: the server's users (``secured_nats``) were minted for it. Only site-a
-    # gets a consumer; site-b has a credential and none (a fault below).
-    prefix = subjects.DEFAULT_PREFIX
-    server, conf = secured_nats
-    hub = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.creds"), deadline=10)
-    await bus.ensure_topology(hub, sites=["site-a"], prefix=prefix)
-    await hub.close()
-    keyfiles.generate(tmp_path / "keys")
-    yield Setup(
-        server.url,
-        conf,
-        prefix,
-        cluster.write_kubeconfig(tmp_path / "kubeconfig"),
-        tmp_path / "keys",
-        cluster,
-    )
-
-
-async def test_agent_healthy(setup: Setup) -> None:
-    run = await doctor("agent", *setup.agent())
-    assert run.code == 0, run.out + run.err
-    checks = ("settings", "hub keys", "kubernetes reachable", "rbac", "crds installed", "credential valid",
-              "credential permissions", "nats reachable", "tls verified", "consumer bound")  # fmt: skip
-    for check in checks:
-        run.line("PASS", check)
-    assert run.out.endswith("13 PASS, 0 WARN, 0 FAIL, 1 SKIP\n"), run.out
-    assert run.lines("PASS", "permission granted") == [
-        "PASS permission granted publish to $JS.API.CONSUMER.INFO.KB_INTENTS.agent-site-a\n",
-        # No intent there: the server answers 404, and let the request through.
-        "PASS permission granted publish to $JS.API.DIRECT.GET.KB_INTENTS.kb.intent.site-a.doctor.doctor\n",
-        "PASS permission granted subscribe to _INBOX_site-a.doctor\n",
-    ]
-    # The grants a probe would use up or change state with are said, not implied.
-    assert run.line("SKIP", "permission not probed") == (
-        "SKIP permission not probed would change state: publish kb.status.site-a.*.*; "
-        "publish kb.secret.site-a.*.*; publish kb.site.site-a; "
-        "publish $JS.API.CONSUMER.MSG.NEXT.KB_INTENTS.agent-site-a; "
-        "publish $JS.API.CONSUMER.RESET.KB_INTENTS.agent-site-a; "
-        "publish $JS.ACK.KB_INTENTS.agent-site-a.*.*.*.*.*; publish kb.renew.site-a\n"
-    )
-    # Never a secret: the creds file's seed and JWT stay out of the report.
-    assert helpers.seed_of(setup.conf / "sites" / "site-a.creds") not in run.out
-    assert helpers.creds_jwt(setup.conf / "sites" / "site-a.creds") not in run.out
+) -> Setup:
+    return await prepare(secured_nats, cluster, tmp_path)
 
 
 @contextlib.asynccontextmanager
@@ -296,7 +192,12 @@ async def test_agent_json(setup: Setup) -> None:
     doc = json.loads(run.out)
     assert run.code == 1 and doc["ok"] is False
     failed = [c for c in doc["checks"] if c["outcome"] == "FAIL"]
-    assert [c["check"] for c in failed] == ["consumer bound"] and failed[0]["fix"]
+    assert [c["check"] for c in failed] == ["consumer bound", "readyz answered"] and failed[0]["fix"]
+    (heartbeat,) = [c for c in doc["checks"] if c["check"] == "heartbeat fresh"]
+    assert (heartbeat["outcome"], heartbeat["detail"]) == ("SKIP", "needs consumer bound (FAIL)")
+    (readyz,) = [c for c in doc["checks"] if c["check"] == "readyz answered"]
+    url = f"http://127.0.0.1:{setup.health_port}/readyz"
+    assert readyz["detail"] == f"nothing listens at {url}: the process is not running here", readyz
 
 
 async def test_agent_missing_rbac_rule(setup: Setup, tmp_path: Path) -> None:
@@ -352,7 +253,8 @@ async def test_agent_plaintext_nats_is_a_warning(setup: Setup, tmp_path: Path) -
             run = await doctor("agent", *flags[:at], *flags[at + 2 :])
     finally:
         plain.stop()
-    assert run.code == 0, run.out
+    # No agent runs here: only the checks of a running one fail.
+    assert run.code == 1 and run.failed() == ["heartbeat fresh", "readyz answered"], run.out
     line = run.line("WARN", "tls verified")
     assert f"plaintext: {plain.url} without TLS" in line
     assert "fix: serve TLS (`kamaji-broker nats-config --tls-generate`) and give a tls:// --nats-url" in line
@@ -446,12 +348,13 @@ async def test_agent_static_seed_and_a_creds_file_that_is_not_one(
         cluster.write_kubeconfig(tmp_path / "kc"),
         tmp_path / "keys",
         cluster,
+        ports.free_port(),
     )
     flags = setup.agent(creds=conf / "sites" / "site-a.nk")
     at = flags.index("--nats-creds")
     flags[at] = "--nats-seed"
     run = await doctor("agent", *flags)
-    assert run.code == 0, run.out
+    assert run.code == 1 and run.failed() == ["heartbeat fresh", "readyz answered"], run.out  # no agent here
     assert f"static user (--nats-seed {conf / 'sites' / 'site-a.nk'}), no expiry" in run.line(
         "PASS", "credential valid"
     )

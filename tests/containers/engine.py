@@ -24,6 +24,7 @@ from tests.deploy import manifests as m
 ENGINE_SCRIPT = m.ROOT / "deploy" / "compose" / "engine.sh"
 ENGINE_LOCK = Path("/var/lib/kamaji-broker-engine/lock")  # engine.sh's, when it runs as root
 COMPOSE_FILES = ["docker-compose.yml", "docker-compose.host.yml"]
+IMAGE_VARIABLES = ("KB_PYTHON_IMAGE", "KB_NATS_IMAGE")
 PROJECT = "kamaji-broker-test"
 BUILT = {"runtime": "kamaji-broker:dev", "sandbox": "kamaji-broker:sandbox"}
 IMAGE_LABEL = "org.opencontainers.image.title=kamaji-broker"
@@ -44,14 +45,21 @@ def answers() -> bool:
     return done.returncode == 0
 
 
+def printed(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    """What a run of engine.sh printed: the lines of a compose ``.env``."""
+    assert done.returncode == 0, f"{ENGINE_SCRIPT.name} failed:\n{done.stdout}{done.stderr}"
+    lines = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    assert set(lines) - {"COMPOSE_FILE"} == set(IMAGE_VARIABLES), done.stdout
+    return lines
+
+
 def images() -> dict[str, str]:
-    """``KB_PYTHON_IMAGE`` and ``KB_NATS_IMAGE`` as engine.sh chooses them (building if need be)."""
+    """``KB_PYTHON_IMAGE`` and ``KB_NATS_IMAGE`` as engine.sh chooses them (building if need be);
+    the compose files are the tests' own choice (``COMPOSE_FILES``)."""
     done = subprocess.run(
         ["bash", str(ENGINE_SCRIPT)], capture_output=True, text=True, timeout=540, check=False
     )
-    assert done.returncode == 0, f"{ENGINE_SCRIPT.name} failed:\n{done.stdout}{done.stderr}"
-    chosen = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
-    assert set(chosen) == {"KB_PYTHON_IMAGE", "KB_NATS_IMAGE"}, done.stdout
+    chosen = {k: v for k, v in printed(done).items() if k in IMAGE_VARIABLES}
     CHOSEN.update(chosen)
     return chosen
 

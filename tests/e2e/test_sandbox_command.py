@@ -61,6 +61,20 @@ def test_exit_when_ready_exits_zero_and_leaves_nothing_running(tmp_path: Path) -
     assert processes_mentioning(d) == []
 
 
+def test_a_normal_start_logs_no_warning(tmp_path: Path) -> None:
+    """What every start does (consumers bound before the hub made them, the Sites' first
+    writes) is no warning: one in a quiet start's log means something is wrong."""
+    d = tmp_path / "sb"
+    done = run("--exit-when-ready", "--control-planes", "1", "--kamaji-delay", "0", "--dir", str(d))
+    assert done.returncode == 0, done.stderr
+    noisy = []
+    for name in ("hub", "agent-site-a", "agent-site-b"):
+        for line in (d / "logs" / f"{name}.log").read_text().splitlines():
+            if json.loads(line)["level"] in ("warning", "error", "critical"):
+                noisy.append(f"{name}: {line}")
+    assert noisy == []
+
+
 def test_too_short_a_timeout_exits_non_zero_naming_what_is_missing(tmp_path: Path) -> None:
     d = tmp_path / "sb"
     # The simulator keeps the control plane Provisioning far longer than the timeout allows.

@@ -39,7 +39,9 @@ def start(
     )  # fmt: skip
     c = rkcp_controller.Controller(settings, deps)
     ing = ingest.Ingest(
-        ingest.Deps(intake=reader, sites=c.known_sites, maps=c.maps, on_change=c.on_observation),
+        ingest.Deps(
+            intake=reader, sites=c.known_sites, maps=c.maps, on_change=c.on_observation, ensured=c.ensured
+        ),
         ingest.Settings(rescan_interval=0.2),
     )
 

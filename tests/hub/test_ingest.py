@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -49,6 +50,7 @@ def new_hub(
     *,
     sites: list[str] | None = None,
     box_budget: int = boxes.DEFAULT_BUDGET,
+    ensured: Callable[[str], bool] = lambda site: True,
 ) -> Hub:
     known = ["site-a", "site-b"] if sites is None else sites
     obs = observations.Observations(box_budget=box_budget)
@@ -62,7 +64,11 @@ def new_hub(
     return Hub(
         ingest=ingest.Ingest(
             ingest.Deps(
-                intake=reader, sites=lambda: known, maps=mapped.__contains__, on_change=changes.append
+                intake=reader,
+                sites=lambda: known,
+                maps=mapped.__contains__,
+                on_change=changes.append,
+                ensured=ensured,
             ),
             ingest.Settings(rescan_interval=0.2),
         ),
@@ -320,25 +326,36 @@ async def test_load_counts_garbage_in_the_stream_and_returns_nothing(
     assert hub.rejected(subjects.Kind.STATUS, "DecodeError") == 1.0
 
 
-async def test_the_ingest_waits_for_its_consumers_to_exist(
+async def test_the_ingest_waits_quietly_for_the_consumers_the_hub_makes(
     conn: bus.Connection, prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    hub = new_hub(conn, prefix)
+    """Every start binds before the controller made the consumers: that wait is no warning. A
+    consumer the hub made and that is gone (someone deleted it) is."""
+    caplog.set_level(logging.DEBUG, logger=ingest.__name__)
+    made: set[str] = set()
+    hub = new_hub(conn, prefix, ensured=made.__contains__)
+
+    def missing(site: str, level: int) -> bool:
+        stream = f"'{prefix.upper()}_SITE_{site}'"
+        return any(
+            "'hub'" in r.getMessage() and stream in r.getMessage() and "does not exist" in r.getMessage()
+            for r in caplog.records
+            if r.levelno == level
+        )
+
     async with running(hub):
-
-        async def retrying() -> bool:
-            return any(
-                "'hub'" in r.getMessage() and "does not exist" in r.getMessage() for r in caplog.records
-            )
-
-        await helpers.eventually(retrying)
+        await helpers.eventually(lambda: missing("site-a", logging.DEBUG), what="a wait at debug")
+        made.add("site-b")  # as if the hub had made it, and then someone deleted it
+        await helpers.eventually(lambda: missing("site-b", logging.WARNING), what="a warning")
         await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
+        made.add("site-a")
         await publish_status(conn, prefix, helpers.status())
 
         async def recorded() -> bool:
             return hub.obs.get(CP1) is not None
 
         await helpers.eventually(recorded, within=20.0)
+    assert not missing("site-a", logging.WARNING)
 
 
 async def test_a_site_that_appears_is_consumed(conn: bus.Connection, topology: str) -> None:

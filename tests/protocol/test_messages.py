@@ -228,3 +228,49 @@ def test_an_intent_whose_body_fills_its_budget_fits_the_stream_with_the_largest_
     headers = 300
     size = len(messages.encode(intent)) + headers
     assert size <= streams.MAX_MSG_SIZE, (size, streams.MAX_MSG_SIZE)
+
+
+CLEANED = [
+    # id, decoder, the message's fields changed, what the decoded message holds, findings' codes
+    ("a status's free text escaped and bounded", messages.decode_status,
+     {"message": "\x1b[2J" + "m" * 5000, "version": "v1.31.0\x1b[5m", "owner_uid": "u\u202e"},
+     {"version": "v1.31.0\\x1b[5m", "owner_uid": "u\\u202e"}, []),
+    ("an invalid reason dropped, the phase kept", messages.decode_status,
+     {"phase": "Failed", "reason": "Evil\x1b[2J\x1b]0;PWNED\x07"}, {"phase": "Failed", "reason": ""},
+     ["InvalidReason"]),
+    ("a valid reason kept", messages.decode_status, {"phase": "NotReady", "reason": "Drifted"},
+     {"reason": "Drifted"}, []),
+    ("a host that is no host drops the endpoint", messages.decode_status,
+     {"endpoint": {"host": "evil\x1b[2J.example", "port": 6443}}, {"endpoint": None}, ["InvalidHost"]),
+    ("a heartbeat's version and key ids escaped", messages.decode_heartbeat,
+     {"agent_version": "0.1.0\x1b[2J", "trusted_key_ids": ["k\x1b"]},
+     {"agent_version": "0.1.0\\x1b[2J", "trusted_key_ids": ("k\\x1b",)}, []),
+    ("too many key ids cut", messages.decode_heartbeat, {"trusted_key_ids": [str(i) for i in range(40)]},
+     {"trusted_key_ids": tuple(str(i) for i in range(messages.KEY_IDS_MAX))}, ["TooManyKeyIds"]),
+    ("a box's key id escaped", messages.decode_sealed_secrets, {"recipient_key_id": "\x1b[31mk"},
+     {"recipient_key_id": "\\x1b[31mk"}, []),
+]  # fmt: skip
+
+_SAMPLES: dict[Any, messages.Message] = {
+    messages.decode_status: helpers.status(),
+    messages.decode_heartbeat: helpers.heartbeat(),
+    messages.decode_sealed_secrets: helpers.sealed(),
+}
+
+
+@pytest.mark.parametrize(
+    ("decoder", "changes", "expected", "codes"), [c[1:] for c in CLEANED], ids=[c[0] for c in CLEANED]
+)
+def test_what_a_site_sends_is_made_harmless_at_decoding(
+    decoder: messages.Decoder[Any], changes: dict[str, Any], expected: dict[str, Any], codes: list[str]
+) -> None:
+    body = {**msgspec.json.decode(messages.encode(_SAMPLES[decoder])), **changes}
+    decoded, findings = decoder.checked(msgspec.json.encode(body))
+    for field, value in expected.items():
+        assert getattr(decoded, field) == value, field
+    assert [f.code for f in findings] == codes
+    assert decoder(msgspec.json.encode(body)) == decoded  # the plain call cleans alike
+    for info in msgspec.structs.fields(decoded):
+        value = getattr(decoded, info.name)
+        if isinstance(value, str):
+            assert value.isprintable() and len(value) <= messages.MESSAGE_MAX, info.name

@@ -18,6 +18,7 @@ def test_site_permissions_are_exactly_its_own_subjects() -> None:
         "$JS.API.CONSUMER.INFO.KB_INTENTS.agent-site-a",
         "$JS.API.CONSUMER.RESET.KB_INTENTS.agent-site-a",
         "$JS.API.DIRECT.GET.KB_INTENTS.kb.intent.site-a.*.*",
+        "$JS.API.DIRECT.GET.KB_SITE_site-a.kb.site.site-a",
         "$JS.ACK.KB_INTENTS.agent-site-a.*.*.*.*.*",
         "kb.renew.site-a",
     )
@@ -42,6 +43,7 @@ def test_site_permissions_follow_a_dotted_prefix() -> None:
         "$JS.API.CONSUMER.INFO.ACME_KB_INTENTS.agent-s",
         "$JS.API.CONSUMER.RESET.ACME_KB_INTENTS.agent-s",
         "$JS.API.DIRECT.GET.ACME_KB_INTENTS.acme.kb.intent.s.*.*",
+        "$JS.API.DIRECT.GET.ACME_KB_SITE_s.acme.kb.site.s",
         "$JS.ACK.ACME_KB_INTENTS.agent-s.*.*.*.*.*",
         "acme.kb.renew.s",
     )

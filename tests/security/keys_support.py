@@ -155,6 +155,7 @@ async def running_ingest(conn: bus.Connection, *, sealing_dir: Path, prefix: str
             sites=lambda: frozenset({"site-a"}),
             maps=lambda coords: True,
             on_change=lambda coords: None,
+            ensured=lambda site: True,
         ),
         ingest.Settings(rescan_interval=0.2),
     )

@@ -73,8 +73,12 @@ def forbidden_publish(site: str, prefix: str) -> list[str]:
     intents = streams.stream_name(K.INTENT, prefix=prefix)
     for s in (streams.intents_stream(prefix=prefix), *(streams.site_stream(x, prefix=prefix) for x in SITES)):
         out.append(f"$JS.API.DIRECT.GET.{s.name}")  # the stream-wide form: any message by body
-        if s.name != intents:
+        if s.name != intents and s.name != streams.site_stream_name(site, prefix=prefix):
             out.append(f"$JS.API.DIRECT.GET.{s.name}.>")
+    # Its own stream: its heartbeat may be read back (doctor), its statuses and sealed secrets not.
+    own_stream = f"$JS.API.DIRECT.GET.{streams.site_stream_name(site, prefix=prefix)}"
+    out += [f"{own_stream}.{prefix}.{kind.value}.>" for kind in (K.STATUS, K.SECRET, K.INTENT)]
+    out.append(f"{own_stream}.{subjects.heartbeat(site, prefix=prefix)}.>")
     out.append(f"{prefix}.{K.INTENT.value}.>")  # intents are the hub's, for every site
     for other in (s for s in SITES if s != site):
         for kind in (K.STATUS, K.SECRET):
@@ -102,6 +106,16 @@ def test_no_site_publish_grant_reaches_what_is_not_its_own(prefix: str, site: st
     assert ">" not in grant.split("."), f"{grant} is open-ended"
     reached = [f for f in forbidden_publish(site, prefix) if permissions.intersects(grant, f)]
     assert reached == [], f"{site}'s grant {grant} reaches {reached}"
+
+
+@pytest.mark.parametrize(("prefix", "site"), [(p, s) for p in PREFIXES for s in SITES])
+def test_a_sites_only_read_of_its_own_stream_is_its_heartbeat(prefix: str, site: str) -> None:
+    """Of its own stream, a site may Direct Get exactly one subject, its heartbeat: no wildcard
+    that a status or sealed-secrets subject could match."""
+    own = f"$JS.API.DIRECT.GET.{streams.site_stream_name(site, prefix=prefix)}."
+    reads = [g for g in permissions.for_site(site, prefix=prefix).publish if g.startswith(own)]
+    assert reads == [own + subjects.heartbeat(site, prefix=prefix)]
+    assert reads == [permissions.heartbeat_read(site, prefix=prefix)] and "*" not in reads[0]
 
 
 @pytest.mark.parametrize(("prefix", "site"), [(p, s) for p in PREFIXES for s in SITES])
@@ -141,6 +155,9 @@ def test_a_site_keeps_every_subject_its_agent_needs(prefix: str, site: str) -> N
         f"$JS.API.CONSUMER.INFO.{own.stream}.{own.durable_name}",
         f"$JS.API.CONSUMER.RESET.{own.stream}.{own.durable_name}",
         f"$JS.API.DIRECT.GET.{own.stream}.{subjects.intent(site, 'tenants', 'cp1', prefix=prefix)}",
+        # read by doctor agent, with the agent's credential: is the agent beating?
+        f"$JS.API.DIRECT.GET.{streams.site_stream_name(site, prefix=prefix)}."
+        + subjects.heartbeat(site, prefix=prefix),
         # as nats-server 2.15 sends it
         f"$JS.ACK.{own.stream}.{own.durable_name}.1.12.7.1796108060508329806.0",
     ]

@@ -48,7 +48,38 @@ def test_lifetime(id_: str, claims: natsjwt.Claims, outcome: str, detail: str) -
 
 def test_grants_exactly_the_role() -> None:
     got = credchecks.grants(site_a(), permissions.for_site("site-a"), role="site site-a", fix="f")
-    assert (got.outcome, got.detail) == ("PASS", "exactly what site site-a needs (9 publish, 1 subscribe)")
+    assert (got.outcome, got.detail) == ("PASS", "exactly what site site-a needs (10 publish, 1 subscribe)")
+
+
+HEARTBEAT_READ = f"publish {permissions.heartbeat_read('site-a')}"
+
+
+@pytest.mark.parametrize(
+    ("id_", "dropped", "added", "outcome"),
+    [
+        ("minted before the heartbeat read", (HEARTBEAT_READ,), (), "WARN"),
+        ("and lacks another", (HEARTBEAT_READ, "publish kb.site.site-a"), (), "FAIL"),
+        ("and grants more", (HEARTBEAT_READ,), ("kb.intent.>",), "FAIL"),
+    ],
+)
+def test_grants_missing_only_what_doctor_reads_with(
+    id_: str, dropped: tuple[str, ...], added: tuple[str, ...], outcome: str
+) -> None:
+    claims = site_a()
+    assert isinstance(claims.nats, natsjwt.User)
+    kept = tuple(g for g in claims.nats.pub.allow if f"publish {g}" not in dropped)
+    user = msgspec.structs.replace(claims.nats, pub=natsjwt.Allow((*kept, *added)))
+    got = credchecks.grants(
+        msgspec.structs.replace(claims, nats=user),
+        permissions.for_site("site-a"),
+        role="site site-a",
+        fix="mint a new .creds",
+        doctor_only=(HEARTBEAT_READ,),
+    )
+    assert got.outcome == outcome, id_
+    if outcome == "WARN":
+        assert got.detail == f"site:site-a lacks what only doctor reads with: {HEARTBEAT_READ}"
+        assert got.fix == "it works without; for doctor to read it too, mint a new .creds"
 
 
 def test_grants_diff_names_missing_and_extra() -> None:

@@ -162,8 +162,9 @@ async def test_labels_and_annotations_of_the_rkcp_reach_the_tcp_and_follow_it(wo
 
 async def test_an_annotation_larger_than_an_intent_carries_waits_naming_it(world: World) -> None:
     """A 70 KiB annotation (Kubernetes allows 256 KiB) on a Ready RKCP would make every intent
-    larger than the intents stream stores: the RKCP waits with a condition naming the field and
-    the limit, nothing is published (a spec change neither), and removing it lets the intent go."""
+    larger than the intents stream stores: the RKCP waits with a condition of its own reason
+    (IntentTooLarge, not the Cluster's) naming the field and the limit, nothing is published (a
+    spec change neither), and removing it lets the intent go."""
     world.start_hub()
     world.start_agent()
     await create_pair(world)
@@ -176,7 +177,7 @@ async def test_an_annotation_larger_than_an_intent_carries_waits_naming_it(world
     async def waiting_message() -> str:
         obj = await world.rkcp()
         for cond in (obj or {}).get("status", {}).get("conditions") or ():
-            if (cond["type"], cond["status"], cond["reason"]) == ("Ready", "False", "WaitingForCluster"):
+            if (cond["type"], cond["status"], cond["reason"]) == ("Ready", "False", "IntentTooLarge"):
                 return str(cond["message"])
         return ""
 

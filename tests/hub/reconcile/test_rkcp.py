@@ -182,6 +182,18 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
         {"Ready": ("False", "WaitingForCluster")},
     ),
     (
+        "an intent too large: its own reason, no intent",
+        observed(
+            cluster_problem="metadata.annotations: 150264 bytes of JSON; ... an intent carries",
+            cluster_problem_reason="IntentTooLarge",
+            desired_spec=None,
+            published=None,
+            report=rkcp.SiteReport(),
+        ),
+        [],
+        {"Ready": ("False", "IntentTooLarge")},
+    ),
+    (
         "paused Cluster: Paused, no intent",
         observed(
             cluster=cluster_api.Cluster.parse(
