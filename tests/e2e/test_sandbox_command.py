@@ -193,8 +193,15 @@ class Terminal:
 
     def close(self) -> None:
         if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+            # Ctrl-C first, as a person stops it: a kill would leave every process it started.
+            self.proc.send_signal(signal.SIGINT)
+            deadline = time.monotonic() + 30
+            while self.proc.poll() is None and time.monotonic() < deadline:
+                self.read()  # what it says meanwhile must not fill the terminal and block it
+                select.select([self.master], [], [], 0.2)
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
         os.close(self.master)
 
 
