@@ -47,6 +47,7 @@ def new_heartbeat(
     last_intent_seq: int,
     kamaji_detected: bool,
     trusted_key_ids: tuple[str, ...] = (),
+    interval: float = 0.0,
 ) -> messages.Heartbeat:
     # Counts are clamped at zero: msgspec checks the NonNegative constraints only when decoding,
     # so a negative here would be published and then refused by the hub.
@@ -60,6 +61,7 @@ def new_heartbeat(
         last_intent_seq=max(0, last_intent_seq),
         kamaji_detected=kamaji_detected,
         trusted_key_ids=tuple(sorted(trusted_key_ids)),
+        interval=max(0.0, interval),
     )
 
 
@@ -130,6 +132,7 @@ class Heartbeat:
             last_intent_seq=self.last_intent_seq(),
             kamaji_detected=await self.kamaji_detected(),
             trusted_key_ids=self.trusted_key_ids,
+            interval=self.settings.heartbeat_interval,
         )
         await self.deps.publisher.heartbeat(beat)
         self.beats += 1

@@ -100,6 +100,18 @@ def _utc_seconds(now: dt.datetime) -> dt.datetime:
     return now.astimezone(dt.UTC).replace(microsecond=0)
 
 
+def moment(when: dt.datetime | None) -> str:
+    """A time as a condition's message gives it: UTC, whole seconds (``2026-12-04T02:57:05Z``),
+    as every other time on the object is; ``never`` for None. Readers show it as an age."""
+    if when is None:
+        return "never"
+    return (
+        when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if when.tzinfo
+        else when.isoformat("T", "seconds")
+    )
+
+
 def _safe_message(message: str) -> str:
     if _SECRET_LIKE.search(message):
         return REDACTED

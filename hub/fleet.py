@@ -19,9 +19,10 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from hub import site_api
+from hub import fleetwording, site_api
 from hub.fleet_rkcp import ControlPlane, new_control_plane
 from hub.reconcile import site_status
+from hub.sites import MISSED_HEARTBEATS
 
 STALE_STATUS: Final = 2 * site_status.HEARTBEAT_WRITE_INTERVAL + 15.0
 """Seconds: a Site status whose heartbeat is this much older than the bus's is not being kept up
@@ -40,6 +41,9 @@ class BusSite:
     """Intents its agent has not acknowledged; None when its consumer does not exist."""
     hub_pending: int | None = None
     """Messages of the site's stream the hub has not read yet; None when unknown."""
+    heartbeat_interval: float | None = None
+    """Seconds between its agent's heartbeats, as its latest heartbeat says; None when it does
+    not say (an agent too old to)."""
     error: str = ""
     """Why the bus could not be read for this site (then the rest is unknown)."""
 
@@ -69,6 +73,9 @@ class SiteRow:
     problems: tuple[Problem, ...]
     """Why it is unhealthy; empty when healthy."""
     hub_pending: int | None = None
+    heartbeat_interval: float | None = None
+    """Seconds between its agent's heartbeats, as they say: what its liveness was judged by
+    (None: the reader's ``stale_after``)."""
 
     @property
     def requested(self) -> int:
@@ -129,9 +136,9 @@ def _connection(
     agent_age = _age(read.agent_started_at, now) if read is not None else None
     hub_age = _age(status.last_heartbeat_time, now)
     if bus_age is not None and bus_age > stale_after:
-        return False, [
-            Problem("HeartbeatMissing", f"agent not connected: its last heartbeat is {bus_age:.0f}s old")
-        ]
+        beats = f" (it beats every {read.heartbeat_interval:g}s)" if read and read.heartbeat_interval else ""
+        message = f"agent not connected: its last heartbeat is {bus_age:.0f}s old{beats}"
+        return False, [Problem("HeartbeatMissing", message)]
     if bus_age is not None:
         if _hub_behind(hub_age, bus_age, agent_age):
             was = f"{hub_age:.0f}s old" if hub_age is not None else "missing"
@@ -147,7 +154,7 @@ def _connection(
         ]
     if status.connected is False:
         reason, message = _condition(site, site_api.CONNECTED)
-        text = "agent not connected" + (f" ({message})" if message else "")
+        text = "agent not connected" + (f" ({fleetwording.ages(message, now)})" if message else "")
         return False, [Problem(reason or "HeartbeatMissing", text)]
     if hub_age is not None and hub_age > stale_after + STALE_STATUS:
         message = (
@@ -221,7 +228,15 @@ def site_row(
         trusted_key_ids=tuple(status.trusted_key_ids),
         problems=tuple(problems),
         hub_pending=bus.hub_pending if bus is not None else None,
+        heartbeat_interval=bus.heartbeat_interval if bus is not None and not bus.error else None,
     )
+
+
+def _stale_after(bus: BusSite | None, otherwise: float) -> float:
+    # The agent knows when its next heartbeat is due; the reader's setting is only a guess.
+    if bus is not None and not bus.error and bus.heartbeat_interval:
+        return MISSED_HEARTBEATS * bus.heartbeat_interval
+    return otherwise
 
 
 def new_fleet(
@@ -236,22 +251,25 @@ def new_fleet(
 ) -> Fleet:
     """The fleet from listed Sites and RKCPs; ``bus`` per site when the bus was read.
     ``stale_after``: seconds after which a heartbeat means the agent is gone (three of the
-    agents' heartbeat intervals, as the hub counts)."""
+    agents' heartbeat intervals, as the hub counts), for a site whose heartbeat does not say its
+    interval; one that says it is judged by it."""
     objects = {s.metadata.name: s for s in (site_api.Site.model_validate(o) for o in sites)}
     cps = sorted(
-        (new_control_plane(o, secrets=secrets) for o in rkcps), key=lambda c: (c.site, c.namespace, c.name)
+        (new_control_plane(o, secrets=secrets, now=now) for o in rkcps),
+        key=lambda c: (c.site, c.namespace, c.name),
     )
     by_site: dict[str, list[ControlPlane]] = {name: [] for name in objects}
     for cp in cps:
         by_site.setdefault(cp.site, []).append(cp)
+    read = {name: None if bus is None else bus.get(name, BusSite(error="not read")) for name in by_site}
     rows = tuple(
         site_row(
             name,
             objects.get(name),
             members,
-            bus=None if bus is None else bus.get(name, BusSite(error="not read")),
+            bus=read[name],
             now=now,
-            stale_after=stale_after,
+            stale_after=_stale_after(read[name], stale_after),
         )
         for name, members in sorted(by_site.items())
     )

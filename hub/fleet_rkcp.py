@@ -1,23 +1,34 @@
-"""A RemoteKamajiControlPlane at a glance (``hub.fleet``): its phase, whether it is done, and
-why not. Pure.
+"""A RemoteKamajiControlPlane at a glance (``hub.fleet``): its phase, whether it is Ready, and
+why not (in words: ``hub.fleetwording``). Pure.
 
-A control plane is done when its RKCP says ``status.ready`` *and* its ``<cluster>-kubeconfig``
-Secret exists (``secrets`` given: the sandbox lists them) or is synced (its ``SecretsSynced``
-condition: what ``kamaji-broker status`` reads, without reading any Secret).
+A control plane is done (serving, for a CAPI user) when its RKCP says ``status.ready`` *and* its
+``<cluster>-kubeconfig`` Secret exists (``secrets`` given: the sandbox lists them) or is synced
+(its ``SecretsSynced`` condition: what ``kamaji-broker status`` reads, without reading any
+Secret). It is Ready when, besides, its ``Ready`` condition is True: the one meaning of Ready
+in the fleet's views (the PHASE they show, the count in their headers, what the sandbox waits
+for); a control plane done but not Ready is ``Serving``.
+
+A Cluster of a ClusterClass has no RKCP until CAPI's topology controller makes one: until then
+``waiting_clusters`` stands in for it, ``WaitingForTopology``, with why from the Cluster's
+``TopologyReconciled`` condition (its class missing, say), so that it is not simply absent.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Mapping
+import datetime as dt
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from hub import api
+from hub import api, fleetwording
 from protocol import names
 
 READY: Final = "Ready"
+SERVING: Final = "Serving"
 REQUESTED: Final = "Requested"
+WAITING_FOR_TOPOLOGY: Final = "WaitingForTopology"
+TOPOLOGY_RECONCILED: Final = "TopologyReconciled"
 
 
 @dataclass(frozen=True)
@@ -29,14 +40,19 @@ class ControlPlane:
     phase: str
     """``Requested`` (the hub has published nothing yet), ``Delivering`` (published, the site has
     not answered), the site's phase (``Pending``, ``Provisioning``, ``Rejected``, …),
-    ``WaitingForKubeconfig`` (Ready, the Secret not written yet), ``Ready`` or ``Deleting``."""
+    ``WaitingForKubeconfig`` (serving, the Secret not written yet), ``Serving`` (serving with
+    its Secret, but its ``Ready`` condition is not True: its site disconnected, say), ``Ready``
+    or ``Deleting``."""
     ready: bool
     kubeconfig: bool
     version: str = ""
     endpoint: str = ""
     reason: str = ""
-    """Why it is not Ready: its ``Ready`` condition's reason and message, when that is not True
-    (a control plane still serving says so when its site is disconnected, say)."""
+    """Why it is not Ready, in words, when its ``Ready`` condition is not True (a control plane
+    still serving says so when its site is disconnected, say); ages as of the look."""
+    cause: str = ""
+    """The ``Ready`` condition's reason and message as written: unlike ``reason``'s ages, it
+    stays the same from one look to the next while nothing changes (what events compare)."""
 
     @property
     def done(self) -> bool:
@@ -45,8 +61,8 @@ class ControlPlane:
 
     @property
     def healthy(self) -> bool:
-        """Done, and its ``Ready`` condition does not say otherwise."""
-        return self.done and not self.reason
+        """Ready: done, and its ``Ready`` condition does not say otherwise."""
+        return self.done and not (self.reason or self.cause)
 
     @property
     def at_site(self) -> bool:
@@ -102,7 +118,7 @@ def _phase(obj: Mapping[str, Any], *, ready: bool, kubeconfig: bool) -> str:
     return REQUESTED
 
 
-def _reason(obj: Mapping[str, Any]) -> str:
+def _cause(obj: Mapping[str, Any]) -> str:
     ready = _conditions(obj).get(api.READY) or {}
     if ready.get("status") == "True":
         return ""
@@ -113,10 +129,14 @@ def _reason(obj: Mapping[str, Any]) -> str:
 
 
 def new_control_plane(
-    obj: Mapping[str, Any], *, secrets: Collection[tuple[str, str]] | None = None
+    obj: Mapping[str, Any],
+    *,
+    secrets: Collection[tuple[str, str]] | None = None,
+    now: dt.datetime | None = None,
 ) -> ControlPlane:
     """One RKCP; ``secrets`` holds (namespace, name) of the Secrets in the management cluster, or
-    None to trust its ``SecretsSynced`` condition."""
+    None to trust its ``SecretsSynced`` condition; ``now`` turns the timestamps of why it is not
+    Ready into ages."""
     metadata = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -139,4 +159,46 @@ def new_control_plane(
         version=str(status.get("version") or spec.get("version") or ""),
         endpoint=f"{endpoint['host']}:{endpoint.get('port', '')}" if endpoint.get("host") else "",
     )
-    return dataclasses.replace(cp, reason=_reason(obj))
+    cause = _cause(obj)
+    why = fleetwording.why_not_ready(_conditions(obj), site=cp.site, now=now) if cause else ""
+    phase = SERVING if cp.phase == READY and cause else cp.phase
+    return dataclasses.replace(cp, phase=phase, reason=why, cause=cause)
+
+
+def _waiting_cluster(obj: Mapping[str, Any], *, now: dt.datetime | None) -> ControlPlane | None:
+    spec = obj.get("spec") or {}
+    topology = spec.get("topology")
+    if not isinstance(topology, Mapping) or spec.get("controlPlaneRef"):
+        return None
+    metadata = obj.get("metadata") or {}
+    values = {
+        v.get("name"): v.get("value") for v in topology.get("variables") or () if isinstance(v, Mapping)
+    }
+    reconciled = _conditions(obj).get(TOPOLOGY_RECONCILED) or {}
+    failed = reconciled.get("status") == "False"
+    message = " ".join(str(reconciled.get("message") or "").split()) if failed else ""
+    name = str(metadata.get("name") or "")
+    return ControlPlane(
+        namespace=str(metadata.get("namespace") or ""),
+        name=name,
+        cluster=name,
+        # The site variable of the ClusterClass kamaji-broker ships: a guess for any other class.
+        site=str(values.get("site") or "-"),
+        phase=WAITING_FOR_TOPOLOGY,
+        ready=False,
+        kubeconfig=False,
+        version=str(topology.get("version") or ""),
+        reason=fleetwording.ages(message, now)
+        or "waiting for the topology controller to make its control plane",
+        cause=f"{reconciled.get('reason') or ''}: {message}" if failed else "",
+    )
+
+
+def waiting_clusters(
+    clusters: Iterable[Mapping[str, Any]], made: Iterable[ControlPlane], *, now: dt.datetime | None = None
+) -> list[ControlPlane]:
+    """The Clusters with a ``spec.topology`` and no control plane yet (none refers to one, and no
+    RKCP of ``made`` is theirs), each as a control plane on its way."""
+    theirs = {(cp.namespace, cp.cluster) for cp in made}
+    found = (_waiting_cluster(obj, now=now) for obj in clusters)
+    return [cp for cp in found if cp is not None and (cp.namespace, cp.cluster) not in theirs]

@@ -4,13 +4,15 @@ observer's read-only credential (``protocol.permissions.for_observer``):
 
 - its agent's backlog: the ``agent-<site>`` consumer's pending plus unacknowledged intents;
 - the hub's lag: the ``hub`` consumer's pending messages on the site's stream;
-- its latest heartbeat: when it reached the bus (the server's timestamp), by Direct Get.
+- its latest heartbeat: when it reached the bus (the server's timestamp), by Direct Get, and
+  the interval its agent beats at, as the heartbeat says.
 
 A site the bus cannot be read for gets a ``BusSite`` saying why; the rest is still read.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
@@ -18,7 +20,7 @@ from typing import Any
 from common import bus
 from common.bus import errors as bus_errors
 from common.kube import Kube, resources
-from hub import fleet
+from hub import fleet, fleet_rkcp
 from protocol import errors as protocol_errors
 from protocol import messages, streams, subjects
 
@@ -27,8 +29,8 @@ __all__ = ["read", "read_bus", "read_management"]
 
 async def _heartbeat(
     conn: bus.Connection, site: str, *, prefix: str
-) -> tuple[dt.datetime | None, dt.datetime | None]:
-    """When the latest heartbeat reached the bus, and when its agent started."""
+) -> tuple[dt.datetime | None, messages.Heartbeat | None]:
+    """When the latest heartbeat reached the bus, and the heartbeat (None when undecodable)."""
     stream = streams.site_stream_name(site, prefix=prefix)
     try:
         stored = await bus.last_message(conn, stream, subjects.heartbeat(site, prefix=prefix), direct=True)
@@ -42,7 +44,7 @@ async def _heartbeat(
         beat = None
     # The server's timestamp; without it, the agent's own clock is the only hint.
     arrived = stored.time or (beat.sent_at if beat is not None else None)
-    return arrived, beat.started_at if beat is not None else None
+    return arrived, beat
 
 
 async def _pending(conn: bus.Connection, consumer: streams.ConsumerDef, *, unacked: bool) -> int | None:
@@ -55,10 +57,11 @@ async def _pending(conn: bus.Connection, consumer: streams.ConsumerDef, *, unack
 
 async def read_site(conn: bus.Connection, site: str, *, prefix: str) -> fleet.BusSite:
     try:
-        heartbeat_at, started_at = await _heartbeat(conn, site, prefix=prefix)
+        heartbeat_at, beat = await _heartbeat(conn, site, prefix=prefix)
         return fleet.BusSite(
             heartbeat_at=heartbeat_at,
-            agent_started_at=started_at,
+            agent_started_at=beat.started_at if beat is not None else None,
+            heartbeat_interval=(beat.interval or None) if beat is not None else None,
             backlog=await _pending(conn, streams.agent_consumer(site, prefix=prefix), unacked=True),
             hub_pending=await _pending(conn, streams.hub_consumer(site, prefix=prefix), unacked=False),
         )
@@ -91,16 +94,20 @@ async def read(
     stale_after: float = 30.0,
     secrets: Collection[tuple[str, str]] | None = None,
     notes: Iterable[str] = (),
+    clusters: bool = False,
 ) -> fleet.Fleet:
-    """The whole fleet now; without ``conn``, as the hub last wrote it."""
+    """The whole fleet now; without ``conn``, as the hub last wrote it. With ``clusters``, the
+    ClusterClass-based Clusters that have no control plane yet too (``fleet_rkcp.waiting_clusters``):
+    the sandbox, which made every Cluster there, asks; a management cluster's other Clusters
+    may belong to other providers."""
     sites, rkcps = await read_management(kube)
     on_bus = None if conn is None else await read_bus(conn, _site_names(sites, rkcps), prefix=prefix)
-    return fleet.new_fleet(
-        sites,
-        rkcps,
-        now=dt.datetime.now(dt.UTC),
-        bus=on_bus,
-        secrets=secrets,
-        stale_after=stale_after,
-        notes=notes,
+    now = dt.datetime.now(dt.UTC)
+    f = fleet.new_fleet(
+        sites, rkcps, now=now, bus=on_bus, secrets=secrets, stale_after=stale_after, notes=notes
     )
+    if not clusters:
+        return f
+    listed = (await kube.list(resources.CLUSTER)).items
+    waiting = fleet_rkcp.waiting_clusters(listed, f.control_planes, now=now)
+    return dataclasses.replace(f, control_planes=(*f.control_planes, *waiting)) if waiting else f

@@ -8,20 +8,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hub import fleet
+from hub import fleet, fleet_rkcp, fleetcolumns, fleetwording
 from hub.fleet_rkcp import ControlPlane
 
-__all__ = ["events", "table", "to_json"]
+__all__ = ["counted", "events", "problem_lines", "table", "to_json"]
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 site``, ``2 sites``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.0f}h"
+    return "-" if seconds is None else fleetwording.age(seconds)
+
+
+def _all_ready(n: int) -> str:
+    if n == 0:
+        return "no control planes"
+    return "the control plane is Ready" if n == 1 else f"all {n} control planes are Ready"
 
 
 def _connected(site: fleet.SiteRow) -> str:
@@ -32,16 +37,12 @@ def _phases(site: fleet.SiteRow) -> str:
     return ", ".join(f"{n} {phase}" for phase, n in site.phases.items()) or "none"
 
 
-def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
-    """Rows as left-aligned columns as wide as their content, the last one unpadded."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  " + "  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=False)) + "  " + row[-1]
-        for row in rows
-    ]
+# The columns a narrow screen drops first: what the site's agent runs matters less than how it is.
+_SITE_OPTIONAL = (5, 4, 3)  # KEYS, AGENT, BACKLOG
+_CP_OPTIONAL = (3, 1)  # VERSION, SITE
 
 
-def site_lines(f: fleet.Fleet) -> list[str]:
+def site_lines(f: fleet.Fleet, *, width: int | None = None) -> list[str]:
     rows = [("SITE", "CONNECTED", "HEARTBEAT", "BACKLOG", "AGENT", "KEYS", "CONTROL PLANES")]
     for s in f.sites:
         backlog = "-" if s.backlog is None else str(s.backlog)
@@ -49,36 +50,47 @@ def site_lines(f: fleet.Fleet) -> list[str]:
         rows.append(
             (s.name, _connected(s), _age(s.heartbeat_age), backlog, s.agent_version or "-", keys, _phases(s))
         )
-    return [line.rstrip() for line in _columns(rows)]
+    return fleetcolumns.columns(rows, width=width, optional=_SITE_OPTIONAL)
 
 
-def control_plane_lines(cps: Sequence[ControlPlane], *, limit: int) -> list[str]:
+def control_plane_lines(cps: Sequence[ControlPlane], *, limit: int, width: int | None = None) -> list[str]:
     rows = [("CONTROL PLANE", "SITE", "PHASE", "VERSION", "WHY NOT READY")]
     # Those still on their way are the interesting ones: first, when rows are cut.
     ordered = sorted(cps, key=lambda cp: cp.healthy)
     for cp in ordered[:limit]:
         why = "" if cp.healthy else cp.reason or cp.missing().partition(": ")[2]
         rows.append((f"{cp.namespace}/{cp.name}", cp.site, cp.phase, cp.version or "-", why))
-    lines = [line.rstrip() for line in _columns(rows)]
+    lines = fleetcolumns.columns(rows, width=width, optional=_CP_OPTIONAL)
     if len(ordered) > limit:
         lines.append(f"  ... and {len(ordered) - limit} more")
     return lines
 
 
-def table(f: fleet.Fleet, *, all_control_planes: bool = False, limit: int = 20) -> list[str]:
+def table(
+    f: fleet.Fleet, *, all_control_planes: bool = False, limit: int = 20, width: int | None = None
+) -> list[str]:
     """Sites, then the control planes (only those not Ready unless ``all_control_planes``), then
-    the problems, each naming what to look at."""
-    lines = site_lines(f) if f.sites else ["  no sites"]
+    the problems, each naming what to look at; ``width``: no line is longer (``hub.fleetcolumns``)."""
+    lines = site_lines(f, width=width) if f.sites else ["  no sites"]
     cps = f.control_planes if all_control_planes else tuple(cp for cp in f.control_planes if not cp.healthy)
     lines.append("")
     if cps:
-        lines += control_plane_lines(cps, limit=limit)
+        lines += control_plane_lines(cps, limit=limit, width=width)
     else:
-        lines.append(f"  all {len(f.control_planes)} control planes Ready")
-    site_problems = [f"site {s.name}: {p}" for s in f.sites for p in s.problems]
-    notes = [*site_problems, *f.notes]
-    if notes:
-        lines += ["", "Problems:", *(f"  {p}" for p in notes)]
+        lines.append(f"  {_all_ready(len(f.control_planes))}")
+    return lines + problem_lines(f, limit=limit, width=width)
+
+
+def problem_lines(f: fleet.Fleet, *, limit: int, width: int | None = None) -> list[str]:
+    """Every problem of the fleet, the control planes' too: a count given elsewhere (the header
+    of ``status``) is the number of these, never of a part. Wrapped to ``width``, not cut: a
+    problem is read whole."""
+    problems = f.problems()
+    if not problems:
+        return []
+    lines = ["", "Problems:", *(w for p in problems[:limit] for w in fleetcolumns.wrap(f"  {p}", width))]
+    if len(problems) > limit:
+        lines.append(f"  ... and {len(problems) - limit} more")
     return lines
 
 
@@ -93,6 +105,7 @@ def to_json(f: fleet.Fleet) -> dict[str, Any]:
                 "heartbeatAgeSeconds": s.heartbeat_age,
                 "backlog": s.backlog,
                 "hubPending": s.hub_pending,
+                "heartbeatIntervalSeconds": s.heartbeat_interval,
                 "agentVersion": s.agent_version or None,
                 "trustedKeyIds": list(s.trusted_key_ids),
                 "controlPlanes": dict(s.phases),
@@ -118,6 +131,11 @@ def to_json(f: fleet.Fleet) -> dict[str, Any]:
     }
 
 
+def _why(cp: ControlPlane) -> str:
+    """Why it is not Ready, as it stays from one look to the next (``reason`` holds ages)."""
+    return cp.cause or cp.reason
+
+
 def _cp_events(before: fleet.Fleet | None, after: fleet.Fleet) -> Iterable[str]:
     old = {(cp.namespace, cp.name): cp for cp in (before.control_planes if before else ())}
     for cp in after.control_planes:
@@ -127,11 +145,14 @@ def _cp_events(before: fleet.Fleet | None, after: fleet.Fleet) -> Iterable[str]:
             yield f"{where}: version {was.version} -> {cp.version}"
         if was is None or was.phase != cp.phase:
             change = f"{was.phase} -> {cp.phase}" if was is not None else cp.phase
-            yield f"{where}: {change}" + (f" ({cp.reason})" if cp.reason else "")
-        elif cp.done and was.reason != cp.reason:  # serving, and its Ready condition changed
-            yield f"{where}: {cp.phase}" + (f", not Ready: {cp.reason}" if cp.reason else ", Ready again")
+            yield f"{where}: {change}" + (f": {cp.reason}" if cp.reason else "")
+        elif cp.done and not cp.healthy and _why(was) != _why(cp):  # serving, for another reason
+            yield f"{where}: still {cp.phase}, now: {cp.reason}"
+    made = {(cp.namespace, cp.cluster) for cp in after.control_planes}
     for cp in old.values():
-        yield f"{cp.namespace}/{cp.name} ({cp.site}): deleted"
+        # A Cluster that was waiting for its topology now has its RKCP (another name): not gone.
+        if not (cp.phase == fleet_rkcp.WAITING_FOR_TOPOLOGY and (cp.namespace, cp.cluster) in made):
+            yield f"{cp.namespace}/{cp.name} ({cp.site}): deleted"
 
 
 def _site_events(before: fleet.Fleet | None, after: fleet.Fleet) -> Iterable[str]:
@@ -142,7 +163,7 @@ def _site_events(before: fleet.Fleet | None, after: fleet.Fleet) -> Iterable[str
         known = {p.reason for p in was.problems} if was is not None else set()
         for problem in s.problems:
             if problem.reason not in known:
-                yield f"site {s.name}: {problem} ({problem.reason})"
+                yield f"site {s.name}: {problem}"
         if was is not None and was.problems and not s.problems:
             yield f"site {s.name}: healthy again"
         if was is None or was.phases != s.phases:

@@ -184,6 +184,8 @@ class Heartbeat(_Message, kw_only=True, frozen=True):
     trusted_key_ids: tuple[str, ...] = ()
     """Ids of the hub signing keys the agent trusts (added in 0.2; absent from older agents'
     heartbeats, which decode as empty). The hub shows them in the Site status."""
+    interval: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    """Seconds between its heartbeats: a reader needs no setting to tell a late one (0: not said)."""
 
 
 Message = Intent | Status | SealedSecrets | Heartbeat | SecretsPayload
@@ -259,10 +261,8 @@ def _bounded(m: T, limits: dict[str, int], **checked: Any) -> T:
 
 _NOT_REASON = "is not a condition reason (a letter, then letters, digits, '_', ',' or ':'): dropped"
 _SEALED_TEXT = dict.fromkeys(("owner_uid", "recipient_key_id", "checksum"), SHORT_MAX)
-_STATUS_TEXT = {
-    "message": MESSAGE_MAX,
-    **dict.fromkeys(("version", "owner_uid", "secrets_checksum"), SHORT_MAX),
-}
+_SHORT_STATUS = ("version", "owner_uid", "secrets_checksum")
+_STATUS_TEXT = {"message": MESSAGE_MAX, **dict.fromkeys(_SHORT_STATUS, SHORT_MAX)}
 
 
 def _clean_status(s: Status) -> tuple[Status, Findings]:

@@ -7,9 +7,10 @@ RemoteKamajiControlPlane per control plane from ``deploy/templates/cluster-templ
 ``--topology``: one Cluster of the ClusterClass ``kamaji-broker`` each, whose RKCP the simulator
 makes), show the live view (``sandbox.progress``: a table redrawn in place on a terminal, one
 line per event otherwise; the bus read with the observer's credential, as ``kamaji-broker
-status`` reads it), print copy-pasteable ``kubectl`` commands once every control plane is Ready
-with its ``<cluster>-kubeconfig`` Secret, then keep the view live until Ctrl-C (or exit at once
-with ``--exit-when-ready``): upgrades, deletions, disconnects and rejections show as they happen.
+status`` reads it), print copy-pasteable ``kubectl`` and ``kamaji-broker status`` commands once
+every control plane is Ready with its ``<cluster>-kubeconfig`` Secret, then keep the view live
+until Ctrl-C (or exit at once with ``--exit-when-ready``): upgrades, deletions, disconnects and
+rejections show as they happen.
 Whatever happens (Ctrl-C, SIGTERM, a timeout, a crashed process), every process it started is
 stopped before it returns.
 
@@ -31,13 +32,13 @@ from typing import TextIO
 from common import aiotasks, bus
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
-from hub import fleet
+from hub import fleet, fleetview
 from protocol import names, permissions
 from sandbox import launcher, natsd, progress
 from sandbox.capi import controller
 from sandbox.launcher import processes, workload
 
-__all__ = ["Options", "main"]
+__all__ = ["Options", "main", "status_command"]
 
 POLL = 0.5
 """Seconds between two looks at the management cluster: fast enough to feel live, and a list of
@@ -45,7 +46,7 @@ a few dozen objects twice a second costs the emulator nothing."""
 
 
 HEARTBEAT = 2.0
-"""Seconds between the agents' heartbeats in the sandbox (see ``_run``)."""
+"""Seconds between the agents' heartbeats in the sandbox (see ``_session``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,6 +93,24 @@ def kubectl_commands(t: launcher.Topology, snapshot: fleet.Fleet) -> list[str]:
     return lines
 
 
+def _program() -> list[str]:
+    # Ready to paste means the program this very sandbox runs as: the console script (what
+    # `make sandbox` runs), or the interpreter with -m (a checkout's tests run it so).
+    if Path(sys.argv[0]).name == "kamaji-broker":
+        return [shlex.quote(sys.argv[0])]
+    return [shlex.quote(sys.executable), "-m", "kamaji_broker.cli"]
+
+
+def status_command(t: launcher.Topology) -> str:
+    """``kamaji-broker status`` on this sandbox, reading what the live view reads: the management
+    cluster, and the bus with the observer's read-only credential."""
+    return " ".join([
+        *_program(), "status", "--kubeconfig", _quote(t.mgmt_kubeconfig),
+        "--nats-url", shlex.quote(",".join(t.nats_urls)), "--nats-creds", _quote(t.observer_credential),
+        "--nats-ca-file", _quote(t.nats_ca_file),
+    ])  # fmt: skip
+
+
 async def _create(t: launcher.Topology, options: Options) -> None:
     """Ask for every control plane, as a CAPI user would."""
     for name, site in workload.control_plane_names(t.sites, per_site=options.control_planes):
@@ -132,12 +151,7 @@ async def _watch(
         now = loop.time()
         # Live until Ctrl-C: upgrades, deletions, disconnects after Ready show too.
         screen.show(snapshot, elapsed=now - began)
-        # With --topology the RKCPs appear a moment after their Clusters: all of them, then done.
-        if (
-            snapshot.done
-            and len(snapshot.control_planes) >= options.control_planes * len(t.sites)
-            and not ready
-        ):
+        if not ready and progress.ready(snapshot, expected=options.control_planes * len(t.sites)):
             ready = True
             screen.freeze()
             _print_ready(t, snapshot, screen, elapsed=now - began, staying=not options.exit_when_ready)
@@ -145,7 +159,7 @@ async def _watch(
                 return 0
         if not ready and now > deadline and not warned:
             screen.freeze()
-            missing = snapshot.missing()
+            missing = [cp.problem() for cp in snapshot.control_planes if not cp.healthy]
             errors = t.recent_errors()
             message = (
                 f"not ready after {options.timeout:g}s: {len(missing)} of {len(snapshot.control_planes)} "
@@ -167,28 +181,34 @@ def _print_ready(
 ) -> None:
     count = len(snapshot.control_planes)
     screen.say("")
-    screen.say(f"Ready: {count} control planes at {len(t.sites)} sites after {elapsed:.1f}s. Try:")
+    where = f"{fleetview.counted(count, 'control plane')} at {fleetview.counted(len(t.sites), 'site')}"
+    screen.say(f"Ready: {where} after {elapsed:.1f}s. Try:")
     screen.say("")
     for line in kubectl_commands(t, snapshot):
         screen.say(f"  {line}")
+    screen.say("")
+    screen.say("The fleet at a glance, sites and control planes, as this view reads it:")
+    screen.say(f"  {status_command(t)}")
     screen.say("")
     screen.say(f"Hub /readyz and /metrics: {t.hub_health_url}; logs: {t.logs_dir}/")
     if staying:
         screen.say("Running until Ctrl-C.")
 
 
-def _report(message: str) -> None:
-    print(f"kamaji-broker sandbox: topology simulator: {message}", file=sys.stderr)
-
-
 async def _work(t: launcher.Topology, options: Options, screen: progress.Screen, stop: asyncio.Event) -> int:
     """On the started topology: the topology simulator beside, the control planes, their progress."""
-    simulating = asyncio.create_task(controller.run(t.mgmt, stop=stop, report=_report))
-    asked = "Clusters of the ClusterClass kamaji-broker" if options.topology else "Cluster + RKCP pairs"
-    screen.say(
-        f"started: NATS {t.nats_url}, hub {t.hub_health_url}; creating "
-        f"{options.control_planes * len(t.sites)} {asked} from deploy/templates/"
+
+    def report(message: str) -> None:
+        screen.warn(f"kamaji-broker sandbox: topology simulator: {message}")
+
+    simulating = asyncio.create_task(controller.run(t.mgmt, stop=stop, report=report))
+    n = options.control_planes * len(t.sites)
+    asked = (
+        fleetview.counted(n, "Cluster") + " of the ClusterClass kamaji-broker"
+        if options.topology
+        else fleetview.counted(n, "Cluster + RKCP pair")
     )
+    screen.say(f"started: NATS {t.nats_url}, hub {t.hub_health_url}; creating {asked} from deploy/templates/")
     conn: bus.Connection | None = None
     try:
         conn = await _observe(t)
@@ -209,6 +229,11 @@ async def _run(options: Options, out: TextIO) -> int:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     screen = progress.Screen(out)
+    with screen.owning():
+        return await _session(options, screen, stop)
+
+
+async def _session(options: Options, screen: progress.Screen, stop: asyncio.Event) -> int:
     sites = workload.site_names(options.sites)
     # Heartbeats every 2 s instead of production's 10 s: the hub counts a site as connected only
     # after a beat, and RKCP's Ready condition (a summary including SiteConnected) should settle
@@ -217,7 +242,8 @@ async def _run(options: Options, out: TextIO) -> int:
     t = launcher.Topology(options.directory, made)
     screen.say(
         f"kamaji-broker sandbox: starting nats-server, {len(sites) + 1} emulated clusters (mgmt, "
-        f"{', '.join(sites)}), {len(sites)} Kamaji simulators, the hub and {len(sites)} agents "
+        f"{', '.join(sites)}), {fleetview.counted(len(sites), 'Kamaji simulator')}, the hub and "
+        f"{fleetview.counted(len(sites), 'agent')} "
         f"in {options.directory}/ (logs in {t.logs_dir}/)"
     )
     try:
@@ -245,6 +271,7 @@ async def _run(options: Options, out: TextIO) -> int:
         )
         code = 1
     finally:
+        screen.freeze()  # the last view stays as it was; what follows goes under it
         screen.say("stopping every process...")
         await t.stop()
     screen.say("stopped.")

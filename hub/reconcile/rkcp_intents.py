@@ -222,7 +222,12 @@ def provision(o: Observed, status: messages.Status | None, spec: dict[str, Any])
             op="provision", spec=spec, expected_last_seq=seq, replaces=replaces, metadata=o.desired_metadata
         )
     )
-    generation = r.metadata.generation
-    message = f"provision intent for generation {generation} sent to site {r.spec.site}"
+    # What the site is asked to run, not the generation it is for: the hub's own write of
+    # spec.controlPlaneEndpoint moves the RKCP's generation on without a new intent, and an
+    # event naming the earlier one reads as if the hub were behind.
+    message = (
+        f"provision intent sent to site {r.spec.site}: Kubernetes {r.spec.version}, "
+        f"{r.spec.replicas} replica{'' if r.spec.replicas == 1 else 's'}"
+    )
     out.append(actions.Event("Normal", "IntentPublished", message))
     return out

@@ -88,7 +88,7 @@ def _site_cause(f: Facts) -> str:
     if f.site.connected is None:
         return f"site {site} has not connected yet (no heartbeat from its agent)"
     if not f.site.connected:
-        when = f.site.last_heartbeat_time.isoformat() if f.site.last_heartbeat_time else "never"
+        when = c.moment(f.site.last_heartbeat_time)
         return f"site {site} is offline (last heartbeat {when})"
     if f.replacing:
         return f"waiting for site {site} to delete the TenantControlPlane of the previous owner"

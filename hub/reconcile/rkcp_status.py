@@ -51,7 +51,7 @@ def set_site_connected_condition(status: api.Status, f: Facts, *, now: dt.dateti
     elif f.site.connected:
         cond = new(api.SITE_CONNECTED, c.TRUE, "HeartbeatReceived", "", f, now=now)
     else:
-        when = f.site.last_heartbeat_time.isoformat() if f.site.last_heartbeat_time else "never"
+        when = c.moment(f.site.last_heartbeat_time)
         cond = new(api.SITE_CONNECTED, c.FALSE, "HeartbeatMissing", f"last heartbeat {when}", f, now=now)
     put(status, cond, now)
 

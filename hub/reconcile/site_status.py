@@ -51,7 +51,7 @@ def set_connected_condition(status: site_api.SiteStatus, f: Facts, *, now: dt.da
             site_api.CONNECTED, c.TRUE, "HeartbeatReceived", "", observed_generation=g, now=now
         )
     else:
-        when = f.last_heartbeat_time.isoformat() if f.last_heartbeat_time else "never"
+        when = c.moment(f.last_heartbeat_time)
         cond = c.new_condition(
             site_api.CONNECTED, c.FALSE, "HeartbeatMissing", f"last heartbeat {when}",
             observed_generation=g, now=now,

@@ -70,8 +70,9 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=float,
         default=HEARTBEAT_INTERVAL,
         metavar="SECONDS",
-        help=f"the agents' heartbeat interval; a heartbeat {MISSED_HEARTBEATS} intervals old means the "
-        f"agent is gone (default: {HEARTBEAT_INTERVAL:g})",
+        help=f"the heartbeat interval of agents whose heartbeats do not say theirs (older agents); a "
+        f"heartbeat {MISSED_HEARTBEATS} intervals old means the agent is gone (default: "
+        f"{HEARTBEAT_INTERVAL:g}; an agent that says its interval is judged by it)",
     )
     st.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
 
@@ -154,14 +155,14 @@ async def read(args: argparse.Namespace, kubeconfig: Path) -> fleet.Fleet:
 def render(f: fleet.Fleet, *, output: str) -> str:
     if output == "json":
         return json.dumps(fleetview.to_json(f), indent=2)
-    count = len(f.problems())
-    verdict = "healthy" if f.healthy else f"UNHEALTHY: {count} problem{'s' if count > 1 else ''}"
+    verdict = "healthy" if f.healthy else f"UNHEALTHY: {fleetview.counted(len(f.problems()), 'problem')}"
     if f.bus:
         source = "management cluster and bus"
     else:
         source = "management cluster only: " + ("the bus could not be read" if f.notes else "no --nats-url")
+    # Ready: what the PHASE of a control plane says (hub.fleet_rkcp), nothing looser.
     cps = f"{f.ready}/{len(f.control_planes)} control planes Ready"
-    head = f"kamaji-broker status: {len(f.sites)} sites, {cps}; "
+    head = f"kamaji-broker status: {fleetview.counted(len(f.sites), 'site')}, {cps}; "
     return "\n".join([head + verdict, f"  (read from the {source})", "", *fleetview.table(f)])
 
 

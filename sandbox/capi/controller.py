@@ -5,8 +5,9 @@ Each pass lists the Clusters; for one with ``spec.topology`` it reads its Cluste
 templates the class names, creates the InfraCluster and the control plane ``sandbox.capi.topology``
 makes of them, then points the Cluster at both (``controlPlaneRef``, ``infrastructureRef``); once
 made, it only brings the control plane to the topology's version and replicas. A failure (no
-class, a patch that cannot apply, a refused object) is reported once per Cluster and message, and
-tried again next pass. Talks to the management cluster through ``common.kube``; the sandbox
+class, a patch that cannot apply, a refused object) is reported once per Cluster and message,
+written in the Cluster's ``TopologyReconciled`` condition (as CAPI does), and tried again next
+pass. Talks to the management cluster through ``common.kube``; the sandbox
 command runs it beside its progress loop (``sandbox.run``).
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -44,7 +46,10 @@ async def _template(k: kube.Kube, cluster_class: Mapping[str, Any], part: str) -
     if not ref:
         raise topology.TopologyError(f"ClusterClass {cluster_class['metadata']['name']} has no {part}.ref")
     namespace = ref.get("namespace") or cluster_class["metadata"]["namespace"]
-    return await k.get(resource_of(ref), ref["name"], namespace=namespace)
+    try:
+        return await k.get(resource_of(ref), ref["name"], namespace=namespace)
+    except kerrors.NotFound:
+        raise topology.TopologyError(f"{ref.get('kind')} {namespace}/{ref['name']} not found") from None
 
 
 async def _create(k: kube.Kube, obj: Mapping[str, Any]) -> None:
@@ -68,7 +73,10 @@ async def reconcile(k: kube.Kube, cluster: Mapping[str, Any]) -> None:
             await k.patch(resource_of(ref), ref["name"], change, namespace=namespace)
         return
     class_namespace = wanted.get("classNamespace") or namespace
-    cluster_class = await k.get(CLUSTER_CLASS, wanted["class"], namespace=class_namespace)
+    try:
+        cluster_class = await k.get(CLUSTER_CLASS, wanted["class"], namespace=class_namespace)
+    except kerrors.NotFound:
+        raise topology.TopologyError(f"ClusterClass {class_namespace}/{wanted['class']} not found") from None
     infrastructure = topology.infrastructure_cluster(
         cluster, cluster_class, await _template(k, cluster_class, "infrastructure")
     )
@@ -96,11 +104,32 @@ async def run(
                 reported[""] = str(exc)
         for cluster in clusters:
             key = f"{cluster['metadata']['namespace']}/{cluster['metadata']['name']}"
+            error = ""
             try:
                 await reconcile(k, cluster)
                 reported.pop(key, None)
             except (topology.TopologyError, kerrors.KubeError) as exc:
-                if reported.get(key) != str(exc):
+                error = str(exc)
+                if reported.get(key) != error:
                     report(f"Cluster {key}: {exc}")
-                    reported[key] = str(exc)
+                    reported[key] = error
+            await _mark(k, cluster, error)
         await aiotasks.wait_event(stop, interval)
+
+
+async def _mark(k: kube.Kube, cluster: Mapping[str, Any], error: str) -> None:
+    """The Cluster says whether its topology was made, as CAPI's does: what a reader of the
+    management cluster (the sandbox's view) shows for a Cluster that has no control plane."""
+    if not (cluster.get("spec") or {}).get("topology"):
+        return
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    conditions = topology.reconciled(cluster, error, now=now)
+    if conditions is None:
+        return
+    meta = cluster["metadata"]
+    # Gone meanwhile, or refused: the next pass tries again.
+    with contextlib.suppress(kerrors.KubeError):
+        await k.patch(
+            resources.CLUSTER, meta["name"], {"status": {"conditions": conditions}},
+            namespace=meta["namespace"], subresource="status",
+        )  # fmt: skip

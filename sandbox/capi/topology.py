@@ -24,12 +24,18 @@ from typing import Any, Final
 
 from sandbox.kubeapi import patching
 
-__all__ = ["TopologyError", "control_plane", "drift", "infrastructure_cluster", "references", "variables"]
+__all__ = [
+    "TopologyError", "control_plane", "drift", "infrastructure_cluster", "reconciled", "references",
+    "variables",
+]  # fmt: skip
 
 CLUSTER_NAME_LABEL: Final = "cluster.x-k8s.io/cluster-name"
 OWNED_LABEL: Final = "topology.cluster.x-k8s.io/owned"
 CLONED_NAME: Final = "cluster.x-k8s.io/cloned-from-name"
 CLONED_GROUP_KIND: Final = "cluster.x-k8s.io/cloned-from-groupkind"
+TOPOLOGY_RECONCILED: Final = "TopologyReconciled"
+RECONCILE_FAILED: Final = "TopologyReconcileFailed"
+"""CAPI's v1beta1 reason (severity Error) when the topology cannot be made into objects."""
 
 
 class TopologyError(ValueError):
@@ -211,3 +217,20 @@ def drift(cluster: Mapping[str, Any], control: Mapping[str, Any]) -> dict[str, A
         wanted["replicas"] = replicas
     changed = {k: v for k, v in wanted.items() if v is not None and spec.get(k) != v}
     return {"spec": changed} if changed else None
+
+
+def reconciled(cluster: Mapping[str, Any], error: str, *, now: str) -> list[dict[str, Any]] | None:
+    """The Cluster's ``status.conditions`` with ``TopologyReconciled`` as CAPI's topology
+    controller sets it (v1beta1: with a severity when False): False with ``error``, True without;
+    None when it already says so (nothing to write)."""
+    conditions = [dict(c) for c in (cluster.get("status") or {}).get("conditions") or ()]
+    found = next((c for c in conditions if c.get("type") == TOPOLOGY_RECONCILED), None)
+    wanted: dict[str, Any] = {"type": TOPOLOGY_RECONCILED, "status": "False" if error else "True"}
+    if error:
+        wanted |= {"severity": "Error", "reason": RECONCILE_FAILED, "message": error}
+    if found is not None and {k: v for k, v in found.items() if k != "lastTransitionTime"} == wanted:
+        return None
+    same = found is not None and found.get("status") == wanted["status"]
+    wanted["lastTransitionTime"] = found.get("lastTransitionTime", now) if same and found else now
+    others = [c for c in conditions if c.get("type") != TOPOLOGY_RECONCILED]
+    return sorted([*others, wanted], key=lambda c: str(c.get("type")))

@@ -88,4 +88,5 @@ class ControlPlanes(Clusters):
         secrets = await self.mgmt.list(resources.SECRET, label_selector=writing.CLUSTER_NAME_LABEL)
         names = {objects.key(s) for s in secrets.items}
         stale_after = sites.MISSED_HEARTBEATS * self.options.heartbeat_interval
-        return await fleetreading.read(self.mgmt, conn, secrets=names, stale_after=stale_after)
+        # Every Cluster here is the sandbox's: one of a ClusterClass still without its RKCP shows too.
+        return await fleetreading.read(self.mgmt, conn, secrets=names, stale_after=stale_after, clusters=True)

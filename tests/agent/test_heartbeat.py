@@ -92,6 +92,7 @@ async def test_a_beat_lands_on_the_sites_stream_with_the_counts(
     assert stored is not None
     assert (stored.site, stored.managed, stored.ready, stored.last_intent_seq) == (SITE, 3, 2, seq)
     assert stored.kamaji_detected is True and stored.agent_version == "0.1.0"
+    assert stored.interval == 10.0  # what a reader judges the next beat's lateness by
     assert stored.started_at <= stored.sent_at
 
 

@@ -257,3 +257,10 @@ def test_summary_through_set_condition_keeps_transition_time() -> None:
     later = c.summary(first, "Ready", of=OF, negative=NEGATIVE, observed_generation=1, now=T1)
     again = c.set_condition(first, later, now=T1)
     assert again == first
+
+
+def test_a_moment_in_a_message_is_utc_whole_seconds() -> None:
+    east = dt.timezone(dt.timedelta(hours=2))
+    when = dt.datetime(2026, 12, 4, 4, 57, 5, 27042, tzinfo=east)
+    assert c.moment(when) == "2026-12-04T02:57:05Z"
+    assert c.moment(None) == "never"

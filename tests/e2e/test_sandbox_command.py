@@ -10,6 +10,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import shutil
 import signal
 import struct
@@ -19,6 +20,7 @@ import termios
 import time
 from pathlib import Path
 
+import pyte
 import pytest
 
 pytestmark = pytest.mark.e2e
@@ -49,6 +51,10 @@ def test_exit_when_ready_exits_zero_and_leaves_nothing_running(tmp_path: Path) -
     assert f"kubectl --kubeconfig {d}/mgmt.kubeconfig get rkcp -A" in out
     assert f"kubectl --kubeconfig {d}/site-a.kubeconfig get tcp -n tenants" in out
     assert "get secret site-a-1-kubeconfig -o jsonpath='{.data.value}' | base64 -d" in out
+    assert (
+        f" -m kamaji_broker.cli status --kubeconfig {d}/mgmt.kubeconfig --nats-url tls://127.0.0.1:" in out
+        and f" --nats-creds {d}/nats/observer.creds --nats-ca-file {d}/nats/tls/ca.crt" in out
+    )
     assert "\x1b[" not in out
     for name in ("nats-server", "kubeapi-mgmt", "kubeapi-site-a", "kamaji-site-a", "hub", "agent-site-a"):
         assert (d / "logs" / f"{name}.log").is_file(), name
@@ -98,6 +104,12 @@ def test_ctrl_c_stops_every_process_and_exits_zero(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
         assert processes_mentioning(d) != []
+        # The status command it printed works as pasted, and agrees: everything is Ready.
+        (command,) = [line for line in log.read_text().splitlines() if " status --kubeconfig " in line]
+        while (done := subprocess.run(shlex.split(command), capture_output=True, text=True)).returncode:
+            assert time.monotonic() < deadline, done.stdout + done.stderr
+            time.sleep(0.5)
+        assert done.stdout.splitlines()[0].endswith(" 1/1 control planes Ready; healthy"), done.stdout
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0, log.read_text()
     finally:
@@ -122,11 +134,16 @@ def test_a_directory_that_is_not_a_sandbox_is_refused_and_kept(tmp_path: Path) -
 class Terminal:
     """``kamaji-broker sandbox`` on a pseudo-terminal, as a person runs it: what it drew so far."""
 
+    LINES, COLUMNS = 60, 200
+
     def __init__(self, args: list[str]) -> None:
         self.master, slave = pty.openpty()
         # Wide enough that no line of the view is cut.
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 60, 200, 0, 0))
-        self.proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", self.LINES, self.COLUMNS, 0, 0))
+        # The size is the pty's, as for a person's shell: a COLUMNS in the environment would win
+        # over it, and one is there when a C library of this process (readline) set it.
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        self.proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, close_fds=True, env=env)
         os.close(slave)
         self.drawn = b""
 
@@ -158,11 +175,49 @@ class Terminal:
             select.select([self.master], [], [], 0.2)
         return seen
 
+    def until_match(self, pattern: re.Pattern[str], *, since: int = 0, within: float = 60) -> str:
+        deadline = time.monotonic() + within
+        while not pattern.search(seen := self.after(since)):
+            assert self.proc.poll() is None, seen[-3000:]
+            assert time.monotonic() < deadline, (
+                f"{pattern.pattern!r} not drawn within {within}s:\n{seen[-3000:]}"
+            )
+            select.select([self.master], [], [], 0.2)
+        return seen
+
+    def shown(self) -> list[str]:
+        """What the terminal shows now: the transcript played on a terminal emulator."""
+        screen = pyte.Screen(self.COLUMNS, self.LINES)
+        pyte.ByteStream(screen).feed(self.drawn)
+        return [line.rstrip() for line in screen.display]
+
     def close(self) -> None:
         if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+            # Ctrl-C first, as a person stops it: a kill would leave every process it started.
+            self.proc.send_signal(signal.SIGINT)
+            deadline = time.monotonic() + 30
+            while self.proc.poll() is None and time.monotonic() < deadline:
+                self.read()  # what it says meanwhile must not fill the terminal and block it
+                select.select([self.master], [], [], 0.2)
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
         os.close(self.master)
+
+
+LOST_WHY = "ClusterClass default/nope not found"
+LOST = {
+    "apiVersion": "cluster.x-k8s.io/v1beta1",
+    "kind": "Cluster",
+    "metadata": {"name": "lost", "namespace": "default"},
+    "spec": {
+        "topology": {
+            "class": "nope",
+            "version": "v1.31.0",
+            "variables": [{"name": "site", "value": "site-a"}],
+        }
+    },
+}
 
 
 def kubectl(d: Path, *args: str) -> None:
@@ -196,6 +251,27 @@ def test_the_live_view_in_a_terminal_shows_what_happens_after_ready(tmp_path: Pa
         kubectl(d, "delete", "rkcp", "site-a-2", "--wait=false")
         kubectl(d, "delete", "cluster", "site-a-2", "--wait=false")
         term.until("default/site-a-2 (site-a): deleted", since=mark)
+        # A Cluster of a ClusterClass that does not exist: the topology simulator says so (a line
+        # reaching the terminal while the view is drawn), and the view shows the Cluster, why too.
+        mark = term.mark()
+        lost = tmp_path / "lost.json"
+        lost.write_text(json.dumps(LOST))
+        kubectl(d, "apply", "-f", str(lost))
+        said = "kamaji-broker sandbox: topology simulator: Cluster default/lost: " + LOST_WHY
+        term.until(said, since=mark)
+        row = re.compile(
+            r"default/lost +site-a +WaitingForTopology +v1\.31\.0 +ClusterClass default/nope not found"
+        )
+        term.until_match(row, since=mark)
+        display = term.shown()
+        assert display.count(said) == 1 and display[display.index(said) + 1].startswith(
+            "kamaji-broker sandbox "
+        )
+        headers = [
+            i for i, line in enumerate(display) if re.match(r"kamaji-broker sandbox +\d+\.\ds  ", line)
+        ]
+        assert all(display[i + 1] == "" for i in headers), "a header left over from an earlier frame"
+        kubectl(d, "delete", "cluster", "lost", "--wait=false")
         # The site's agent stops answering: the site disconnects, then comes back.
         pid = agent_pid(d, "site-a")
         mark = term.mark()

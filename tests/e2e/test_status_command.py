@@ -41,13 +41,17 @@ async def run(*command: str, stdin: str = "") -> Done:
     return Done(proc.returncode, out.decode(), err.decode())
 
 
-def flags(world: Topology, *, creds: str | None = None, url: str | None = None) -> list[str]:
+def flags(
+    world: Topology, *, creds: str | None = None, url: str | None = None, told: bool = True
+) -> list[str]:
+    """``told``: with ``--heartbeat-interval`` (else status learns it from the heartbeats)."""
+    interval = ["--heartbeat-interval", str(world.options.heartbeat_interval)] if told else []
     return [
         "--kubeconfig", str(world.mgmt_kubeconfig),
         "--nats-url", url or ",".join(world.nats_urls),
         "--nats-creds", creds or str(world.observer_credential),
         "--nats-ca-file", str(world.nats_ca_file),
-        "--heartbeat-interval", str(world.options.heartbeat_interval),
+        *interval,
     ]  # fmt: skip
 
 
@@ -91,7 +95,7 @@ async def test_a_healthy_fleet_exits_zero_with_every_site_on_one_screen(world: T
     assert lines[1] == "  (read from the management cluster and bus)"
     site_b = row(done, "site-b")
     assert site_b[1] == "yes" and site_b[3] == "0" and site_b[-2:] == ["2", "Ready"]
-    assert "  all 4 control planes Ready" in lines and "Problems:" not in lines
+    assert "  all 4 control planes are Ready" in lines and "Problems:" not in lines
 
     code, doc = await as_json(world)
     assert code == 0 and doc["healthy"] is True and doc["busRead"] is True and doc["problems"] == []
@@ -115,6 +119,43 @@ async def test_a_stopped_agent_is_reported_then_its_recovery(world: Topology) ->
     problems = done.stdout.split("Problems:\n", 1)[1]
     assert "  site site-b: agent not connected: its last heartbeat is " in problems
     assert "site site-a" not in problems
+    await until_status(world, healthy=True)
+
+
+def counted_and_listed(done: Done) -> tuple[int, int]:
+    """The problems the header counts, and those listed under it (a cut list says how many more)."""
+    head = done.stdout.splitlines()[0]
+    counted = int(head.split("UNHEALTHY: ")[1].split()[0]) if "UNHEALTHY: " in head else 0
+    listed = done.stdout.split("Problems:\n", 1)[1].splitlines() if "Problems:\n" in done.stdout else []
+    more = [int(line.split()[2]) for line in listed if line.startswith("  ... and ")]
+    return counted, len(listed) - len(more) + sum(more)
+
+
+async def test_untold_it_learns_each_agents_interval_from_its_heartbeats(world: Topology) -> None:
+    """The agents beat every 2 s; ``status`` without ``--heartbeat-interval`` judges them by that,
+    not by production's 10 s, and whatever it finds, it lists as many problems as it counts."""
+    _, doc = await as_json(world, told=False)
+    intervals = {s["name"]: s["heartbeatIntervalSeconds"] for s in doc["sites"]}
+    assert intervals == {
+        "site-a": world.options.heartbeat_interval,
+        "site-b": world.options.heartbeat_interval,
+    }
+    runs: list[Done] = []
+
+    async def gone() -> bool:
+        runs.append(await status(*flags(world, told=False)))
+        return row(runs[-1], "site-b")[1] == "NO"
+
+    world.pause("agent-site-b")
+    try:
+        await helpers.eventually(gone, within=60, every=0.5)
+    finally:
+        world.resume("agent-site-b")
+    # Every look on the way, also those where only the control planes' conditions had turned.
+    miscounted = [done.stdout for done in runs if len(set(counted_and_listed(done))) > 1]
+    assert miscounted == []
+    problems = runs[-1].stdout.split("Problems:\n", 1)[1]
+    assert f"(it beats every {world.options.heartbeat_interval:g}s)" in problems
     await until_status(world, healthy=True)
 
 

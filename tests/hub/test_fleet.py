@@ -3,6 +3,7 @@ verdict from the hub's Site status and the bus, and the fleet's problems. Tables
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -117,10 +118,8 @@ def test_a_control_plane_not_ready_says_why_from_its_ready_condition() -> None:
         ready=False, conditions={"Ready": ("False", "SiteDisconnected")}, message="site-b is not connected"
     )
     cp = fleet_rkcp.new_control_plane(obj, secrets=NONE)
-    assert cp.reason == "SiteDisconnected: site-b is not connected"
-    assert cp.missing() == (
-        "default/site-a-1 at site-a: not Ready (phase Requested): SiteDisconnected: site-b is not connected"
-    )
+    assert (cp.reason, cp.cause) == ("site-b is not connected", "SiteDisconnected: site-b is not connected")
+    assert cp.missing() == "default/site-a-1 at site-a: not Ready (phase Requested): site-b is not connected"
 
 
 B = fleet.BusSite
@@ -152,7 +151,23 @@ SITES = [
     pytest.param(site(expires=NOW + dt.timedelta(hours=1)), BUS_ALIVE, True, [], id="credential-valid"),
     pytest.param(site(), B(error="permission denied"), True, ["BusUnreadable"], id="bus-unreadable"),
     pytest.param(site(), B(heartbeat_at=ago(1)), True, [], id="no-consumer-nothing-placed"),
+    # stale_after (30 s) is the reader's guess; an agent that says its interval is judged by it.
+    pytest.param(site(), B(heartbeat_at=ago(7), backlog=0, heartbeat_interval=2), False, ["HeartbeatMissing"],
+                 id="late-by-the-interval-its-heartbeat-says"),
+    pytest.param(site(), B(heartbeat_at=ago(45), backlog=0, heartbeat_interval=20), True, [],
+                 id="a-slow-agent-on-time-by-its-own-interval"),
 ]  # fmt: skip
+
+
+def test_a_late_heartbeat_says_the_interval_it_was_judged_by() -> None:
+    bus = {"site-a": B(heartbeat_at=ago(7), backlog=0, heartbeat_interval=2)}
+    (row,) = fleet.new_fleet([site()], [], now=NOW, bus=bus, stale_after=30).sites
+    assert [p.message for p in row.problems] == [
+        "agent not connected: its last heartbeat is 7s old (it beats every 2s)"
+    ]
+    assert row.heartbeat_interval == 2
+    (hubs,) = fleet.new_fleet([site()], [], now=NOW).sites
+    assert hubs.heartbeat_interval is None
 
 
 def test_no_consumer_for_a_site_with_control_planes_is_a_problem() -> None:
@@ -215,24 +230,86 @@ def test_an_empty_fleet_is_healthy() -> None:
     assert (f.sites, f.control_planes, f.healthy, f.done, f.bus) == ((), (), True, True, True)
 
 
-def test_a_control_plane_serving_while_its_ready_condition_is_false_is_not_healthy() -> None:
-    obj = rkcp(
-        ready=True, conditions={"Ready": ("False", "SiteDisconnected")}, message="site-a: no heartbeat"
-    )
-    cp = fleet_rkcp.new_control_plane(obj, secrets=KUBECONFIG)
-    assert (cp.done, cp.healthy, cp.phase) == (True, False, "Ready")
+def serving_with_its_site_gone(beat: dt.datetime) -> dict[str, Any]:
+    """An RKCP as the hub writes it once its site stopped beating: still serving, not Ready."""
+    obj = rkcp(ready=True)
+    obj["status"]["conditions"] = [
+        {"type": "Ready", "status": "False", "reason": "HeartbeatMissing",
+         "message": f"* SiteConnected: last heartbeat {beat.isoformat()}"},
+        {"type": "SiteConnected", "status": "False", "reason": "HeartbeatMissing",
+         "message": f"last heartbeat {beat.isoformat()}"},
+        {"type": "Available", "status": "True", "reason": "Available", "message": ""},
+    ]  # fmt: skip
+    return obj
+
+
+def test_a_control_plane_serving_while_its_ready_condition_is_false_is_serving_not_ready() -> None:
+    """Ready means one thing: the PHASE says Ready only when the count of Ready ones counts it."""
+    obj = serving_with_its_site_gone(ago(40.5))
+    cp = fleet_rkcp.new_control_plane(obj, secrets=KUBECONFIG, now=NOW)
+    assert (cp.done, cp.healthy, cp.phase) == (True, False, "Serving")
     assert cp.missing() == ""
-    assert (
-        cp.problem()
-        == "default/site-a-1 at site-a: serving, but not Ready: SiteDisconnected: site-a: no heartbeat"
-    )
+    assert cp.problem() == "default/site-a-1 at site-a: serving, but not Ready: site site-a not connected " \
+        "(last heartbeat 40s ago)"  # fmt: skip
     f = fleet.new_fleet([site()], [obj], now=NOW, secrets=KUBECONFIG)
     assert (f.done, f.ready, f.healthy) == (True, 0, False)
     assert f.problems() == [cp.problem()]
+    # The age moves from one look to the next; what events compare does not.
+    later = fleet_rkcp.new_control_plane(obj, secrets=KUBECONFIG, now=NOW + dt.timedelta(seconds=30))
+    assert later.reason.endswith("(last heartbeat 70s ago)") and later.cause == cp.cause
     good = rkcp(ready=True, conditions={"Ready": ("True", "Ready")})
-    assert fleet_rkcp.new_control_plane(good, secrets=KUBECONFIG).healthy
+    assert fleet_rkcp.new_control_plane(good, secrets=KUBECONFIG).phase == "Ready"
 
 
 def test_a_multi_line_ready_message_is_one_line() -> None:
     obj = rkcp(ready=False, conditions={"Ready": ("False", "MultipleNotReady")}, message="* A: x\n* B: y\n")
-    assert fleet_rkcp.new_control_plane(obj, secrets=NONE).reason == "MultipleNotReady: * A: x * B: y"
+    cp = fleet_rkcp.new_control_plane(obj, secrets=NONE)
+    assert (cp.reason, cp.cause) == ("x; y", "MultipleNotReady: * A: x * B: y")
+
+
+def test_without_the_bus_the_hubs_word_for_a_gone_agent_has_an_age_not_a_timestamp() -> None:
+    gone = {"Connected": ("False", "HeartbeatMissing", f"last heartbeat {ago(90).isoformat()}")}
+    (row,) = fleet.new_fleet([site(connected=False, conditions=gone)], [], now=NOW).sites
+    assert [p.message for p in row.problems] == ["agent not connected (last heartbeat 90s ago)"]
+
+
+def topology_cluster(name: str, *, ref: bool = False, failed: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "topology": {"class": "kamaji-broker", "version": "v1.31.0",
+                     "variables": [{"name": "site", "value": "site-a"}]},
+    }  # fmt: skip
+    if ref:
+        spec["controlPlaneRef"] = {"kind": "RemoteKamajiControlPlane", "name": f"{name}-x7k2p"}
+    conditions = [
+        {"type": "TopologyReconciled", "status": "False", "severity": "Error",
+         "reason": "TopologyReconcileFailed", "message": failed}
+    ] if failed else []  # fmt: skip
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+        "status": {"conditions": conditions},
+    }
+
+
+def test_a_cluster_of_a_class_without_its_control_plane_yet_stands_in_for_it_saying_why() -> None:
+    plain = {"metadata": {"name": "plain", "namespace": "default"}, "spec": {}}
+    clusters = [
+        topology_cluster("lost", failed="ClusterClass default/kamaji-brokr not found"),
+        topology_cluster("new"),
+        topology_cluster("made", ref=True),
+        topology_cluster("site-a-1"),  # its RKCP exists already, the Cluster not yet pointed at it
+        plain,
+    ]
+    made = [fleet_rkcp.new_control_plane(rkcp("site-a-1-x7k2p"))]
+    made = [dataclasses.replace(made[0], cluster="site-a-1")]
+    waiting = fleet_rkcp.waiting_clusters(clusters, made, now=NOW)
+    assert [(cp.name, cp.site, cp.phase, cp.version, cp.healthy) for cp in waiting] == [
+        ("lost", "site-a", "WaitingForTopology", "v1.31.0", False),
+        ("new", "site-a", "WaitingForTopology", "v1.31.0", False),
+    ]
+    lost, new = waiting
+    assert lost.problem() == (
+        "default/lost at site-a: not Ready (phase WaitingForTopology): "
+        "ClusterClass default/kamaji-brokr not found"
+    )
+    assert new.reason == "waiting for the topology controller to make its control plane"

@@ -58,12 +58,29 @@ def test_the_table_shows_every_site_and_only_what_is_not_ready_then_the_problems
         "",
         "Problems:",
         "  site site-b: agent not connected: its last heartbeat is 95s old",
+        "  default/b-1 at site-b: not Ready (phase Provisioning): "
+        "TenantControlPlaneNotReady: provisioning at site-b",
     ]
+
+
+def test_the_problems_listed_are_all_of_them_and_as_many_as_counted() -> None:
+    # Control planes still serving whose Ready condition says their site is gone: no site problem
+    # (the bus not read yet says nothing of the site), two control planes not Ready.
+    serving = [replace(cp(n, "site-b", "Ready"), reason="HeartbeatMissing: site-b") for n in ("b-1", "b-2")]
+    f = fleet.Fleet(sites=(replace(DOWN, problems=()),), control_planes=tuple(serving))
+    lines = fleetview.table(f)
+    listed = lines[lines.index("Problems:") + 1 :]
+    assert listed == [f"  {p}" for p in f.problems()] and len(listed) == 2
+    cut = fleetview.table(f, limit=1)
+    assert cut[cut.index("Problems:") + 1 :] == [f"  {f.problems()[0]}", "  ... and 1 more"]
 
 
 def test_all_ready_says_so_and_every_control_plane_can_be_listed_unfinished_first() -> None:
     healthy = fleet.Fleet(sites=(OK,), control_planes=FLEET.control_planes[:2])
-    assert fleetview.table(healthy)[-1] == "  all 2 control planes Ready"
+    assert fleetview.table(healthy)[-1] == "  all 2 control planes are Ready"
+    alone = fleet.Fleet(sites=(OK,), control_planes=FLEET.control_planes[:1])
+    assert fleetview.table(alone)[-1] == "  the control plane is Ready"
+    assert fleetview.table(fleet.Fleet(sites=(OK,), control_planes=()))[-1] == "  no control planes"
     rows = fleetview.table(FLEET, all_control_planes=True, limit=2)
     header = rows.index(next(r for r in rows if r.startswith("  CONTROL PLANE ")))
     assert [r.split()[0] for r in rows[header + 1 : header + 3]] == ["default/b-1", "default/a-1"]
@@ -83,6 +100,7 @@ def test_json_has_every_site_and_control_plane_and_the_verdict() -> None:
         "heartbeatAgeSeconds": 95,
         "backlog": 3,
         "hubPending": None,
+        "heartbeatIntervalSeconds": None,
         "agentVersion": "0.9.0",
         "trustedKeyIds": ["k1"],
         "controlPlanes": {"Provisioning": 1},
@@ -110,9 +128,9 @@ def test_events_name_each_change_once() -> None:
     after = fleet.Fleet(sites=(gone,), control_planes=(rejected,))
     assert fleetview.events(before, after) == [
         "default/a-1 (site-a): version v1.31.0 -> v1.32.0",
-        "default/a-1 (site-a): Ready -> Rejected (Rejected: version v1.32.0 is not supported)",
+        "default/a-1 (site-a): Ready -> Rejected: Rejected: version v1.32.0 is not supported",
         "default/a-2 (site-a): deleted",
-        "site site-a: agent not connected: its last heartbeat is 95s old (HeartbeatMissing)",
+        "site site-a: agent not connected: its last heartbeat is 95s old",
         "site site-a: 1 Rejected",
     ]
     # The same problem a moment later (an older heartbeat) is not news; its end is.
@@ -129,19 +147,31 @@ def test_events_name_each_change_once() -> None:
 
 def test_a_serving_control_plane_losing_and_regaining_its_ready_condition_is_news() -> None:
     serving = cp("a-1", "site-a", "Ready")
-    unready = replace(serving, reason="SiteDisconnected: site-a is not connected")
+    cause = "HeartbeatMissing: * SiteConnected: last heartbeat 2026-12-02T07:59:48+00:00"
+    unready = replace(
+        serving, phase="Serving", reason="site site-a not connected (last heartbeat 12s ago)", cause=cause
+    )
     before = fleet.Fleet(sites=(OK,), control_planes=(serving,))
     during = fleet.Fleet(sites=(OK,), control_planes=(unready,))
     assert fleetview.events(before, during) == [
-        "default/a-1 (site-a): Ready, not Ready: SiteDisconnected: site-a is not connected"
+        "default/a-1 (site-a): Ready -> Serving: site site-a not connected (last heartbeat 12s ago)"
     ]
-    assert fleetview.events(during, before) == ["default/a-1 (site-a): Ready, Ready again"]
+    # The same cause a moment later (its age moved) is not news; another cause is.
+    older = replace(unready, reason="site site-a not connected (last heartbeat 13s ago)")
+    assert fleetview.events(during, fleet.Fleet(sites=(OK,), control_planes=(older,))) == []
+    other = replace(
+        unready, reason="site site-a: its credential was revoked", cause="CredentialsRevoked: ..."
+    )
+    assert fleetview.events(during, fleet.Fleet(sites=(OK,), control_planes=(other,))) == [
+        "default/a-1 (site-a): still Serving, now: site site-a: its credential was revoked"
+    ]
+    assert fleetview.events(during, before) == ["default/a-1 (site-a): Serving -> Ready"]
     assert fleetview.table(during)[3:5] == [
-        "  CONTROL PLANE  SITE    PHASE  VERSION  WHY NOT READY",
-        "  default/a-1    site-a  Ready  v1.31.0  SiteDisconnected: site-a is not connected",
+        "  CONTROL PLANE  SITE    PHASE    VERSION  WHY NOT READY",
+        "  default/a-1    site-a  Serving  v1.31.0  site site-a not connected (last heartbeat 12s ago)",
     ]
     doc = fleetview.to_json(during)["controlPlanes"][0]
-    assert (doc["ready"], doc["serving"]) == (False, True)
+    assert (doc["ready"], doc["serving"], doc["phase"]) == (False, True, "Serving")
 
 
 def test_a_site_that_goes_away_is_news() -> None:
@@ -149,3 +179,16 @@ def test_a_site_that_goes_away_is_news() -> None:
         "default/b-1 (site-b): deleted",
         "site site-b: gone (its Site deleted, nothing placed there)",
     ]
+
+
+def test_a_cluster_waiting_for_its_topology_shows_and_its_control_plane_is_no_deletion() -> None:
+    waiting = replace(
+        cp("c1", "site-a", "WaitingForTopology"), reason="ClusterClass default/nope not found", cause="x"
+    )
+    before = fleet.Fleet(sites=(OK,), control_planes=(waiting,))
+    assert fleetview.events(None, before)[0] == (
+        "default/c1 (site-a): WaitingForTopology: ClusterClass default/nope not found"
+    )
+    made = replace(cp("c1-x7k2p", "site-a", "Provisioning"), cluster="c1")
+    after = fleet.Fleet(sites=(OK,), control_planes=(made,))
+    assert fleetview.events(before, after) == ["default/c1-x7k2p (site-a): Provisioning"]

@@ -87,6 +87,7 @@ def test_every_fixture_is_covered() -> None:
         "sealed-secrets.json",
         "heartbeat.json",
         "heartbeat-trusted-keys.json",
+        "heartbeat-interval.json",
     }
 
 
@@ -99,3 +100,11 @@ def test_heartbeat_with_the_trusted_hub_key_ids() -> None:
     assert h.trusted_key_ids == ("0011223344556677", "8899aabbccddeeff")
     # What this version writes, an older reader (which ignores unknown fields) still reads.
     assert messages.decode_heartbeat(messages.encode(h)) == h
+
+
+def test_heartbeat_announcing_its_interval_and_one_from_before_the_field() -> None:
+    h = messages.decode_heartbeat(load("heartbeat-interval.json"))
+    assert (h.interval, h.trusted_key_ids) == (2.0, ("0011223344556677",))
+    assert messages.decode_heartbeat(messages.encode(h)) == h
+    # Older agents say nothing: 0, and the reader falls back to what it is told.
+    assert messages.decode_heartbeat(load("heartbeat-trusted-keys.json")).interval == 0.0

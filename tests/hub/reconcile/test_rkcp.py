@@ -795,3 +795,15 @@ def test_a_drifted_tcp_is_never_ready(site: messages.Status, tcp_ready: tuple[st
     assert plan.status is not None and plan.status.ready is ready
     if not ready:
         assert cond(plan, "Ready")[0] == "False"
+
+
+def test_what_a_person_reads_holds_no_microseconds_and_no_generation_the_rkcp_outgrows() -> None:
+    beat = NOW - dt.timedelta(minutes=5, microseconds=27042)
+    plan = rkcp.reconcile(observed(site=SiteView(connected=False, last_heartbeat_time=beat, backlog=0)))
+    assert plan.status is not None
+    connected = c.get(plan.status.conditions, "SiteConnected")
+    assert connected is not None and connected.message == "last heartbeat 2026-11-30T11:54:59Z"
+    first = rkcp.reconcile(observed(published=None, report=rkcp.SiteReport()))
+    (event,) = [a for a in first.actions if isinstance(a, rkcp.Event) and a.reason == "IntentPublished"]
+    # The hub's own write of the endpoint moves the generation on: an event naming it would lag.
+    assert event.message == "provision intent sent to site site-a: Kubernetes v1.31.0, 2 replicas"

@@ -108,7 +108,7 @@ AVAILABLE = [
     ("Upgrading still serves", facts(report("Upgrading")), ""),
     ("serving, the site silent since: the last report stands", facts(report(), site=OFFLINE), ""),
     ("site offline", facts(site=OFFLINE),
-     "site site-a is offline (last heartbeat 2026-11-30T11:55:00+00:00)"),
+     "site site-a is offline (last heartbeat 2026-11-30T11:55:00Z)"),
     ("site never connected", facts(site=SiteView(connected=None)),
      "site site-a has not connected yet (no heartbeat from its agent)"),
     ("rejected, with the site's reason", facts(report("Rejected", reason="NamespaceNotFound",

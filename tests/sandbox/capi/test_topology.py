@@ -254,3 +254,34 @@ DRIFT = [
 @pytest.mark.parametrize(("change", "spec", "expected"), DRIFT)
 def test_drift(change: dict[str, Any], spec: dict[str, Any], expected: dict[str, Any] | None) -> None:
     assert topology.drift(cluster(**change), {"spec": spec}) == expected
+
+
+T0, T1 = "2026-12-02T08:00:00Z", "2026-12-02T08:05:00Z"
+FAILED = {
+    "type": "TopologyReconciled",
+    "status": "False",
+    "severity": "Error",
+    "reason": "TopologyReconcileFailed",
+    "message": "ClusterClass default/x not found",
+    "lastTransitionTime": T0,
+}
+DONE = {"type": "TopologyReconciled", "status": "True", "lastTransitionTime": T0}
+OTHER = {"type": "InfrastructureReady", "status": "True", "lastTransitionTime": T0}
+
+RECONCILED = [
+    pytest.param([], "ClusterClass default/x not found", [{**FAILED, "lastTransitionTime": T1}], id="fails"),
+    pytest.param([FAILED], "ClusterClass default/x not found", None, id="still-failing-nothing-to-write"),
+    pytest.param([FAILED], "patch 'site': variable 'site' is not set",
+                 [{**FAILED, "message": "patch 'site': variable 'site' is not set"}],
+                 id="fails-otherwise-same-time"),
+    pytest.param([OTHER, FAILED], "", [OTHER, {**DONE, "lastTransitionTime": T1}], id="made-others-kept"),
+    pytest.param([DONE], "", None, id="made-nothing-to-write"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("conditions", "error", "expected"), RECONCILED)
+def test_reconciled(
+    conditions: list[dict[str, Any]], error: str, expected: list[dict[str, Any]] | None
+) -> None:
+    obj = {**cluster(), "status": {"conditions": conditions}}
+    assert topology.reconciled(obj, error, now=T1) == expected
