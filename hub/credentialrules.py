@@ -14,7 +14,8 @@ check`` has already proven that the sender holds the seed of the key it names. W
 - the site has a ``Site`` in the management cluster that is not being deleted.
 
 A bootstrap that succeeds revokes its bootstrap credential, and the site's previous key if it
-had another (an agent that lost its Secret starts again with a new key and a new bootstrap).
+had another (an agent that lost its Secret starts again with a new key and a new bootstrap). A
+bootstrap credential made before the site's recorded credential is refused and revoked.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class Verdict:
     reason: str = ""
     """Why the request is refused; empty when it is granted."""
     revoke: tuple[str, ...] = ()
-    """User keys to revoke once the answer is sent."""
+    """User keys to revoke once the answer is sent (a refusal too may end what it was shown)."""
 
     @property
     def granted(self) -> bool:
@@ -135,9 +136,12 @@ def _bootstrap(
     spent_here = presented.sub in used and used[presented.sub] != req.public_key
     spent_before = bool(record.issued_at) and presented.iat < record.issued_at and not again
     if spent_here or spent_before:
+        # One made before the site's credential is spent whoever used it, and revoked now: it
+        # may be a copy nobody used. One used in this term is revoked at the end of its grace.
         return Verdict(
             f"bootstrap credential {presented.sub} was used already: a bootstrap credential is "
-            "single-use (make a new one: `kamaji-broker site add`, or the Site's bootstrap Secret)"
+            "single-use (make a new one: `kamaji-broker site add`, or the Site's bootstrap Secret)",
+            revoke=() if spent_here else (presented.sub,),
         )
     replaced = (record.key,) if record.key and not again else ()
     return Verdict(revoke=(presented.sub, *replaced))

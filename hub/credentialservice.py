@@ -2,8 +2,10 @@
 
 Answers ``<prefix>.bootstrap.*`` and ``<prefix>.renew.*`` (``protocol.credentials``) on the
 hub's own connection, during its leader term only. For each request: the site from the subject
-(the server's word), the answer only to that site's inbox (a request may name any reply
-subject, and the hub may publish intents: it must never answer onto a stream's subject), the
+(the server's word), the answer only to the inbox of the asker's kind (a request may name any
+reply subject, and the hub may publish intents: it must never answer onto a stream's subject;
+nor a bootstrap's answer into the agent's inbox, or a renewal's where bootstrap credentials
+read), the
 request's proof (``protocol.credentials.check``), the JWT it comes with, then ``hub.
 credentialrules.judge`` against the ``Site`` in the management cluster. A granted request gets a
 user JWT for the asker's own key (``protocol.credentials.site_user``, signed with the account's
@@ -31,7 +33,7 @@ from common.kube import errors as kerrors
 from common.kube import resources
 from hub import credentialrules, revocation
 from hub import metrics as hub_metrics
-from protocol import credentials, errors, natsjwt, subjects
+from protocol import credentials, errors, natsjwt, permissions, subjects
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,12 @@ class Deps:
     sites: Callable[[str], Awaitable[credentialrules.SiteRecord]]
     """What the management cluster says of a site (the hub's Site cache)."""
     metrics: hub_metrics.Metrics
+
+
+def _inbox_prefix(kind: credentials.Kind, site: str) -> str:
+    if kind is credentials.Kind.BOOTSTRAP:
+        return permissions.bootstrap_inbox_prefix(site)
+    return permissions.site_inbox_prefix(site)
 
 
 class CredentialService:
@@ -105,10 +113,10 @@ class CredentialService:
 
     async def handle(self, kind: credentials.Kind, msg: bus.Message) -> None:
         site = subjects.service_site(kind, msg.subject, prefix=self.prefix)
-        inbox = f"{bus.site_inbox_prefix(site)}."
+        inbox = f"{_inbox_prefix(kind, site)}."
         if not msg.reply.startswith(inbox):
             log.warning(
-                "credential %s request for site %s wants its answer on %r, outside the site's inbox %s*: "
+                "credential %s request for site %s wants its answer on %r, outside the asker's inbox %s*: "
                 "not answered", kind.value, site, msg.reply[:80], inbox, extra=logs.about(site=site),
             )  # fmt: skip
             self.deps.metrics.credential_requests.labels(kind.value, "unanswerable").inc()
@@ -129,7 +137,10 @@ class CredentialService:
             used_bootstraps=self._used,
         )
         if not verdict.granted:
-            return await self._refuse(kind, site, msg, verdict.reason)
+            await self._refuse(kind, site, msg, verdict.reason)
+            if verdict.revoke:  # a spent credential shown again: it ends now, not at its expiry
+                await self._revoke_now({k: int(now.timestamp()) for k in verdict.revoke}, now)
+            return
         if kind is credentials.Kind.BOOTSTRAP:
             self._used[presented.sub] = req.public_key  # before the first await: one use
         token = await self._mint_and_record(kind, site, msg, req, now)

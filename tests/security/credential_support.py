@@ -23,8 +23,9 @@ from common.kube import errors as kerrors
 from common.kube import resources
 from hub import credentialrules, credentialservice, revocation, site_api
 from hub import metrics as hub_metrics
+from hub.controllers import sitecredentials
 from hub.crdgen import SITE_FILENAME
-from protocol import credentials, natsjwt
+from protocol import credentials, natsjwt, permissions
 from sandbox import kubeapi, natsd
 from tests import conftest, helpers
 from tests.security import nats_support as ns
@@ -51,21 +52,18 @@ class World:
         try:
             obj = await self.kube.get(resources.SITE, site)
         except kerrors.NotFound:
-            return credentialrules.SiteRecord(exists=False)
-        if self.after_record is not None:
+            obj = None
+        if obj is not None and self.after_record is not None:
             await self.after_record(site)
-        status = site_api.Site.parse(obj).status
-        deleting = bool((obj.get("metadata") or {}).get("deletionTimestamp"))
-        return credentialrules.SiteRecord(
-            exists=not deleting, key=status.credential.public_key if status.credential else ""
-        )
+        return sitecredentials.record(obj)
 
-    def bootstrap_creds(self, site: str) -> Path:
+    def bootstrap_creds(self, site: str, *, age: dt.timedelta = dt.timedelta(0)) -> Path:
+        """A fresh bootstrap credential of ``site`` (made ``age`` ago)."""
         path = self.work / f"{site}-{len(list(self.work.glob('*.creds')))}.creds"
         path.write_text(
             self.keys.bootstrap_creds(
                 site,
-                now=dt.datetime.now(dt.UTC),
+                now=dt.datetime.now(dt.UTC) - age,
                 lifetime=credentials.DEFAULT_BOOTSTRAP_LIFETIME,
                 prefix="kb",
             )
@@ -73,7 +71,11 @@ class World:
         return path
 
     async def asker(self, creds: Path, site: str) -> ns.Raw:
-        return await ns.connect(self.server, creds, inbox_prefix=bus.site_inbox_prefix(site))
+        """Connected with ``creds``, with the inbox its kind may read (a bootstrap credential's
+        own, or the site's), as the agent connects."""
+        bootstrap = natsjwt.decode(helpers.creds_jwt(creds), now=0).name.startswith("bootstrap:")
+        inbox = permissions.bootstrap_inbox_prefix(site) if bootstrap else bus.site_inbox_prefix(site)
+        return await ns.connect(self.server, creds, inbox_prefix=inbox)
 
     def counted(self, kind: str, result: str) -> float:
         return float(self.metrics.credential_requests.labels(kind, result)._value.get())
