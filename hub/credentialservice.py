@@ -11,6 +11,7 @@ credentialrules.judge`` against the ``Site`` in the management cluster. A grante
 user JWT for the asker's own key (``protocol.credentials.site_user``, signed with the account's
 signing key), recorded first in the Site's ``status.credential`` (the key a deletion revokes),
 then answered; the keys the verdict names (a used bootstrap, a replaced key) are revoked after.
+The keys the hub holds as revoked (``hub.revocation.Revoker.revoked``) are never minted for.
 
 Talks to NATS (the hub's connection and, for revocations, its system-account connection) and
 to the management cluster (``sites/status``).
@@ -73,12 +74,7 @@ class CredentialService:
         self.prefix = prefix
         self.lifetime = lifetime
         self.bootstrap_grace = bootstrap_grace
-        authority = deps.revoker.authority
-        self.issuer = credentialrules.Issuer(
-            account=authority.account,
-            signing_keys=authority.account_signing_keys,
-            keep_for_seconds=int(authority.keep_for.total_seconds()),
-        )
+        self.issuer = revocation.issuer(deps.revoker.authority)
         self._used: dict[str, str] = {}
         """Bootstrap keys used in this term, and the key each was used for (a later term has the
         Site's ``status.credential.issuedAt``, and the revocation)."""
@@ -128,6 +124,12 @@ class CredentialService:
             presented = natsjwt.decode(req.credential, now=now.timestamp())
         except (errors.DecodeError, errors.CredentialError, errors.JWTError) as exc:
             return await self._refuse(kind, site, msg, str(exc))
+        try:
+            revoked = await self.deps.revoker.revoked()
+        except bus_errors.BusError as exc:
+            return await self._refuse(
+                kind, site, msg, f"the hub cannot read the account's revocations: {exc}"
+            )
         verdict = credentialrules.judge(
             req,
             presented,
@@ -135,6 +137,7 @@ class CredentialService:
             issuer=self.issuer,
             record=await self.deps.sites(site),
             used_bootstraps=self._used,
+            revoked=revoked,
         )
         if not verdict.granted:
             await self._refuse(kind, site, msg, verdict.reason)

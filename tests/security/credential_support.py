@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,10 +41,22 @@ class World:
     kube: ckube.Kube
     metrics: hub_metrics.Metrics
     work: Path
+    sites: sitecredentials.SiteCredentials
+    """The hub's Site controller for credentials: the finalizer, and what a deletion revokes."""
     after_record: Callable[[str], Awaitable[None]] | None = None
 
-    async def add_site(self, site: str) -> None:
-        await self.kube.create(resources.SITE, site_api.manifest(site))
+    async def add_site(self, site: str, *, bootstrap: Path | None = None) -> None:
+        """Create the Site (naming ``bootstrap`` as the one it was made with, as ``site add``
+        writes its manifest), and let the hub hold its finalizer."""
+        token = helpers.creds_jwt(bootstrap) if bootstrap is not None else ""
+        await self.kube.create(resources.SITE, site_api.manifest(site, bootstrap_jwt=token))
+        await self.sites.sync(await self.kube.get(resources.SITE, site))
+
+    async def delete_site(self, site: str) -> None:
+        """``kubectl delete site``, and the hub's handling of it: revoked, then released."""
+        await self.kube.delete(resources.SITE, site)
+        await self.sites.sync(await self.kube.get(resources.SITE, site))
+        assert await self.kube.get_or_none(resources.SITE, site) is None
 
     async def record(self, site: str) -> credentialrules.SiteRecord:
         """What the hub's Site cache would say (read from the API here); then ``after_record``,
@@ -112,6 +124,16 @@ async def world(tmp_path: Path, *, bootstrap_grace: float = 0) -> AsyncIterator[
         helpers.options(server.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
     )
     (tmp_path / "askers").mkdir()
+    authority = revocation.Authority(
+        account=keys.account_public,
+        account_signing=keys.account_signing,
+        operator_signing=keys.operator_signing,
+    )
+    revoker = revocation.Revoker(system, authority)
+
+    async def revoke(revoked: Mapping[str, int]) -> None:
+        await revoker.revoke(revoked, now=dt.datetime.now(dt.UTC))
+
     w = World(
         server=server,
         conf=conf,
@@ -119,13 +141,8 @@ async def world(tmp_path: Path, *, bootstrap_grace: float = 0) -> AsyncIterator[
         kube=kube,
         metrics=hub_metrics.Metrics(),
         work=tmp_path / "askers",
+        sites=sitecredentials.SiteCredentials(kube, revoke, issuer=revocation.issuer(authority)),
     )
-    authority = revocation.Authority(
-        account=keys.account_public,
-        account_signing=keys.account_signing,
-        operator_signing=keys.operator_signing,
-    )
-    revoker = revocation.Revoker(system, authority)
     service = credentialservice.CredentialService(
         credentialservice.Deps(conn=hub, revoker=revoker, kube=kube, sites=w.record, metrics=w.metrics),
         bootstrap_grace=bootstrap_grace,

@@ -11,6 +11,7 @@ as the hub runs it (``credential_support``).
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -99,7 +100,8 @@ async def test_a_bootstrap_answer_is_sent_only_to_the_bootstrap_inbox(w: cs.Worl
 async def test_a_bootstrap_older_than_the_sites_credential_is_refused_and_revoked(w: cs.World) -> None:
     """Made before the agent's credential was minted (a copy nobody used, or the one the agent
     used, after the hub's restart): refused, and thrown off the server at once."""
-    old = w.bootstrap_creds("site-a", age=dt.timedelta(minutes=5))
+    old = w.bootstrap_creds("site-a")
+    await asyncio.sleep(1.1)  # the Site records when it was minted in whole seconds
     await _agent(w)
     raw = await w.asker(old, "site-a")
 
@@ -111,3 +113,64 @@ async def test_a_bootstrap_older_than_the_sites_credential_is_refused_and_revoke
         w.server, user_credentials=str(old), inbox_prefix=bus.site_inbox_prefix("site-a")
     )
     assert "authorization violation" in refused
+
+
+async def test_deleting_a_site_ends_what_was_minted_for_it(w: cs.World) -> None:
+    """The attack: site-c's agent bootstrapped (key K), and one more bootstrap credential was
+    made for it, never used. ``kubectl delete site site-c`` revokes K; the Site is applied
+    again. The unused bootstrap gets nothing (and is thrown out), and K gets no JWT again, not
+    even with a bootstrap credential of the new Site: only a new key does."""
+    await w.add_site("site-c")
+    spare = w.bootstrap_creds("site-c", age=dt.timedelta(seconds=5))
+    seed, token = await _agent(w, "site-c")
+    agent = await w.asker(_creds(w, token, seed), "site-c")
+
+    await w.delete_site("site-c")
+    await helpers.eventually(lambda: not agent.nc.is_connected, what="the agent thrown out")
+    await w.add_site("site-c")
+
+    holder = await w.asker(spare, "site-c")
+    reply = await cs.ask(holder, B, "site-c", seed, credential=helpers.creds_jwt(spare))
+    assert not reply.jwt and "before Site 'site-c' was created" in reply.error
+    await helpers.eventually(lambda: not holder.nc.is_connected, what="the earlier life's bootstrap revoked")
+
+    fresh = w.bootstrap_creds("site-c")
+    asker = await w.asker(fresh, "site-c")
+    again = await cs.ask(asker, B, "site-c", seed, credential=helpers.creds_jwt(fresh))
+    assert (
+        not again.jwt and "was revoked" in again.error and "delete the agent's identity Secret" in again.error
+    )
+    assert (await w.record("site-c")).key == ""
+    new_seed = natsjwt.new_seed("user")
+    granted = await cs.ask(asker, B, "site-c", new_seed, credential=helpers.creds_jwt(fresh))
+    assert granted.jwt and natsjwt.decode(granted.jwt).sub == natsjwt.public_of(new_seed), granted.error
+    assert "authorization violation" in await ns.refusal(
+        w.server, user_credentials=str(_creds(w, token, seed)), inbox_prefix="_INBOX_site-c"
+    )
+
+
+async def test_the_bootstrap_a_site_was_made_with_counts_in_its_life_only(w: cs.World) -> None:
+    """``site add`` writes the bootstrap credential, then the Site is applied: older than the
+    Site, it is taken because the Site names it. The same manifest applied again after a
+    deletion names it still, but the deletion revoked it."""
+    made_with = w.bootstrap_creds("site-d", age=dt.timedelta(seconds=5))
+    other = w.bootstrap_creds("site-d", age=dt.timedelta(seconds=5))
+    await w.add_site("site-d", bootstrap=made_with)
+    refused = await cs.ask(
+        await w.asker(other, "site-d"),
+        B,
+        "site-d",
+        natsjwt.new_seed("user"),
+        credential=helpers.creds_jwt(other),
+    )
+    assert "before Site 'site-d' was created" in refused.error
+    waiting = await w.asker(made_with, "site-d")  # handed over, not used yet
+
+    await w.delete_site("site-d")
+    await helpers.eventually(lambda: not waiting.nc.is_connected, what="the unused bootstrap revoked")
+    await w.add_site("site-d", bootstrap=made_with)
+    assert "authorization violation" in await ns.refusal(
+        w.server,
+        user_credentials=str(made_with),
+        inbox_prefix=permissions.bootstrap_inbox_prefix("site-d"),
+    )
