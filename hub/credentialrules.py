@@ -134,6 +134,33 @@ def judge(
             f"no Site {site!r} in the management cluster (or it is being deleted): "
             "no credential is minted for it"
         )
+    past = _past(req, presented, site=site, record=record, revoked=revoked)
+    if past is not None:
+        return past
+    if req.kind is credentials.Kind.RENEW:
+        if presented.sub != req.public_key:
+            return Verdict(
+                f"a renewal renews the key it connected with ({presented.sub}), not {req.public_key}"
+            )
+        if record.key and record.key != req.public_key:
+            return Verdict(
+                f"key {req.public_key} is no longer site {site!r}'s (its key is {record.key}): "
+                "bootstrap the site again"
+            )
+        return Verdict()
+    return _bootstrap(req, presented, site=site, issuer=issuer, record=record, used=used_bootstraps or {})
+
+
+def _past(
+    req: credentials.Request,
+    presented: natsjwt.Claims,
+    *,
+    site: str,
+    record: SiteRecord,
+    revoked: Collection[str],
+) -> Verdict | None:
+    """A refusal for good: a bootstrap credential of an earlier life of the Site (revoked now:
+    it may be a copy nobody used), a revoked key or credential; None otherwise."""
     if req.kind is credentials.Kind.BOOTSTRAP and _of_an_earlier_life(presented, record):
         return Verdict(
             f"bootstrap credential {presented.sub} was made at {_iso(presented.iat)}, before Site "
@@ -149,18 +176,7 @@ def judge(
         )
     if presented.sub in revoked:
         return Verdict(f"the credential the request comes with ({presented.sub}) was revoked")
-    if req.kind is credentials.Kind.RENEW:
-        if presented.sub != req.public_key:
-            return Verdict(
-                f"a renewal renews the key it connected with ({presented.sub}), not {req.public_key}"
-            )
-        if record.key and record.key != req.public_key:
-            return Verdict(
-                f"key {req.public_key} is no longer site {site!r}'s (its key is {record.key}): "
-                "bootstrap the site again"
-            )
-        return Verdict()
-    return _bootstrap(req, presented, site=site, issuer=issuer, record=record, used=used_bootstraps or {})
+    return None
 
 
 def _bootstrap(

@@ -124,21 +124,7 @@ class CredentialService:
             presented = natsjwt.decode(req.credential, now=now.timestamp())
         except (errors.DecodeError, errors.CredentialError, errors.JWTError) as exc:
             return await self._refuse(kind, site, msg, str(exc))
-        try:
-            revoked = await self.deps.revoker.revoked()
-        except bus_errors.BusError as exc:
-            return await self._refuse(
-                kind, site, msg, f"the hub cannot read the account's revocations: {exc}"
-            )
-        verdict = credentialrules.judge(
-            req,
-            presented,
-            site=site,
-            issuer=self.issuer,
-            record=await self.deps.sites(site),
-            used_bootstraps=self._used,
-            revoked=revoked,
-        )
+        verdict = await self._judge(site, req, presented)
         if not verdict.granted:
             await self._refuse(kind, site, msg, verdict.reason)
             if verdict.revoke:  # a spent credential shown again: it ends now, not at its expiry
@@ -163,6 +149,24 @@ class CredentialService:
             )
         finally:  # recorded: what it replaces goes, even when the answer could not be sent
             await self._revoke(verdict.revoke, bootstrap=presented.sub, now=now)
+
+    async def _judge(
+        self, site: str, req: credentials.Request, presented: natsjwt.Claims
+    ) -> credentialrules.Verdict:
+        """``credentialrules.judge`` with what the management cluster and the account say now."""
+        try:
+            revoked = await self.deps.revoker.revoked()
+        except bus_errors.BusError as exc:
+            return credentialrules.Verdict(f"the hub cannot read the account's revocations: {exc}")
+        return credentialrules.judge(
+            req,
+            presented,
+            site=site,
+            issuer=self.issuer,
+            record=await self.deps.sites(site),
+            used_bootstraps=self._used,
+            revoked=revoked,
+        )
 
     async def _mint_and_record(
         self,

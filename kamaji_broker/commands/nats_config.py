@@ -47,6 +47,12 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "static: NKey users listed in auth.conf, re-rendered and reloaded on every site change "
         "(earlier releases)",
     )
+    _add_operator_flags(nc)
+    _add_cluster_flags(nc)
+    _add_tls_flags(nc)
+
+
+def _add_operator_flags(nc: argparse.ArgumentParser) -> None:
     nc.add_argument(
         "--observer-lifetime",
         type=durations.parse,
@@ -69,8 +75,6 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="operator mode: stop trusting the signing keys rotated out (what they signed stops working)",
     )
-    _add_cluster_flags(nc)
-    _add_tls_flags(nc)
 
 
 def _add_cluster_flags(nc: argparse.ArgumentParser) -> None:
