@@ -74,7 +74,8 @@ async def test_an_expired_observer_credential_is_refused_and_issue_signs_it_agai
     short = _copy(conf / natsfiles.OBSERVER_CREDS, tmp_path / "copied-observer.creds")
     connected = await _observer(srv, short)
     await helpers.eventually(lambda: not connected.nc.is_connected, within=10, what="dropped at expiry")
-    await helpers.eventually(lambda: time.time() > _claims(conf).exp, within=5)
+    # the server refuses a JWT once its expiry (whole seconds) is in the past, not during that second
+    await helpers.eventually(lambda: time.time() >= _claims(conf).exp + 1, within=5)
     refused = await ns.refusal(srv, user_credentials=str(short), inbox_prefix=permissions.OBSERVER_INBOX)
     assert "authorization violation" in refused or "expired" in refused
 
