@@ -27,7 +27,7 @@ from common import backoff, bus, health, kube, logs, natsidentity
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from common.kube import resources
-from protocol import credentials, errors, natsjwt, subjects
+from protocol import credentials, errors, natsjwt, permissions, subjects
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -158,7 +158,7 @@ class Credential:
             servers=s.servers,
             creds_file=path,
             ca_file=s.nats_ca_file,
-            inbox_prefix=bus.site_inbox_prefix(s.site),
+            inbox_prefix=permissions.bootstrap_inbox_prefix(s.site),
             name=f"kamaji-broker-agent-{s.site}-bootstrap",
         )
         conn = await bus.connect(options, deadline=BOOTSTRAP_CONNECT_DEADLINE)

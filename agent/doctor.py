@@ -68,10 +68,12 @@ class AgentDoctor(process.Doctor):
         s = self.agent
         if s.operator_mode and self.held is None and self.bootstrap is None:
             return None
-        creds = self.bootstrap if self.held is None and self.bootstrap is not None else s.nats_creds
+        bootstrapping = self.held is None and self.bootstrap is not None
+        creds = self.bootstrap if bootstrapping else s.nats_creds
+        inbox = permissions.bootstrap_inbox_prefix(s.site) if bootstrapping else bus.site_inbox_prefix(s.site)
         return bus.Options(
             servers=s.servers, seed_file=s.nats_seed, creds_file=creds, identity=self.held,
-            ca_file=s.nats_ca_file, inbox_prefix=bus.site_inbox_prefix(s.site),
+            ca_file=s.nats_ca_file, inbox_prefix=inbox,
             name=f"kamaji-broker-doctor-{s.site}", reconnect_wait=0.5,
         )  # fmt: skip
 

@@ -83,12 +83,11 @@ class Sites(launcher.Topology):
     started afterwards with ``start_simulators``."""
 
     async def _credentials(self) -> None:
-        # Operator mode: each simulated site connects with a credential the launcher mints
-        # (``site_credential``), and its Site manifest is written here (S CLI runs would take
-        # minutes).
+        # Operator mode: each simulated site connects with a credential the launcher mints and
+        # records in its Site (``recorded_site_credential``, in ``start_simulators``), and its
+        # Site manifest is written here (S CLI runs would take minutes).
         await self._cli("keys", "generate", "--out", str(self.keys_dir))
         await self._configure_nats()
-        self._mint_observers()
         placements = sitefiles.placements(",".join(self.options.rkcp_namespaces), self.namespace)
         for site in self.sites:
             sitefiles.write(self.nats_dir / natsfiles.SITES_DIR, site, placements=placements)
@@ -106,9 +105,11 @@ class Sites(launcher.Topology):
     def _start_agents(self) -> list[processes.Child]:
         return []
 
-    async def start_simulators(self, count: int) -> list[processes.Child]:
-        """``count`` simulator processes sharing the sites; returned once each bound its consumers."""
+    async def start_simulators(self, count: int, *, lifetime: dt.timedelta) -> list[processes.Child]:
+        """``count`` simulator processes sharing the sites, each site's credential valid for
+        ``lifetime`` (they do not renew); returned once each bound its consumers."""
         children = []
+        creds = {site: await self.recorded_site_credential(site, lifetime=lifetime) for site in self.sites}
         for k in range(count):
             config = self.directory / f"simulator-{k}.json"
             mine = {site: i for i, site in enumerate(self.sites) if i % count == k}
@@ -119,7 +120,7 @@ class Sites(launcher.Topology):
                         "ca_file": str(self.nats_ca_file),
                         "public_keys": str(self.hub_public_keys),
                         "heartbeat_interval": self.options.heartbeat_interval,
-                        "sites": {site: [i, str(self.site_credential(site))] for site, i in mine.items()},
+                        "sites": {site: [i, str(creds[site])] for site, i in mine.items()},
                     }
                 )
             )
@@ -351,7 +352,9 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     watch: asyncio.Task[None] | None = None
     try:
         await topo.start()
-        await topo.start_simulators(args.simulators)
+        # The simulated sites hold their credential for the whole run: creating (well under an
+        # hour at the default scale), then up to --timeout.
+        await topo.start_simulators(args.simulators, lifetime=dt.timedelta(seconds=args.timeout + 3600))
         tracker = Tracker({name for name, _ in names})
         watch = asyncio.create_task(tracker.watch(topo.mgmt))
         monitor = topo.nats_monitor_url

@@ -15,7 +15,9 @@ With ``auth="operator"`` (NATS decentralized authentication) there is no auth.co
 seed and no per-site file: DIR/operator.conf, the keys and JWTs of ``common.natsoperator``, and
 each node's resolver directory (STORE/resolver) replace them; the hub mints every user, except
 ``kamaji-broker status``'s read-only one: DIR/observer.creds (its seed in DIR/observer.nk), signed
-again with the account's current signing key at every run, with no expiry.
+again with the account's current signing key at every run, valid for a day by default
+(``observer_issue`` signs it again; ``observer_new_key`` replaces its key, once the old one is
+revoked: ``kamaji-broker observer``).
 
 Every command is idempotent: an existing seed is kept, blocks are re-rendered from the code's
 current permissions.
@@ -32,7 +34,7 @@ from typing import Literal
 import nkeys
 
 from common import files, natsconfig, natsoperator, tlsfiles
-from protocol import labels, permissions, subjects
+from protocol import credentials, labels, permissions, subjects
 
 MAIN_FILE = "nats-server.conf"
 Auth = Literal["static", "operator"]
@@ -91,11 +93,43 @@ def _check(prefix: str, config_file: str, tls: tlsfiles.Paths | None) -> None:
         tlsfiles.check(tls)
 
 
-def _operator_files(config_dir: Path, observer: Identity, *, prefix: str) -> None:
+def _operator_files(
+    config_dir: Path, observer: Identity, *, prefix: str, observer_lifetime: dt.timedelta
+) -> None:
     """The operator's, accounts' and hub's files, and the observer's user signed anew."""
     keys = natsoperator.Keys.load_or_create(config_dir)
     natsoperator.write(keys)
-    files.write_private(config_dir / OBSERVER_CREDS, keys.observer_creds(observer.seed_file, prefix=prefix))
+    creds = keys.observer_creds(observer.seed_file, prefix=prefix, lifetime=observer_lifetime)
+    files.write_private(config_dir / OBSERVER_CREDS, creds)
+
+
+def observer_issue(
+    config_dir: Path,
+    *,
+    prefix: str = subjects.DEFAULT_PREFIX,
+    lifetime: dt.timedelta = credentials.DEFAULT_OBSERVER_LIFETIME,
+) -> Path:
+    """Operator mode: DIR/observer.creds signed again for the observer's key, valid for
+    ``lifetime`` from now; its path. Nothing else in DIR changes."""
+    subjects.check_prefix(prefix)
+    if not operator_mode(config_dir):
+        raise ValueError(f"{config_dir} is not in operator mode: the observer's NKey user has no lifetime")
+    observer = _identity(config_dir / OBSERVER_SEED, "observer")
+    keys = natsoperator.Keys.load_or_create(config_dir)
+    path = config_dir / OBSERVER_CREDS
+    files.write_private(path, keys.observer_creds(observer.seed_file, prefix=prefix, lifetime=lifetime))
+    return path
+
+
+def observer_new_key(config_dir: Path, *, prefix: str = subjects.DEFAULT_PREFIX) -> Identity:
+    """A new key for the observer (its old key's public key is no longer in DIR); with static
+    users auth.conf is rendered again (reload the server). Operator mode: issue its creds next."""
+    for name in (OBSERVER_SEED, "observer.pub"):
+        (config_dir / name).unlink(missing_ok=True)
+    observer = _identity(config_dir / OBSERVER_SEED, "observer")
+    if not operator_mode(config_dir):
+        render_auth(config_dir, prefix=prefix)
+    return observer
 
 
 def nats_config(
@@ -111,6 +145,7 @@ def nats_config(
     cluster: natsconfig.Cluster | None = None,
     config_file: str = MAIN_FILE,
     auth: Auth = "static",
+    observer_lifetime: dt.timedelta = credentials.DEFAULT_OBSERVER_LIFETIME,
 ) -> tuple[Path, Identity | None]:
     """Write the main configuration (with ``tls``: clients must use TLS with that certificate;
     with ``cluster``: this server is one node of that cluster, the routes TLS too with ``tls``).
@@ -120,7 +155,7 @@ def nats_config(
     store = store_dir if store_dir is not None else config_dir / "jetstream"
     observer = _identity(config_dir / OBSERVER_SEED, "observer")
     if auth == "operator":
-        _operator_files(config_dir, observer, prefix=prefix)
+        _operator_files(config_dir, observer, prefix=prefix, observer_lifetime=observer_lifetime)
         hub = None
         auth_file, resolver_dir = natsconfig.OPERATOR_FILE, str((store / RESOLVER_DIR).absolute())
     else:

@@ -181,11 +181,16 @@ class Keys:
         account's signing key."""
         return natsjwt.creds(natsjwt.encode(claims, natsjwt.key_pair(self.account_signing)), seed)
 
-    def observer_creds(self, seed_file: Path, *, prefix: str) -> str:
-        """``kamaji-broker status``'s read-only user (the seed in ``seed_file``), without expiry."""
+    def observer_creds(self, seed_file: Path, *, prefix: str, lifetime: dt.timedelta) -> str:
+        """``kamaji-broker status``'s read-only user (the seed in ``seed_file``), valid for
+        ``lifetime`` from now."""
         seed = seed_file.read_bytes().strip()
         claims = credentials.observer_user(
-            natsjwt.public_of(seed), account=self.account_public, now=dt.datetime.now(dt.UTC), prefix=prefix
+            natsjwt.public_of(seed),
+            account=self.account_public,
+            now=dt.datetime.now(dt.UTC),
+            lifetime=lifetime,
+            prefix=prefix,
         )
         return self.user_creds(claims, seed)
 

@@ -2,13 +2,16 @@
 
 Answers ``<prefix>.bootstrap.*`` and ``<prefix>.renew.*`` (``protocol.credentials``) on the
 hub's own connection, during its leader term only. For each request: the site from the subject
-(the server's word), the answer only to that site's inbox (a request may name any reply
-subject, and the hub may publish intents: it must never answer onto a stream's subject), the
+(the server's word), the answer only to the inbox of the asker's kind (a request may name any
+reply subject, and the hub may publish intents: it must never answer onto a stream's subject;
+nor a bootstrap's answer into the agent's inbox, or a renewal's where bootstrap credentials
+read), the
 request's proof (``protocol.credentials.check``), the JWT it comes with, then ``hub.
 credentialrules.judge`` against the ``Site`` in the management cluster. A granted request gets a
 user JWT for the asker's own key (``protocol.credentials.site_user``, signed with the account's
 signing key), recorded first in the Site's ``status.credential`` (the key a deletion revokes),
 then answered; the keys the verdict names (a used bootstrap, a replaced key) are revoked after.
+The keys the hub holds as revoked (``hub.revocation.Revoker.revoked``) are never minted for.
 
 Talks to NATS (the hub's connection and, for revocations, its system-account connection) and
 to the management cluster (``sites/status``).
@@ -31,7 +34,7 @@ from common.kube import errors as kerrors
 from common.kube import resources
 from hub import credentialrules, revocation
 from hub import metrics as hub_metrics
-from protocol import credentials, errors, natsjwt, subjects
+from protocol import credentials, errors, natsjwt, permissions, subjects
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,12 @@ class Deps:
     metrics: hub_metrics.Metrics
 
 
+def _inbox_prefix(kind: credentials.Kind, site: str) -> str:
+    if kind is credentials.Kind.BOOTSTRAP:
+        return permissions.bootstrap_inbox_prefix(site)
+    return permissions.site_inbox_prefix(site)
+
+
 class CredentialService:
     def __init__(
         self,
@@ -65,12 +74,7 @@ class CredentialService:
         self.prefix = prefix
         self.lifetime = lifetime
         self.bootstrap_grace = bootstrap_grace
-        authority = deps.revoker.authority
-        self.issuer = credentialrules.Issuer(
-            account=authority.account,
-            signing_keys=authority.account_signing_keys,
-            keep_for_seconds=int(authority.keep_for.total_seconds()),
-        )
+        self.issuer = revocation.issuer(deps.revoker.authority)
         self._used: dict[str, str] = {}
         """Bootstrap keys used in this term, and the key each was used for (a later term has the
         Site's ``status.credential.issuedAt``, and the revocation)."""
@@ -105,10 +109,10 @@ class CredentialService:
 
     async def handle(self, kind: credentials.Kind, msg: bus.Message) -> None:
         site = subjects.service_site(kind, msg.subject, prefix=self.prefix)
-        inbox = f"{bus.site_inbox_prefix(site)}."
+        inbox = f"{_inbox_prefix(kind, site)}."
         if not msg.reply.startswith(inbox):
             log.warning(
-                "credential %s request for site %s wants its answer on %r, outside the site's inbox %s*: "
+                "credential %s request for site %s wants its answer on %r, outside the asker's inbox %s*: "
                 "not answered", kind.value, site, msg.reply[:80], inbox, extra=logs.about(site=site),
             )  # fmt: skip
             self.deps.metrics.credential_requests.labels(kind.value, "unanswerable").inc()
@@ -120,16 +124,12 @@ class CredentialService:
             presented = natsjwt.decode(req.credential, now=now.timestamp())
         except (errors.DecodeError, errors.CredentialError, errors.JWTError) as exc:
             return await self._refuse(kind, site, msg, str(exc))
-        verdict = credentialrules.judge(
-            req,
-            presented,
-            site=site,
-            issuer=self.issuer,
-            record=await self.deps.sites(site),
-            used_bootstraps=self._used,
-        )
+        verdict = await self._judge(site, req, presented)
         if not verdict.granted:
-            return await self._refuse(kind, site, msg, verdict.reason)
+            await self._refuse(kind, site, msg, verdict.reason)
+            if verdict.revoke:  # a spent credential shown again: it ends now, not at its expiry
+                await self._revoke_now({k: int(now.timestamp()) for k in verdict.revoke}, now)
+            return
         if kind is credentials.Kind.BOOTSTRAP:
             self._used[presented.sub] = req.public_key  # before the first await: one use
         token = await self._mint_and_record(kind, site, msg, req, now)
@@ -149,6 +149,24 @@ class CredentialService:
             )
         finally:  # recorded: what it replaces goes, even when the answer could not be sent
             await self._revoke(verdict.revoke, bootstrap=presented.sub, now=now)
+
+    async def _judge(
+        self, site: str, req: credentials.Request, presented: natsjwt.Claims
+    ) -> credentialrules.Verdict:
+        """``credentialrules.judge`` with what the management cluster and the account say now."""
+        try:
+            revoked = await self.deps.revoker.revoked()
+        except bus_errors.BusError as exc:
+            return credentialrules.Verdict(f"the hub cannot read the account's revocations: {exc}")
+        return credentialrules.judge(
+            req,
+            presented,
+            site=site,
+            issuer=self.issuer,
+            record=await self.deps.sites(site),
+            used_bootstraps=self._used,
+            revoked=revoked,
+        )
 
     async def _mint_and_record(
         self,

@@ -144,6 +144,7 @@ class Hub(service.Service):
             mint_bootstrap=operatormode.bootstrap_minter(
                 self.operator, prefix=s.prefix, lifetime=dt.timedelta(seconds=s.bootstrap_lifetime)
             ) if self.operator is not None else None,
+            issuer=revocation.issuer(self.operator.authority) if self.operator is not None else None,
         )  # fmt: skip
         controller = rkcp_controller.Controller(config.Settings.of(s), deps)
         # One way: the ingest tells the controller what changed; the controller knows it not.

@@ -25,6 +25,7 @@ import msgspec
 
 from common import bus, natsoperator
 from common.bus import errors as bus_errors
+from hub import credentialrules
 from protocol import credentials, errors, natsjwt
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,15 @@ class Authority:
 
     def mint(self, claims: natsjwt.Claims) -> str:
         return natsjwt.encode(claims, natsjwt.key_pair(self.account_signing))
+
+
+def issuer(authority: Authority) -> credentialrules.Issuer:
+    """Who mints, as ``hub.credentialrules`` checks a credential against it."""
+    return credentialrules.Issuer(
+        account=authority.account,
+        signing_keys=authority.account_signing_keys,
+        keep_for_seconds=int(authority.keep_for.total_seconds()),
+    )
 
 
 def merged(
@@ -170,6 +180,16 @@ class Revoker:
             ", ".join(self.authority.account_signing_keys),
         )
         return True
+
+    async def revoked(self) -> set[str]:
+        """Every user key revoked as far as the hub knows: what it pushed, saw or has pending,
+        after one look at the resolver's copy if it has not seen one yet (a term that just
+        began must not mint for a key an earlier one revoked). BusError if it cannot look."""
+        if not self._last_iat:
+            async with self._lock:
+                if not self._last_iat:
+                    self._seen(await held_account(self.system, self.authority.account))
+        return {*self.known, *self.pending}
 
     def _seen(self, held: natsjwt.Claims) -> None:
         self._last_iat = max(self._last_iat, held.iat)

@@ -117,12 +117,22 @@ class Site(apimachinery.Object):
     status: SiteStatus = pydantic.Field(default_factory=SiteStatus)
 
 
-def manifest(name: str, *, placements: Sequence[Placement] = ()) -> dict[str, Any]:
-    """The Site object for ``name`` as ``kubectl apply`` takes it (no status)."""
+BOOTSTRAP_ANNOTATION: Final = "kamaji-broker.io/bootstrap-credential"
+"""The JWT (public: no seed) of the bootstrap credential ``site add`` wrote with the Site's
+manifest, before the Site exists. The hub mints on a bootstrap credential older than the Site
+only for this one, and revokes it when the Site is deleted."""
+
+
+def manifest(name: str, *, placements: Sequence[Placement] = (), bootstrap_jwt: str = "") -> dict[str, Any]:
+    """The Site object for ``name`` as ``kubectl apply`` takes it (no status); with the
+    bootstrap credential made for it, if given."""
     spec = SiteSpec(placements=list(placements))
+    metadata: dict[str, Any] = {"name": name}
+    if bootstrap_jwt:
+        metadata["annotations"] = {BOOTSTRAP_ANNOTATION: bootstrap_jwt}
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {"name": name},
+        "metadata": metadata,
         "spec": spec.to_dict(),
     }

@@ -1,9 +1,10 @@
 """``kamaji-broker``: argument parsing and dispatch for every subcommand.
 
-Operator tools (``keys``, ``site``, ``nats-config``) act on files, ``status`` reads the
-fleet; ``hub``, ``agent`` and ``sandbox`` run the long-lived processes. Each subcommand's flags
-and work live in its module of ``kamaji_broker.commands``; this module builds the parser from
-them and maps what fails to an exit code. Errors in what the user typed are reported naming the
+Operator tools (``keys``, ``site``, ``nats-config``, ``observer``) act on files (``observer
+revoke`` also on the servers' account), ``status`` reads the fleet; ``hub``, ``agent`` and
+``sandbox`` run the long-lived processes. Each subcommand's flags and work live in its module
+of ``kamaji_broker.commands``; this module builds the parser from them and maps what fails to
+an exit code. Errors in what the user typed are reported naming the
 flag or value, with exit code 2; nothing prints secret material except ``keys generate
 --print-secret``, which exists to do exactly that (to stdout only).
 """
@@ -17,13 +18,14 @@ from collections.abc import Callable, Sequence
 from common import logs
 from common.kube import errors as kube_errors
 from kamaji_broker import __version__, flags
-from kamaji_broker.commands import doctor, keys, nats_config, processes, site, status
+from kamaji_broker.commands import doctor, keys, nats_config, observer, processes, site, status
 from protocol import errors as protocol_errors
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "keys": keys.run,
     "site": site.run,
     "nats-config": nats_config.run,
+    "observer": observer.run,
     "sandbox": processes.sandbox,
     "agent": processes.agent,
     "hub": processes.hub,
@@ -44,6 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     keys.add(sub)
     site.add(sub)
     nats_config.add(sub)
+    observer.add(sub)
     status.add(sub)
     doctor.add(sub)
     return p

@@ -43,8 +43,11 @@ def placements(namespaces: str | None, target_namespaces: str | None) -> list[si
         raise ValueError(f"not a namespace name (DNS-1123 label): {bad}") from None
 
 
-def write(directory: Path, site: str, *, placements: list[site_api.Placement]) -> Path:
-    """Write ``directory/<site>.site.yaml``; its path."""
+def write(
+    directory: Path, site: str, *, placements: list[site_api.Placement], bootstrap_jwt: str = ""
+) -> Path:
+    """Write ``directory/<site>.site.yaml`` (naming the bootstrap credential written with it,
+    operator mode: the one credential older than the Site the hub takes); its path."""
     path = directory / f"{site}{SUFFIX}"
     granted = (
         "; ".join(
@@ -58,7 +61,8 @@ def write(directory: Path, site: str, *, placements: list[site_api.Placement]) -
         f"# Grants: {granted}; and (spec.sameNamespace) an RKCP may target the site namespace\n"
         "# named like its own. Without this object no control plane is placed at the site.\n"
     )
-    body = yaml.safe_dump(site_api.manifest(site, placements=placements), sort_keys=False)
+    manifest = site_api.manifest(site, placements=placements, bootstrap_jwt=bootstrap_jwt)
+    body = yaml.safe_dump(manifest, sort_keys=False)
     path.write_text(header + body)
     return path
 
@@ -68,9 +72,12 @@ def remove(directory: Path, site: str) -> None:
     (directory / f"{site}{SUFFIX}").unlink(missing_ok=True)
 
 
-async def apply(kubeconfig: Path, site: str, *, placements: list[site_api.Placement]) -> str:
-    """Create the Site, or replace the spec of the existing one; "created" or "updated"."""
-    body = site_api.manifest(site, placements=placements)
+async def apply(
+    kubeconfig: Path, site: str, *, placements: list[site_api.Placement], bootstrap_jwt: str = ""
+) -> str:
+    """Create the Site, or replace the spec of the existing one; "created" or "updated". (An
+    existing Site is older than the bootstrap credential: it needs no annotation naming it.)"""
+    body = site_api.manifest(site, placements=placements, bootstrap_jwt=bootstrap_jwt)
     api = await ckube.api_client_from_kubeconfig(str(kubeconfig))
     try:
         kube = ckube.Kube(api)

@@ -32,6 +32,9 @@ from protocol import errors, labels, natsjwt, permissions, streams, subjects
 SCHEMA: Final = "kamaji-broker.io/credential-request/v1"
 DEFAULT_LIFETIME: Final = dt.timedelta(hours=24)
 DEFAULT_BOOTSTRAP_LIFETIME: Final = dt.timedelta(hours=1)
+DEFAULT_OBSERVER_LIFETIME: Final = DEFAULT_LIFETIME
+"""``kamaji-broker status``'s read-only user, like the hub's own: a copy left on a laptop or in a
+CI secret stops working within a day unless signed again (``kamaji-broker observer issue``)."""
 MAX_REQUEST_AGE: Final = dt.timedelta(minutes=5)
 """How old (or how far in the future, for clock skew) a request may be: a captured request cannot
 be replayed later for a fresh JWT of a key whose holder may since have been revoked."""
@@ -119,14 +122,16 @@ def _user(
     *,
     account: str,
     now: dt.datetime,
-    lifetime: dt.timedelta | None,
+    lifetime: dt.timedelta,
 ) -> natsjwt.Claims:
     iat = int(now.timestamp())
+    if lifetime.total_seconds() < 1:  # every user we mint expires: none is valid forever
+        raise ValueError(f"credential {name}: a lifetime of at least a second, not {lifetime}")
     return natsjwt.Claims(
         sub=user_key,
         iss="",
         iat=iat,
-        exp=iat + int(lifetime.total_seconds()) if lifetime is not None else 0,
+        exp=iat + int(lifetime.total_seconds()),
         name=name,
         nats=natsjwt.User(
             pub=natsjwt.Allow(perms.publish),
@@ -191,7 +196,7 @@ def observer_user(
     *,
     account: str,
     now: dt.datetime,
-    lifetime: dt.timedelta | None = None,
+    lifetime: dt.timedelta = DEFAULT_OBSERVER_LIFETIME,
     prefix: str = subjects.DEFAULT_PREFIX,
 ) -> natsjwt.Claims:
     """The claims of ``kamaji-broker status``'s read-only user: exactly ``permissions.for_observer``."""

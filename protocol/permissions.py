@@ -38,6 +38,10 @@ A site may publish:
 It may subscribe only below its own inbox prefix ``_INBOX_<site>``, where JetStream's replies
 come. Everything else is denied by the server.
 
+A site's bootstrap credential has an inbox of its own, ``_INBOX_BOOTSTRAP_<site>``: a bootstrap
+credential is handed around (a Secret, a file) and more than one may be valid at once, so an
+unused copy must not read what arrives in the agent's inbox (its intents, its renewed JWT).
+
 The hub publishes intents (``<prefix>.intent.*.*.*``), uses the whole JetStream API (it creates
 and administers the streams and every consumer) and acks its own two consumers, with the same
 exact ack form as a site. Its inbox is the default ``_INBOX``, whose first token differs from
@@ -65,6 +69,13 @@ class Permissions(msgspec.Struct, frozen=True):
 
 def site_inbox_prefix(site: str) -> str:
     return f"_INBOX_{labels.check(site, field='site')}"
+
+
+def bootstrap_inbox_prefix(site: str) -> str:
+    """The inbox of ``site``'s bootstrap credentials. Its first token is no site's
+    ``_INBOX_<site>`` (a site name is a DNS label: lower case, no underscore) and not the
+    observer's, so a bootstrap credential reads no reply but its own kind's."""
+    return f"_INBOX_BOOTSTRAP_{labels.check(site, field='site')}"
 
 
 def ack_subjects(consumer: streams.ConsumerDef) -> str:
@@ -104,10 +115,11 @@ def for_site(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions
 
 def for_bootstrap(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Permissions:
     """A site's bootstrap credential (operator mode): it may ask the hub, once, for the site's
-    first credential on ``<prefix>.bootstrap.<site>``, and read the answer in its inbox."""
+    first credential on ``<prefix>.bootstrap.<site>``, and read the answer in the bootstrap
+    inbox (never the site's own)."""
     return Permissions(
         publish=(subjects.service(subjects.Service.BOOTSTRAP, site, prefix=prefix),),
-        subscribe=(f"{site_inbox_prefix(site)}.>",),
+        subscribe=(f"{bootstrap_inbox_prefix(site)}.>",),
     )
 
 

@@ -124,7 +124,7 @@ async def _observe(t: launcher.Topology) -> bus.Connection:
     """The bus as ``kamaji-broker status`` reads it: the observer's read-only credential."""
     options = bus.Options(
         servers=t.nats_urls,
-        creds_file=t.observer_credential,
+        creds_file=t.observer_credential(),
         ca_file=t.nats_ca_file,
         inbox_prefix=permissions.OBSERVER_INBOX,
         name="kamaji-broker-sandbox-view",
@@ -172,6 +172,9 @@ async def _watch(
             if options.exit_when_ready:
                 return 1
             warned = True
+        # Signed again at half its lifetime: when the server drops the view's connection at the
+        # old one's expiry, the reconnect presents this one.
+        t.observer_credential()
         await aiotasks.wait_event(stop, POLL)
     return 130 if options.exit_when_ready and not ready else 0
 

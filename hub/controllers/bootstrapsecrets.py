@@ -58,8 +58,10 @@ class BootstrapSecrets:
         self._served: set[str] = set()
         """Sites whose agent bootstrapped and whose Secret is deleted."""
 
-    async def ensure(self, site: str, *, bootstrapped: bool) -> None:
-        """A valid bootstrap Secret while the site has no credential; none once it has."""
+    async def ensure(self, site: str, *, bootstrapped: bool, not_before: int = 0) -> None:
+        """A valid bootstrap Secret while the site has no credential; none once it has.
+        ``not_before``: when the Site was created (unix seconds): a credential made before is
+        of an earlier Site of that name, refused by the credential service, so replaced."""
         if bootstrapped:
             if site not in self._served:
                 await self._discard(site)  # the agent bootstrapped (with it or another one)
@@ -70,11 +72,12 @@ class BootstrapSecrets:
         now = dt.datetime.now(dt.UTC)
         expires = self._expires.get(site)
         if expires is None:
-            expires = await self._stored_expiry(site)
+            expires = await self._stored_expiry(site, not_before=not_before)
         if expires is not None and expires - now > self.renew_before:
             self._expires[site] = expires
             return
-        creds = self.mint(site, now)
+        # Issued no earlier than the Site (the API server's clock may be ahead of ours).
+        creds = self.mint(site, max(now, dt.datetime.fromtimestamp(not_before, dt.UTC)))
         exp = natsjwt.decode(natsjwt.jwt_of_creds(creds), now=0).exp
         old = await self.kube.get_or_none(resources.SECRET, secret_name(site), namespace=self.namespace)
         await self.kube.create_or_replace(
@@ -107,12 +110,12 @@ class BootstrapSecrets:
             await self.revoke({claims.sub: int(dt.datetime.now(dt.UTC).timestamp())})
         await self.kube.delete(resources.SECRET, secret_name(site), namespace=self.namespace)
 
-    async def _stored_expiry(self, site: str) -> dt.datetime | None:
+    async def _stored_expiry(self, site: str, *, not_before: int) -> dt.datetime | None:
         claims = _claims_of(
             await self.kube.get_or_none(resources.SECRET, secret_name(site), namespace=self.namespace)
         )
-        if claims is None or not claims.exp:
-            return None  # none, not one of ours, or damaged: replaced
+        if claims is None or not claims.exp or claims.iat < not_before:
+            return None  # none, not one of ours, damaged, or older than the Site: replaced
         return dt.datetime.fromtimestamp(claims.exp, dt.UTC)
 
     def _secret(self, site: str, creds: str) -> dict[str, Any]:

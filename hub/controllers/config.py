@@ -16,7 +16,7 @@ import nacl.signing
 
 from common import bus
 from common import kube as ckube
-from hub import cluster_api, intake, sites
+from hub import cluster_api, credentialrules, intake, sites
 from hub import metrics as hub_metrics
 from hub import observations as hub_observations
 from hub.reconcile import rkcp
@@ -91,7 +91,9 @@ class Deps:
     """The hub's earlier signing keys it still trusts, by key id (``--hub-public-keys``, retired
     ones left out): an intent one of them signed is the hub's (``rkcp.Published.signed``)."""
     revoke: Revoke | None = None
-    mint_bootstrap: Callable[[str, dt.datetime], str] | None = None
-    """Operator mode: a fresh bootstrap ``.creds`` for a site (``hub.operatormode``)."""
     """Operator mode: revokes NATS user keys (``hub.revocation``); a deleted Site's agent is
     revoked before its finalizer goes. None with static NKey users (``auth.conf``)."""
+    mint_bootstrap: Callable[[str, dt.datetime], str] | None = None
+    """Operator mode: a fresh bootstrap ``.creds`` for a site (``hub.operatormode``)."""
+    issuer: credentialrules.Issuer | None = None
+    """Operator mode: who mints (a deleted Site's bootstrap credential is revoked if it did)."""

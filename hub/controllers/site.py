@@ -61,7 +61,7 @@ class SiteSync:
         """Seconds between looks at one site: connectedness changes as a heartbeat ages."""
         self.queue: queue.WorkQueue[str] = queue.WorkQueue()
         self.credentials = (
-            sitecredentials.SiteCredentials(deps.kube, deps.revoke, self._bootstrap())
+            sitecredentials.SiteCredentials(deps.kube, deps.revoke, self._bootstrap(), issuer=deps.issuer)
             if deps.revoke is not None
             else None
         )

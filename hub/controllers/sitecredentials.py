@@ -3,7 +3,9 @@
 While a Site exists it carries ``FINALIZER``. When it is deleted, the key its credential was
 last minted for (``status.credential.publicKey``, written by ``hub.credentialservice``) is
 revoked (``Deps.revoke``: the account JWT with the revocation, pushed to the resolver; the
-server disconnects the agent at once), and only then is the finalizer removed. A Site deleted
+server disconnects the agent at once), with the bootstrap credentials still unused (the hub's
+Secret, and the one ``site add`` wrote with the Site's manifest), and only then is the
+finalizer removed. A Site deleted
 while the hub is down waits, Terminating, for the hub. ``record`` says what the credential
 service and the RKCPs' ``SiteConnected`` need to know of a site.
 
@@ -22,8 +24,9 @@ from common import kube as ckube
 from common import logs
 from common.kube import errors as kerrors
 from common.kube import resources
-from hub import credentialrules
+from hub import credentialrules, site_api
 from hub.reconcile import owner
+from protocol import natsjwt
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +40,22 @@ def record(obj: dict[str, Any] | None) -> credentialrules.SiteRecord:
         return credentialrules.SiteRecord(exists=False)
     meta = obj.get("metadata") or {}
     credential = (obj.get("status") or {}).get("credential") or {}
+    made_with = _made_with(meta)
     return credentialrules.SiteRecord(
         exists=not meta.get("deletionTimestamp"),
         key=str(credential.get("publicKey") or ""),
         issued_at=_unix(credential.get("issuedAt")),
+        created_at=_unix(meta.get("creationTimestamp")),
+        bootstrap=made_with.sub if made_with is not None else "",
     )
+
+
+def _made_with(meta: dict[str, Any]) -> natsjwt.Claims | None:
+    """The bootstrap credential the Site names as the one it was made with (``site add``)."""
+    token = (meta.get("annotations") or {}).get(site_api.BOOTSTRAP_ANNOTATION)
+    if not isinstance(token, str) or not token:
+        return None
+    return credentialrules.bootstrap_of(token, site=str(meta.get("name") or ""))
 
 
 def _unix(text: object) -> int:
@@ -54,17 +68,27 @@ def _unix(text: object) -> int:
 class Bootstrap(Protocol):
     """The bootstrap Secret of a new Site (``hub.controllers.bootstrapsecrets``)."""
 
-    async def ensure(self, site: str, *, bootstrapped: bool) -> None: ...
+    async def ensure(self, site: str, *, bootstrapped: bool, not_before: int = 0) -> None: ...
 
     async def release(self, site: str) -> None: ...
 
 
 class SiteCredentials:
-    def __init__(self, kube: ckube.Kube, revoke: Revoke, bootstrap: Bootstrap | None = None) -> None:
+    def __init__(
+        self,
+        kube: ckube.Kube,
+        revoke: Revoke,
+        bootstrap: Bootstrap | None = None,
+        *,
+        issuer: credentialrules.Issuer | None = None,
+    ) -> None:
         self.kube = kube
         self.revoke = revoke
         self.bootstrap = bootstrap
         """Operator mode with a bootstrap namespace: a new Site's bootstrap Secret."""
+        self.issuer = issuer
+        """Who mints: the bootstrap credential a deleted Site names is revoked only if this hub
+        minted it (an annotation is anyone's to write; it must not revoke another site's key)."""
 
     async def sync(self, obj: dict[str, Any]) -> bool:
         """Hold the finalizer on a live Site, or revoke and release a deleted one. True when
@@ -78,7 +102,8 @@ class SiteCredentials:
             if FINALIZER not in finalizers and not moving:
                 await self._finalizers(site, meta, [*finalizers, FINALIZER])
             if self.bootstrap is not None:
-                await self.bootstrap.ensure(site, bootstrapped=bool(record(obj).key))
+                said = record(obj)
+                await self.bootstrap.ensure(site, bootstrapped=bool(said.key), not_before=said.created_at)
             return False
         if FINALIZER in finalizers:
             if moving:
@@ -93,9 +118,14 @@ class SiteCredentials:
         return True
 
     async def _revoke(self, site: str, obj: dict[str, Any]) -> None:
-        """Revoke what the deleted Site's agent holds: its credential, an unused bootstrap."""
+        """Revoke what was minted for the deleted Site: its agent's credential, the bootstrap
+        credentials of its Secret and of its manifest (unused, they would outlive it)."""
         if self.bootstrap is not None:
             await self.bootstrap.release(site)
+        now = int(dt.datetime.now(dt.UTC).timestamp())
+        made_with = _made_with(obj.get("metadata") or {})
+        if made_with is not None and self.issuer and credentialrules.minted_here(made_with, self.issuer):
+            await self.revoke({made_with.sub: now})
         key = record(obj).key
         if not key:
             log.info(
@@ -104,7 +134,7 @@ class SiteCredentials:
                 extra=logs.about_site(site),
             )
             return
-        await self.revoke({key: int(dt.datetime.now(dt.UTC).timestamp())})
+        await self.revoke({key: now})
         log.info(
             "Site %s deleted: revoked its agent's NATS credential %s", site, key, extra=logs.about_site(site)
         )

@@ -9,11 +9,12 @@ generated, brought by the operator, or none) and hands the files to ``common.nat
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import sys
 from pathlib import Path
 
-from common import natsconfig, natsfiles, natsoperator, natsrotation, tlsfiles
-from protocol import subjects
+from common import durations, natsconfig, natsfiles, natsoperator, natsrotation, tlsfiles
+from protocol import credentials, subjects
 
 
 def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,6 +47,20 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "static: NKey users listed in auth.conf, re-rendered and reloaded on every site change "
         "(earlier releases)",
     )
+    _add_operator_flags(nc)
+    _add_cluster_flags(nc)
+    _add_tls_flags(nc)
+
+
+def _add_operator_flags(nc: argparse.ArgumentParser) -> None:
+    nc.add_argument(
+        "--observer-lifetime",
+        type=durations.parse,
+        default=credentials.DEFAULT_OBSERVER_LIFETIME.total_seconds(),
+        metavar="DURATION",
+        help="operator mode: how long observer.creds (kamaji-broker status's read-only user) is valid "
+        "(default 24h; `kamaji-broker observer issue` signs it again, `observer revoke` ends it)",
+    )
     nc.add_argument(
         "--rotate-signing-key",
         choices=("operator", "account"),
@@ -60,8 +75,6 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="operator mode: stop trusting the signing keys rotated out (what they signed stops working)",
     )
-    _add_cluster_flags(nc)
-    _add_tls_flags(nc)
 
 
 def _add_cluster_flags(nc: argparse.ArgumentParser) -> None:
@@ -193,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
         cluster=cluster,
         config_file=args.config_file,
         auth=args.auth,
+        observer_lifetime=dt.timedelta(seconds=args.observer_lifetime),
     )
     if hub is not None:
         print(f"wrote {main}; hub NKey {hub.public_key}, seed {hub.seed_file}", file=sys.stderr)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from common import durations, natsfiles
 from kamaji_broker import sitefiles
-from protocol import credentials, subjects
+from protocol import credentials, natsjwt, subjects
 
 
 def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -99,6 +99,7 @@ def _remove(args: argparse.Namespace, config_dir: Path) -> None:
 
 def _add(args: argparse.Namespace, config_dir: Path) -> None:
     placements = sitefiles.placements(args.namespaces, args.target_namespaces)
+    bootstrap_jwt = ""
     if natsfiles.operator_mode(config_dir):
         lifetime = dt.timedelta(seconds=args.bootstrap_lifetime)
         if lifetime > credentials.DEFAULT_LIFETIME:
@@ -114,13 +115,15 @@ def _add(args: argparse.Namespace, config_dir: Path) -> None:
             file=sys.stderr,
         )
         directory = boot.parent
+        bootstrap_jwt = natsjwt.jwt_of_creds(boot.read_text())
     else:
         identity = natsfiles.site_add(config_dir, args.site, prefix=args.prefix)
         print(f"site {identity.name}: NKey {identity.public_key}", file=sys.stderr)
         print(f"agent seed file (give it to this site's agent only): {identity.seed_file}", file=sys.stderr)
         directory = identity.seed_file.parent
-    manifest = sitefiles.write(directory, args.site, placements=placements)
+    manifest = sitefiles.write(directory, args.site, placements=placements, bootstrap_jwt=bootstrap_jwt)
     print(f"Site manifest for the management cluster: kubectl apply -f {manifest}", file=sys.stderr)
     if args.apply is not None:
-        done = asyncio.run(sitefiles.apply(args.apply, args.site, placements=placements))
+        applying = sitefiles.apply(args.apply, args.site, placements=placements, bootstrap_jwt=bootstrap_jwt)
+        done = asyncio.run(applying)
         print(f"Site {args.site} {done} in the management cluster", file=sys.stderr)

@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime as dt
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -31,7 +33,7 @@ from common.kube import errors as kube_errors
 from hub import fleet, fleetreading, fleetview
 from hub.sites import HEARTBEAT_INTERVAL, MISSED_HEARTBEATS
 from protocol import errors as protocol_errors
-from protocol import permissions, subjects
+from protocol import natsjwt, permissions, subjects
 
 
 def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -93,10 +95,31 @@ def _bus_options(args: argparse.Namespace) -> bus.Options:
     )
 
 
+def _expired(creds: Path | None) -> str:
+    """Why the observer's ``.creds`` can no longer get in ("" if it may): said plainly, where
+    the server would only answer "authorization violation"."""
+    if creds is None:
+        return ""
+    try:
+        claims = natsjwt.decode(natsjwt.jwt_of_creds(creds.read_text()), now=0)
+    except (OSError, protocol_errors.JWTError):
+        return ""  # the connection says what is wrong with it
+    if not claims.exp or claims.exp > time.time():
+        return ""
+    when = dt.datetime.fromtimestamp(claims.exp, dt.UTC).isoformat().replace("+00:00", "Z")
+    return (
+        f"the bus: the observer's credential {creds} expired at {when}: sign it again "
+        "(`kamaji-broker observer issue --nats-config-dir DIR`)"
+    )
+
+
 async def _open_bus(args: argparse.Namespace) -> tuple[bus.Connection | None, list[str]]:
     if args.nats_url is None:
         return None, []
     options = _bus_options(args)
+    expired = _expired(args.nats_creds)
+    if expired:
+        return None, [expired]
     try:
         return await bus.connect(options, deadline=args.nats_timeout), []
     except bus_errors.BusError as exc:

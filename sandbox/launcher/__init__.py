@@ -8,6 +8,7 @@ natsnodes      the nats-servers (one, or a JetStream cluster): ports, configurat
 clusters       emulated API servers and their clients, Site objects, a Kamaji simulator per site
 broker         the hub replicas (leader election) and an agent per site
 controlplanes  Cluster + RemoteKamajiControlPlane pairs in mgmt, and progress
+identities     the launcher's own NATS users (hub, a site's, the observer's): short-lived, on demand
 topology       Topology: those layers in one object, and the order of start() and stop()
 workload       the example Cluster + RemoteKamajiControlPlane manifests and the sandbox's names
 invariants     what a healed topology holds (every RKCP Ready with its TCP and Secrets, no orphan...)

@@ -82,7 +82,7 @@ class ControlPlanes(Clusters):
 
     async def progress(self, conn: bus.Connection | None = None) -> fleet.Fleet:
         """Every site and every RKCP's phase, as the management cluster shows them now (and the
-        bus, through ``conn``, the observer's: ``observer_credential``). A control plane is done
+        bus, through ``conn``, the observer's: ``observer_credential()``). A control plane is done
         once its ``<cluster>-kubeconfig`` Secret exists, as a CAPI user would see it."""
         # The CAPI Secrets carry this label (the hub writes it); existence is enough here.
         secrets = await self.mgmt.list(resources.SECRET, label_selector=writing.CLUSTER_NAME_LABEL)

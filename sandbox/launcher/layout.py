@@ -8,7 +8,6 @@ logs. Pure paths, no I/O but ``prepare_directory``. ``Layout`` is the first laye
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import shutil
 from pathlib import Path
@@ -17,11 +16,7 @@ from common import natsfiles, natsoperator
 from sandbox.launcher import processes
 from sandbox.launcher.options import MGMT, Options
 
-__all__ = ["CREDENTIAL_LIFETIME", "MARKER", "Layout", "prepare_directory"]
-
-CREDENTIAL_LIFETIME = dt.timedelta(days=7)
-"""The launcher's own credentials (the observer's, a test's site credential): a sandbox may run
-for days; the hub's and the agents' are theirs to renew."""
+__all__ = ["MARKER", "Layout", "prepare_directory"]
 
 MARKER = ".kamaji-broker-sandbox"
 """Written into every sandbox directory (with the launcher's PID): only such a directory is ever
@@ -85,10 +80,10 @@ class Layout:
         """What hub and agents (and any client of this topology) verify the server with."""
         self.hub_operator_dir = self.nats_dir / natsoperator.HUB_DIR
         """What ``nats-config --auth operator`` wrote for the hub (``--nats-operator-dir``)."""
-        self.hub_credential = self.nats_dir / "launcher-hub.creds"
-        """A user with the hub's permissions, minted by the launcher for whoever looks at the
-        bus from outside (the tests, invariants): the hub itself mints its own."""
-        self.observer_credential = self.nats_dir / natsfiles.OBSERVER_CREDS
+        self.hub_credential_file = self.nats_dir / "launcher-hub.creds"
+        """Where ``identities.Identities.hub_credential`` writes the launcher's user with the
+        hub's permissions (the hub itself mints its own)."""
+        self.observer_credential_file = self.nats_dir / natsfiles.OBSERVER_CREDS
         """``kamaji-broker status``'s read-only user, as ``nats-config`` wrote it."""
         self.hub_public_keys = self.keys_dir / "hub-public-keys.json"
         self.mgmt_kubeconfig = self.kubeconfig(MGMT)
@@ -106,9 +101,8 @@ class Layout:
         """The single-use bootstrap credential ``site add`` wrote: the agent's first start."""
         return self.nats_dir / natsfiles.SITES_DIR / f"{site}{natsfiles.BOOTSTRAP_SUFFIX}"
 
-    def site_credential(self, site: str) -> Path:
-        """A credential of ``site``'s own (not its agent's key), minted by the launcher for
-        tests and benches that act as the site."""
+    def site_credential_file(self, site: str) -> Path:
+        """Where ``identities.Identities.site_credential`` writes a credential of ``site``'s."""
         return self.nats_dir / natsfiles.SITES_DIR / f"{site}.creds"
 
     def site_manifest(self, site: str) -> Path:

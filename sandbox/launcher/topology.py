@@ -22,25 +22,25 @@ timeout, by PID. Every process logs to DIR/logs/<name>.log.
 The class is built in layers, one module each, every layer on top of what it uses:
 ``layout`` (options and paths) → ``children`` (child processes, faults by name, logs) →
 ``natsnodes`` (the nats-servers) and ``clusters`` (emulators, clients, simulators) → ``broker``
-(hub replicas, agents) and ``controlplanes`` (Cluster + RKCP pairs, progress) → ``Topology``.
+(hub replicas, agents), ``controlplanes`` (Cluster + RKCP pairs, progress) and ``identities``
+(the launcher's own short-lived NATS users, signed when asked for) → ``Topology``.
 Used by ``kamaji-broker sandbox``, the end-to-end and fault tests and the benchmarks.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from types import TracebackType
 
-from common import files, natsfiles, natsoperator
-from protocol import credentials, natsjwt, streams
+from protocol import streams
 from sandbox.launcher.broker import Broker
 from sandbox.launcher.controlplanes import ControlPlanes
-from sandbox.launcher.layout import CREDENTIAL_LIFETIME, prepare_directory
+from sandbox.launcher.identities import Identities
+from sandbox.launcher.layout import prepare_directory
 
 __all__ = ["Topology"]
 
 
-class Topology(Broker, ControlPlanes):
+class Topology(Broker, ControlPlanes, Identities):
     """``Topology(directory, options)``: hub, agents, NATS, emulated clusters and Kamaji
     simulators under ``directory``, made as ``options`` (``sandbox.launcher.Options``) say.
 
@@ -88,24 +88,6 @@ class Topology(Broker, ControlPlanes):
         # After the hub: it creates the streams and every agent's durable consumer.
         await self._ready(self._start_agents())
 
-    def _mint_observers(self) -> None:
-        """The launcher's own users (``hub_credential``, ``site_credential``): minted with the
-        account's signing key, as the hub mints, for whoever looks at the bus from outside."""
-        keys = natsoperator.Keys.load_or_create(self.nats_dir)
-        now, account = dt.datetime.now(dt.UTC), keys.account_public
-        (self.nats_dir / natsfiles.SITES_DIR).mkdir(exist_ok=True)
-        seed = natsjwt.new_seed("user")
-        hub = credentials.hub_user(
-            natsjwt.public_of(seed), account=account, now=now, lifetime=CREDENTIAL_LIFETIME
-        )
-        files.write_private(self.hub_credential, keys.user_creds(hub, seed))
-        for site in self.sites:
-            seed = natsjwt.new_seed("user")
-            claims = credentials.site_user(
-                site, natsjwt.public_of(seed), account=account, now=now, lifetime=CREDENTIAL_LIFETIME
-            )
-            files.write_private(self.site_credential(site), keys.user_creds(claims, seed))
-
     async def stop(self) -> None:
         """Stop everything that was started, in reverse order; safe to call more than once."""
         await self._disconnect()
@@ -114,7 +96,6 @@ class Topology(Broker, ControlPlanes):
     async def _credentials(self) -> None:
         await self._cli("keys", "generate", "--out", str(self.keys_dir))
         await self._configure_nats()
-        self._mint_observers()
         for site in self.sites:
             # `site add` writes each site's single-use bootstrap credential (operator mode).
             await self._cli(

@@ -6,9 +6,10 @@ import stat
 from pathlib import Path
 
 import pytest
+import yaml
 
 from common import natsoperator
-from hub import operatormode
+from hub import operatormode, site_api
 from kamaji_broker import cli
 from protocol import natsjwt
 from tests import helpers
@@ -86,7 +87,9 @@ def test_site_add_in_operator_mode_makes_a_bootstrap_credential_and_changes_no_s
     assert claims.iss == natsjwt.public_of(
         (tmp_path / natsoperator.KEYS_DIR / "account-signing.nk").read_bytes()
     )
-    assert (tmp_path / "sites" / "site-a.site.yaml").exists()
+    site = yaml.safe_load((tmp_path / "sites" / "site-a.site.yaml").read_text())
+    # the one credential older than the Site that the hub takes, and revokes with the Site
+    assert site["metadata"]["annotations"] == {site_api.BOOTSTRAP_ANNOTATION: helpers.creds_jwt(boot)}
     assert {p: p.read_bytes() for p in server_files} == server_files
     assert not (tmp_path / "auth.conf").exists()
     err = capsys.readouterr().err

@@ -102,7 +102,7 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
         cli.main(["--help"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
-    for command in ("hub", "agent", "sandbox", "site", "keys", "nats-config"):
+    for command in ("hub", "agent", "sandbox", "site", "keys", "nats-config", "observer"):
         assert command in out
 
 

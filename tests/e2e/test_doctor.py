@@ -79,7 +79,7 @@ async def test_readyz_answers_and_says_so_while_the_sites_api_server_hangs(world
 async def heartbeat_age(world: Topology, site: str) -> float:
     """Seconds since ``site``'s latest heartbeat reached the bus (read with the hub's user)."""
     options = bus.Options(
-        servers=tuple(world.nats_urls), creds_file=world.hub_credential, ca_file=world.nats_ca_file
+        servers=tuple(world.nats_urls), creds_file=world.hub_credential(), ca_file=world.nats_ca_file
     )
     conn = await bus.connect(options, deadline=10)
     try:

@@ -49,7 +49,7 @@ def flags(
     return [
         "--kubeconfig", str(world.mgmt_kubeconfig),
         "--nats-url", url or ",".join(world.nats_urls),
-        "--nats-creds", creds or str(world.observer_credential),
+        "--nats-creds", creds or str(world.observer_credential()),
         "--nats-ca-file", str(world.nats_ca_file),
         *interval,
     ]  # fmt: skip
@@ -184,7 +184,7 @@ async def test_a_site_with_no_agent_says_so(world: Topology) -> None:
 
 
 async def test_a_credential_that_is_not_the_observers_is_refused_naming_the_subject(world: Topology) -> None:
-    code, doc = await as_json(world, creds=str(world.site_credential("site-a")), quiet=False)
+    code, doc = await as_json(world, creds=str(await world.site_credential("site-a")), quiet=False)
     assert code == 1 and doc["healthy"] is False
     site_b = next(s for s in doc["sites"] if s["name"] == "site-b")
     # The hub's view stands in for the bus then; it may still show an earlier test's stopped agent.

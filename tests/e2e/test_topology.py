@@ -136,7 +136,7 @@ async def test_cluster_kubeconfig_is_the_sites_admin_kubeconfig_and_verifies_aga
 async def test_site_a_credentials_cannot_read_site_b_intents(world: Topology) -> None:
     site_a = helpers.options(
         world.nats_url,
-        seed_file=world.site_credential("site-a"),
+        seed_file=await world.site_credential("site-a"),
         inbox_prefix=bus.site_inbox_prefix("site-a"),
     )
     conn = await bus.connect(site_a, deadline=10)

@@ -40,7 +40,7 @@ async def _hub_bus(world: Topology) -> AsyncIterator[bus.Connection]:
     conn = await bus.connect(
         bus.Options(
             servers=(world.nats_url,),
-            creds_file=world.hub_credential,
+            creds_file=world.hub_credential(),
             ca_file=world.nats_ca_file,
             name="faults-test",
         ),

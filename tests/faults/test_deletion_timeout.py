@@ -34,7 +34,7 @@ KINDS = (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET)
 @pytest_asyncio.fixture(loop_scope="module")
 async def hub_conn(world: Topology) -> AsyncIterator[bus.Connection]:
     """A NATS connection with the hub's generated identity (it may read every stream)."""
-    conn = await bus.connect(helpers.options(world.nats_url, seed_file=world.hub_credential), deadline=10)
+    conn = await bus.connect(helpers.options(world.nats_url, seed_file=world.hub_credential()), deadline=10)
     yield conn
     await conn.close()
 

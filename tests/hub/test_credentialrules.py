@@ -56,12 +56,15 @@ class Case:
     record: rules.SiteRecord
     asker: bytes = AGENT
     used: dict[str, str] = field(default_factory=dict)
+    revoked: set[str] = field(default_factory=set)
     reason: str = ""
     revoke: tuple[str, ...] = field(default_factory=tuple)
 
 
 B, R = credentials.Kind.BOOTSTRAP, credentials.Kind.RENEW
 HERE = rules.SiteRecord(exists=True)
+NEW_LIFE = rules.SiteRecord(True, created_at=int(NOW.timestamp()) + 60)
+"""A Site created (again) a minute after ``NOW``: bootstrap credentials made at ``NOW`` are older."""
 LATER = rules.SiteRecord(True, _key(OTHER), issued_at=int(NOW.timestamp()) + 60)
 CASES = {
     "a JWT signed by the rotated-out key is renewed": Case(
@@ -73,8 +76,8 @@ CASES = {
         HERE,
         reason="shorter --bootstrap-lifetime",
     ),
-    "a bootstrap made before the site's current credential is spent (after a hub restart)": Case(
-        B, _presented("bootstrap", "site-a", BOOT), LATER, reason="single-use"
+    "a bootstrap made before the site's current credential is spent (after a hub restart), and revoked": Case(
+        B, _presented("bootstrap", "site-a", BOOT), LATER, reason="single-use", revoke=(_key(BOOT),)
     ),
     "a newer bootstrap after that is fine, and revokes the replaced key": Case(
         B,
@@ -123,6 +126,42 @@ CASES = {
         HERE,
         reason="not minted by this hub",
     ),
+    "a bootstrap made before the Site was created (an earlier Site's) is refused, revoked": Case(
+        B, _presented("bootstrap", "site-a", BOOT), NEW_LIFE, reason="earlier Site", revoke=(_key(BOOT),)
+    ),
+    "even for a key that was revoked: its life is checked first, so it is revoked too": Case(
+        B,
+        _presented("bootstrap", "site-a", BOOT),
+        NEW_LIFE,
+        revoked={_key(AGENT)},
+        reason="earlier Site",
+        revoke=(_key(BOOT),),
+    ),
+    "the bootstrap the Site names as made with it may be older than the Site": Case(
+        B,
+        _presented("bootstrap", "site-a", BOOT),
+        rules.SiteRecord(True, created_at=int(NOW.timestamp()) + 60, bootstrap=_key(BOOT)),
+        revoke=(_key(BOOT),),
+    ),
+    "a bootstrap made in the Site's life is fine": Case(
+        B,
+        _presented("bootstrap", "site-a", BOOT, at=NOW + dt.timedelta(minutes=2)),
+        NEW_LIFE,
+        revoke=(_key(BOOT),),
+    ),
+    "a bootstrap for a revoked key is refused: the agent makes a new one": Case(
+        B, _presented("bootstrap", "site-a", BOOT), HERE, revoked={_key(AGENT)}, reason="was revoked"
+    ),
+    "a bootstrap credential revoked (not yet on the servers) is refused": Case(
+        B, _presented("bootstrap", "site-a", BOOT), HERE, revoked={_key(BOOT)}, reason="was revoked"
+    ),
+    "a renewal of a revoked key is refused (the revocation not yet on the servers)": Case(
+        R,
+        _presented("site", "site-a", AGENT),
+        rules.SiteRecord(True, _key(AGENT)),
+        revoked={_key(AGENT)},
+        reason="was revoked",
+    ),
     "renewal granted": Case(R, _presented("site", "site-a", AGENT), rules.SiteRecord(True, _key(AGENT))),
     "renewal when the status lost the key": Case(R, _presented("site", "site-a", AGENT), HERE),
     "renewal of another key": Case(
@@ -151,11 +190,38 @@ def test_judge(name: str) -> None:
     case = CASES[name]
     req = credentials.request(case.kind, "site-a", case.asker, credential="x", now=NOW)
     verdict = rules.judge(
-        req, case.presented, site="site-a", issuer=ISSUER, record=case.record, used_bootstraps=case.used
+        req,
+        case.presented,
+        site="site-a",
+        issuer=ISSUER,
+        record=case.record,
+        used_bootstraps=case.used,
+        revoked=case.revoked,
     )
     if case.reason:
         assert not verdict.granted and case.reason in verdict.reason
-        assert verdict.revoke == ()
     else:
         assert verdict.granted, verdict.reason
-        assert verdict.revoke == case.revoke
+    assert verdict.revoke == case.revoke
+
+
+def test_bootstrap_of_names_only_a_bootstrap_credential_of_the_site() -> None:
+    token = natsjwt.encode(
+        credentials.bootstrap_user("site-a", _key(BOOT), account=ISSUER.account, now=NOW),
+        natsjwt.key_pair(SIGNING),
+    )
+    claims = rules.bootstrap_of(token, site="site-a")
+    assert claims is not None and claims.sub == _key(BOOT) and rules.minted_here(claims, ISSUER)
+    assert rules.bootstrap_of(token, site="site-b") is None
+    assert rules.bootstrap_of("not a jwt", site="site-a") is None
+    site_jwt = natsjwt.encode(
+        credentials.site_user("site-a", _key(AGENT), account=ISSUER.account, now=NOW),
+        natsjwt.key_pair(SIGNING),
+    )
+    assert rules.bootstrap_of(site_jwt, site="site-a") is None
+    forged = natsjwt.encode(
+        credentials.bootstrap_user("site-a", _key(AGENT), account=ISSUER.account, now=NOW),
+        natsjwt.key_pair(STRANGER),
+    )
+    stranger = rules.bootstrap_of(forged, site="site-a")
+    assert stranger is not None and not rules.minted_here(stranger, ISSUER)

@@ -18,7 +18,7 @@ from common import kube as ckube
 from common.kube import resources
 from hub import operatormode
 from hub.controllers import sitecredentials
-from protocol import credentials, natsjwt
+from protocol import credentials, natsjwt, permissions
 from sandbox import kubeapi, natsd
 from tests import conftest, helpers
 from tests.hub.conftest import RKCP, SITE, cluster_obj, rkcp_obj
@@ -69,7 +69,7 @@ async def test_bootstrap_then_deleting_the_site_revokes_its_agent(
         await kube.create(RKCP, rkcp_obj("cp1", cluster=cl), namespace="default")
         # the hub wrote the new Site's bootstrap credential; the operator hands it to the agent
         boot = await _handed_over(kube, tmp_path / "boot.creds")
-        asker = await ns.connect(server, boot, inbox_prefix=bus.site_inbox_prefix(SITE))
+        asker = await ns.connect(server, boot, inbox_prefix=permissions.bootstrap_inbox_prefix(SITE))
         seed = natsjwt.new_seed("user")
         req = credentials.request(credentials.Kind.BOOTSTRAP, SITE, seed, credential=helpers.creds_jwt(boot))
         reply = msgspec.json.decode(
@@ -89,7 +89,7 @@ async def test_bootstrap_then_deleting_the_site_revokes_its_agent(
             what="the used bootstrap Secret deleted",
         )
         with pytest.raises(Exception, match=r"(?i)authorization violation"):
-            await ns.connect(server, boot, inbox_prefix=bus.site_inbox_prefix(SITE))
+            await ns.connect(server, boot, inbox_prefix=permissions.bootstrap_inbox_prefix(SITE))
 
         await kube.delete(resources.SITE, SITE)
         await helpers.eventually(lambda: not agent.nc.is_connected, within=10, what="the agent thrown out")
@@ -135,7 +135,7 @@ async def test_a_site_deleted_before_its_agent_came_takes_its_bootstrap_credenti
     hub = hub_process(_args(server, conf, tmp_path / "keys", kubeconfig), tmp_path / "hub.log", "hub-1")
     try:
         boot = await _handed_over(kube, tmp_path / "boot.creds")
-        waiting = await ns.connect(server, boot, inbox_prefix=bus.site_inbox_prefix(SITE))
+        waiting = await ns.connect(server, boot, inbox_prefix=permissions.bootstrap_inbox_prefix(SITE))
         await kube.delete(resources.SITE, SITE)
         await helpers.eventually(lambda: not waiting.nc.is_connected, within=10, what="the bootstrap revoked")
         await helpers.eventually(lambda: _no_secret(kube, f"{SITE}-nats-bootstrap"), within=10)

@@ -29,7 +29,7 @@ def test_site_permissions_are_exactly_its_own_subjects() -> None:
 def test_bootstrap_permissions_ask_only_for_the_sites_first_credential() -> None:
     p = permissions.for_bootstrap("site-a")
     assert p.publish == ("kb.bootstrap.site-a",)
-    assert p.subscribe == ("_INBOX_site-a.>",)
+    assert p.subscribe == ("_INBOX_BOOTSTRAP_site-a.>",)  # not the agent's inbox
     assert not p.reply_to_requests
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +23,9 @@ from common.kube import errors as kerrors
 from common.kube import resources
 from hub import credentialrules, credentialservice, revocation, site_api
 from hub import metrics as hub_metrics
+from hub.controllers import sitecredentials
 from hub.crdgen import SITE_FILENAME
-from protocol import credentials, natsjwt
+from protocol import credentials, natsjwt, permissions
 from sandbox import kubeapi, natsd
 from tests import conftest, helpers
 from tests.security import nats_support as ns
@@ -40,10 +41,22 @@ class World:
     kube: ckube.Kube
     metrics: hub_metrics.Metrics
     work: Path
+    sites: sitecredentials.SiteCredentials
+    """The hub's Site controller for credentials: the finalizer, and what a deletion revokes."""
     after_record: Callable[[str], Awaitable[None]] | None = None
 
-    async def add_site(self, site: str) -> None:
-        await self.kube.create(resources.SITE, site_api.manifest(site))
+    async def add_site(self, site: str, *, bootstrap: Path | None = None) -> None:
+        """Create the Site (naming ``bootstrap`` as the one it was made with, as ``site add``
+        writes its manifest), and let the hub hold its finalizer."""
+        token = helpers.creds_jwt(bootstrap) if bootstrap is not None else ""
+        await self.kube.create(resources.SITE, site_api.manifest(site, bootstrap_jwt=token))
+        await self.sites.sync(await self.kube.get(resources.SITE, site))
+
+    async def delete_site(self, site: str) -> None:
+        """``kubectl delete site``, and the hub's handling of it: revoked, then released."""
+        await self.kube.delete(resources.SITE, site)
+        await self.sites.sync(await self.kube.get(resources.SITE, site))
+        assert await self.kube.get_or_none(resources.SITE, site) is None
 
     async def record(self, site: str) -> credentialrules.SiteRecord:
         """What the hub's Site cache would say (read from the API here); then ``after_record``,
@@ -51,21 +64,18 @@ class World:
         try:
             obj = await self.kube.get(resources.SITE, site)
         except kerrors.NotFound:
-            return credentialrules.SiteRecord(exists=False)
-        if self.after_record is not None:
+            obj = None
+        if obj is not None and self.after_record is not None:
             await self.after_record(site)
-        status = site_api.Site.parse(obj).status
-        deleting = bool((obj.get("metadata") or {}).get("deletionTimestamp"))
-        return credentialrules.SiteRecord(
-            exists=not deleting, key=status.credential.public_key if status.credential else ""
-        )
+        return sitecredentials.record(obj)
 
-    def bootstrap_creds(self, site: str) -> Path:
+    def bootstrap_creds(self, site: str, *, age: dt.timedelta = dt.timedelta(0)) -> Path:
+        """A fresh bootstrap credential of ``site`` (made ``age`` ago)."""
         path = self.work / f"{site}-{len(list(self.work.glob('*.creds')))}.creds"
         path.write_text(
             self.keys.bootstrap_creds(
                 site,
-                now=dt.datetime.now(dt.UTC),
+                now=dt.datetime.now(dt.UTC) - age,
                 lifetime=credentials.DEFAULT_BOOTSTRAP_LIFETIME,
                 prefix="kb",
             )
@@ -73,7 +83,11 @@ class World:
         return path
 
     async def asker(self, creds: Path, site: str) -> ns.Raw:
-        return await ns.connect(self.server, creds, inbox_prefix=bus.site_inbox_prefix(site))
+        """Connected with ``creds``, with the inbox its kind may read (a bootstrap credential's
+        own, or the site's), as the agent connects."""
+        bootstrap = natsjwt.decode(helpers.creds_jwt(creds), now=0).name.startswith("bootstrap:")
+        inbox = permissions.bootstrap_inbox_prefix(site) if bootstrap else bus.site_inbox_prefix(site)
+        return await ns.connect(self.server, creds, inbox_prefix=inbox)
 
     def counted(self, kind: str, result: str) -> float:
         return float(self.metrics.credential_requests.labels(kind, result)._value.get())
@@ -110,6 +124,16 @@ async def world(tmp_path: Path, *, bootstrap_grace: float = 0) -> AsyncIterator[
         helpers.options(server.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
     )
     (tmp_path / "askers").mkdir()
+    authority = revocation.Authority(
+        account=keys.account_public,
+        account_signing=keys.account_signing,
+        operator_signing=keys.operator_signing,
+    )
+    revoker = revocation.Revoker(system, authority)
+
+    async def revoke(revoked: Mapping[str, int]) -> None:
+        await revoker.revoke(revoked, now=dt.datetime.now(dt.UTC))
+
     w = World(
         server=server,
         conf=conf,
@@ -117,13 +141,8 @@ async def world(tmp_path: Path, *, bootstrap_grace: float = 0) -> AsyncIterator[
         kube=kube,
         metrics=hub_metrics.Metrics(),
         work=tmp_path / "askers",
+        sites=sitecredentials.SiteCredentials(kube, revoke, issuer=revocation.issuer(authority)),
     )
-    authority = revocation.Authority(
-        account=keys.account_public,
-        account_signing=keys.account_signing,
-        operator_signing=keys.operator_signing,
-    )
-    revoker = revocation.Revoker(system, authority)
     service = credentialservice.CredentialService(
         credentialservice.Deps(conn=hub, revoker=revoker, kube=kube, sites=w.record, metrics=w.metrics),
         bootstrap_grace=bootstrap_grace,

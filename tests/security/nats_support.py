@@ -132,10 +132,15 @@ async def _abandon(nc: Client) -> None:
 async def refusal(server: natsd.NatsServer, **options: Any) -> str:
     """The server's refusal of a connection made with ``options`` (credentials), lower-cased;
     fails if the server lets it in."""
+    return await refusal_at(server.url, **options)
+
+
+async def refusal_at(url: str, **options: Any) -> str:
+    """``refusal`` by the server's URL (a topology's server)."""
     nc = Client()
-    given: dict[str, Any] = {**helpers.tls_options(server.url), **options}
+    given: dict[str, Any] = {**helpers.tls_options(url), **options}
     try:
-        await nc.connect(servers=[server.url], allow_reconnect=False, connect_timeout=5, **given)
+        await nc.connect(servers=[url], allow_reconnect=False, connect_timeout=5, **given)
     except nats.errors.Error as exc:
         return str(exc).lower()
     finally:

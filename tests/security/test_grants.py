@@ -236,3 +236,22 @@ def test_the_observers_inbox_is_nobody_elses(prefix: str) -> None:
     others = ["_INBOX.>", *(f"_INBOX_{s}.>" for s in SITES), f"{prefix}.>", "$JS.>", "$SYS.>"]
     assert [f for f in others if permissions.intersects(grant, f)] == []
     assert not any(permissions.intersects(g, grant) for g in permissions.for_hub(prefix=prefix).subscribe)
+
+
+@pytest.mark.parametrize(("prefix", "site"), [(p, s) for p in PREFIXES for s in SITES])
+def test_a_bootstrap_credential_reads_no_reply_of_the_agent_nor_anyone_elses(prefix: str, site: str) -> None:
+    """A bootstrap credential, handed around and possibly copied, reads only its own kind's
+    inbox: never the agent's (its intents, its renewed JWT), another site's, the hub's or the
+    observer's, and nothing the hub answers a site on."""
+    (grant,) = permissions.for_bootstrap(site, prefix=prefix).subscribe
+    others = [
+        *FORBIDDEN_SUBSCRIBE,
+        *(f"_INBOX_{s}.>" for s in SITES),
+        *(f"{permissions.bootstrap_inbox_prefix(s)}.>" for s in SITES if s != site),
+        f"{permissions.OBSERVER_INBOX}.>",
+        f"{prefix}.>",
+    ]
+    assert [f for f in others if f != ">" and permissions.intersects(grant, f)] == []
+    assert permissions.intersects(grant, f"{permissions.bootstrap_inbox_prefix(site)}.Zx81.3")
+    sites = [g for s in SITES for g in permissions.for_site(s, prefix=prefix).subscribe]
+    assert not any(permissions.intersects(grant, g) for g in sites)

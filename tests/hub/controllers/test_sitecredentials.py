@@ -7,6 +7,7 @@ tests/security/test_operator_mode.py and tests/hub/test_operator_process.py); he
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from common.kube import resources
 from hub import crdgen, credentialrules, site_api
 from hub.controllers import sitecredentials
 from hub.reconcile import owner
+from protocol import credentials, natsjwt
 from sandbox import kubeapi
 
 CRDS = Path(__file__).resolve().parents[3] / "deploy" / "crds"
@@ -111,3 +113,42 @@ def test_record_says_what_the_credential_service_needs() -> None:
     assert sitecredentials.record(obj) == credentialrules.SiteRecord(exists=True, key="UK")
     deleting = {"metadata": {"name": "a", "deletionTimestamp": "2026-12-02T00:00:00Z"}}
     assert sitecredentials.record(deleting).exists is False
+    born = {"metadata": {"name": "a", "creationTimestamp": "2026-12-02T00:00:00Z"}}
+    assert sitecredentials.record(born).created_at == 1796169600
+
+
+ACCOUNT, SIGNING, STRANGER = (natsjwt.new_seed("account") for _ in range(3))
+ISSUER = credentialrules.Issuer(
+    account=natsjwt.public_of(ACCOUNT), signing_keys=(natsjwt.public_of(SIGNING),), keep_for_seconds=86400
+)
+
+
+def _bootstrap_jwt(site: str, key: str, *, signer: bytes = SIGNING) -> str:
+    claims = credentials.bootstrap_user(site, key, account=ISSUER.account, now=dt.datetime.now(dt.UTC))
+    return natsjwt.encode(claims, natsjwt.key_pair(signer))
+
+
+@pytest.mark.parametrize(
+    ("name", "token", "revoked"),
+    [
+        ("the hub's, for this site", _bootstrap_jwt("site-a", "UBOOT"), ["UBOOT", "UAGENT"]),
+        (
+            "forged: another site's agent key, signed by a stranger",
+            _bootstrap_jwt("site-a", "UOTHER", signer=STRANGER),
+            ["UAGENT"],
+        ),
+        ("another site's bootstrap", _bootstrap_jwt("site-b", "UOTHER"), ["UAGENT"]),
+        ("not a JWT", "garbage", ["UAGENT"]),
+    ],
+)
+async def test_a_deletion_revokes_the_bootstrap_the_site_was_made_with_if_the_hub_minted_it(
+    kube: ckube.Kube, name: str, token: str, revoked: list[str]
+) -> None:
+    """An annotation is anyone's to write: it must not let a Site's deletion revoke another key."""
+    got = Revoked()
+    sc = sitecredentials.SiteCredentials(kube, got, issuer=ISSUER)
+    await _site(kube, key="UAGENT", annotations={site_api.BOOTSTRAP_ANNOTATION: token})
+    await _converge(kube, sc)
+    await kube.delete(resources.SITE, "site-a")
+    assert await _converge(kube, sc) is None
+    assert got.keys == revoked, name
