@@ -10,8 +10,20 @@ from typing import Any
 
 from hub import fleet, fleet_rkcp, fleetcolumns, fleetwording
 from hub.fleet_rkcp import ControlPlane
+from protocol import text
 
-__all__ = ["counted", "events", "problem_lines", "table", "to_json"]
+__all__ = ["counted", "events", "printable", "problem_lines", "table", "to_json"]
+
+
+LINE_MAX = 4096
+"""Characters of one printed line, at most (a table line is fitted to the terminal before)."""
+
+
+def printable(lines: Iterable[str]) -> list[str]:
+    """``lines`` as a terminal may be given them: what a site sent is made harmless when the hub
+    takes it in, and again here, for whatever reached the cluster objects another way (an
+    object written before the hub cleaned, a hand edit)."""
+    return [text.harmless(line, limit=LINE_MAX) for line in lines]
 
 
 def counted(n: int, noun: str) -> str:

@@ -93,7 +93,9 @@ class Screen:
         self._recent: collections.deque[str] = collections.deque(maxlen=RECENT)
 
     def show(self, f: fleet.Fleet, *, elapsed: float) -> None:
-        happened = [f"[{elapsed:6.1f}s] {line}" for line in fleetview.events(self._last, f)]
+        happened = fleetview.printable(
+            f"[{elapsed:6.1f}s] {line}" for line in fleetview.events(self._last, f)
+        )
         self._last = f
         if not self.live:
             for line in happened:
@@ -105,7 +107,7 @@ class Screen:
         width, height = max(20, size.columns - 1), max(5, size.lines - 1)
         # Fitted to the width and the height: a wrapped or scrolled-off line would break the
         # count of lines to move up.
-        lines = table(f, elapsed=elapsed, recent=list(self._recent), width=width)
+        lines = fleetview.printable(table(f, elapsed=elapsed, recent=list(self._recent), width=width))
         if len(lines) > height:
             more = f"... {len(lines) - height + 1} more lines (a taller terminal shows them)"
             lines = [*lines[: height - 1], fleetcolumns.fit(more, width)]

@@ -106,7 +106,7 @@ def status_command(t: launcher.Topology) -> str:
     cluster, and the bus with the observer's read-only credential."""
     return " ".join([
         *_program(), "status", "--kubeconfig", _quote(t.mgmt_kubeconfig),
-        "--nats-url", shlex.quote(",".join(t.nats_urls)), "--nats-creds", _quote(t.observer_credential),
+        "--nats-url", shlex.quote(",".join(t.nats_urls)), "--nats-creds", _quote(t.observer_credential()),
         "--nats-ca-file", _quote(t.nats_ca_file),
     ])  # fmt: skip
 

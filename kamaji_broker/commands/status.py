@@ -186,7 +186,8 @@ def render(f: fleet.Fleet, *, output: str) -> str:
     # Ready: what the PHASE of a control plane says (hub.fleet_rkcp), nothing looser.
     cps = f"{f.ready}/{len(f.control_planes)} control planes Ready"
     head = f"kamaji-broker status: {fleetview.counted(len(f.sites), 'site')}, {cps}; "
-    return "\n".join([head + verdict, f"  (read from the {source})", "", *fleetview.table(f)])
+    lines = [head + verdict, f"  (read from the {source})", "", *fleetview.table(f)]
+    return "\n".join(fleetview.printable(lines))
 
 
 def run(args: argparse.Namespace) -> int:

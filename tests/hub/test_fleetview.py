@@ -192,3 +192,15 @@ def test_a_cluster_waiting_for_its_topology_shows_and_its_control_plane_is_no_de
     made = replace(cp("c1-x7k2p", "site-a", "Provisioning"), cluster="c1")
     after = fleet.Fleet(sites=(OK,), control_planes=(made,))
     assert fleetview.events(before, after) == ["default/c1-x7k2p (site-a): Provisioning"]
+
+
+def test_what_is_printed_holds_nothing_a_terminal_acts_on_whatever_the_objects_held() -> None:
+    # Written to the cluster before the hub cleaned what sites send, or by hand: still harmless.
+    evil = replace(OK, agent_version="0.1.0\x1b[2J\x1b[31mHACKED", trusted_key_ids=("k\u202e1",))
+    lying = cp("a-3", "site-a", "Failed", reason="Failed: \x1b[2J\x1b[H\x1b[32mhealthy\x1b]8;;x\x07")
+    f = replace(FLEET, sites=(evil, DOWN), control_planes=(*FLEET.control_planes, lying))
+    lines = fleetview.printable(fleetview.table(f))
+    assert all(line.isprintable() for line in lines)
+    assert any("0.1.0\\x1b[2J\\x1b[31mHACKED" in line for line in lines)
+    assert any("\\x1b[H\\x1b[32mhealthy" in line for line in lines)
+    assert all(e.isprintable() for e in fleetview.printable(fleetview.events(FLEET, f)))
