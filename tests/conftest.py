@@ -10,6 +10,7 @@ Every server requires TLS with the session's test certificate (``helpers.nats_tl
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -40,6 +41,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         parts = Path(str(item.fspath)).resolve().relative_to(_TESTS).parts
         if parts[0] in _PROCESS_DIRS or parts[-1] == "test_process.py":
             item.add_marker(pytest.mark.timeout(PROCESS_TIMEOUT))
+
+
+@pytest.fixture(autouse=True)
+def _no_handler_outlives_its_test() -> Iterator[None]:
+    """A command run in-process (``kamaji_broker.cli.main``) points the root logger at the stderr
+    of its test, a file pytest closes after it: every later record would then print a "Logging
+    error" traceback into whatever stderr is then (a view that owns the terminal, say). Handlers
+    a test added go with it, and the root level comes back."""
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = [h for h in root.handlers if h in before]
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")

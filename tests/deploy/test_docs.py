@@ -26,8 +26,8 @@ def test_every_kamaji_broker_command_parses() -> None:
             words = part.split()
             if words and words[0] == "kamaji-broker":
                 used.add(parser.parse_args(words[1:]).command)
-    # hub and agent run from the manifests; status is the operator's, from a workstation.
-    assert used == {"keys", "nats-config", "site", "status"}
+    # hub and agent run from the manifests; status and observer are the operator's, from a workstation.
+    assert used == {"keys", "nats-config", "observer", "site", "status"}
 
 
 def test_every_deploy_path_exists() -> None:
