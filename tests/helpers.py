@@ -85,6 +85,12 @@ def trust(url: str, ca_file: Path) -> None:
     _TRUSTED[url] = ca_file
 
 
+def untrust(url: str) -> None:
+    """Forget ``trust(url, ...)``: the server is stopped and its port may be handed to another
+    server, with another CA, by the next test."""
+    _TRUSTED.pop(url, None)
+
+
 def ca_for(url: str) -> Path | None:
     """The CA a test client verifies ``url`` with: the one ``trust`` registered, else the test CA
     for ``tls://``, none otherwise."""

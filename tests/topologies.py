@@ -54,6 +54,8 @@ async def running(
         yield topology
     finally:
         await topology.stop()
+        for url in topology.nats_urls:
+            helpers.untrust(url)
     # stop() is part of what is tested: by PID, nothing it started may outlive it.
     assert [pid for pid in pids if alive(pid)] == []
 
