@@ -82,8 +82,12 @@ def is_reason(value: str) -> bool:
 
 
 def is_host(value: str) -> bool:
-    """Whether ``value`` is a DNS name (RFC 1123, any case) or an IPv4 or IPv6 address."""
-    if not value or len(value) > HOST_MAX:
+    """Whether ``value`` is a DNS name (RFC 1123, any case) or an IPv4 or IPv6 address.
+
+    An IPv6 zone id (``fe80::1%eth0``) is refused: Python's ``ipaddress`` takes any characters
+    after the ``%``, escapes included, and a zone names an interface of the site's own host,
+    which means nothing to a client elsewhere."""
+    if not value or len(value) > HOST_MAX or "%" in value or not value.isprintable():
         return False
     try:
         ipaddress.ip_address(value)

@@ -71,6 +71,9 @@ HOSTS = [
     ("a." * 130, False),
     ("x" * 64 + ".example", False),
     ("host.example\n", False),
+    ("fe80::1%eth0", False),
+    ("fe80::1%\x1b[2J\x1b[31mHACKED", False),
+    ("::1%a b", False),
 ]
 
 

@@ -128,11 +128,16 @@ def text_reason_valid(fields: dict[str, Any]) -> bool:
     return "\x1b" not in fields.get("reason", "")
 
 
-async def test_an_endpoint_host_that_is_no_host_is_dropped_and_counted(stand: Stand) -> None:
+# An IPv6 zone id takes any characters in Python's ipaddress, escapes included.
+BAD_HOSTS = ["evil\x1b[2J.example", "fe80::1%\x1b[2J\x1b[31mevil"]
+
+
+@pytest.mark.parametrize("host", BAD_HOSTS, ids=["escape-in-name", "escape-in-zone-id"])
+async def test_an_endpoint_host_that_is_no_host_is_dropped_and_counted(stand: Stand, host: str) -> None:
     before = (await stand.metrics()).get(intake_support.rejected_key("InvalidHost"), 0.0)
-    host = "evil\x1b[2J.example"
-    await send_status(stand, endpoint=messages.Endpoint(host=host, port=6443), message="with a bad host")
-    await until_condition(stand, "TenantControlPlaneReady", reason="Ready", message_part="with a bad host")
+    said = f"with bad host {BAD_HOSTS.index(host)}"
+    await send_status(stand, endpoint=messages.Endpoint(host=host, port=6443), message=said)
+    await until_condition(stand, "TenantControlPlaneReady", reason="Ready", message_part=said)
 
     async def counted() -> bool:
         metrics = await stand.metrics()
