@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any, Literal
 
-from protocol import errors, subjects
+from protocol import errors, subjects, text
 from protocol.coordinates import Coordinates
 
 Format = Literal["json", "text"]
@@ -124,10 +124,15 @@ def logfmt_value(value: Any) -> str:
 
 
 class TextFormatter(logging.Formatter):
-    """``<time> <level> <logger>  <message>  key=value ...``; a traceback follows on its lines."""
+    """``<time> <level> <logger>  <message>  key=value ...``; a traceback follows on its lines.
+
+    The message's non-printable characters are escaped (``protocol.text.escaped``): it may quote
+    what a peer sent, and a newline or an escape sequence in it would forge a line or run on the
+    terminal that shows the log."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = f"{_time(record)} {record.levelname.lower():<5} {record.name}  {record.getMessage()}"
+        message = text.escaped(record.getMessage())
+        line = f"{_time(record)} {record.levelname.lower():<5} {record.name}  {message}"
         pairs = " ".join(f"{k}={logfmt_value(v)}" for k, v in fields(record).items())
         if pairs:
             line += "  " + pairs

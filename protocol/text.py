@@ -10,6 +10,7 @@ sequence would plant a hyperlink, U+202E would turn the rest of the line around.
                 bidirectional overrides and isolates and other format characters, line and
                 paragraph separators, unassigned and private-use code points) written as its
                 Python escape (``\\n``, ``\\x1b``, ``\\u202e``), and the length bounded; idempotent
+    escaped     the same escapes, the length as it is
     is_reason   a ``metav1.Condition`` reason (CamelCase, apimachinery's own pattern)
     is_host     a DNS name or an IP address, as an API endpoint's host must be
     Finding     a field a check replaced: which field, why, and its value made harmless
@@ -51,6 +52,14 @@ def _escape(ch: str) -> str:
     if code <= 0xFFFF:
         return f"\\u{code:04x}"
     return f"\\U{code:08x}"
+
+
+def escaped(value: str) -> str:
+    """``value`` with every non-printable character escaped, whatever its length (a log line's
+    message: one record stays one line, and a terminal shown it runs no sequence)."""
+    if value.isprintable():
+        return value
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in value)
 
 
 def harmless(value: str, *, limit: int) -> str:

@@ -146,8 +146,12 @@ def test_name_is_a_field_and_the_logger_name_stays_logger() -> None:
             "2026-12-02T07:30:00.123Z info  hub.controllers.rkcp  other extras follow"
             '  name=n reason="Not Ready"',
         ),
+        (
+            lambda: _record("refused %s", "0.1.0\x1b[2J\nfake line\u202e"),
+            "2026-12-02T07:30:00.123Z info  hub.controllers.rkcp  refused 0.1.0\\x1b[2J\\nfake line\\u202e",
+        ),
     ],
-    ids=["the-example", "no-fields", "kind-first", "quoted-extra"],
+    ids=["the-example", "no-fields", "kind-first", "quoted-extra", "escapes-in-the-message"],
 )
 def test_text_lines(record: Callable[[], logging.LogRecord], expected: str) -> None:
     assert logs.TextFormatter().format(record()) == expected

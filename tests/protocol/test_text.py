@@ -86,3 +86,17 @@ def test_a_finding_shows_the_value_harmless_and_short() -> None:
     found = text.finding("reason", "Evil\x1b[2J" + "x" * 200, code="InvalidReason", why="is not a reason")
     assert found.shown.startswith("Evil\\x1b[2J") and len(found.shown) == text.SHOWN_MAX
     assert str(found).startswith('field reason "Evil\\x1b[2J') and str(found).isprintable()
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("plain", "plain"),
+        ("a\nb\x1b[2J\u202e", "a\\nb\\x1b[2J\\u202e"),
+        ("\x1b" * 5000, "\\x1b" * 5000),
+    ],
+    ids=["plain", "escapes", "unbounded"],
+)
+def test_escaped(value: str, expected: str) -> None:
+    assert text.escaped(value) == expected
+    assert text.escaped(expected) == expected
