@@ -183,12 +183,12 @@ class Revoker:
 
     async def revoked(self) -> set[str]:
         """Every user key revoked as far as the hub knows: what it pushed, saw or has pending,
-        after one look at the resolver's copy if it has not seen one yet (a term that just
-        began must not mint for a key an earlier one revoked). BusError if it cannot look."""
-        if not self._last_iat:
-            async with self._lock:
-                if not self._last_iat:
-                    self._seen(await held_account(self.system, self.authority.account))
+        after a look at the resolver's copy now (another replica, or ``kamaji-broker observer
+        revoke``, may have revoked a key since: this hub must not mint for it). One request per
+        call: it is asked once per credential request. BusError if it cannot look."""
+        held = await held_account(self.system, self.authority.account)
+        async with self._lock:
+            self._seen(held)
         return {*self.known, *self.pending}
 
     def _seen(self, held: natsjwt.Claims) -> None:
