@@ -11,7 +11,9 @@ every server disconnects a connected observer at once), then issues ``observer.c
 new key; with static users it renders auth.conf with the new key (reload the server).
 
 The revocation is dated at the old credential's expiry (a JWT issued at or before that time
-is refused), so it outlives that credential whatever the hub keeps its revocations for. The
+is refused), so it outlives that credential whatever the hub keeps its revocations for. With
+``observer.creds`` lost (or damaged) the old key is read from ``observer.nk`` and, its
+credentials' expiry unknown, revoked for good: a lost file is when a copy matters most. The
 hub is the account's usual writer: a push of its that read the account just before this one
 would drop this revocation, so the command reads the account back and pushes again until the
 revocation is there.
@@ -75,29 +77,41 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     old = _current(config_dir)
-    if old is not None:
+    if old:
         if not args.nats_url:
             raise ValueError("--nats-url is needed in operator mode: the revocation is pushed to the servers")
         servers = tuple(u.strip() for u in str(args.nats_url).split(",") if u.strip())
+        keys = ", ".join(old)
         try:
             asyncio.run(_push(config_dir, old, servers=servers, ca_file=args.nats_ca_file))
         except bus_errors.BusError as exc:  # nothing changed in DIR: the old key is still the observer's
-            print(f"kamaji-broker observer: error: revoking {old.sub}: {exc}", file=sys.stderr)
+            print(f"kamaji-broker observer: error: revoking {keys}: {exc}", file=sys.stderr)
             return 1
-        print(f"observer: revoked key {old.sub} (every server refuses its credentials now)", file=sys.stderr)
+        print(f"observer: revoked key {keys} (every server refuses its credentials now)", file=sys.stderr)
     identity = natsfiles.observer_new_key(config_dir, prefix=args.prefix)
     path = natsfiles.observer_issue(config_dir, prefix=args.prefix, lifetime=lifetime)
     print(f"observer: new key {identity.public_key}; {path} valid until {_expiry(path)}", file=sys.stderr)
     return 0
 
 
-def _current(config_dir: Path) -> natsjwt.Claims | None:
-    """The observer credential there is now (None: none, or not readable: nothing to revoke)."""
-    path = config_dir / natsfiles.OBSERVER_CREDS
+def _current(config_dir: Path) -> dict[str, int]:
+    """The observer's keys there are now, each with the time its revocation is dated at: the
+    key ``observer.creds`` is for, until it expires; the key in ``observer.nk`` when the creds
+    are lost or for another key, for good. Empty: no observer yet, nothing to revoke."""
+    now = dt.datetime.now(dt.UTC)
+    keys: dict[str, int] = {}
     try:
-        return natsjwt.decode(natsjwt.jwt_of_creds(path.read_text()), now=0)
+        text = (config_dir / natsfiles.OBSERVER_CREDS).read_text()
+        creds = natsjwt.decode(natsjwt.jwt_of_creds(text), now=0)
+        keys[creds.sub] = max(creds.exp, int(now.timestamp()))
     except (OSError, errors.JWTError):
-        return None
+        pass
+    try:
+        seed_key = natsjwt.public_of((config_dir / natsfiles.OBSERVER_SEED).read_bytes())
+    except (OSError, errors.JWTError):
+        return keys
+    keys.setdefault(seed_key, int((now + KEEP_EVERY_REVOCATION).timestamp()))
+    return keys
 
 
 def _expiry(path: Path) -> str:
@@ -106,9 +120,10 @@ def _expiry(path: Path) -> str:
 
 
 async def _push(
-    config_dir: Path, old: natsjwt.Claims, *, servers: tuple[str, ...], ca_file: Path | None
+    config_dir: Path, old: dict[str, int], *, servers: tuple[str, ...], ca_file: Path | None
 ) -> None:
-    """Revoke ``old``'s key on the servers, and make sure the account keeps it."""
+    """Revoke the ``old`` keys on the servers, each until its time, and make sure the account
+    keeps them."""
     keys = natsoperator.Keys.load_or_create(config_dir)
     authority = revocation.Authority(
         account=keys.account_public,
@@ -118,7 +133,6 @@ async def _push(
         signing_keys=keys.account_signing_keys,
     )
     now = dt.datetime.now(dt.UTC)
-    until = max(old.exp, int(now.timestamp()))
     options = bus.Options(
         servers=servers,
         creds_file=config_dir / natsoperator.HUB_SYSTEM_CREDS,
@@ -128,9 +142,10 @@ async def _push(
     system = await bus.connect(options, deadline=10)
     try:
         for _ in range(CONFIRM_ATTEMPTS):
-            await revocation.Revoker(system, authority).revoke({old.sub: until}, now=now)
+            await revocation.Revoker(system, authority).revoke(old, now=now)
             await asyncio.sleep(CONFIRM_WAIT)
-            if (await revocation.held_revocations(system, authority.account)).get(old.sub, 0) >= until:
+            held = await revocation.held_revocations(system, authority.account)
+            if all(held.get(key, 0) >= until for key, until in old.items()):
                 return
     finally:
         await system.close()

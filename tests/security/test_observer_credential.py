@@ -144,3 +144,25 @@ async def test_the_hubs_next_push_keeps_the_observers_revocation(
         await system.close()
     refused = await ns.refusal(srv, user_credentials=str(revoked), inbox_prefix=permissions.OBSERVER_INBOX)
     assert "authorization violation" in refused
+
+
+async def test_with_observer_creds_lost_revoke_ends_the_key_in_observer_nk(
+    server: tuple[natsd.NatsServer, Path], tmp_path: Path
+) -> None:
+    """The operator lost ``observer.creds`` (a copy of it may be out there): ``revoke`` takes the
+    key from ``observer.nk``, and the copy is refused."""
+    srv, conf = server
+    copy = _copy(conf / natsfiles.OBSERVER_CREDS, tmp_path / "copy.creds")
+    old_key = _claims(conf).sub
+    (conf / natsfiles.OBSERVER_CREDS).unlink()
+    ca = helpers.ca_for(srv.url)
+    assert ca is not None
+    code = await _observer_cli(
+        "revoke", "--nats-config-dir", str(conf), "--nats-url", srv.url, "--nats-ca-file", str(ca)
+    )
+    assert code == 0
+    refused = await ns.refusal(srv, user_credentials=str(copy), inbox_prefix=permissions.OBSERVER_INBOX)
+    assert "authorization violation" in refused
+    assert _claims(conf).sub != old_key
+    fresh = await _observer(srv, conf / natsfiles.OBSERVER_CREDS)
+    await fresh.close()

@@ -24,7 +24,9 @@ def server(tmp_path: Path) -> Iterator[tuple[natsd.NatsServer, Path]]:
     srv.stop()
 
 
-async def test_a_key_another_writer_revoked_is_revoked_here_too(server: tuple[natsd.NatsServer, Path]) -> None:
+async def test_a_key_another_writer_revoked_is_revoked_here_too(
+    server: tuple[natsd.NatsServer, Path],
+) -> None:
     srv, conf = server
     keys = natsoperator.Keys.load_or_create(conf)
     authority = revocation.Authority(
