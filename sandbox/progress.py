@@ -23,11 +23,12 @@ import logging
 import shutil
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TextIO
 
 from hub import fleet, fleetcolumns, fleetview
 
-__all__ = ["Screen", "ready", "table"]
+__all__ = ["Screen", "not_ready", "ready", "table"]
 
 RECENT = 8
 """Events kept under the table on a terminal."""
@@ -38,6 +39,20 @@ def ready(f: fleet.Fleet, *, expected: int) -> bool:
     the RKCPs appear a moment after their Clusters), each Ready by the one meaning the view's
     PHASE and header use: serving, its kubeconfig written, its ``Ready`` condition True."""
     return len(f.control_planes) >= expected and f.ready == len(f.control_planes)
+
+
+def not_ready(f: fleet.Fleet, *, timeout: float, errors: list[str], logs_dir: Path) -> str:
+    """Why the sandbox is not Ready after ``timeout``: the control planes missing, the latest
+    errors in the logs, where the logs are. A problem may quote what a site sent and an error
+    what a log line held: each line is made harmless."""
+    missing = fleetview.printable(cp.problem() for cp in f.control_planes if not cp.healthy)
+    lines = [
+        f"not ready after {timeout:g}s: {len(missing)} of {len(f.control_planes)} control planes missing:",
+        *(f"  {m}" for m in missing),
+    ]
+    if errors:
+        lines += ["last errors in the logs:", *(f"  {e}" for e in fleetview.printable(errors))]
+    return "\n".join([*lines, f"logs of every process: {logs_dir}/"])
 
 
 def table(

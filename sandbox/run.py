@@ -144,7 +144,7 @@ async def _watch(
         failures = t.failures()
         if failures:
             screen.freeze()
-            for line in failures:
+            for line in fleetview.printable(failures):
                 print(f"kamaji-broker sandbox: error: {line}", file=sys.stderr)
             return 1
         snapshot = await t.progress(conn)
@@ -159,14 +159,9 @@ async def _watch(
                 return 0
         if not ready and now > deadline and not warned:
             screen.freeze()
-            missing = [cp.problem() for cp in snapshot.control_planes if not cp.healthy]
-            errors = t.recent_errors()
-            message = (
-                f"not ready after {options.timeout:g}s: {len(missing)} of {len(snapshot.control_planes)} "
-                "control planes missing:\n" + "\n".join(f"  {m}" for m in missing)
-                + ("\nlast errors in the logs:\n" + "\n".join(f"  {e}" for e in errors) if errors else "")
-                + f"\nlogs of every process: {t.logs_dir}/"
-            )  # fmt: skip
+            message = progress.not_ready(
+                snapshot, timeout=options.timeout, errors=t.recent_errors(), logs_dir=t.logs_dir
+            )
             print(f"kamaji-broker sandbox: {'error' if options.exit_when_ready else 'warning'}: {message}",
                   file=sys.stderr)  # fmt: skip
             if options.exit_when_ready:

@@ -237,3 +237,16 @@ def test_at_80_columns_nothing_is_cut_inside_a_word(monkeypatch: pytest.MonkeyPa
     assert cut and all(line[:-3].split()[-1] in words for line in cut)
     problems = " ".join(" ".join(display[display.index("Problems:") + 1 :]).split())
     assert problems.startswith(f"site site-a: {narrow().sites[0].problems[0]} default/site-a-1-x7k2p")
+
+
+def test_not_ready_says_what_is_missing_harmlessly_and_where_the_logs_are(tmp_path: Any) -> None:
+    hostile = replace(cp("Failed"), reason="\x1b[2J\x1b[32mall healthy\x1b[0m")
+    f = fleet.Fleet(sites=(site("Failed"),), control_planes=(hostile, replace(cp("Ready"), name="site-a-2")))
+    message = progress.not_ready(f, timeout=2, errors=["agent: boom \x1b]0;PWNED\x07"], logs_dir=tmp_path)
+    assert message.splitlines() == [
+        "not ready after 2s: 1 of 2 control planes missing:",
+        "  default/site-a-1 at site-a: not Ready (phase Failed): \\x1b[2J\\x1b[32mall healthy\\x1b[0m",
+        "last errors in the logs:",
+        "  agent: boom \\x1b]0;PWNED\\x07",
+        f"logs of every process: {tmp_path}/",
+    ]
