@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: sandbox test lint typecheck contracts pytest bench clean release-manifests
+.PHONY: sandbox test lint typecheck contracts pytest bench clean release-manifests kube-binaries
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -33,8 +33,14 @@ typecheck: $(VENV)/.installed-test
 contracts: $(VENV)/.installed-test
 	$(BIN)/lint-imports
 
+# The real Kubernetes binaries (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# kubectl) built from the Go modules gomod/ pins, into ~/.cache/kamaji-broker/kube/<versions>/;
+# what is there (or in $$KUBEBUILDER_ASSETS) is kept. Minutes the first time, nothing after.
+kube-binaries:
+	bash gomod/build.sh
+
 # pytest exits 5 when it collects no test: that fails this target (and CI) loudly.
-pytest: $(VENV)/.installed-test
+pytest: $(VENV)/.installed-test kube-binaries
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck contracts pytest

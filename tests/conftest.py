@@ -9,8 +9,10 @@ Every server requires TLS with the session's test certificate (``helpers.nats_tl
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -21,7 +23,8 @@ import yaml
 from common import bus, natsfiles, natsoperator
 from common import kube as ckube
 from protocol import credentials, natsjwt
-from sandbox import kubeapi, natsd, ports
+from sandbox import kubeapi, natsd, ports, realkube
+from sandbox.realkube import binaries as kube_binaries
 from tests.helpers import nats_tls, options
 
 CRD_DIR = Path(__file__).resolve().parents[1] / "sandbox" / "crds"
@@ -108,6 +111,39 @@ async def cluster() -> AsyncIterator[kubeapi.Server]:
 async def kube(cluster: kubeapi.Server, tmp_path: Path) -> AsyncIterator[ckube.Kube]:
     """common.kube's client on ``cluster``, made from its kubeconfig as production makes it."""
     kube = await ckube.connect(in_cluster=False, kubeconfig=cluster.write_kubeconfig(tmp_path / "kubeconfig"))
+    yield kube
+    await kube.close()
+
+
+@pytest.fixture(scope="session")
+def real_binaries() -> realkube.Binaries:
+    """The real Kubernetes binaries (``make kube-binaries`` builds them; ``make test`` does first).
+    Where they are missing a test of the real tier is skipped with why, unless
+    ``KB_REQUIRE_KUBE`` is set (CI sets it): then it fails."""
+    try:
+        return kube_binaries.find()
+    except kube_binaries.MissingBinaries as exc:
+        if os.environ.get("KB_REQUIRE_KUBE"):
+            pytest.fail(f"KB_REQUIRE_KUBE is set and {exc}")
+        pytest.skip(f"real Kubernetes binaries missing: {exc}")
+
+
+@pytest.fixture(scope="session")
+def real_cluster(
+    real_binaries: realkube.Binaries, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[realkube.Cluster]:
+    """One real cluster (etcd, kube-apiserver, kube-controller-manager) for the whole session:
+    tests on it keep to names and namespaces of their own. Its processes are stopped by PID."""
+    cluster = realkube.Cluster(tmp_path_factory.mktemp("real"), name="real", binaries=real_binaries)
+    asyncio.run(cluster.start())
+    yield cluster
+    asyncio.run(cluster.stop())
+
+
+@pytest.fixture
+async def real_kube(real_cluster: realkube.Cluster) -> AsyncIterator[ckube.Kube]:
+    """common.kube's client on ``real_cluster``, as its admin."""
+    kube = await ckube.connect(in_cluster=False, kubeconfig=real_cluster.kubeconfig)
     yield kube
     await kube.close()
 

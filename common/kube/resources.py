@@ -54,6 +54,7 @@ CUSTOM_RESOURCE_DEFINITION = Resource(
 )
 NAMESPACE = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 SECRET = Resource("", "v1", "secrets", "Secret")
+SERVICE_ACCOUNT = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 EVENT = Resource("", "v1", "events", "Event")
 LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 TENANT_CONTROL_PLANE = Resource("kamaji.clastix.io", "v1alpha1", "tenantcontrolplanes", "TenantControlPlane")

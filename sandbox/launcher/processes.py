@@ -17,6 +17,7 @@ import contextlib
 import os
 import re
 import signal
+import ssl
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -86,6 +87,8 @@ class Child:
     env: Mapping[str, str] | None = None
     health_url: str | None = None
     ready_text: str | None = None
+    health_tls: ssl.SSLContext | None = None
+    """How to verify an ``https`` ``health_url`` (a kube-apiserver's, with its cluster's CA)."""
     process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _log_start: int = field(default=0, init=False, repr=False)
     injected: bool = field(default=False, init=False)
@@ -120,7 +123,8 @@ class Child:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         last = "not started"
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
+        connector = aiohttp.TCPConnector(ssl=self.health_tls) if self.health_tls is not None else None
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2), connector=connector) as session:
             while True:
                 code = self.returncode
                 if self.process is None or code is not None:
