@@ -16,7 +16,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-server: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[server]'
+	$(BIN)/python -m pip install --quiet -e '.[server,real]'
 	touch $@
 
 sandbox: $(VENV)/.installed-server

@@ -56,6 +56,8 @@ class Options:
     control_planes: int = 2
     """Per site."""
     kamaji_delay: float = 3.0
+    kubernetes: str = "emulator"
+    """What runs the clusters: ``sandbox.launcher.options.KUBERNETES``."""
     exit_when_ready: bool = False
     timeout: float = 300.0
     """Seconds from the creation of the control planes until all must be Ready (start-up has
@@ -236,10 +238,16 @@ async def _session(options: Options, screen: progress.Screen, stop: asyncio.Even
     # Heartbeats every 2 s instead of production's 10 s: the hub counts a site as connected only
     # after a beat, and RKCP's Ready condition (a summary including SiteConnected) should settle
     # within a breath of status.ready on a laptop rather than ten seconds later.
-    made = launcher.Options(sites=sites, kamaji_delay=options.kamaji_delay, heartbeat_interval=HEARTBEAT)
+    made = launcher.Options(
+        sites=sites,
+        kamaji_delay=options.kamaji_delay,
+        heartbeat_interval=HEARTBEAT,
+        kubernetes=options.kubernetes,
+    )
     t = launcher.Topology(options.directory, made)
+    kind = "emulated" if options.kubernetes == "emulator" else "real"
     screen.say(
-        f"kamaji-broker sandbox: starting nats-server, {len(sites) + 1} emulated clusters (mgmt, "
+        f"kamaji-broker sandbox: starting nats-server, {len(sites) + 1} {kind} clusters (mgmt, "
         f"{', '.join(sites)}), {fleetview.counted(len(sites), 'Kamaji simulator')}, the hub and "
         f"{fleetview.counted(len(sites), 'agent')} "
         f"in {options.directory}/ (logs in {t.logs_dir}/)"

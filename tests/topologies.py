@@ -15,11 +15,26 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from common.kube import resources
 from sandbox.launcher import Options, Topology
 from tests import helpers
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
+
+BACKENDS = ("emulator", "real")
+"""What runs the clusters (``sandbox.launcher.Options.kubernetes``): a fixture parametrized by
+these runs its tests on both."""
+
+
+def backend(request: pytest.FixtureRequest) -> str:
+    """The backend of a fixture parametrized by ``BACKENDS``; for ``real`` the binaries must be
+    there (``real_binaries``: skipped with why where they are missing, failed in CI)."""
+    kubernetes = str(request.param)
+    if kubernetes == "real":
+        request.getfixturevalue("real_binaries")
+    return kubernetes
 
 
 def alive(pid: int) -> bool:

@@ -70,6 +70,13 @@ def _add_sandbox(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--control-planes", type=int, default=2, metavar="M", help="control planes per site (default: 2)"
     )
     sb.add_argument(
+        "--kubernetes",
+        choices=("emulator", "real"),
+        default="emulator",
+        help="what runs each cluster: the emulator (default: one light process each) or real etcd, "
+        "kube-apiserver and kube-controller-manager (built by `make kube-binaries`)",
+    )
+    sb.add_argument(
         "--kamaji-delay",
         type=float,
         default=3.0,
@@ -127,6 +134,7 @@ def sandbox(args: argparse.Namespace) -> int:
         sites=args.sites,
         control_planes=args.control_planes,
         kamaji_delay=args.kamaji_delay,
+        kubernetes=args.kubernetes,
         exit_when_ready=args.exit_when_ready,
         timeout=args.timeout,
         topology=args.topology,

@@ -16,19 +16,15 @@ from common.kube import resources
 from sandbox import ports
 from sandbox.launcher import processes
 from sandbox.launcher.children import CLI
-from sandbox.launcher.clusters import Clusters
-from sandbox.launcher.natsnodes import NatsNodes
+from sandbox.launcher.installs import Installs
 from sandbox.launcher.options import MGMT, Options
 
 __all__ = ["HUB_LEASE", "Broker"]
 
 HUB_LEASE = "kamaji-broker-hub"
-AGENT_IDENTITY_SECRET = "kamaji-broker-agent-nats"
-"""The Secret in each site's ``default`` namespace where its agent keeps its own NATS key and
-JWT (operator mode): made at its first start, from the bootstrap credential ``site add`` wrote."""
 
 
-class Broker(NatsNodes, Clusters):
+class Broker(Installs):
     """After ``start()``: ``hub_health_url``, ``hub_health_urls``, ``agent_health_urls``."""
 
     def __init__(self, directory: Path, options: Options) -> None:
@@ -40,13 +36,15 @@ class Broker(NatsNodes, Clusters):
 
     async def leader(self) -> str:
         """The name of the hub replica that holds the Lease (with ``hub_replicas`` > 1)."""
-        lease = await self.mgmt.get(resources.LEASE, HUB_LEASE, namespace="default")
+        lease = await self.mgmt.get(resources.LEASE, HUB_LEASE, namespace=self.lease_namespace)
         return str(lease["spec"]["holderIdentity"])
 
     async def start_hub(self, name: str, *, cluster: str) -> None:
         """Start one more hub, ``name`` (``hub-<something>``), on management cluster ``cluster``
         (``Clusters.start_management``) with the same NATS identity and keys, and wait until it
         is ready: the hub of the target management cluster after ``clusterctl move``."""
+        if self.real:
+            await self.install_hub(cluster)
         await self._ready([self._hub(name, cluster=cluster)])
 
     def _start_hubs(self) -> list[processes.Child]:
@@ -58,7 +56,7 @@ class Broker(NatsNodes, Clusters):
         self.hub_health_url = self.hub_health_urls.get("hub", self.hub_health_url)
         args = [
             sys.executable, *CLI, "hub",
-            "--kubeconfig", str(self.kubeconfig(cluster)),
+            "--kubeconfig", str(self.hub_kubeconfig(cluster)),
             "--nats-url", ",".join(self.nats_urls),
             "--nats-operator-dir", str(self.hub_operator_dir),
             "--nats-ca-file", str(self.nats_ca_file),
@@ -73,7 +71,7 @@ class Broker(NatsNodes, Clusters):
         ]  # fmt: skip
         if self.options.hub_replicas > 1:
             args += [
-                "--leader-elect", "--lease-namespace", "default", "--lease-name", HUB_LEASE,
+                "--leader-elect", "--lease-namespace", self.lease_namespace, "--lease-name", HUB_LEASE,
                 "--lease-duration", str(self.options.lease_duration), "--identity", name,
             ]  # fmt: skip
         return self._spawn(name, args, health_url=self.hub_health_urls[name])
@@ -88,11 +86,11 @@ class Broker(NatsNodes, Clusters):
             sys.executable, *CLI, "agent",
             "--site", site,
             "--nats-url", ",".join(self.nats_urls),
-            "--nats-identity-secret", f"default/{AGENT_IDENTITY_SECRET}",
+            "--nats-identity-secret", self.agent_identity_secret(site),
             "--nats-bootstrap-creds", str(self.bootstrap_creds(site)),
             "--nats-ca-file", str(self.nats_ca_file),
             "--hub-public-keys", str(self.hub_public_keys),
-            "--kubeconfig", str(self.kubeconfig(site)),
+            "--kubeconfig", str(self.agent_kubeconfig(site)),
             "--namespaces", self.namespace,
             "--heartbeat-interval", str(self.options.heartbeat_interval),
             "--listen", f"127.0.0.1:{port}",

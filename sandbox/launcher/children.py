@@ -10,7 +10,6 @@ to the operating system through ``sandbox.launcher.processes``.
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,13 +24,14 @@ CLI = ("-m", "kamaji_broker.cli")
 """How a child runs ``kamaji-broker``: this interpreter, the installed package."""
 
 # Stop order by name prefix: whoever talks to others goes first, what they talk to last.
-_TIERS: dict[str, int] = {"agent": 0, "hub": 1, "kamaji": 2, "kubeapi": 3, "nats": 4}
+_TIERS: dict[str, int] = {"agent": 0, "hub": 1, "kamaji": 2, "kubeapi": 3, "kube": 3, "nats": 4, "etcd": 4}
 
 
 class Children(Layout):
     """Every child process of the topology, by name: ``nats-server`` (``nats-0``... with
     ``nats_nodes`` > 1), ``hub`` (``hub-1``... for more replicas), ``agent-<site>``,
-    ``kamaji-<site>``, ``kubeapi-<cluster>``."""
+    ``kamaji-<site>``, ``kubeapi-<cluster>`` (or, for a real cluster, ``etcd-<cluster>``,
+    ``kube-apiserver-<cluster>``, ``kube-controller-manager-<cluster>``)."""
 
     def __init__(self, directory: Path, options: Options) -> None:
         super().__init__(directory, options)
@@ -145,17 +145,5 @@ class Children(Layout):
 
 
 def _run_cli(args: list[str], *, log: Path) -> None:
-    with open(log, "ab") as out:
-        done = subprocess.run(
-            [sys.executable, *CLI, *args],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=processes.child_env(),
-            check=False,
-        )
-    if done.returncode != 0:
-        raise processes.LaunchError(
-            f"`kamaji-broker {' '.join(args)}` failed with exit code {done.returncode}; "
-            f"end of {log}:\n{processes.tail(log)}"
-        )
+    shown = f"kamaji-broker {' '.join(args)}"
+    processes.run([sys.executable, *CLI, *args], log=log, env=processes.child_env(), shown=shown)

@@ -1,6 +1,7 @@
-"""The topology's clusters: emulated API servers, their clients, and a Kamaji simulator per site.
+"""The topology's clusters: API servers, their clients, and a Kamaji simulator per site.
 
-Owns one ``sandbox.kubeapi`` emulator per cluster (``mgmt`` with the RKCP, RKCP template, Site,
+Owns one cluster per name, ``sandbox.kubeapi``'s emulator or, with ``Options.kubernetes``
+``"real"``, a real one of ``sandbox.realkube`` (``mgmt`` with the RKCP, RKCP template, Site,
 CAPI Cluster and ClusterClass CRDs, and CAPD's DockerCluster and its template for the example
 class; one per site with the compact TenantControlPlane CRD; their kubeconfigs DIR/<cluster>.kubeconfig),
 the ``common.kube`` client of each, what an operator applies before the broker starts (the
@@ -11,6 +12,7 @@ the ``common.kube`` client of each, what an operator applies before the broker s
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ipaddress
 import sys
@@ -23,7 +25,8 @@ from common import kube
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import crdgen
-from sandbox import crds
+from sandbox import crds, realkube
+from sandbox.kamaji import crds as install
 from sandbox.launcher import processes
 from sandbox.launcher.children import Children
 from sandbox.launcher.options import MGMT, Options
@@ -46,6 +49,8 @@ class Clusters(Children):
         super().__init__(directory, options)
         self._api_clients: dict[str, Any] = {}
         self._kubes: dict[str, kube.Kube] = {}
+        self.real_clusters: dict[str, realkube.Cluster] = {}
+        """With ``Options.kubernetes`` ``"real"``: each started cluster, by name."""
 
     @property
     def mgmt(self) -> kube.Kube:
@@ -60,16 +65,57 @@ class Clusters(Children):
         except KeyError:
             raise RuntimeError(f"no client for cluster {cluster!r}: is the topology started?") from None
 
+    def _crds(self, cluster: str) -> list[Path]:
+        """What each cluster is given: ``mgmt`` (and another management cluster) the RKCP,
+        template, Site, Cluster and ClusterClass kinds; a site the TenantControlPlane."""
+        if cluster in self.sites:
+            return [crds.TENANT_CONTROL_PLANE]
+        return [*self._render_crds(), crds.CLUSTER, *crds.TOPOLOGY]
+
+    async def _start_clusters(self) -> list[processes.Child]:
+        """Start ``mgmt``'s cluster and every site's: emulators are returned not yet waited for
+        (see ``_ready``); real clusters are returned started, with their CRDs installed."""
+        if self.options.kubernetes == "real":
+            await self._start_real([MGMT, *self.sites])
+            return []
+        return self._start_emulators()
+
     def _start_emulators(self) -> list[processes.Child]:
-        """Start ``mgmt``'s emulator and every site's (not waited for: see ``_ready``)."""
-        emulators = [self._emulator(MGMT, [*self._render_crds(), crds.CLUSTER, *crds.TOPOLOGY])]
-        return emulators + [self._emulator(site, [crds.TENANT_CONTROL_PLANE]) for site in self.sites]
+        return [self._emulator(cluster, self._crds(cluster)) for cluster in (MGMT, *self.sites)]
+
+    async def _start_real(self, names: list[str]) -> None:
+        """Real clusters ``names`` side by side, their processes children of the topology (faults
+        by name: ``kube-apiserver-site-a``...), the admin's kubeconfig at DIR/<cluster>.kubeconfig
+        and the CRDs of each installed."""
+        binaries = realkube.binaries.find()
+        made = [realkube.Cluster(self.directory / "kube" / n, name=n, binaries=binaries) for n in names]
+        started = await asyncio.gather(
+            *(c.start(timeout=self.options.start_timeout) for c in made), return_exceptions=True
+        )
+        for cluster in made:
+            self.children += cluster.children.values()
+        failed = [e for e in started if isinstance(e, BaseException)]
+        if failed:
+            raise failed[0]
+        for cluster in made:
+            cluster.write_kubeconfig(self.kubeconfig(cluster.name))
+            api_client = await kube.api_client_from_kubeconfig(self.kubeconfig(cluster.name))
+            try:
+                await install.install(
+                    api_client, self._crds(cluster.name), timeout=self.options.start_timeout
+                )
+            finally:
+                await api_client.close()
+        self.real_clusters.update({c.name: c for c in made})
 
     async def start_management(self, cluster: str) -> kube.Kube:
-        """Another management cluster, ``cluster`` (say the target of ``clusterctl move``): an
-        emulator with ``mgmt``'s CRDs and the same ``Site`` objects; its client. Stopped with the
-        rest; a hub on it is ``Broker.start_hub``."""
-        await self._ready([self._emulator(cluster, [*self._render_crds(), crds.CLUSTER])])
+        """Another management cluster, ``cluster`` (say the target of ``clusterctl move``), with
+        ``mgmt``'s CRDs and the same ``Site`` objects; its client. Stopped with the rest; a hub
+        on it is ``Broker.start_hub``."""
+        if self.options.kubernetes == "real":
+            await self._start_real([cluster])
+        else:
+            await self._ready([self._emulator(cluster, self._crds(cluster))])
         await self._client(cluster)
         await self._apply_sites(self._kube(cluster))
         return self._kube(cluster)

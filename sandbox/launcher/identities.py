@@ -34,8 +34,7 @@ from hub import site_api
 from hub.controllers import sitecredentials
 from protocol import credentials, errors, natsjwt
 from sandbox.launcher import processes
-from sandbox.launcher.broker import AGENT_IDENTITY_SECRET
-from sandbox.launcher.clusters import Clusters
+from sandbox.launcher.installs import Installs
 
 __all__ = ["CREDENTIAL_LIFETIME", "Identities"]
 
@@ -53,7 +52,7 @@ def _fresh(path: Path, *, now: float) -> bool:
     return bool(claims.exp) and now < (claims.iat + claims.exp) / 2
 
 
-class Identities(Clusters):
+class Identities(Installs):
     def _keys(self) -> natsoperator.Keys:
         return natsoperator.Keys.load_or_create(self.nats_dir)
 
@@ -87,9 +86,8 @@ class Identities(Clusters):
         ``LaunchError`` when the Site records no key, or one the agent does not hold (deleted,
         or not bootstrapped yet): nothing is signed for a key the hub may have revoked."""
         recorded = sitecredentials.record(await self.mgmt.get_or_none(resources.SITE, site))
-        secret = await self.site_kube(site).get_or_none(
-            resources.SECRET, AGENT_IDENTITY_SECRET, namespace="default"
-        )
+        namespace, _, name = self.agent_identity_secret(site).partition("/")
+        secret = await self.site_kube(site).get_or_none(resources.SECRET, name, namespace=namespace)
         seed = credential_state.read(secret).seed
         if not recorded.exists or not recorded.key or seed is None or natsjwt.public_of(seed) != recorded.key:
             raise processes.LaunchError(

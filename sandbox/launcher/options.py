@@ -10,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["MGMT", "Options"]
+__all__ = ["KUBERNETES", "MGMT", "Options"]
+
+KUBERNETES = ("emulator", "real")
+"""What runs each cluster: ``sandbox.kubeapi`` (one process, starts in a blink) or real
+etcd + kube-apiserver + kube-controller-manager (``sandbox.realkube``)."""
 
 MGMT = "mgmt"
 """The management cluster's name (its emulator, its kubeconfig); no site may take it."""
@@ -19,7 +23,9 @@ MGMT = "mgmt"
 @dataclass(frozen=True, kw_only=True)
 class Options:
     sites: tuple[str, ...] = ("site-a", "site-b")
-    """One emulated cluster, Kamaji simulator and agent each."""
+    """One cluster, Kamaji simulator and agent each."""
+    kubernetes: str = "emulator"
+    """What runs the clusters: one of ``KUBERNETES``."""
     kamaji_delay: float = 3.0
     """Seconds the Kamaji simulators take from Provisioning (or Upgrading) to Ready."""
     namespace: str = "tenants"
@@ -49,6 +55,8 @@ class Options:
     def __post_init__(self) -> None:
         if not self.sites:
             raise ValueError("a topology needs at least one site")
+        if self.kubernetes not in KUBERNETES:
+            raise ValueError(f"kubernetes must be one of {', '.join(KUBERNETES)}, got {self.kubernetes!r}")
         if self.nats_nodes < 1:
             raise ValueError(f"nats_nodes must be at least 1, got {self.nats_nodes}")
         if self.hub_replicas < 1:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import aiohttp
 
-__all__ = ["Child", "LaunchError", "child_env", "errors", "last_error", "tail"]
+__all__ = ["Child", "LaunchError", "child_env", "errors", "last_error", "run", "tail"]
 
 # What an error looks like in each child's log: the hub's and agents' JSON or text lines, Python
 # logging (emulators, simulators), a traceback's final line, nats-server's [ERR].
@@ -124,7 +124,9 @@ class Child:
         deadline = loop.time() + timeout
         last = "not started"
         connector = aiohttp.TCPConnector(ssl=self.health_tls) if self.health_tls is not None else None
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2), connector=connector) as session:
+        async with aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=2), connector=connector
+        ) as session:
             while True:
                 code = self.returncode
                 if self.process is None or code is not None:
@@ -221,3 +223,17 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra or {})
     return env
+
+
+def run(args: Sequence[str], *, log: Path, env: Mapping[str, str] | None = None, shown: str = "") -> None:
+    """Run one command to its end (an operator's command: ``kamaji-broker site add``, ``kubectl
+    apply``), its output appended to ``log``; ``LaunchError`` with the end of the log if it fails,
+    naming the command as ``shown`` (default: its arguments)."""
+    with open(log, "ab") as out:
+        done = subprocess.run(
+            list(args), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, check=False
+        )
+    if done.returncode != 0:
+        raise LaunchError(
+            f"`{shown or ' '.join(args)}` failed with exit code {done.returncode}; end of {log}:\n{tail(log)}"
+        )

@@ -74,12 +74,14 @@ class Topology(Broker, ControlPlanes, Identities):
         prepare_directory(self.directory)
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         await self._credentials()
-        await self._ready([*self._start_nats(), *self._start_emulators()])
+        nats = self._start_nats()
+        await self._ready([*nats, *await self._start_clusters()])
         clustered = self.options.nats_nodes > 1
         if clustered:
             # "Server is ready" comes before the routes: the hub's first stream would be refused.
             await self.wait_jetstream()
         await self._connect()
+        await self._install()
         await self._ready([*self._start_simulators(), *self._start_hubs()])
         if clustered:
             # Replicated streams elect their leaders after they are created: agents bind then.

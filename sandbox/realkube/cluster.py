@@ -46,6 +46,13 @@ class Cluster:
         """Seconds the last ``start`` took, from the first process to the default ServiceAccount."""
 
     @property
+    def binaries(self) -> kbin.Binaries:
+        """The binaries it runs (found on first use when none were given)."""
+        if self._binaries is None:
+            self._binaries = kbin.find()
+        return self._binaries
+
+    @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
@@ -137,7 +144,7 @@ class Cluster:
         """Start every process and wait until the cluster serves; ``LaunchError`` with the end of
         the failing component's log if one exits or is not ready within ``timeout``."""
         began = time.monotonic()
-        b = self._binaries or kbin.find()
+        b = self.binaries
         self.port = ports.free_port()
         pki.generate(self.pki.directory, cluster=self.name, server=self.url)
         try:

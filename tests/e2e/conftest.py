@@ -24,10 +24,14 @@ BASE = workload.control_plane_names(SITES, per_site=PER_SITE)
 """(name, site) of the control planes every test may rely on."""
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=topologies.BACKENDS)
+async def world(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Topology]:
+    """Every test of a module runs on both backends: the emulator and real Kubernetes."""
+    kubernetes = topologies.backend(request)
     directory = tmp_path_factory.mktemp("e2e") / "sandbox"
-    async with topologies.running(directory, sites=SITES, base=BASE) as topology:
+    async with topologies.running(directory, sites=SITES, base=BASE, kubernetes=kubernetes) as topology:
         yield topology
 
 

@@ -27,7 +27,7 @@ import pytest_asyncio
 
 from common.kube import resources
 from sandbox.launcher import Topology
-from sandbox.launcher.broker import AGENT_IDENTITY_SECRET
+from sandbox.launcher.installs import EMULATED_IDENTITY_SECRET
 from tests import topologies
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -101,7 +101,7 @@ async def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         for process in PROCESSES:
             result.lines[process] = world.log(process).read_text().splitlines()
     names = set(result.secrets)
-    assert f"Secret default/{AGENT_IDENTITY_SECRET} at {SITE}" in names, "the agent's seed and JWT"
+    assert f"Secret {EMULATED_IDENTITY_SECRET} at {SITE}" in names, "the agent's seed and JWT"
     assert any(n.startswith("Secret tenants/") and "kubeconfig" in n for n in names), "Kamaji's kubeconfig"
     assert any(n.startswith("Secret default/") and "management" in n for n in names), "the CAPI Secrets"
     assert any(n.endswith(".creds") for n in names) and any(n.endswith(".key") for n in names)
