@@ -2,7 +2,9 @@
 when asked, kube-scheduler, each an OS process of the binaries ``sandbox.realkube.binaries`` finds.
 
 Laid out in its directory: ``pki/`` (``sandbox.realkube.pki``), ``etcd/`` (the store),
-``logs/<component>.log``. Authentication is by client certificate (the admin, each component
+``logs/<component>.log`` and ``audit.log``: one JSON line per request of every user but the
+cluster's own (the admin, its components, kube-system's controllers), which tells what a
+ServiceAccount did with its rights. Authentication is by client certificate (the admin, each component
 as its own user) and ServiceAccount token; authorisation is RBAC and nothing else, so every
 request but the admin's is allowed or refused as on a production cluster. Ready when etcd and
 kube-apiserver answer ``/readyz`` and the controller manager has made the ``default``
@@ -28,6 +30,21 @@ from sandbox.realkube import pki, tokens
 __all__ = ["SERVICE_CIDR", "Cluster"]
 
 SERVICE_CIDR = "10.96.0.0/16"
+
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: None
+    userGroups: ["system:masters"]
+  - level: None
+    users: ["system:kube-controller-manager", "system:kube-scheduler", "system:apiserver"]
+  - level: None
+    userGroups: ["system:serviceaccounts:kube-system"]
+  - level: Metadata
+"""
+"""Who did what (user, verb, resource, response code), never a body: no Secret reaches the log."""
 
 
 class Cluster:
@@ -59,6 +76,10 @@ class Cluster:
     @property
     def pki(self) -> pki.Paths:
         return pki.Paths(self.directory / "pki")
+
+    @property
+    def audit_log(self) -> Path:
+        return self.directory / "audit.log"
 
     @property
     def kubeconfig(self) -> Path:
@@ -122,6 +143,13 @@ class Cluster:
             "--profiling=false",
             "--enable-priority-and-fairness=false",
             "--endpoint-reconciler-type=none",
+        ]
+        policy = self.directory / "audit-policy.yaml"
+        policy.write_text(AUDIT_POLICY)
+        args += [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-mode=blocking",
         ]
         tls = ssl.create_default_context(cafile=str(p.ca))
         return self._child("kube-apiserver", args, health_url=self.url, health_tls=tls)
