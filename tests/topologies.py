@@ -28,10 +28,15 @@ BACKENDS = ("emulator", "real")
 these runs its tests on both."""
 
 
+BOTH = pytest.mark.parametrize("world", BACKENDS, indirect=True, scope="module")
+"""A module's mark: its ``world`` (a fixture that reads ``backend``) on both backends."""
+
+
 def backend(request: pytest.FixtureRequest) -> str:
-    """The backend of a fixture parametrized by ``BACKENDS``; for ``real`` the binaries must be
-    there (``real_binaries``: skipped with why where they are missing, failed in CI)."""
-    kubernetes = str(request.param)
+    """The backend of a fixture parametrized by ``BACKENDS`` (the emulator when it is not); for
+    ``real`` the binaries must be there (``real_binaries``: skipped with why where they are
+    missing, failed in CI)."""
+    kubernetes = str(getattr(request, "param", "emulator"))
     if kubernetes == "real":
         request.getfixturevalue("real_binaries")
     return kubernetes

@@ -106,6 +106,9 @@ class Applier:
     async def _applied(self, intent: messages.Intent, delivery: bus.Delivery) -> intents.Decision:
         """Decide and execute: unread when the cache says there is no TCP to read
         (``intents.observes_first``), else (or when one exists after all) on what the API has."""
+        unobserved = intents.decide_unobserved(intent, ctx=self.ctx)
+        if unobserved is not None:
+            return unobserved
         try:
             if not intents.observes_first(intent, self.known(intent.namespace, intent.name)):
                 decision = await self._unread(intent, delivery)

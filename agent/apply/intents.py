@@ -125,6 +125,18 @@ def exists_after_all(error: kerrors.KubeError) -> bool:
 def decide(
     intent: messages.Intent, seq: int, observed: Mapping[str, Any] | None, *, ctx: Context
 ) -> Decision:
+    decided = decide_unobserved(intent, ctx=ctx)
+    if decided is not None:
+        return decided
+    if intent.op == "delete":
+        return _decide_delete(intent, seq, observed)
+    return _decide_provision(intent, seq, observed)
+
+
+def decide_unobserved(intent: messages.Intent, *, ctx: Context) -> Decision | None:
+    """The decision that needs no look at the site: another site's intent, or one for a
+    namespace the agent does not serve. Made before anything is read, since the agent's RBAC
+    reaches only the namespaces it serves: a GET there would be refused (403), not answered."""
     if intake.misplaced(intent, site=ctx.site) is not None:
         return Decision(Result.WRONG_SITE, settle=Settle.TERM)
     if ctx.namespaces and intent.namespace not in ctx.namespaces:
@@ -141,9 +153,7 @@ def decide(
                 f"namespace {intent.namespace!r} is not a target namespace of the agent at site {ctx.site!r}",
             ),
         )
-    if intent.op == "delete":
-        return _decide_delete(intent, seq, observed)
-    return _decide_provision(intent, seq, observed)
+    return None
 
 
 def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, Any] | None) -> Decision:

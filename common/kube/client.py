@@ -197,21 +197,6 @@ class Kube:
         created: dict[str, Any] = await self._call("POST", r.path(namespace), body=dict(body))
         return created
 
-    async def create_subresource(
-        self,
-        r: Resource,
-        name: str,
-        subresource: str,
-        body: Mapping[str, Any],
-        *,
-        namespace: str | None = None,
-    ) -> dict[str, Any]:
-        """POST to a subresource of ``name`` (``serviceaccounts/<name>/token``, a TokenRequest)."""
-        created: dict[str, Any] = await self._call(
-            "POST", r.path(namespace, name, subresource), body=dict(body)
-        )
-        return created
-
     async def replace(
         self, r: Resource, name: str, body: Mapping[str, Any], *, namespace: str | None = None
     ) -> dict[str, Any]:

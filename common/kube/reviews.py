@@ -1,8 +1,11 @@
-"""What the API server says about itself and about us: its version, and SelfSubjectAccessReviews.
+"""What the API server says about itself and about us: its version, SelfSubjectAccessReviews,
+and ServiceAccount tokens.
 
 Used by ``kamaji-broker doctor``: ``version`` proves the API server is reachable with the
 process's own kubeconfig or in-cluster credentials, ``allowed`` asks (authorization.k8s.io/v1)
 whether this identity may do one thing. Neither changes anything in the cluster.
+``service_account_token`` asks the TokenRequest API for a ServiceAccount's bound token (what a
+pod of it would mount): the sandbox's real clusters run local processes as their ServiceAccounts.
 """
 
 from __future__ import annotations
@@ -50,3 +53,15 @@ async def allowed(kube: Kube, access: Access) -> tuple[bool, str]:
     review = await kube.create(resources.SELF_SUBJECT_ACCESS_REVIEW, body)
     status = review.get("status") or {}
     return bool(status.get("allowed")), str(status.get("reason") or "")
+
+
+async def service_account_token(kube: Kube, *, namespace: str, name: str, seconds: int) -> str:
+    """A token of ServiceAccount ``namespace/name`` for ``seconds`` (POST .../serviceaccounts/<name>/token)."""
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": seconds},
+    }
+    path = resources.SERVICE_ACCOUNT.path(namespace, name, "token")
+    review = await kube._call("POST", path, body=body)  # the package's own client
+    return str(review["status"]["token"])

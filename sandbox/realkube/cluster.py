@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from common import files, kube
-from common.kube import resources
+from common.kube import resources, reviews
 from sandbox import ports
 from sandbox.launcher import processes
 from sandbox.realkube import binaries as kbin
@@ -98,7 +98,9 @@ class Cluster:
         TokenRequest API, as a pod of it would mount); return ``path``."""
         admin = await kube.connect(in_cluster=False, kubeconfig=self.kubeconfig)
         try:
-            token = await tokens.request_token(admin, namespace=namespace, name=name)
+            token = await reviews.service_account_token(
+                admin, namespace=namespace, name=name, seconds=tokens.TOKEN_SECONDS
+            )
         finally:
             await admin.close()
         ca_pem = await asyncio.to_thread(self.pki.ca.read_bytes)

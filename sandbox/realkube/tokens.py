@@ -2,8 +2,8 @@
 
 What a pod of that ServiceAccount would get mounted, for a process that runs on this machine
 instead of in a pod (no kubelet): the hub and agents then reach the API server bound exactly by
-the RBAC their install created, never as the admin. ``request_token`` talks to the API server
-through ``common.kube`` (the admin's client); ``kubeconfig`` is pure.
+the RBAC their install created, never as the admin. Pure: the token comes from
+``common.kube.reviews.service_account_token``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,7 @@ from typing import Any
 
 import yaml
 
-from common import kube
-from common.kube import resources
-
-__all__ = ["TOKEN_SECONDS", "kubeconfig", "request_token", "user"]
+__all__ = ["TOKEN_SECONDS", "kubeconfig", "user"]
 
 TOKEN_SECONDS = 24 * 3600
 """A day: the longest a test or a sandbox runs; kube-apiserver may shorten it."""
@@ -25,19 +22,6 @@ TOKEN_SECONDS = 24 * 3600
 def user(namespace: str, name: str) -> str:
     """The user name the API server gives ServiceAccount ``namespace/name`` (RBAC subjects, can-i --as)."""
     return f"system:serviceaccount:{namespace}:{name}"
-
-
-async def request_token(admin: kube.Kube, *, namespace: str, name: str, seconds: int = TOKEN_SECONDS) -> str:
-    """A bound token of ServiceAccount ``namespace/name`` (POST .../serviceaccounts/<name>/token)."""
-    body = {
-        "apiVersion": "authentication.k8s.io/v1",
-        "kind": "TokenRequest",
-        "spec": {"expirationSeconds": seconds},
-    }
-    review = await admin.create_subresource(
-        resources.SERVICE_ACCOUNT, name, "token", body, namespace=namespace
-    )
-    return str(review["status"]["token"])
 
 
 def kubeconfig(*, server: str, ca_pem: bytes, namespace: str, name: str, token: str) -> str:

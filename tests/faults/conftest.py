@@ -42,9 +42,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
+async def world(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Topology]:
+    """On the emulator, or on both backends in a module marked ``topologies.BOTH``."""
+    kubernetes = topologies.backend(request)
     directory = tmp_path_factory.mktemp("faults") / "sandbox"
-    async with topologies.running(directory, sites=SITES, base=BASE) as topology:
+    async with topologies.running(directory, sites=SITES, base=BASE, kubernetes=kubernetes) as topology:
         yield topology
 
 

@@ -25,7 +25,7 @@ from tests.faults.measure import Measure
 
 # The timeout covers the module's topology start too (pytest-timeout counts fixture setup in
 # the first test): it took 106 s on the shared 2-core machine with two busy loops beside it.
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), topologies.BOTH, pytest.mark.timeout(300)]
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE

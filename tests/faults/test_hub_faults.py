@@ -28,7 +28,7 @@ from tests import helpers, topologies
 from tests.faults.conftest import BASE, SITES
 from tests.faults.measure import Measure
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module")]
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), topologies.BOTH]
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE
@@ -38,10 +38,14 @@ Names = list[tuple[str, str]]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
+async def world(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Topology]:
     """This module's topology: two hub replicas electing a leader (the conftest's has one)."""
+    kubernetes = topologies.backend(request)
     directory = tmp_path_factory.mktemp("hub-faults") / "sandbox"
-    async with topologies.running(directory, sites=SITES, base=BASE, hub_replicas=2, kamaji_delay=1.0) as w:
+    settings = {"hub_replicas": 2, "kamaji_delay": 1.0, "kubernetes": kubernetes}
+    async with topologies.running(directory, sites=SITES, base=BASE, **settings) as w:
         yield w
 
 
@@ -102,7 +106,7 @@ async def capi_secret_versions(world: Topology) -> dict[str, str]:
 
 
 async def lease(world: Topology) -> dict[str, Any]:
-    return dict((await world.mgmt.get(resources.LEASE, HUB_LEASE, namespace=NS))["spec"])
+    return dict((await world.mgmt.get(resources.LEASE, HUB_LEASE, namespace=world.lease_namespace))["spec"])
 
 
 async def test_hub_killed_mid_burst_converges(world: Topology, fault: Measure) -> None:

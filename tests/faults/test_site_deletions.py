@@ -17,7 +17,7 @@ from sandbox.launcher import Topology, invariants, workload
 from tests import helpers, topologies
 from tests.faults.measure import Measure
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module")]
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), topologies.BOTH]
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE

@@ -369,6 +369,14 @@ def test_namespace_outside_the_targets(
     assert d.result == result
     assert d.report is not None and (d.report.phase, d.report.reason) == reported
     assert d.action is None and d.settle == "ack"
+    # Decided before any read: the agent's RBAC does not reach a namespace it does not serve.
+    assert intents.decide_unobserved(intent, ctx=ctx) == d
+
+
+def test_an_intent_for_a_served_namespace_needs_a_look_at_the_site() -> None:
+    ctx = intents.Context(site="site-a", namespaces=(helpers.intent().namespace,), namespace_retry=60.0)
+    assert intents.decide_unobserved(helpers.intent(), ctx=ctx) is None
+    assert intents.decide_unobserved(helpers.intent(), ctx=CTX) is None
 
 
 ERRORS = [
