@@ -56,7 +56,7 @@ async def allowed(kube: Kube, access: Access) -> tuple[bool, str]:
 
 
 async def service_account_token(kube: Kube, *, namespace: str, name: str, seconds: int) -> str:
-    """A token of ServiceAccount ``namespace/name`` for ``seconds`` (POST .../serviceaccounts/<name>/token)."""
+    """ServiceAccount ``namespace/name``'s token for ``seconds`` (POST .../serviceaccounts/<name>/token)."""
     body = {
         "apiVersion": "authentication.k8s.io/v1",
         "kind": "TokenRequest",
