@@ -59,6 +59,11 @@ class Clusters(Children):
     def site_kube(self, site: str) -> kube.Kube:
         return self._kube(site)
 
+    def api_server(self, cluster: str) -> str:
+        """The child that serves ``cluster``'s API (to pause or kill it): its emulator or its
+        kube-apiserver."""
+        return f"kube-apiserver-{cluster}" if self.options.kubernetes == "real" else f"kubeapi-{cluster}"
+
     def _kube(self, cluster: str) -> kube.Kube:
         try:
             return self._kubes[cluster]

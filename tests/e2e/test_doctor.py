@@ -22,10 +22,16 @@ from tests.cli.doctor_support import Run
 pytestmark = pytest.mark.e2e
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=topologies.BACKENDS)
+async def world(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Topology]:
+    """On both backends: on real clusters doctor's RBAC checks are the real authorizer's
+    SelfSubjectAccessReviews, for the ServiceAccounts hub and agent run as."""
+    kubernetes = topologies.backend(request)
     directory = tmp_path_factory.mktemp("doctor") / "sandbox"
-    async with topologies.running(directory, sites=("site-a",), base=[("site-a-1", "site-a")]) as topology:
+    base = [("site-a-1", "site-a")]
+    async with topologies.running(directory, sites=("site-a",), base=base, kubernetes=kubernetes) as topology:
         yield topology
 
 
@@ -59,7 +65,7 @@ async def test_readyz_answers_and_says_so_while_the_sites_api_server_hangs(world
     """The site's API server stopped (SIGSTOP): it takes connections and answers nothing. The
     agent's /readyz answers at once, every time, and within a probe's bound says why it is not
     ready, instead of the "reachable" of its last answer."""
-    world.pause("kubeapi-site-a")
+    world.pause(world.api_server("site-a"))
     try:
         status, text = await helpers.eventually(
             lambda: readyz(world, "site-a"),
@@ -69,7 +75,7 @@ async def test_readyz_answers_and_says_so_while_the_sites_api_server_hangs(world
             what="/readyz saying the API server does not answer",
         )
     finally:
-        world.resume("kubeapi-site-a")
+        world.resume(world.api_server("site-a"))
     assert status == 503, text
     assert "[-] kubernetes: API server: no answer within 10s" in text, text
     assert "[+] nats: connected" in text, text
@@ -131,7 +137,8 @@ async def test_doctor_in_the_sandbox(world: Topology) -> None:
     agent = await doctor(world, "agent-site-a")
     assert agent.code == 0, agent.out + agent.err
     assert agent.out.endswith("15 PASS, 0 WARN, 0 FAIL, 1 SKIP\n"), agent.out
-    assert "Secret default/" in agent.line("PASS", "credential valid")
+    namespace = world.agent_identity_secret("site-a").split("/")[0]
+    assert f"Secret {namespace}/" in agent.line("PASS", "credential valid")
 
     for name in world.nats_names:
         await world.kill(name)
