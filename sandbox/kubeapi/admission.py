@@ -3,9 +3,8 @@
 Owns the per-resource admission the real apiserver applies on create and update: apiVersion/kind
 checks, which part of a PUT counts when status is a subresource, metadata validation (names,
 labels), Secret ``stringData`` folding and ``data`` checks, Namespace defaults, CRD validation
-(``resources.from_crd``) and, for custom resources, prune → default → validate against the
-version's ``openAPIV3Schema`` (``pruning``, ``schema``). Pure: mutates only the object it is
-given and raises ``errors.ApiError``.
+(``resources.from_crd``) and, for custom resources, what ``validating`` checks. Pure: mutates
+only the object it is given and raises ``errors.ApiError``.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import binascii
 import re
 from typing import Any
 
-from sandbox.kubeapi import errors, metadata, objects, options, pruning, resources, schema, watching
+from sandbox.kubeapi import errors, metadata, objects, options, resources, validating, watching
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -130,7 +129,7 @@ def _annotation_causes(annotations: Any) -> list[errors.Cause]:
         causes.append(
             errors.Cause(
                 "FieldValueTooLong",
-                f"Too long: must have at most {_ANNOTATIONS_MAX} bytes",
+                f"Too long: may not be more than {_ANNOTATIONS_MAX} bytes",
                 "metadata.annotations",
             )
         )
@@ -184,26 +183,6 @@ def _namespace(obj: dict[str, Any]) -> list[errors.Cause]:
     return []
 
 
-def _custom(
-    rtype: resources.ResourceType,
-    obj: dict[str, Any],
-    version: str,
-    *,
-    field_validation: str,
-    warnings: list[str],
-) -> list[errors.Cause]:
-    structural = rtype.schemas.get(version) or {}
-    if not structural:
-        return []
-    unknown = [f'unknown field "{path}"' for path in pruning.prune(obj, structural)]
-    if unknown and field_validation == "Strict":
-        raise errors.bad_request("strict decoding error: " + ", ".join(unknown))
-    if field_validation == "Warn":
-        warnings.extend(unknown)
-    pruning.apply_defaults(obj, structural)
-    return schema.validate(obj, structural)
-
-
 def admit(
     rtype: resources.ResourceType,
     obj: dict[str, Any],
@@ -221,7 +200,9 @@ def admit(
     causes = metadata_causes(rtype, meta)
     if rtype.crd_name:
         sink = write.warnings if write.warnings is not None else []
-        causes += _custom(rtype, obj, version, field_validation=write.field_validation, warnings=sink)
+        causes += validating.custom(
+            rtype, obj, version, field_validation=write.field_validation, warnings=sink
+        )
     elif rtype.key == ("", "secrets"):
         causes += _secret(obj)
     elif rtype.key == ("", "namespaces"):

@@ -1,4 +1,5 @@
-"""Who is asking: kube-apiserver's ``--token-auth-file``, for SelfSubjectAccessReviews.
+"""Who is asking: kube-apiserver's ``--token-auth-file`` and ServiceAccount tokens
+(``service_account``, minted by ``Server.service_account_kubeconfig``), for SelfSubjectAccessReviews.
 
 The file is the real server's static token CSV: ``token,user,uid,"group1,group2"`` per line
 (groups optional). A request whose bearer token is listed is that user, in its groups and
@@ -29,6 +30,12 @@ class User:
 
 ADMIN = User("kubernetes-admin", groups=(MASTERS, AUTHENTICATED))
 """Whoever presents no listed token: allowed everything, as in a kind cluster's admin kubeconfig."""
+
+
+def service_account(namespace: str, name: str) -> User:
+    """ServiceAccount ``namespace/name`` as its tokens authenticate it on a real server."""
+    groups = ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", AUTHENTICATED)
+    return User(f"system:serviceaccount:{namespace}:{name}", groups=groups)
 
 
 def parse_token_file(text: str, *, source: str = "token file") -> dict[str, User]:

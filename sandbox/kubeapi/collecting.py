@@ -2,7 +2,8 @@
 
 Owns what kube-controller-manager and the apiextensions controllers would do in a real cluster:
 deletion with finalizers (deletionTimestamp, removal once they are empty), the garbage collector
-(ownerReferences: background cascading deletion, ``Orphan`` and ``Foreground`` propagation,
+(ownerReferences: background cascading deletion, ``Orphan`` and ``Foreground`` propagation (the
+owner waits for the dependents that block it, ``blockOwnerDeletion``),
 dropping the dangling reference of an object that keeps another owner, deleting objects whose
 owners are all gone), namespace termination (``Terminating`` until its content is gone), and
 CRD establishment and cleanup (serving the resource; deleting its objects before the CRD goes).
@@ -64,7 +65,8 @@ def delete(
     if propagation == "Orphan":
         _orphan(store, meta["uid"])
     finalizers = list(meta.get("finalizers") or [])
-    if propagation == "Foreground" and store.dependents(meta["uid"]) and objects.FOREGROUND not in finalizers:
+    if propagation == "Foreground" and objects.FOREGROUND not in finalizers:
+        # Added whatever the dependents: the collector removes it once none blocks the owner.
         finalizers.append(objects.FOREGROUND)
     if not finalizers:
         return store.remove(rtype, current), True
@@ -82,6 +84,7 @@ def delete(
     uid, name = meta["uid"], meta["name"]
     if objects.FOREGROUND in finalizers:
         store.defer(lambda: _delete_dependents(store, uid))
+        store.defer(lambda: _finish_foreground(store, uid))
     if rtype.key == objects.CRDS:
         store.defer(lambda: _finish_crd(store, name))
     return entry, False
@@ -186,13 +189,23 @@ def _finish_foreground(store: Store, owner_uid: str) -> None:
     if found is None:
         return
     key, owner = found
-    if objects.FOREGROUND not in (owner.obj["metadata"].get("finalizers") or []) or store.dependents(
-        owner_uid
+    if objects.FOREGROUND not in (owner.obj["metadata"].get("finalizers") or []) or _blocking(
+        store, owner_uid
     ):
         return
     new = objects.copy_obj(owner)
     new["metadata"]["finalizers"] = [f for f in new["metadata"]["finalizers"] if f != objects.FOREGROUND]
     store.write(store.types[key], new, owner)
+
+
+def _blocking(store: Store, owner_uid: str) -> bool:
+    """Whether a dependent still blocks its owner's foreground deletion: only a reference with
+    ``blockOwnerDeletion`` does; the others are deleted too, but the owner need not wait."""
+    return any(
+        r.get("uid") == owner_uid and r.get("blockOwnerDeletion")
+        for _, entry in store.dependents(owner_uid)
+        for r in entry.obj["metadata"].get("ownerReferences") or []
+    )
 
 
 def _collect_if_orphaned(store: Store, uid: str) -> None:

@@ -105,9 +105,9 @@ def invalid(kind: str, name: str, causes: list[Cause], *, group: str = "") -> Ap
     qualified = f"{kind}.{group}" if group else kind
     rendered = [cause.render() for cause in causes]
     summary = rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
-    details = {"name": name, "kind": kind, "causes": [cause.to_dict() for cause in causes]}
-    if group:
-        details["group"] = group
+    # Empty name, group and kind are left out, as Go's omitempty leaves them.
+    details: dict[str, Any] = {k: v for k, v in (("name", name), ("group", group), ("kind", kind)) if v}
+    details["causes"] = [cause.to_dict() for cause in causes]
     return ApiError(422, "Invalid", f'{qualified} "{name}" is invalid: {summary}', details)
 
 

@@ -2,8 +2,9 @@
 
 Owns ``Page`` and the two steps of a list: rewind the current objects through the change log
 to the requested resourceVersion (``snapshot``; older than the history window is 410 Expired,
-as a compacted etcd would answer), then cut one page in (namespace, name) order with a
-``continue`` token that pins that resourceVersion (``page``). Called by ``store``; reads
+as a compacted etcd would answer), then cut one page in etcd's key order with a
+``continue`` token that pins that resourceVersion (``page``), in the real server's order
+(``order``). Called by ``store``; reads
 ``watching.History``. Pure: no I/O.
 """
 
@@ -23,6 +24,12 @@ class Page:
     rv: int
     continue_token: str = ""
     remaining: int | None = None
+
+
+def order(okey: ObjectKey) -> str:
+    """Where an object sorts in a list: by its etcd key, ``<namespace>/<name>``, byte by byte (so
+    namespace ``a-b`` comes before ``a``: "-" sorts before "/")."""
+    return f"{okey[0]}/{okey[1]}"
 
 
 def resume(continue_token: str, history: watching.History) -> tuple[int, ObjectKey]:
@@ -56,9 +63,9 @@ def page(view: View, filter_: watching.Filter, *, rv: int, limit: int, start: Ob
     """The first ``limit`` (0: all) matching objects after ``start``, with a token for the rest."""
     name = filter_.fields.exact_name()
     keys = [k for k in view if k[1] == name] if name is not None else list(view)
-    keys.sort()
+    keys.sort(key=order)
     if start is not None:
-        keys = [k for k in keys if k > start]
+        keys = [k for k in keys if order(k) > order(start)]
     items: list[watching.Entry] = []
     last: ObjectKey | None = None
     for index, okey in enumerate(keys):

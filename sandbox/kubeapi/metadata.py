@@ -4,7 +4,8 @@ Owns what the real server does to ``metadata`` on create (generateName, server-o
 dropped, uid, creationTimestamp, generation 1), on update (name and namespace must match the URL,
 resourceVersion and uid preconditions are 409 Conflict, server-owned fields are kept, no new
 finalizers once deleting, generation bumps when the spec changes) and on delete (uid and
-resourceVersion preconditions), and when a deleted object is finalized. Used by ``store``.
+resourceVersion preconditions; the namespaces the cluster needs are never deleted), and when a
+deleted object is finalized. Used by ``store``.
 Pure: mutates only the objects it is given and raises ``errors.ApiError``.
 """
 
@@ -90,8 +91,14 @@ def check_put(
         raise _uid_conflict(rtype, meta["name"], meta["uid"], have["uid"])
 
 
+#: What the NamespaceLifecycle admission plugin keeps: the namespaces a cluster is made with.
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+
+
 def check_delete(rtype: resources.ResourceType, meta: dict[str, Any], deletion: options.Deletion) -> None:
     """DeleteOptions preconditions against the current object's ``meta``."""
+    if rtype.key == objects.NAMESPACES and meta["name"] in IMMORTAL_NAMESPACES:
+        raise errors.forbidden("namespaces", meta["name"], "this namespace may not be deleted")
     uid, resource_version = deletion.uid, deletion.resource_version
     if uid and uid != meta["uid"]:
         raise _uid_conflict(rtype, meta["name"], uid, meta["uid"])

@@ -109,17 +109,30 @@ def _bindings(objects: Objects, namespace: str) -> Iterable[tuple[Obj, str]]:
 def authorize(user: authn.User, a: Attributes, objects: Objects) -> tuple[bool, str]:
     """(allowed, reason): the reason names the binding and role that allowed it."""
     if authn.MASTERS in user.groups:
-        return True, f"{authn.MASTERS} is allowed everything"
+        return True, ""  # kube-apiserver's privileged-group authorizer gives no reason
     for binding, namespace in _bindings(objects, "" if a.path else a.namespace):
-        if not any(subject_matches(s, user, _ns(binding)) for s in binding.get("subjects") or ()):
+        subject = next(
+            (s for s in binding.get("subjects") or () if subject_matches(s, user, _ns(binding))), None
+        )
+        if subject is None:
             continue
         ref = binding.get("roleRef") or {}
         role = objects.role(str(ref.get("kind") or ""), str(ref.get("name") or ""), namespace)
         if role is not None and any(rule_allows(r, a) for r in role.get("rules") or ()):
-            kind = "RoleBinding" if namespace else "ClusterRoleBinding"
-            where = f"{namespace}/" if namespace else ""
-            return (
-                True,
-                f'RBAC: allowed by {kind} "{where}{_name(binding)}" of {ref.get("kind")} "{ref.get("name")}"',
-            )
+            return True, f"RBAC: allowed by {_describe(binding, namespace, subject)}"
     return False, ""
+
+
+def _describe(binding: Obj, namespace: str, subject: Obj) -> str:
+    """The binding and subject that allowed a request, in the real authorizer's words: a
+    RoleBinding is ``name/namespace``, a ServiceAccount ``name/namespace`` too."""
+    ref = binding.get("roleRef") or {}
+    where = (
+        f'RoleBinding "{_name(binding)}/{namespace}"'
+        if namespace
+        else f'ClusterRoleBinding "{_name(binding)}"'
+    )
+    kind, name = subject.get("kind"), subject.get("name")
+    if kind == "ServiceAccount":
+        name = f"{name}/{subject.get('namespace') or namespace}"
+    return f'{where} of {ref.get("kind")} "{ref.get("name")}" to {kind} "{name}"'

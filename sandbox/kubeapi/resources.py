@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.kubeapi import errors
+from sandbox.kubeapi import errors, schema
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
@@ -52,6 +52,8 @@ class ResourceType:
     has_status: bool = False
     scale: Scale | None = None
     schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The versions whose schema has CEL rules (x-kubernetes-validations), which are not run.
+    rules: frozenset[str] = frozenset()
     printer_columns: dict[str, list[PrinterColumn]] = field(default_factory=dict)
     #: Custom resources and CRDs carry metadata.generation; Secrets and ConfigMaps do not.
     uses_generation: bool = True
@@ -140,6 +142,7 @@ def builtins() -> list[ResourceType]:
         ),
         _builtin("Secret", "secrets", fields=frozenset({"type"})),
         _builtin("ConfigMap", "configmaps", short=["cm"]),
+        _builtin("ServiceAccount", "serviceaccounts", short=["sa"]),
         _builtin("Event", "events", short=["ev"], fields=_EVENT_FIELDS, create_on_update=True),
         _builtin("Event", "events", group="events.k8s.io", short=["ev"], create_on_update=True),
         _builtin("Lease", "leases", group="coordination.k8s.io"),
@@ -266,6 +269,7 @@ def from_crd(crd: dict[str, Any]) -> ResourceType:
         scale=_scale(subresources.get("scale")),
         schemas={v["name"]: (v.get("schema") or {}).get("openAPIV3Schema") or {} for v in served},
         printer_columns={v["name"]: _columns(v.get("additionalPrinterColumns") or []) for v in served},
+        rules=frozenset(v["name"] for v in served if schema.has_rules(v.get("schema"))),
         crd_name=crd["metadata"]["name"],
     )
 

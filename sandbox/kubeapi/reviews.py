@@ -7,6 +7,7 @@ comes back with its ``status`` filled in. Talks to the ``store`` for the RBAC ob
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,16 +27,31 @@ def objects(state: store.Store) -> rbac.Objects:
 
 
 def attributes(spec: Mapping[str, Any]) -> rbac.Attributes:
-    """The review's question; 400 unless it asks about a resource or a non-resource URL."""
+    """The review's question: about a resource or a non-resource URL, exactly one (else 422)."""
     resource, other = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+    if isinstance(resource, dict) and isinstance(other, dict):
+        # The real server prints its Go struct: field names capitalised, no JSON tags.
+        shown = json.dumps(
+            {"Path": other.get("path", ""), "Verb": other.get("verb", "")}, separators=(",", ":")
+        )
+        raise _invalid(
+            "spec.nonResourceAttributes",
+            f"Invalid value: {shown}: cannot be specified in combination with resourceAttributes",
+        )
     if isinstance(resource, dict):
         return rbac.Attributes(**{k: str(resource.get(k) or "") for k in (
             "verb", "group", "resource", "subresource", "namespace", "name")})  # fmt: skip
     if isinstance(other, dict):
         return rbac.Attributes(verb=str(other.get("verb") or ""), path=str(other.get("path") or ""))
-    raise errors.bad_request(
-        "SelfSubjectAccessReview: spec.resourceAttributes or spec.nonResourceAttributes is required"
+    raise _invalid(
+        "spec.resourceAttributes",
+        "Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified",
     )
+
+
+def _invalid(path: str, message: str) -> errors.ApiError:
+    """422 as the real server words it: a review has no kind nor name in its Status details."""
+    return errors.invalid("", "", [errors.Cause("FieldValueInvalid", message, path)], group=GROUP)
 
 
 async def create(request: web.Request, state: store.Store, users: Mapping[str, authn.User]) -> web.Response:

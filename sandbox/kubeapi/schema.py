@@ -87,41 +87,19 @@ def _type_ok(value: Any, wanted: str) -> bool:
 
 
 def _validate(value: Any, schema: Schema, path: str) -> Iterator[errors.Cause]:
+    """go-openapi's validators in its order: type, combinators, string, number, enum, object,
+    array. A type error does not stop the others; each looks only at values of its own kind."""
     if value is None:
         if not schema.get("nullable") and (schema.get("type") or schema.get("x-kubernetes-int-or-string")):
-            wanted = "string" if schema.get("x-kubernetes-int-or-string") else schema["type"]
-            yield errors.Cause(
-                "FieldValueTypeInvalid",
-                f'Invalid value: "null": {path} in body must be of type {wanted}: "null"',
-                path,
-            )
+            wanted = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema["type"]
+            yield _type_invalid(path, "null", wanted)
         return
-    wanted = schema.get("type")
-    if schema.get("x-kubernetes-int-or-string"):
-        if not (_type_ok(value, "integer") or isinstance(value, str)):
-            yield errors.Cause(
-                "FieldValueTypeInvalid",
-                f'Invalid value: "{_type_name(value)}": {path} in body must be of type integer,string: '
-                f'"{_type_name(value)}"',
-                path,
-            )
-            return
-    elif wanted and not _type_ok(value, wanted):
-        yield errors.Cause(
-            "FieldValueTypeInvalid",
-            f'Invalid value: "{_type_name(value)}": {path} in body must be of type {wanted}: '
-            f'"{_type_name(value)}"',
-            path,
-        )
-        return
-    yield from _value_rules(value, schema, path)
-    if isinstance(value, dict):
-        yield from _object_rules(value, schema, path)
-    elif isinstance(value, list):
-        yield from _array_rules(value, schema, path)
-
-
-def _value_rules(value: Any, schema: Schema, path: str) -> Iterator[errors.Cause]:
+    yield from _type_rules(value, schema, path)
+    yield from _combinators(value, schema, path)
+    if isinstance(value, str):
+        yield from _string_rules(value, schema, path)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        yield from _number_rules(value, schema, path)
     if "enum" in schema and value not in schema["enum"]:
         supported = ", ".join(_show(v) for v in schema["enum"])
         yield errors.Cause(
@@ -129,11 +107,52 @@ def _value_rules(value: Any, schema: Schema, path: str) -> Iterator[errors.Cause
             f"Unsupported value: {_show(value)}: supported values: {supported}",
             path,
         )
-    if isinstance(value, str):
-        yield from _string_rules(value, schema, path)
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        yield from _number_rules(value, schema, path)
-    yield from _combinators(value, schema, path)
+    if isinstance(value, dict):
+        yield from _object_rules(value, schema, path)
+    elif isinstance(value, list):
+        yield from _array_rules(value, schema, path)
+
+
+def _type_invalid(path: str, got: str, wanted: str) -> errors.Cause:
+    return errors.Cause(
+        "FieldValueTypeInvalid",
+        f'Invalid value: "{got}": {path} in body must be of type {wanted}: "{got}"',
+        path,
+    )
+
+
+def _type_rules(value: Any, schema: Schema, path: str) -> Iterator[errors.Cause]:
+    int_or_string = bool(schema.get("x-kubernetes-int-or-string"))
+    wanted = "integer,string" if int_or_string else schema.get("type")
+    ok = (
+        (_type_ok(value, "integer") or isinstance(value, str))
+        if int_or_string
+        else _type_ok(value, wanted or "")
+    )
+    fmt = schema.get("format")
+    if not ok and fmt and not isinstance(value, str | list):
+        # A value that is neither a string nor a list is named by its Go format (int64,
+        # float64, none for the others) against the schema's format, not by its type.
+        go_format = {"integer": "int64", "number": "float64"}.get(_type_name(value), "")
+        if go_format != fmt:
+            yield _type_invalid(path, go_format, fmt)
+            return
+    if not ok and wanted:
+        yield _type_invalid(path, _type_name(value), wanted)
+
+
+def _checked(path: str, fmt: str) -> errors.Cause:
+    shown = f"with format {fmt}" if fmt else "(default format)"
+    return errors.Cause(
+        "FieldValueInvalid",
+        f'Invalid value: "": Checked value must be of type integer {shown} in {path}',
+        "<nil>",
+    )
+
+
+def _composite(path: str, what: str) -> errors.Cause:
+    """A failed combinator, as the real server reports it: no field, the path quoted."""
+    return errors.Cause("FieldValueInvalid", f'Invalid value: "": "{path}" {what}', "<nil>")
 
 
 def _string_rules(value: str, schema: Schema, path: str) -> Iterator[errors.Cause]:
@@ -147,10 +166,21 @@ def _string_rules(value: str, schema: Schema, path: str) -> Iterator[errors.Caus
         yield _invalid(path, value, f"{path} in body should match '{schema['pattern']}'")
     fmt = schema.get("format")
     if fmt and not formats.check_format(fmt, value):
-        yield _invalid(path, value, f"{path} in body must be of type {fmt}: {_show(value)}")
+        shown = _show(value)
+        yield errors.Cause(
+            "FieldValueTypeInvalid",
+            f"Invalid value: {shown}: {path} in body must be of type {fmt}: {shown}",
+            path,
+        )
 
 
 def _number_rules(value: float, schema: Schema, path: str) -> Iterator[errors.Cause]:
+    if schema.get("type") == "integer":
+        fmt = str(schema.get("format") or "")
+        if (isinstance(value, float) and not value.is_integer()) or (
+            fmt == "int32" and not -(2**31) <= value < 2**31
+        ):
+            yield _checked(path, fmt)
     if "minimum" in schema:
         low = schema["minimum"]
         if value < low or (schema.get("exclusiveMinimum") and value == low):
@@ -166,15 +196,28 @@ def _number_rules(value: float, schema: Schema, path: str) -> Iterator[errors.Ca
 
 
 def _combinators(value: Any, schema: Schema, path: str) -> Iterator[errors.Cause]:
-    # In structural schemas these hold value validations only; the type was checked above.
-    for sub in schema.get("allOf") or []:
-        yield from _validate(value, sub, path)
-    if "anyOf" in schema and not any(not list(_validate(value, s, path)) for s in schema["anyOf"]):
-        yield _invalid(path, value, f"{path} in body must validate at least one schema (anyOf)")
-    if "oneOf" in schema and sum(not list(_validate(value, s, path)) for s in schema["oneOf"]) != 1:
-        yield _invalid(path, value, f"{path} in body must validate one and only one schema (oneOf)")
+    """allOf, anyOf, oneOf, not: in structural schemas these hold value validations only. A
+    failed anyOf or oneOf also reports the errors of its first alternative (go-openapi's "best")."""
+    if "allOf" in schema:
+        results = [list(_validate(value, sub, path)) for sub in schema["allOf"]]
+        yield from (cause for result in results for cause in result)
+        if any(results):
+            none = ". None validated" if all(results) else ""
+            yield _composite(path, f"must validate all the schemas (allOf){none}")
+    if schema.get("anyOf"):
+        results = [list(_validate(value, sub, path)) for sub in schema["anyOf"]]
+        if all(results):
+            yield _composite(path, "must validate at least one schema (anyOf)")
+            yield from results[0]
+    if schema.get("oneOf"):
+        results = [list(_validate(value, sub, path)) for sub in schema["oneOf"]]
+        valid = sum(not r for r in results)
+        if valid != 1:
+            found = f"Found {valid} valid alternatives" if valid else "Found none valid"
+            yield _composite(path, f"must validate one and only one schema (oneOf). {found}")
+            yield from ([] if valid else results[0])
     if "not" in schema and not list(_validate(value, schema["not"], path)):
-        yield _invalid(path, value, f"{path} in body should not validate the given schema")
+        yield _composite(path, "must not validate the schema (not)")
 
 
 def _object_rules(value: dict[str, Any], schema: Schema, path: str) -> Iterator[errors.Cause]:
@@ -197,7 +240,7 @@ def _object_rules(value: dict[str, Any], schema: Schema, path: str) -> Iterator[
         if key in props:
             yield from _validate(item, props[key], f"{path}.{key}")
         elif isinstance(additional, dict):
-            yield from _validate(item, additional, f"{path}[{key}]")
+            yield from _validate(item, additional, f"{path}.{key}")
 
 
 def _array_rules(value: list[Any], schema: Schema, path: str) -> Iterator[errors.Cause]:
@@ -234,7 +277,14 @@ def _uniqueness(value: list[Any], schema: Schema, path: str) -> Iterator[errors.
             if identity in seen_keys:
                 yield errors.Cause(
                     "FieldValueDuplicate",
-                    f"Duplicate value: {json.dumps({k: item.get(k) for k in keys})}",
+                    f"Duplicate value: {json.dumps({k: item.get(k) for k in keys}, separators=(',', ':'))}",
                     f"{path}[{index}]",
                 )
             seen_keys.add(identity)
+
+
+def has_rules(node: Any) -> bool:
+    """Whether a schema (any part of it) has CEL rules, ``x-kubernetes-validations``."""
+    if isinstance(node, dict):
+        return "x-kubernetes-validations" in node or any(has_rules(v) for v in node.values())
+    return isinstance(node, list) and any(has_rules(v) for v in node)

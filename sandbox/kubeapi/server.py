@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import secrets
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,16 @@ class Server:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(yaml.safe_dump(self.kubeconfig(token=token), sort_keys=False))
         return target
+
+    async def service_account_kubeconfig(self, *, namespace: str, name: str, path: Path) -> Path:
+        """Write at ``path`` a kubeconfig of ServiceAccount ``namespace/name``: a new bearer token
+        that this server knows as that account from now on, as a token from a real server's
+        TokenRequest API is (the same call as ``realkube.Cluster``'s); return ``path``. The
+        ServiceAccount must exist (``ApiError`` 404 otherwise)."""
+        self.store.get(self.store.types[("", "serviceaccounts")], namespace, name)
+        token = secrets.token_urlsafe(24)
+        self.settings.users[token] = authn.service_account(namespace, name)
+        return self.write_kubeconfig(path, token=token)
 
     async def apply_crd(self, crd: dict[str, Any]) -> dict[str, Any]:
         """Create or replace a CustomResourceDefinition; returns the stored CRD."""

@@ -116,7 +116,9 @@ class Store:
         initial: list[tuple[str, watching.Entry]] = []
         if resource_version in (None, "", "0"):
             view = self._objects.get(filter_.key, {})
-            initial = [("ADDED", view[k]) for k in sorted(view) if filter_.matches(view[k].obj)]
+            initial = [
+                ("ADDED", view[k]) for k in sorted(view, key=listing.order) if filter_.matches(view[k].obj)
+            ]
         else:
             rv = options.parse_rv(resource_version)
             self.history.check(rv)

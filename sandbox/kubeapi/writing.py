@@ -107,14 +107,25 @@ def _replicas(scale: dict[str, Any], name: str) -> int:
     return replicas
 
 
+def _undecodable(patch: Any, go_type: str) -> errors.ApiError:
+    """400 for a patch document of the wrong JSON type, as Go's decoder words it."""
+    kinds = {dict: "object", list: "array", str: "string", bool: "bool", type(None): "null"}
+    kind = kinds.get(type(patch), "number")
+    return errors.bad_request(
+        f"error decoding patch: json: cannot unmarshal {kind} into Go value of type {go_type}"
+    )
+
+
 def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> dict[str, Any]:
     """The patched object, by the algorithm the Content-Type names (415 for unknown types)."""
     try:
         if content_type in _MERGE_TYPES:
             if not isinstance(patch, dict):
-                raise errors.bad_request("a merge patch must be a JSON object")
+                raise _undecodable(patch, "map[string]interface {}")
             result = patching.merge_patch(target, patch)
         elif content_type == "application/json-patch+json":
+            if not isinstance(patch, list):
+                raise _undecodable(patch, "[]handlers.jsonPatchOp")
             result = patching.json_patch(target, patch)
         else:
             raise errors.unsupported_media_type(
@@ -123,8 +134,9 @@ def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> dict[s
                 f"application/strategic-merge-patch+json (got {content_type or 'none'!r})"
             )
     except patching.PatchError as exc:
+        # The real server's words, to the letter: what failed is not said.
         raise errors.ApiError(
-            422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
+            422, "Invalid", "the server rejected our request due to an error in our request"
         ) from exc
     if not isinstance(result, dict):
         raise errors.ApiError(422, "Invalid", "the patched object must be a JSON object")

@@ -195,7 +195,8 @@ async def test_a_template_without_a_site_gets_the_defaults(kube: ckube.Kube) -> 
     [
         pytest.param({"site": "Site-A"}, "spec.template.spec.site", id="site"),
         pytest.param({"targetNamespace": "a_b"}, "spec.template.spec.targetNamespace", id="namespace"),
-        pytest.param({"deletionPolicy": "Remove"}, "spec.template.spec.deletionPolicy", id="policy"),
+        # kube-apiserver adds "<nil>": some CEL rules were not checked, the object being invalid.
+        pytest.param({"deletionPolicy": "Remove"}, "spec.template.spec.deletionPolicy,<nil>", id="policy"),
     ],
 )
 async def test_a_bad_template_is_refused_naming_the_field(
@@ -203,4 +204,4 @@ async def test_a_bad_template_is_refused_naming_the_field(
 ) -> None:
     with pytest.raises(kerrors.Invalid) as info:
         await kube.create(TEMPLATE, template(**override), namespace="default")
-    assert [cause["field"] for cause in info.value.details["causes"]] == [field]
+    assert [cause["field"] for cause in info.value.details["causes"]] == field.split(",")

@@ -1,4 +1,7 @@
-"""sandbox.kubeapi.protobuf: the request bodies of typed client-go clients (pure, plus kubectl create)."""
+"""sandbox.kubeapi.protobuf: the request bodies of typed client-go clients (pure).
+
+The emulator's own decoder, no server: run on the emulator only (kubectl's protobuf requests meet
+both servers in test_kubectl's ``test_imperative_create_sends_protobuf``)."""
 
 from __future__ import annotations
 

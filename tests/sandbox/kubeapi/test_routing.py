@@ -1,4 +1,7 @@
-"""sandbox.kubeapi.routing, discovery and tables: URL parsing, version order, printer columns (pure)."""
+"""sandbox.kubeapi.routing, discovery and tables: URL parsing, version order, printer columns (pure).
+
+The emulator's own pieces, no server: run on the emulator only (its routing is tested against a
+real server through the contract tests that use it: test_server, test_crud, test_watch)."""
 
 from __future__ import annotations
 
