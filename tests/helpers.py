@@ -24,6 +24,7 @@ import yaml
 
 from common import bus, tlsfiles
 from protocol import messages, natsjwt, streams, subjects
+from sandbox.realkube import binaries as kube_binaries
 
 T = TypeVar("T")
 
@@ -31,6 +32,16 @@ ROOT = Path(__file__).resolve().parents[1]
 """The repository's root."""
 KAMAJI_CRD = ROOT.parent / "shared" / "fixtures" / "kamaji-tenantcontrolplane-crd.yaml"
 """Kamaji's real TenantControlPlane CRD, from ../shared beside the repository (CI has it)."""
+
+
+@functools.cache
+def kubectl() -> str:
+    """The kubectl of the pinned Kubernetes release (``make kube-binaries``); where it was not
+    built, the one on PATH; "" when there is neither."""
+    try:
+        return str(kube_binaries.find().kubectl)
+    except kube_binaries.MissingBinaries:
+        return shutil.which("kubectl") or ""
 
 
 def kamaji_crd_path() -> Path:

@@ -1,6 +1,6 @@
 """Helpers of tests/deploy: build, render, validate and wire up the deployment artifacts.
 
-``kustomize`` builds a directory with the system's kubectl (the only external tool; tests skip
+``kustomize`` builds a directory with the pinned kubectl (``helpers.kubectl``; tests skip
 with that reason when it is absent), ``render_chart`` renders the agent chart with Helm's own
 engine (the Go SDK in the helm-python-sdk wheel, offline), ``validate`` checks one document
 against the schemas of ``KUBERNETES_VERSION``; ``granted`` and ``materialize`` turn manifests into
@@ -10,7 +10,6 @@ what the code compares them with: RBAC rules, and the files a pod would see.
 from __future__ import annotations
 
 import base64
-import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -20,6 +19,8 @@ import helm_python
 import kubernetes_validate  # type: ignore[import-untyped]  # no stubs, no py.typed
 import pytest
 import yaml
+
+from tests import helpers
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -33,8 +34,8 @@ Rule = tuple[str, str, str]
 
 
 def kustomize(directory: Path) -> list[dict[str, Any]]:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
+    kubectl = helpers.kubectl()
+    if not kubectl:
         pytest.skip("kubectl not installed (needed for `kubectl kustomize`)")
     done = subprocess.run(
         [kubectl, "kustomize", str(directory)], capture_output=True, text=True, timeout=60, check=False

@@ -11,7 +11,6 @@ import pty
 import re
 import select
 import shlex
-import shutil
 import signal
 import struct
 import subprocess
@@ -22,6 +21,8 @@ from pathlib import Path
 
 import pyte
 import pytest
+
+from tests import helpers
 
 pytestmark = pytest.mark.e2e
 
@@ -221,7 +222,7 @@ LOST = {
 
 
 def kubectl(d: Path, *args: str) -> None:
-    binary = shutil.which("kubectl") or "/usr/bin/kubectl"
+    binary = helpers.kubectl()
     subprocess.run(
         [binary, "--kubeconfig", str(d / "mgmt.kubeconfig"), *args], check=True, capture_output=True
     )

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -67,7 +66,7 @@ async def as_json(world: Topology, *, quiet: bool = True, **given: Any) -> tuple
 
 
 async def kubectl(world: Topology, *args: str, stdin: str = "") -> None:
-    binary = shutil.which("kubectl") or "/usr/bin/kubectl"
+    binary = helpers.kubectl()
     done = await run(binary, "--kubeconfig", str(world.mgmt_kubeconfig), *args, stdin=stdin)
     assert done.returncode == 0, done.stderr
 

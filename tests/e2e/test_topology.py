@@ -7,7 +7,6 @@ import asyncio
 import base64
 import ipaddress
 import re
-import shutil
 from typing import Any
 
 import aiohttp
@@ -151,7 +150,7 @@ async def test_site_a_credentials_cannot_read_site_b_intents(world: Topology) ->
 
 
 async def test_kubectl_lists_rkcps_with_the_printer_columns(world: Topology) -> None:
-    kubectl = shutil.which("kubectl") or ""
+    kubectl = helpers.kubectl()
     if not kubectl:
         pytest.skip("kubectl is not installed (looked for it on PATH)")
     proc = await asyncio.create_subprocess_exec(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 from typing import Any
 
 import pytest
@@ -38,7 +37,7 @@ async def kubectl(world: Topology, site: str, *args: str, editor: str = "") -> N
     """``kubectl -n <target namespace> <args>`` against ``site`` (``editor``: KUBE_EDITOR for edit)."""
     env = {**os.environ, **({"KUBE_EDITOR": editor} if editor else {})}
     proc = await asyncio.create_subprocess_exec(
-        shutil.which("kubectl") or "/usr/bin/kubectl",
+        helpers.kubectl(),
         "--kubeconfig", str(world.kubeconfig(site)), "-n", world.namespace, *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
     )  # fmt: skip

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 from typing import Any
 
 import pytest
@@ -49,7 +48,7 @@ async def _intent_seq(world: Topology, name: str, site: str) -> str:
 
 
 async def _kubectl_delete(world: Topology, site: str, name: str) -> None:
-    kubectl = shutil.which("kubectl") or "/usr/bin/kubectl"
+    kubectl = helpers.kubectl()
     proc = await asyncio.create_subprocess_exec(
         kubectl, "--kubeconfig", str(world.kubeconfig(site)), "-n", world.namespace,
         "delete", "tcp", name, "--wait=false",
