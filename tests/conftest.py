@@ -25,7 +25,9 @@ from common import kube as ckube
 from protocol import credentials, natsjwt
 from sandbox import kubeapi, natsd, ports, realkube
 from sandbox.realkube import binaries as kube_binaries
+from tests import topologies
 from tests.helpers import nats_tls, options
+from tests.hub import clusters as hub_clusters
 
 CRD_DIR = Path(__file__).resolve().parents[1] / "sandbox" / "crds"
 _TESTS = Path(__file__).resolve().parent
@@ -138,6 +140,30 @@ def real_cluster(
     asyncio.run(cluster.start())
     yield cluster
     asyncio.run(cluster.stop())
+
+
+@pytest.fixture(scope="session")
+def real_pair(
+    real_binaries: realkube.Binaries, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[hub_clusters.RealPair]:
+    """A real management cluster and a real site-a with the broker installed, for every ``World``
+    of the session on the real backend (tests/hub/conftest.py); each test's objects are removed
+    after it. Started on first use (the two clusters side by side), stopped by PID."""
+    pair = hub_clusters.RealPair(tmp_path_factory.mktemp("pair"), real_binaries)
+    asyncio.run(pair.start())
+    yield pair
+    asyncio.run(pair.stop())
+
+
+@pytest.fixture(params=topologies.BACKENDS)
+def real_backend(request: pytest.FixtureRequest) -> hub_clusters.RealPair | None:
+    """Runs a test on both backends (``tests.topologies.BACKENDS``): the session's ``real_pair``
+    on ``real``, None on the emulator's. A plain fixture, so that the real clusters start
+    outside any test's event loop."""
+    if topologies.backend(request) != "real":
+        return None
+    pair: hub_clusters.RealPair = request.getfixturevalue("real_pair")
+    return pair
 
 
 @pytest.fixture

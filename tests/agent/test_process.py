@@ -1,12 +1,15 @@
-"""`kamaji-broker agent` as a real process: flags, health endpoints, credentials, shutdown."""
+"""`kamaji-broker agent` as a real process: flags, health endpoints, credentials, shutdown; at an
+emulated site and at a real one (as the ServiceAccount the chart makes)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +19,10 @@ from common import bus, keyfiles
 from common import kube as ckube
 from common.kube import resources
 from protocol import keys, messages, sealing, signing, subjects
-from sandbox import kamaji, kubeapi, natsd
-from tests import helpers
+from sandbox import kamaji, natsd
+from tests import conftest, helpers
 from tests.agent.conftest import NAMESPACE, intent
+from tests.hub import clusters
 
 TCP = resources.TENANT_CONTROL_PLANE
 
@@ -27,40 +31,53 @@ def agent_process(args: list[str], log: Path) -> helpers.CliProcess:
     return helpers.CliProcess("agent", args, log=log, env={"KB_AGENT_HEARTBEAT_INTERVAL": "0.5"})
 
 
+@dataclass(frozen=True)
+class World:
+    """NATS in operator mode, the hub's keys, site-a, and the test's hub connection."""
+
+    server: natsd.NatsServer
+    conf: Path
+    keys_dir: Path
+    kubeconfig: Path
+    """The agent's: the site's admin on the emulator, the chart's ServiceAccount on a real site."""
+    admin: Path
+    """The site's admin (the Kamaji simulator, and the test editing a TCP as a site admin would)."""
+    hub: bus.Connection
+
+
 @pytest.fixture
-async def world(
-    secured_nats: tuple[natsd.NatsServer, Path], cluster: kubeapi.Server, tmp_path: Path
-) -> AsyncIterator[tuple[natsd.NatsServer, Path, Path, Path, bus.Connection]]:
-    server, conf = secured_nats
+async def world(real_backend: clusters.RealPair | None, tmp_path: Path) -> AsyncIterator[World]:
+    """An emulated site, or the session's real one with the agent's RBAC for ``tenants`` as the
+    chart installs it; a nats-server of the test's own (its streams hold this test's messages
+    only, whichever backend ran before)."""
+    server, conf = conftest.operator_mode_server(tmp_path / "nats")
     keyfiles.generate(tmp_path / "keys")
-    kubeconfig = cluster.write_kubeconfig(tmp_path / "site.kubeconfig")
-    api = await ckube.api_client_from_kubeconfig(kubeconfig)
-    await ckube.Kube(api).create(resources.NAMESPACE, {"metadata": {"name": NAMESPACE}})
-    await api.close()
-    hub = await bus.connect(
-        helpers.options(server.url, seed_file=helpers.identity_file(conf, "hub")), deadline=10
-    )
-    await bus.ensure_topology(hub, sites=["site-a", "site-b"])
-    yield server, conf, tmp_path / "keys", kubeconfig, hub
-    await hub.close()
+    async with contextlib.AsyncExitStack() as stack:
+        server.start()
+        stack.callback(server.stop)
+        site = clusters.real(real_backend) if real_backend else clusters.emulated(tmp_path)
+        c = await stack.enter_async_context(site)
+        hub = await bus.connect(
+            helpers.options(server.url, seed_file=helpers.identity_file(conf, "hub")), deadline=10
+        )
+        stack.push_async_callback(hub.close)
+        await bus.ensure_topology(hub, sites=["site-a", "site-b"])
+        yield World(server, conf, tmp_path / "keys", c.agent, c.site, hub)
 
 
-def agent_args(server: natsd.NatsServer, seed: Path, keys_dir: Path, kubeconfig: Path) -> list[str]:
+def agent_args(w: World, site: str) -> list[str]:
+    """The agent's flags with the NATS identity of ``site``."""
+    seed = helpers.identity_file(w.conf, f"sites/{site}")
     return [
-        "--site", "site-a", "--nats-url", server.url, *helpers.identity_flag(seed),
-        "--hub-public-keys", str(keys_dir / "hub-public-keys.json"), "--kubeconfig", str(kubeconfig),
+        "--site", "site-a", "--nats-url", w.server.url, *helpers.identity_flag(seed),
+        "--hub-public-keys", str(w.keys_dir / "hub-public-keys.json"), "--kubeconfig", str(w.kubeconfig),
         "--namespaces", NAMESPACE,
     ]  # fmt: skip
 
 
-async def test_agent_process_applies_intents_and_stops_cleanly(
-    world: tuple[natsd.NatsServer, Path, Path, Path, bus.Connection], tmp_path: Path
-) -> None:
-    server, conf, keys_dir, kubeconfig, hub = world
-    proc = agent_process(
-        agent_args(server, helpers.identity_file(conf, "sites/site-a"), keys_dir, kubeconfig),
-        tmp_path / "agent.log",
-    )
+async def test_agent_process_applies_intents_and_stops_cleanly(world: World, tmp_path: Path) -> None:
+    conf, keys_dir, hub = world.conf, world.keys_dir, world.hub
+    proc = agent_process(agent_args(world, "site-a"), tmp_path / "agent.log")
     try:
         text = await proc.readyz(lambda status, _: status == 200)
         assert "[+] consumer" in text and "[+] nats" in text and "[+] kubernetes" in text
@@ -70,7 +87,7 @@ async def test_agent_process_applies_intents_and_stops_cleanly(
         await bus.publish(
             hub, subjects.intent("site-a", NAMESPACE, "proc"), messages.encode(sent), msg_id="proc-1"
         )
-        async with kamaji.Simulator(str(kubeconfig), ready_delay=0.2):
+        async with kamaji.Simulator(str(world.admin), ready_delay=0.2):
             ready = await _status(hub, "proc", "Ready")
         assert ready.intent_seq > 0 and ready.endpoint is not None
         stored = await bus.last_message(hub, "KB_SITE_site-a", subjects.secret("site-a", NAMESPACE, "proc"))
@@ -107,14 +124,13 @@ async def test_agent_process_applies_intents_and_stops_cleanly(
 
 
 async def test_an_edit_at_the_site_is_reverted_from_the_watch_not_at_the_resync(
-    world: tuple[natsd.NatsServer, Path, Path, Path, bus.Connection], tmp_path: Path
+    world: World, tmp_path: Path
 ) -> None:
     """Issue 11 §5: with an hour between anti-entropy passes, a site admin's edit of the version
     and the replicas is undone from the TCP watch event, and the hub hears Ready again."""
-    server, conf, keys_dir, kubeconfig, hub = world
-    args = agent_args(server, helpers.identity_file(conf, "sites/site-a"), keys_dir, kubeconfig)
-    proc = agent_process([*args, "--resync-interval", "1h"], tmp_path / "agent.log")
-    api = await ckube.api_client_from_kubeconfig(kubeconfig)
+    keys_dir, hub = world.keys_dir, world.hub
+    proc = agent_process([*agent_args(world, "site-a"), "--resync-interval", "1h"], tmp_path / "agent.log")
+    api = await ckube.api_client_from_kubeconfig(world.admin)
     site = ckube.Kube(api)
     try:
         # Not waiting for /readyz: the intent waits in the durable consumer until the agent binds
@@ -124,7 +140,7 @@ async def test_an_edit_at_the_site_is_reverted_from_the_watch_not_at_the_resync(
         await bus.publish(
             hub, subjects.intent("site-a", NAMESPACE, "edited"), messages.encode(sent), msg_id="edited-1"
         )
-        async with kamaji.Simulator(str(kubeconfig), ready_delay=0.2):
+        async with kamaji.Simulator(str(world.admin), ready_delay=0.2):
             await _status(hub, "edited", "Ready", within=60)
             edit = {"kubernetes": {"version": "v1.20.0"}, "controlPlane": {"deployment": {"replicas": 5}}}
             await site.patch(TCP, "edited", {"spec": edit}, namespace=NAMESPACE)
@@ -148,13 +164,9 @@ async def test_an_edit_at_the_site_is_reverted_from_the_watch_not_at_the_resync(
 
 
 async def test_credentials_of_another_site_are_a_clear_configuration_error(
-    world: tuple[natsd.NatsServer, Path, Path, Path, bus.Connection], tmp_path: Path
+    world: World, tmp_path: Path
 ) -> None:
-    server, conf, keys_dir, kubeconfig, _ = world
-    proc = agent_process(
-        agent_args(server, helpers.identity_file(conf, "sites/site-b"), keys_dir, kubeconfig),
-        tmp_path / "agent.log",
-    )
+    proc = agent_process(agent_args(world, "site-b"), tmp_path / "agent.log")
     try:
         text = await proc.readyz(lambda status, text: status == 503 and "permission denied" in text)
         assert "configuration error" in text and "_INBOX_site-a" in text

@@ -1,6 +1,7 @@
-"""The whole path in one process: the hub's controller, ingest and site poller on an emulated
-management cluster; the real agent loops on an emulated site with the Kamaji simulator; a real
-nats-server between them."""
+"""The whole path in one process: the hub's controller, ingest and site poller on a management
+cluster; the real agent loops on a site with the Kamaji simulator; a real nats-server between
+them. The clusters are emulated, or real (``tests.hub.clusters``): then the hub, the agent and
+every tenant act as ServiceAccounts bound by the RBAC we ship, never as the admin."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from agent.status import loop as status_loop
 from common import bus
 from common import kube as ckube
 from common.kube import resources
-from hub import crdgen
 from hub import metrics as hub_metrics
 from hub.controllers import config
 from hub.controllers import rkcp as rkcp_controller
@@ -29,17 +29,13 @@ from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi
 from tests import helpers
 from tests.agent import wiring
+from tests.hub import clusters
 from tests.hub import loops as hub_loops
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = clusters.ROOT
 SITE = "site-a"
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
-MGMT_CRDS = (
-    ROOT / "sandbox" / "crds" / "cluster.yaml",
-    ROOT / "deploy" / "crds" / crdgen.FILENAME,
-    ROOT / "deploy" / "crds" / crdgen.SITE_FILENAME,
-)
-"""The management cluster's CRDs: CAPI's Cluster (compact), the RKCP and the Site."""
+MGMT_CRDS = clusters.MGMT_CRDS
 GRANT = {"namespaces": ["default"], "targetNamespaces": ["tenants"]}
 """What the Site of the hub tests grants: their RKCPs are in ``default`` and target ``tenants``."""
 
@@ -92,11 +88,38 @@ class World:
     signer: Any
     keyring: sealing.Keyring
     public: keys.HubPublicKeys
-    mgmt_kubeconfig: Path | None = None
-    """The management emulator's kubeconfig (for kubectl)."""
+    clusters: clusters.Clusters
+    hub_kube: ckube.Kube
+    """The hub's client: the admin's on the emulator, its ServiceAccount's on real clusters."""
+    agent_kube: ckube.Kube
+    """The agent's client: the admin's on the emulator, its ServiceAccount's on a real site."""
     hub_metrics: hub_metrics.Metrics = field(default_factory=hub_metrics.Metrics)
     tasks: dict[str, list[asyncio.Task[None]]] = field(default_factory=dict)
     controller: rkcp_controller.Controller | None = None
+    tenants: dict[str, ckube.Kube] = field(default_factory=dict)
+    """Clients of the tenants a test acted as, by namespace (``tenant``)."""
+    _opened: list[ckube.Kube] = field(default_factory=list)
+
+    async def tenant(self, namespace: str) -> ckube.Kube:
+        """The client of ``namespace``'s tenant (someone who may create Clusters and RKCPs
+        there): on real clusters a ServiceAccount whose Role is in that namespace only, on the
+        emulator the admin. The namespace is made on first use."""
+        if namespace not in self.tenants:
+            path = await self.clusters.tenant(namespace)
+            if path == self.clusters.mgmt:
+                self.tenants[namespace] = self.mgmt
+            else:
+                client = ckube.Kube(await ckube.api_client_from_kubeconfig(path))
+                self._opened.append(client)
+                self.tenants[namespace] = client
+        return self.tenants[namespace]
+
+    async def close(self) -> None:
+        """Stop what runs and close the tenants' clients."""
+        for part in list(self.tasks):
+            await self.stop(part)
+        for client in self._opened:
+            await client.close()
 
     def start_hub(
         self,
@@ -115,7 +138,7 @@ class World:
             namespaces=namespaces, watch_filter=watch_filter, intent_check_interval=resync,
         )  # fmt: skip
         c, self.tasks["hub"] = hub_loops.start(
-            settings, kube=self.mgmt, conn=self.conn, signer=self.signer, keyring=self.keyring,
+            settings, kube=self.hub_kube, conn=self.conn, signer=self.signer, keyring=self.keyring,
             metrics=self.hub_metrics, earlier_keys=self.public.verify_keys(),
         )  # fmt: skip
         self.controller = c
@@ -130,11 +153,12 @@ class World:
     def start_agent(self) -> agent_metrics.Metrics:
         public = self.public
         m = agent_metrics.Metrics()
-        deps = wiring.deps(self.conn, self.site, public, site=SITE, prefix=self.prefix, metrics=m)
+        deps = wiring.deps(self.conn, self.agent_kube, public, site=SITE, prefix=self.prefix, metrics=m)
         publisher = deps.publisher
         settings = wiring.settings(
-            site=SITE, prefix=self.prefix, status_min_interval=0.1, namespace_retry=0.5
-        )
+            site=SITE, prefix=self.prefix, namespaces=self.clusters.agent_namespaces,
+            status_min_interval=0.1, namespace_retry=0.5,
+        )  # fmt: skip
         status = status_loop.StatusLoop(settings, deps)
         apply = apply_loop.ApplyLoop(
             settings, deps, on_delete=status.deleting, known=status.known, bind_retry=0.2
@@ -194,46 +218,43 @@ async def open_kube(tmp_path: Path) -> AsyncIterator[ckube.Kube]:
 
 @contextlib.asynccontextmanager
 async def open_world(
-    conn: bus.Connection, prefix: str, tmp_path: Path, *, placements: tuple[dict[str, Any], ...] = (GRANT,)
+    conn: bus.Connection,
+    prefix: str,
+    tmp_path: Path,
+    *,
+    placements: tuple[dict[str, Any], ...] = (GRANT,),
+    real: clusters.RealPair | None = None,
 ) -> AsyncIterator[World]:
-    """Emulated management cluster and site (with the Kamaji simulator), the Site object of
+    """A management cluster and a site (with the Kamaji simulator), the Site object of
     ``site-a`` granting ``placements``, keys, and nothing running yet: tests start the hub and
-    the agent (``World.start_hub``/``start_agent``)."""
-    mgmt_server = kubeapi.Server(name="mgmt")
-    site_server = kubeapi.Server(name="site-a")
-    await mgmt_server.start(port=0)
-    await site_server.start(port=0)
-    for path in MGMT_CRDS:
-        await mgmt_server.apply_crd(yaml.safe_load(path.read_text()))
-    await site_server.apply_crd(
-        yaml.safe_load((ROOT / "sandbox" / "crds" / "tenantcontrolplane.yaml").read_text())
-    )
-    mgmt_api = await ckube.api_client_from_kubeconfig(mgmt_server.write_kubeconfig(tmp_path / "mgmt"))
-    site_api = await ckube.api_client_from_kubeconfig(site_server.write_kubeconfig(tmp_path / "site"))
-    site = ckube.Kube(site_api)
-    await site.create(resources.NAMESPACE, {"metadata": {"name": "tenants"}})
-    sim = kamaji.Simulator(site_api, ready_delay=0.2, delete_delay=0.3)
-    await sim.start()
-    signer, sealer = keys.new_signing_key(), keys.new_sealing_key()
-    public = keys.HubPublicKeys(
-        signing=(keys.public_entry(bytes(signer.verify_key), created_at=helpers.T0),),
-        sealing=(keys.public_entry(bytes(sealer.public_key), created_at=helpers.T0),),
-    )
-    await ckube.Kube(mgmt_api).create(resources.SITE, site_obj(SITE, *placements))
-    w = World(
-        mgmt=ckube.Kube(mgmt_api), site=site, conn=conn, prefix=prefix, signer=signer,
-        keyring=sealing.Keyring([sealer]), public=public, mgmt_kubeconfig=tmp_path / "mgmt",
-    )  # fmt: skip
-    try:
+    the agent (``World.start_hub``/``start_agent``). Emulated clusters of this test's own, or
+    ``real``'s clusters, wiped when the test is done."""
+    async with contextlib.AsyncExitStack() as stack:
+        c = await stack.enter_async_context(clusters.real(real) if real else clusters.emulated(tmp_path))
+        mgmt, site = await _client(stack, c.mgmt), await _client(stack, c.site)
+        hub = mgmt if c.hub == c.mgmt else await _client(stack, c.hub)
+        agent = site if c.agent == c.site else await _client(stack, c.agent)
+        sim = kamaji.Simulator(site.api_client, ready_delay=0.2, delete_delay=0.3)
+        await sim.start()
+        stack.push_async_callback(sim.stop)
+        signer, sealer = keys.new_signing_key(), keys.new_sealing_key()
+        public = keys.HubPublicKeys(
+            signing=(keys.public_entry(bytes(signer.verify_key), created_at=helpers.T0),),
+            sealing=(keys.public_entry(bytes(sealer.public_key), created_at=helpers.T0),),
+        )
+        await mgmt.create(resources.SITE, site_obj(SITE, *placements))
+        w = World(
+            mgmt=mgmt, site=site, conn=conn, prefix=prefix, signer=signer, keyring=sealing.Keyring([sealer]),
+            public=public, clusters=c, hub_kube=hub, agent_kube=agent,
+        )  # fmt: skip
+        stack.push_async_callback(w.close)
         yield w
-    finally:
-        for part in list(w.tasks):
-            await w.stop(part)
-        await sim.stop()
-        await mgmt_api.close()
-        await site_api.close()
-        await mgmt_server.stop()
-        await site_server.stop()
+
+
+async def _client(stack: contextlib.AsyncExitStack, kubeconfig: Path) -> ckube.Kube:
+    client = ckube.Kube(await ckube.api_client_from_kubeconfig(kubeconfig))
+    stack.push_async_callback(client.close)
+    return client
 
 
 @pytest.fixture

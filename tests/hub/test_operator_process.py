@@ -1,6 +1,7 @@
 """`kamaji-broker hub --nats-operator-dir` as a real process on a nats-server in operator mode:
 it mints its own user, answers a site's bootstrap, and deleting the Site revokes the site's
-agent at once (issue 16), with every RKCP of the site saying so in ``SiteConnected``."""
+agent at once, with every RKCP of the site saying so in ``SiteConnected``. On an emulated
+management cluster and on a real one, as the ServiceAccount deploy/hub makes (``mgmt``)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ from common.kube import resources
 from hub import operatormode
 from hub.controllers import sitecredentials
 from protocol import credentials, natsjwt, permissions
-from sandbox import kubeapi, natsd
+from sandbox import natsd
 from tests import conftest, helpers
 from tests.hub.conftest import RKCP, SITE, cluster_obj, rkcp_obj
-from tests.hub.test_process import hub_process
+from tests.hub.test_process import Mgmt, hub_process
 from tests.hub.test_process import mgmt as mgmt  # the fixture
 from tests.security import nats_support as ns
 
@@ -55,10 +56,10 @@ async def _condition(kube: ckube.Kube, name: str, kind: str) -> tuple[str, str, 
 
 
 async def test_bootstrap_then_deleting_the_site_revokes_its_agent(
-    operator: tuple[natsd.NatsServer, Path], mgmt: tuple[kubeapi.Server, ckube.Kube, Path], tmp_path: Path
+    operator: tuple[natsd.NatsServer, Path], mgmt: Mgmt, tmp_path: Path
 ) -> None:
     server, conf = operator
-    _, kube, kubeconfig = mgmt
+    kube, kubeconfig = mgmt.kube, mgmt.hub_kubeconfig
     keyfiles.generate(tmp_path / "keys")
     hub = hub_process(_args(server, conf, tmp_path / "keys", kubeconfig), tmp_path / "hub.log", "hub-1")
     try:
@@ -127,10 +128,10 @@ async def _no_secret(kube: ckube.Kube, name: str) -> bool:
 
 
 async def test_a_site_deleted_before_its_agent_came_takes_its_bootstrap_credential_along(
-    operator: tuple[natsd.NatsServer, Path], mgmt: tuple[kubeapi.Server, ckube.Kube, Path], tmp_path: Path
+    operator: tuple[natsd.NatsServer, Path], mgmt: Mgmt, tmp_path: Path
 ) -> None:
     server, conf = operator
-    _, kube, kubeconfig = mgmt
+    kube, kubeconfig = mgmt.kube, mgmt.hub_kubeconfig
     keyfiles.generate(tmp_path / "keys")
     hub = hub_process(_args(server, conf, tmp_path / "keys", kubeconfig), tmp_path / "hub.log", "hub-1")
     try:

@@ -1,67 +1,93 @@
-"""`kamaji-broker hub` as real processes: flags, health, and leader election between two replicas."""
+"""`kamaji-broker hub` as real processes: flags, health, and leader election between two replicas,
+on an emulated management cluster and on a real one (as the ServiceAccount deploy/hub makes)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 
 from common import bus, keyfiles
 from common import kube as ckube
 from common.kube import resources
-from hub import crdgen
 from protocol import messages, streams, subjects
-from sandbox import kubeapi, natsd
-from tests import helpers
-from tests.hub.conftest import GRANT, RKCP, ROOT, SITE, cluster_obj, rkcp_obj, site_obj
+from sandbox import natsd
+from sandbox.launcher import installs
+from tests import conftest, helpers
+from tests.hub import clusters
+from tests.hub.conftest import GRANT, RKCP, SITE, cluster_obj, rkcp_obj, site_obj
+
+LEASE = "kamaji-broker-hub"
 
 
 def hub_process(args: list[str], log: Path, identity: str) -> helpers.CliProcess:
     return helpers.CliProcess("hub", args, log=log, env={"KB_HUB_IDENTITY": identity})
 
 
+@dataclass(frozen=True)
+class Mgmt:
+    """The management cluster of a test: the admin's client, the hub's kubeconfig, and the
+    namespace of the hub's Lease."""
+
+    kube: ckube.Kube
+    hub_kubeconfig: Path
+    lease_namespace: str
+
+
 @pytest.fixture
-async def mgmt(tmp_path: Path) -> AsyncIterator[tuple[kubeapi.Server, ckube.Kube, Path]]:
-    server = kubeapi.Server(name="mgmt")
-    await server.start(port=0)
-    for path in [
-        ROOT / "sandbox" / "crds" / "cluster.yaml",
-        ROOT / "deploy" / "crds" / crdgen.FILENAME,
-        ROOT / "deploy" / "crds" / crdgen.SITE_FILENAME,
-    ]:
-        await server.apply_crd(yaml.safe_load(path.read_text()))
-    kubeconfig = server.write_kubeconfig(tmp_path / "mgmt.kubeconfig")
-    api = await ckube.api_client_from_kubeconfig(kubeconfig)
-    await ckube.Kube(api).create(resources.SITE, site_obj(SITE, GRANT))
-    yield server, ckube.Kube(api), kubeconfig
-    await api.close()
-    await server.stop()
+async def mgmt(real_backend: clusters.RealPair | None, tmp_path: Path) -> AsyncIterator[Mgmt]:
+    """An emulated management cluster (the hub is its admin), or the session's real one, where
+    the hub is the ServiceAccount ``deploy/hub`` made, its Lease in its own namespace (the only
+    one its Role grants); with the Site of site-a."""
+    async with contextlib.AsyncExitStack() as stack:
+        if real_backend is None:
+            c = await stack.enter_async_context(clusters.emulated(tmp_path))
+            lease_namespace = "default"
+        else:
+            c = await stack.enter_async_context(clusters.real(real_backend))
+            lease_namespace = installs.SYSTEM_NAMESPACE
+        kube = ckube.Kube(await ckube.api_client_from_kubeconfig(c.mgmt))
+        stack.push_async_callback(kube.close)
+        stack.push_async_callback(kube.delete, resources.LEASE, LEASE, namespace=lease_namespace)
+        await kube.create(resources.SITE, site_obj(SITE, GRANT))
+        yield Mgmt(kube, c.hub, lease_namespace)
 
 
-def hub_args(server: natsd.NatsServer, conf: Path, keys_dir: Path, kubeconfig: Path) -> list[str]:
+@pytest.fixture
+def nats_of_its_own(tmp_path: Path) -> Iterator[tuple[natsd.NatsServer, Path]]:
+    """A nats-server in operator mode for one test: it counts every intent in the stream, and
+    runs once per backend (the module's ``secured_nats`` would hold the other run's)."""
+    server, conf = conftest.operator_mode_server(tmp_path / "nats")
+    server.start()
+    yield server, conf
+    server.stop()
+
+
+def hub_args(server: natsd.NatsServer, conf: Path, keys_dir: Path, mgmt: Mgmt) -> list[str]:
     return [
-        "--kubeconfig", str(kubeconfig), "--nats-url", server.url,
+        "--kubeconfig", str(mgmt.hub_kubeconfig), "--nats-url", server.url,
         *helpers.identity_flag(helpers.identity_file(conf, "hub")),
         "--signing-key", str(keys_dir / keyfiles.SIGNING_FILE),
         "--sealing-keys", str(keys_dir / keyfiles.SEALING_DIR),
-        "--all-namespaces", "--sites", "site-a", "--leader-elect", "--lease-namespace", "default",
-        "--lease-duration", "2",
+        "--all-namespaces", "--sites", "site-a", "--leader-elect",
+        "--lease-namespace", mgmt.lease_namespace, "--lease-duration", "2",
     ]  # fmt: skip
 
 
 async def test_two_replicas_one_leader_and_a_takeover_publishes_nothing_twice(
-    secured_nats: tuple[natsd.NatsServer, Path], mgmt: tuple[kubeapi.Server, ckube.Kube, Path], tmp_path: Path
+    nats_of_its_own: tuple[natsd.NatsServer, Path], mgmt: Mgmt, tmp_path: Path
 ) -> None:
-    server, conf = secured_nats
-    _, kube, kubeconfig = mgmt
+    server, conf = nats_of_its_own
+    kube = mgmt.kube
     keyfiles.generate(tmp_path / "keys")
-    args = hub_args(server, conf, tmp_path / "keys", kubeconfig)
+    args = hub_args(server, conf, tmp_path / "keys", mgmt)
     hubs = {name: hub_process(args, tmp_path / f"{name}.log", name) for name in ("hub-1", "hub-2")}
     reader = await bus.connect(
         helpers.options(server.url, seed_file=helpers.identity_file(conf, "hub")), deadline=10
@@ -70,7 +96,7 @@ async def test_two_replicas_one_leader_and_a_takeover_publishes_nothing_twice(
         holder: list[str] = []
 
         async def leader_elected() -> bool:
-            lease = await kube.get_or_none(resources.LEASE, "kamaji-broker-hub", namespace="default")
+            lease = await kube.get_or_none(resources.LEASE, LEASE, namespace=mgmt.lease_namespace)
             holder[:] = [((lease or {}).get("spec") or {}).get("holderIdentity") or ""]
             return holder[0] in hubs
 
@@ -87,7 +113,7 @@ async def test_two_replicas_one_leader_and_a_takeover_publishes_nothing_twice(
         # The leader dies without releasing its Lease. (Stopping runs in a thread: the emulator
         # lives on this event loop, and a stopping hub still talks to it to release the Lease.)
         assert await asyncio.to_thread(hubs[first].stop, signal.SIGKILL) != 0
-        await helpers.eventually(lambda: _holder_is(kube, other), within=30)
+        await helpers.eventually(lambda: _holder_is(mgmt, other), within=30)
         cl2 = await kube.create(resources.CLUSTER, cluster_obj("c2"), namespace="default")
         await kube.create(RKCP, rkcp_obj("cp2", cluster=cl2), namespace="default")
         await helpers.eventually(lambda: _intent_count(reader, 2), within=30)
@@ -104,7 +130,7 @@ async def test_two_replicas_one_leader_and_a_takeover_publishes_nothing_twice(
             intent = messages.decode_intent(stored.data)
             assert intent.name == name and intent.spec["kubernetes"]["version"] == version
         assert await asyncio.to_thread(hubs[other].stop) == 0
-        lease = await kube.get(resources.LEASE, "kamaji-broker-hub", namespace="default")
+        lease = await kube.get(resources.LEASE, LEASE, namespace=mgmt.lease_namespace)
         assert not lease["spec"].get("holderIdentity")  # released on a clean shutdown
     finally:
         for h in hubs.values():
@@ -140,6 +166,6 @@ async def _last_seq(conn: bus.Connection, seq: int) -> bool:
     return bool(info.last_seq >= seq)
 
 
-async def _holder_is(kube: ckube.Kube, name: str) -> bool:
-    lease = await kube.get_or_none(resources.LEASE, "kamaji-broker-hub", namespace="default")
+async def _holder_is(mgmt: Mgmt, name: str) -> bool:
+    lease = await mgmt.kube.get_or_none(resources.LEASE, LEASE, namespace=mgmt.lease_namespace)
     return bool(((lease or {}).get("spec") or {}).get("holderIdentity") == name)

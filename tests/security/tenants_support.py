@@ -1,9 +1,10 @@
 """Helpers of the tenant attack cases (tests/security/test_tenants.py).
 
 A tenant of the management cluster is someone who may create RKCPs and Clusters in a namespace
-of their own. These helpers build the victim's and the attacker's objects, read what the hub
-wrote, republish a site's last sealed secrets (the redelivery an agent restart or a rotation
-causes), and tell whether the hub and agent loops are still alive.
+of their own (``World.tenant``: on real clusters a ServiceAccount bound to a Role there). These
+helpers build the victim's and the attacker's objects as their tenants, read what the hub wrote
+(as the admin, who sees everything), republish a site's last sealed secrets (the redelivery an
+agent restart or a rotation causes), and tell whether the hub and agent loops are still alive.
 """
 
 from __future__ import annotations
@@ -11,10 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from common import bus
 from common.bus import errors as bus_errors
@@ -28,7 +26,6 @@ VICTIM_NS = "default"
 VICTIM = "site-a-1"
 TARGET_NS = "tenants"
 SECRET_SUFFIXES = ("kubeconfig", "ca")
-KUBECTL = Path("/usr/bin/kubectl")
 SHARED = {"namespaces": [VICTIM_NS, "evil"], "targetNamespaces": [TARGET_NS]}
 """A Site grant that lets the victim's and the attacker's namespaces share ``tenants``."""
 
@@ -44,11 +41,10 @@ def rkcp_obj(name: str, *, namespace: str, cluster: dict[str, Any], **spec: Any)
 
 
 async def create_pair(w: World, name: str, *, namespace: str, **spec: Any) -> dict[str, Any]:
-    """A Cluster and its RKCP ``namespace/name``, as a tenant would create them; the RKCP."""
-    if await w.mgmt.get_or_none(resources.NAMESPACE, namespace) is None:
-        await w.mgmt.create(resources.NAMESPACE, {"metadata": {"name": namespace}})
-    cl = await w.mgmt.create(resources.CLUSTER, cluster_obj(name, namespace=namespace), namespace=namespace)
-    return await w.mgmt.create(
+    """A Cluster and its RKCP ``namespace/name``, created by the tenant of ``namespace``; the RKCP."""
+    tenant = await w.tenant(namespace)
+    cl = await tenant.create(resources.CLUSTER, cluster_obj(name, namespace=namespace), namespace=namespace)
+    return await tenant.create(
         RKCP, rkcp_obj(name, namespace=namespace, cluster=cl, **spec), namespace=namespace
     )
 
@@ -242,11 +238,15 @@ async def snapshot(w: World) -> Snapshot:
 
 
 async def victim_ready(w: World) -> dict[str, Any]:
-    """Hub and agent running, the victim's control plane Ready with its Secrets written."""
+    """Hub and agent running, the victim's control plane Ready with its Secrets written, which
+    the victim (and, on real clusters, only the victim) can read as itself."""
     w.start_hub()
     w.start_agent()
     await create_pair(w, VICTIM, namespace=VICTIM_NS)
-    return await until_ready(w)
+    ready = await until_ready(w)
+    victim = await w.tenant(VICTIM_NS)
+    assert await victim.get(resources.SECRET, f"{VICTIM}-kubeconfig", namespace=VICTIM_NS)
+    return ready
 
 
 async def share_target_namespace(w: World) -> None:
@@ -271,41 +271,3 @@ async def rotate_ca(w: World, *, wait: bool = True) -> None:
         return ca is not None and ca["data"]["tls.crt"] == ROTATED_CA
 
     await helpers.eventually(rotated, within=20)
-
-
-# -- kubectl as a tenant ---------------------------------------------------------------------
-
-
-class Kubectl:
-    """kubectl against the emulated management cluster, as a tenant types it."""
-
-    def __init__(self, kubeconfig: Path, cache: Path) -> None:
-        self.base = [str(KUBECTL), "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache)]
-
-    async def run(self, *args: str, stdin: str | None = None) -> str:
-        proc = await asyncio.create_subprocess_exec(
-            *self.base, *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), timeout=60)
-        assert proc.returncode == 0, f"kubectl {' '.join(args)} failed: {err.decode()}"
-        return out.decode()
-
-    async def create_pair(self, name: str, *, namespace: str, **spec: Any) -> None:
-        """``kubectl create namespace``, ``kubectl apply`` the Cluster, then the RKCP owned by it."""
-        await self.run("create", "namespace", namespace)
-        await self.run("apply", "-f", "-", stdin=yaml.safe_dump(cluster_obj(name, namespace=namespace)))
-        uid = await self.run("get", "cluster", name, "-n", namespace, "-o", "jsonpath={.metadata.uid}")
-        cluster = {"metadata": {"name": name, "uid": uid}}
-        await self.run(
-            "apply",
-            "-f",
-            "-",
-            stdin=yaml.safe_dump(rkcp_obj(name, namespace=namespace, cluster=cluster, **spec)),
-        )
-
-    async def ready_condition(self, name: str, *, namespace: str) -> tuple[str, str, str]:
-        path = '{range .status.conditions[?(@.type=="Ready")]}{.status}|{.reason}|{.message}{end}'
-        out = await self.run("get", "rkcp", name, "-n", namespace, "-o", f"jsonpath={path}")
-        status, reason, message = [*out.split("|", 2), "", "", ""][:3]
-        return status, reason, message

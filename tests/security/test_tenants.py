@@ -1,9 +1,13 @@
-"""Tenants of the management cluster attacking each other through RKCPs (issue 10, finding 2).
+"""Tenants of the management cluster attacking each other through RKCPs.
 
-The real hub controller, ingest and site poller on an emulated management cluster; the real
-agent loops at an emulated site with the Kamaji simulator; a real nats-server between them.
-Each case asserts the exact refusal (condition and reason, counter), that nothing of the
-victim changed (Secrets, TCP, stream sequences) and that every loop is still alive.
+The real hub controller, ingest and site poller on a management cluster; the real agent loops
+at a site with the Kamaji simulator; a real nats-server between them. Every case runs on both
+backends: emulated clusters, and real ones where the hub, the agent and each tenant act as
+ServiceAccounts bound by their RBAC (the hub's and the agent's as we ship it, a tenant's Role in
+its own namespace only). Each case asserts the exact refusal (condition and reason, counter),
+that nothing of the victim changed (Secrets, TCP, stream sequences) and that every loop is
+still alive; on real clusters also that the API server refuses the attacker every direct
+attempt at the victim's objects, so that the broker is the only way left, and it leaks nothing.
 """
 
 from __future__ import annotations
@@ -19,16 +23,20 @@ from common import bus
 from common.kube import resources
 from protocol import messages, subjects
 from tests import helpers
+from tests.hub.clusters import RealPair
 from tests.hub.conftest import RKCP, SITE, World, open_world
+from tests.security import tenant_users as users
 from tests.security import tenants_support as t
 
 TCP = resources.TENANT_CONTROL_PLANE
 
 
 @pytest.fixture
-async def world(conn: bus.Connection, prefix: str, tmp_path: Path) -> AsyncIterator[World]:
+async def world(
+    real_backend: RealPair | None, conn: bus.Connection, prefix: str, tmp_path: Path
+) -> AsyncIterator[World]:
     # The Site of site-a grants default -> tenants (GRANT); cases widen it when they need to.
-    async with open_world(conn, prefix, tmp_path) as w:
+    async with open_world(conn, prefix, tmp_path, real=real_backend) as w:
         yield w
 
 
@@ -63,6 +71,7 @@ async def test_an_unauthorized_placement_is_refused_and_publishes_nothing(
     message = t.condition(obj, "Ready")[2]
     site, target = spec.get("site", SITE), spec.get("targetNamespace", t.TARGET_NS)
     assert site in message and f"namespace {namespace}" in message and f"target namespace {target}" in message
+    await users.assert_confined(world, namespace)
     assert await t.snapshot(world) == before
     assert await t.no_capi_secrets(world, namespace, name)
     if site != SITE:  # a site name a tenant invents gets no consumer either
@@ -116,6 +125,7 @@ async def test_a_tenant_grabbing_anothers_tcp_conflicts_and_never_gets_its_secre
     assert await t.secrets_in(world, "evil") == [], "the hub wrote the victim's secrets for the attacker"
     assert t.condition(grab, "SecretsSynced")[:2] == ("False", "OwnerMismatch")
     assert t.condition(grab, "Ready")[:2] == ("False", "Conflict")
+    await users.assert_confined(world, "evil")
     after = await t.snapshot(world)
     if how == "certificate rotation":  # the victim, and only the victim, got its new CA
         ca = (await t.capi_secrets(world, t.VICTIM_NS, t.VICTIM))["ca"]
@@ -156,6 +166,7 @@ async def test_sealed_secrets_naming_another_owner_are_written_for_no_one(world:
         )
 
     await helpers.eventually(judged, within=20)
+    await users.assert_confined(world, "evil")
     assert await t.snapshot(world) == before  # the victim keeps its own Secrets
     assert await t.secrets_in(world, "evil") == []
     assert t.data_of(await t.capi_secrets(world, t.VICTIM_NS, "other")) == others
@@ -167,7 +178,8 @@ async def test_sealed_secrets_naming_another_owner_are_written_for_no_one(world:
 
 async def test_a_paused_control_plane_gets_no_secrets_until_it_resumes(world: World) -> None:
     await t.victim_ready(world)
-    await world.mgmt.patch(resources.CLUSTER, t.VICTIM, {"spec": {"paused": True}}, namespace=t.VICTIM_NS)
+    victim = await world.tenant(t.VICTIM_NS)
+    await victim.patch(resources.CLUSTER, t.VICTIM, {"spec": {"paused": True}}, namespace=t.VICTIM_NS)
     await t.until_condition(
         world, t.VICTIM, namespace=t.VICTIM_NS, type_="Paused", status="True", reason="Paused"
     )
@@ -180,7 +192,7 @@ async def test_a_paused_control_plane_gets_no_secrets_until_it_resumes(world: Wo
 
     await helpers.eventually(withheld, within=20)
     assert await t.snapshot(world) == before
-    await world.mgmt.patch(resources.CLUSTER, t.VICTIM, {"spec": {"paused": False}}, namespace=t.VICTIM_NS)
+    await victim.patch(resources.CLUSTER, t.VICTIM, {"spec": {"paused": False}}, namespace=t.VICTIM_NS)
     await t.rotate_ca(world, wait=True)  # written once the Cluster resumes
     assert t.alive(world)
 
@@ -189,13 +201,15 @@ async def test_a_paused_attacker_gets_nothing_either(world: World) -> None:
     await t.victim_ready(world)
     await t.share_target_namespace(world)
     grab = await t.create_pair(world, "grab", namespace="evil", tenantControlPlaneName=t.VICTIM)
-    await world.mgmt.patch(resources.CLUSTER, "grab", {"spec": {"paused": True}}, namespace="evil")
+    attacker = await world.tenant("evil")
+    await attacker.patch(resources.CLUSTER, "grab", {"spec": {"paused": True}}, namespace="evil")
     await t.until_condition(world, "grab", namespace="evil", type_="Paused", status="True", reason="Paused")
     before = await t.snapshot(world)
     refusals = t.refused(world, "OwnerMismatch")
     await t.redeliver_sealed(world)
     obj = await t.until_refused_or_leaked(world, "grab", namespace="evil", refusals=refusals)
     assert await t.secrets_in(world, "evil") == [] and grab["metadata"]["uid"] == obj["metadata"]["uid"]
+    await users.assert_confined(world, "evil")
     assert await t.snapshot(world) == before
     assert t.alive(world)
 
@@ -230,7 +244,7 @@ async def test_moving_an_rkcp_after_creation_is_authorized_again(
     before = await t.snapshot(world)
     own = t.data_of(await t.capi_secrets(world, "evil", "mover"))  # its own, from the honest placement
     refusals = t.refused(world, "OwnerMismatch")
-    await world.mgmt.patch(RKCP, "mover", {"spec": move}, namespace="evil")
+    await users.move(world, "mover", move)
     obj = await t.until_condition(
         world, "mover", namespace="evil", type_="Ready", status="False", reason=reason
     )
@@ -239,6 +253,7 @@ async def test_moving_an_rkcp_after_creation_is_authorized_again(
         obj = await t.until_refused_or_leaked(world, "mover", namespace="evil", refusals=refusals)
         assert t.condition(obj, "SecretsSynced")[:2] == ("False", "OwnerMismatch")
     assert t.data_of(await t.capi_secrets(world, "evil", "mover")) == own  # never the victim's
+    await users.assert_confined(world, "evil")
     assert await t.snapshot(world) == before  # no intent for the new coordinates, the victim untouched
     assert t.alive(world)
 
@@ -258,8 +273,7 @@ async def test_kubectl_as_a_tenant_cannot_place_outside_its_grant(
 ) -> None:
     await t.victim_ready(world)
     before = await t.snapshot(world)
-    assert world.mgmt_kubeconfig is not None
-    kubectl = t.Kubectl(world.mgmt_kubeconfig, tmp_path / "kube-cache")
+    kubectl = users.Kubectl(await world.clusters.tenant("evil"), tmp_path / "kube-cache")
     await kubectl.create_pair("grab", namespace="evil", **spec)
 
     async def refused() -> bool:
@@ -268,6 +282,7 @@ async def test_kubectl_as_a_tenant_cannot_place_outside_its_grant(
     await helpers.eventually(refused, within=20)
     message = (await kubectl.ready_condition("grab", namespace="evil"))[2]
     assert "namespace evil" in message and spec.get("site", SITE) in message
+    await users.assert_confined(world, "evil")
     assert await t.snapshot(world) == before
     assert await kubectl.run("get", "secrets", "-n", "evil", "-o", "name") == ""
     assert t.alive(world)
@@ -294,5 +309,6 @@ async def test_a_namespace_named_like_the_victims_target_is_placed_but_gets_no_s
     grab = await t.until_refused_or_leaked(world, "grab", namespace=t.TARGET_NS, refusals=refusals)
     assert await t.secrets_in(world, t.TARGET_NS) == []
     assert t.condition(grab, "SecretsSynced")[:2] == ("False", "OwnerMismatch")
+    await users.assert_confined(world, t.TARGET_NS)
     assert await t.snapshot(world) == before
     assert t.alive(world)

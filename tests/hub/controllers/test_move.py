@@ -51,7 +51,7 @@ async def _hand_over(world: World, target: ckube.Kube) -> None:
     assert source is not None
     await helpers.eventually(lambda: ("default", "cp1") not in source.rkcps, within=10)
     await world.stop("hub")
-    world.mgmt = target
+    world.mgmt = world.hub_kube = target
     world.start_hub()
 
 
