@@ -37,6 +37,11 @@ TCP name (one name shared by every Cluster of a class would collide at the site)
 EXCLUDED: Final = TOPOLOGY_FIELDS | PER_CLUSTER_FIELDS
 OPTIONAL_FIELDS: Final = frozenset({"site"})
 """Required on the RKCP, optional here: a ClusterClass patch may set it per Cluster."""
+KEPT_RULES: Final[list[pydantic.JsonValue]] = [
+    apimachinery.rule("!has(oldSelf.site) || has(self.site)", "site cannot be removed"),
+]
+"""Once set, an optional field's own ``self == oldSelf`` binds only while it is there: without
+this, ``site`` could be removed and then set to another site."""
 
 
 def _field(name: str, info: Any) -> tuple[Any, Any]:
@@ -49,9 +54,10 @@ def _field(name: str, info: Any) -> tuple[Any, Any]:
 
 
 def _rules() -> list[pydantic.JsonValue]:
-    """The RKCP spec's CEL rules about fields the template has (the others cannot apply)."""
+    """The RKCP spec's CEL rules about fields the template has (the others cannot apply), and
+    those that keep its optional fields once set."""
     aliases = {api.Spec.model_fields[f].alias for f in EXCLUDED}
-    return [r for r in api.SPEC_RULES if not any(f"self.{a}" in str(r) for a in aliases)]
+    return [r for r in api.SPEC_RULES if not any(f"self.{a}" in str(r) for a in aliases)] + KEPT_RULES
 
 
 class _Rules(apimachinery.Model):

@@ -153,6 +153,7 @@ GATEWAY = {"network": {"ingress": None, "gateway": A_GATEWAY}}
 
 ROWS = [
     Row("site-changed", "site is immutable", {}, ORPHAN, {"site": "site-b"}),
+    Row("site-removed", "site cannot be removed", {}, ORPHAN, {"site": None}),
     *placement("targetNamespace", "tenants-a", "tenants-b"),
     *placement("tenantControlPlaneName", "tcp-a", "tcp-b"),
     *kamaji_immutable("dataStoreSchema"),
