@@ -1,7 +1,8 @@
 """Kubernetes plumbing shared by hub, agent and the sandbox: one generic client, typed errors, resources.
 
 reviews     version and SelfSubjectAccessReviews (what doctor asks)
-client      Kube (get/list/watch/create/replace/patch/delete on any Resource, close)
+answers     Listing, WatchEvent: what a list and a watch answer
+client      Kube (get/list/watch/create/replace/patch/apply/delete on any Resource, close)
 connecting  connect: a Kube owning the ApiClient of a kubeconfig or of the pod; api clients
 errors      KubeError → NotFound | Conflict | Gone | Invalid | Unavailable
 events      core/v1 Event objects, as client-go's recorder writes them
@@ -11,10 +12,12 @@ informer    inform: keep a Sink (the caller's cache) in step with one resource
 """
 
 from common.kube import errors, resources
-from common.kube.client import JSON_PATCH, MERGE_PATCH, Kube, Listing, WatchEvent
+from common.kube.answers import Listing, WatchEvent
+from common.kube.client import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, Kube
 from common.kube.connecting import api_client_from_kubeconfig, api_client_in_cluster, connect
 
 __all__ = [
+    "APPLY_PATCH",
     "JSON_PATCH",
     "MERGE_PATCH",
     "Kube",

@@ -4,17 +4,15 @@ With ``common.kube.connecting`` (which makes its ApiClient), the only place of `
 imports kubernetes_asyncio. Every call goes through ``ApiClient.call_api`` with a path from
 ``resources.Resource``, so built-ins and custom resources share one code path (get, list, watch,
 create, replace, merge/JSON patch, delete, subresources, create-or-replace, whether a resource
-is served yet, discovery: a group's versions, a group version's resources). Library and transport
-errors become ``common.kube.errors`` in ``translated``.
+is served yet, discovery: a group's versions, a group version's resources, server-side apply).
+Library and transport errors become ``common.kube.errors`` in ``translated``.
 Works the same against a real API server and the sandbox's emulator.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 import aiohttp
@@ -22,10 +20,12 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from common.kube import errors
+from common.kube.answers import Listing, WatchEvent, event_of
 from common.kube.resources import Resource
 
 MERGE_PATCH: Final = "application/merge-patch+json"
 JSON_PATCH: Final = "application/json-patch+json"
+APPLY_PATCH: Final = "application/apply-patch+yaml"
 _AUTH: Final = ["BearerToken"]
 
 
@@ -39,24 +39,6 @@ def translated() -> Iterator[None]:
         raise errors.Unavailable(0, type(exc).__name__, str(exc)) from None
 
 
-@dataclass(frozen=True)
-class WatchEvent:
-    """ADDED, MODIFIED, DELETED or BOOKMARK, with the object as a dict."""
-
-    type: str
-    object: dict[str, Any]
-
-    @property
-    def resource_version(self) -> str:
-        return str((self.object.get("metadata") or {}).get("resourceVersion") or "")
-
-
-@dataclass(frozen=True)
-class Listing:
-    items: list[dict[str, Any]]
-    resource_version: str
-
-
 def _selectors(label_selector: str | None, field_selector: str | None = None) -> list[tuple[str, Any]]:
     query: list[tuple[str, Any]] = []
     if label_selector:
@@ -64,20 +46,6 @@ def _selectors(label_selector: str | None, field_selector: str | None = None) ->
     if field_selector:
         query.append(("fieldSelector", field_selector))
     return query
-
-
-def _event(line: bytes) -> WatchEvent:
-    """One line of a watch stream; an ERROR event raises (``errors.Gone`` for an expired version)."""
-    try:
-        event = json.loads(line)
-    except ValueError:
-        # A line cut short (the connection dropped mid-event) is a transport failure like any
-        # other: the caller resumes from the last version it saw.
-        raise errors.Unavailable(0, "MalformedWatchEvent", line[:200].decode("utf-8", "replace")) from None
-    kind, obj = str(event.get("type") or ""), event.get("object") or {}
-    if kind == "ERROR":
-        raise errors.from_status(int(obj.get("code") or 0), json.dumps(obj), str(obj.get("reason") or ""))
-    return WatchEvent(type=kind, object=obj)
 
 
 class Kube:
@@ -187,7 +155,7 @@ class Kube:
                 if not line:
                     return
                 if line.strip():
-                    yield _event(line)
+                    yield event_of(line)
         finally:
             response.release()
 
@@ -224,16 +192,34 @@ class Kube:
         )
         return patched
 
+    async def apply(
+        self,
+        r: Resource,
+        body: Mapping[str, Any],
+        *,
+        manager: str,
+        namespace: str | None = None,
+        force: bool = True,
+    ) -> dict[str, Any]:
+        """Server-side apply of ``body`` as field manager ``manager``: creates the object when
+        absent, removes the fields ``manager`` applied before and ``body`` no longer has (unless
+        another manager owns them too); ``force`` takes back fields another manager changed
+        (else: Conflict)."""
+        query = [("fieldManager", manager), ("force", "true" if force else "false")]
+        path = r.path(namespace, str(body["metadata"]["name"]))
+        applied: dict[str, Any] = await self._call(
+            "PATCH", path, query=query, body=dict(body), content_type=APPLY_PATCH
+        )
+        return applied
+
     async def create_or_replace(
         self, r: Resource, body: Mapping[str, Any], *, namespace: str | None = None, attempts: int = 1
     ) -> dict[str, Any]:
         """Create ``body``, or replace the object of its name with it (``kubectl apply``'s outcome).
 
         Create first: on a fresh cluster that is the one request. On AlreadyExists, PUT with the
-        current resourceVersion, so a concurrent writer makes it Conflict rather than lost; each
-        of ``attempts`` then reads again. Raises Conflict when the object kept changing (or kept
-        vanishing between the create and the read) for all of them.
-        """
+        current resourceVersion (a concurrent writer makes it Conflict, not lost); each of
+        ``attempts`` reads again. Conflict when it kept changing (or vanishing) for all of them."""
         name = str(body["metadata"]["name"])
         for _ in range(attempts):
             try:

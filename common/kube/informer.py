@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 from common import objects
 from common.kube import watching
-from common.kube.client import Kube, WatchEvent
+from common.kube.answers import WatchEvent
+from common.kube.client import Kube
 from common.kube.resources import Resource
 
 Key = objects.Key

@@ -17,7 +17,8 @@ from typing import Any
 
 from common import backoff, logs
 from common.kube import errors
-from common.kube.client import Kube, WatchEvent
+from common.kube.answers import WatchEvent
+from common.kube.client import Kube
 from common.kube.resources import Resource
 
 log = logging.getLogger(__name__)

@@ -36,9 +36,11 @@ DEVIATIONS = """\
 - No controllers but those of deletion (below): a new namespace gets neither its `default`
   ServiceAccount nor its `kube-root-ca.crt` ConfigMap, and resourceVersions advance with the
   clients' own writes only (on a real server etcd's revision is shared with the controllers').
-- Strategic merge patch is applied as JSON merge patch (lists replaced, no $patch directives);
-  server-side apply (application/apply-patch+yaml) is a merge patch that creates when absent,
-  without field ownership (managedFields are not kept).
+- Strategic merge patch is applied as JSON merge patch (lists replaced, no $patch directives).
+  Server-side apply and managedFields are kept per manager (Apply and Update, conflicts, force,
+  removal of what a manager stops applying), but lists of type map (`x-kubernetes-list-type:
+  map`, metadata.ownerReferences) are owned whole, as atomic lists are, and so is every list of
+  a built-in kind (the emulator has no schemas for them; metadata.finalizers is a set).
 - OpenAPI: /openapi/v3 answers an empty index and /openapi/v2 an empty document (no schemas),
   so kubectl skips client-side validation without --validate=false and relies on the server's
   fieldValidation (Warn by default, Strict from kubectl: unknown fields of custom resources are

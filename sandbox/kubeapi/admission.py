@@ -196,7 +196,6 @@ def admit(
     one message per pruned unknown field to ``write.warnings``; Strict rejects them with 400).
     """
     meta = metadata.of(obj)
-    meta.pop("managedFields", None)
     causes = metadata_causes(rtype, meta)
     if rtype.crd_name:
         sink = write.warnings if write.warnings is not None else []

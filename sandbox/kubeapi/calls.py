@@ -41,7 +41,8 @@ class Call:
 
     def write(self) -> options.Write:
         """dryRun and fieldValidation of a write, and the request's list that collects its warnings."""
-        return options.write(self.request.query, self.request.setdefault(WARNINGS, []))
+        agent = self.request.headers.get("User-Agent", "")
+        return options.write(self.request.query, self.request.setdefault(WARNINGS, []), user_agent=agent)
 
     def filter(self) -> watching.Filter:
         """The namespace and the label and field selectors of a list, watch or deletecollection."""

@@ -140,3 +140,18 @@ def unsupported_media_type(message: str) -> ApiError:
 
 def internal(message: str) -> ApiError:
     return ApiError(500, "InternalError", f"Internal error occurred: {message}")
+
+
+def apply_conflicts(found: list[tuple[str, list[str]]]) -> ApiError:
+    """409 for an Apply that would change fields of other managers (each: who, its paths)."""
+    total = sum(len(paths) for _, paths in found)
+    causes = [
+        Cause("FieldManagerConflict", f"conflict with {who}", path) for who, paths in found for path in paths
+    ]
+    if total == 1:
+        ((who, [path]),) = found
+        message = f"Apply failed with 1 conflict: conflict with {who}: {path}"
+    else:
+        parts = [f"conflicts with {who}:\n" + "\n".join(f"- {p}" for p in paths) for who, paths in found]
+        message = f"Apply failed with {total} conflicts: " + "\n".join(parts)
+    return ApiError(409, "Conflict", message, {"causes": [c.to_dict() for c in causes]})

@@ -11,12 +11,13 @@ Pure: mutates only the objects it is given and raises ``errors.ApiError``.
 
 from __future__ import annotations
 
+import datetime
 import json
 import random
 import uuid
 from typing import Any
 
-from sandbox.kubeapi import errors, objects, options, resources
+from sandbox.kubeapi import errors, managedfields, objects, options, resources
 
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 #: Set by the server only: a client's values are dropped on create and replaced on update.
@@ -162,3 +163,31 @@ def _spec_of(obj: dict[str, Any], rtype: resources.ResourceType) -> dict[str, An
     """What generation tracks: everything but metadata (and status when it is a subresource)."""
     skip = {"metadata", "status"} if rtype.has_status else {"metadata"}
     return {k: v for k, v in obj.items() if k not in skip}
+
+
+def manage(
+    rtype: resources.ResourceType,
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    given: Any,
+    *,
+    write: options.Write,
+    version: str,
+    subresource: str = "",
+) -> None:
+    """Set ``new``'s managedFields: an Apply's (``given``), the client's own when it changed them
+    (an empty entry resets them), else the old ones with ``write.manager``'s Update recorded."""
+    current = (old or {}).get("metadata", {}).get("managedFields")
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if write.operation == "Apply" or (given is not None and not managedfields.same(given, current)):
+        managed = managedfields.encode(managedfields.decode(given))
+    else:
+        schema = managedfields.with_meta(rtype.schemas.get(version) or {})
+        managed = managedfields.updated(
+            old, new, current, manager=write.manager, schema=schema,
+            api_version=rtype.api_version(version), now=now, subresource=subresource,
+        )  # fmt: skip
+    if managed:
+        new["metadata"]["managedFields"] = managed
+    else:
+        new["metadata"].pop("managedFields", None)

@@ -35,6 +35,10 @@ class Write:
     field_validation: str = "Warn"
     #: Collects the write's warnings (one per pruned unknown field under Warn); None drops them.
     warnings: list[str] | None = None
+    manager: str = ""
+    """The field manager (``fieldManager``, else the User-Agent's product) its Update is recorded under."""
+    operation: str = "Update"
+    """``Apply`` when the body carries managedFields ``managedfields.applied`` computed."""
 
 
 #: A plain write: not a dry run, the server's default fieldValidation, warnings dropped.
@@ -55,9 +59,11 @@ class Deletion:
 PLAIN_DELETE = Deletion()
 
 
-def write(query: Any, warnings: list[str]) -> Write:
-    """The write options of a request's query, collecting warnings into ``warnings``."""
-    return Write(dry_run(query), field_validation(query), warnings)
+def write(query: Any, warnings: list[str], *, user_agent: str = "") -> Write:
+    """The write options of a request's query, collecting warnings into ``warnings``; the manager
+    of a request without ``fieldManager`` is its User-Agent's first word, as the real server's."""
+    manager = query.get("fieldManager") or user_agent.split("/", 1)[0] or "unknown"
+    return Write(dry_run(query), field_validation(query), warnings, manager=str(manager))
 
 
 def flag(value: str | None) -> bool:

@@ -146,10 +146,12 @@ class Store:
         admission.check_identity(rtype, body, version=version)
         if rtype.has_status and rtype.crd_name:
             body.pop("status", None)  # the status subresource owns it
+        given = meta.pop("managedFields", None)
         admission.admit(rtype, body, version=version, write=write)
         if (namespace, meta["name"]) in self._objects[rtype.key]:
             raise errors.already_exists(rtype.plural, meta["name"], group=rtype.group)
         metadata.stamp_new(rtype, meta)
+        metadata.manage(rtype, None, body, given, write=write, version=version)
         if rtype.key == objects.CRDS:
             collecting.crd_defaults(body, finalizer=objects.CRD_FINALIZER)
         if write.dry_run:
@@ -198,9 +200,11 @@ class Store:
             raise errors.not_found(rtype.plural, name, group=rtype.group)
         metadata.check_put(rtype, namespace, meta, current.obj)
         admission.check_identity(rtype, body, version=version)
+        given = None if subresource else meta.get("managedFields")
         new = admission.merge_subresource(rtype, current, body, subresource)
         admission.admit(rtype, new, version=version, write=write)
         metadata.keep_server_fields(rtype, current.obj, new, bump=subresource != "status")
+        metadata.manage(rtype, current.obj, new, given, write=write, version=version, subresource=subresource)
         if rtype.key == objects.CRDS:
             collecting.crd_defaults(new, finalizer=None)
         if new == current.obj:

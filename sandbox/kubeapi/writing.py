@@ -1,26 +1,37 @@
 """The write verbs over HTTP: POST (create), PUT (replace), PATCH, and the ``scale`` subresource.
 
 Owns how a write request becomes a ``store`` call: the body, the write options, PATCH by
-Content-Type (JSON merge patch, strategic merge and server-side apply read as merge patches,
-JSON patch; 415 otherwise) and the ``autoscaling/v1`` Scale view of a custom resource. Talks to
-a ``store.Store`` through ``calls.Call``; answers with ``responses``.
+Content-Type (JSON merge patch and strategic merge read as merge patch, JSON patch,
+server-side apply by ``managedfields``; 415 otherwise) and the ``autoscaling/v1`` Scale view
+of a custom resource. Talks to a ``store.Store`` through ``calls.Call``; answers with ``responses``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 from typing import Any
 
 from aiohttp import web
 
-from sandbox.kubeapi import calls, errors, objects, patching, rendering, responses, store, watching
+from sandbox.kubeapi import (
+    calls,
+    errors,
+    managedfields,
+    objects,
+    options,
+    patching,
+    rendering,
+    responses,
+    store,
+    watching,
+)
 
 _MERGE_TYPES = (
     "application/merge-patch+json",
     # Documented deviation: strategic merge patch is applied as a JSON merge patch (lists are
     # replaced, not merged by their patchMergeKey; $patch directives are not interpreted).
     "application/strategic-merge-patch+json",
-    # Documented deviation: server-side apply is applied as a merge patch that may create.
-    "application/apply-patch+yaml",
 )
 _APPLY = "application/apply-patch+yaml"
 
@@ -43,17 +54,45 @@ async def patch(state: store.Store, call: calls.Call) -> web.Response:
 async def _patched(state: store.Store, call: calls.Call) -> watching.Entry:
     content_type = call.request.content_type
     document = calls.decode(await call.request.read(), yaml_ok=content_type.endswith("yaml"))
-    try:
-        current = state.get(call.rtype, call.namespace, call.name)
-    except errors.ApiError:
-        if content_type != _APPLY:
-            raise
-        return state.create(
-            call.rtype, call.namespace, document, version=call.target.version, write=call.write()
-        )
+    if content_type == _APPLY:
+        return _apply(state, call, document)
+    current = state.get(call.rtype, call.namespace, call.name)
     return _replace(
         state, call, apply_patch(content_type, rendering.as_version(call.view, current), document)
     )
+
+
+def _apply(state: store.Store, call: calls.Call, config: Any) -> watching.Entry:
+    """Server-side apply: ``config`` merged by ``managedfields.applied``, then stored (created
+    when absent) with the managedFields it computed."""
+    query, version = call.request.query, call.target.version
+    manager = query.get("fieldManager")
+    if not manager:
+        cause = errors.Cause(
+            "FieldValueRequired", "Required value: is required for apply patch", "fieldManager"
+        )
+        raise errors.invalid("PatchOptions", "", [cause], group="meta.k8s.io")
+    if not isinstance(config, dict):
+        raise _undecodable(config, "map[string]interface {}")
+    try:
+        live = rendering.as_version(call.view, state.get(call.rtype, call.namespace, call.name))
+    except errors.ApiError:
+        live = None
+    body, managed = managedfields.applied(
+        live,
+        config,
+        (live or {}).get("metadata", {}).get("managedFields"),
+        manager=manager,
+        force=options.flag(query.get("force")),
+        schema=managedfields.with_meta(call.rtype.schemas.get(version) or {}),
+        api_version=call.rtype.api_version(version),
+        now=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+    body.setdefault("metadata", {})["managedFields"] = managed
+    write = dataclasses.replace(call.write(), manager=manager, operation="Apply")
+    if live is None:
+        return state.create(call.rtype, call.namespace, body, version=version, write=write)
+    return state.update(call.rtype, call.namespace, call.name, body, version=version, write=write)
 
 
 def _replace(state: store.Store, call: calls.Call, body: dict[str, Any]) -> watching.Entry:

@@ -93,12 +93,20 @@ async def strategic_merge_of_a_list(b: backends.Backend) -> list[str]:
     return list(patched["metadata"]["finalizers"])
 
 
-async def managed_fields(b: backends.Backend) -> bool:
+async def owner_references_owned_whole(b: backends.Backend) -> list[str]:
     namespace = await b.new_namespace()
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}
+    owner = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "o",
+        "uid": "7d3c0d55-6c1e-4a8e-9d45-1f0e2a3b4c5d",
+    }
+    meta = {"name": "c", "ownerReferences": [owner]}
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"a": "1"}}
     path = f"/api/v1/namespaces/{namespace}/configmaps/c?fieldManager=probe&force=true"
     _, applied = await call(b, "PATCH", path, body, content_type="application/apply-patch+yaml")
-    return "managedFields" in applied["metadata"]
+    [entry] = applied["metadata"]["managedFields"]
+    return sorted(entry["fieldsV1"]["f:metadata"]["f:ownerReferences"])
 
 
 async def openapi_v3(b: backends.Backend) -> bool:
@@ -343,7 +351,12 @@ PROBES = [
         ["b.io/y"],
         ["b.io/y", "a.io/x"],
     ),
-    Probe("managedFields are not kept", managed_fields, False, True),
+    Probe(
+        "lists of type map (`x-kubernetes-list-type: map`, metadata.ownerReferences) are owned whole",
+        owner_references_owned_whole,
+        [],
+        ['k:{"uid":"7d3c0d55-6c1e-4a8e-9d45-1f0e2a3b4c5d"}'],
+    ),
     Probe("/openapi/v3 answers an empty index", openapi_v3, False, True),
     Probe("built-in kinds are not checked for unknown fields", unknown_field_of_a_builtin, 201, 400),
     Probe("CEL rules (x-kubernetes-validations) are not evaluated", cel_rule, 201, 422),
