@@ -6,8 +6,9 @@ connected or created at start); tests build both with ``tests/agent/wiring.py``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from agent import desires as agent_desires
 from agent import metrics as agent_metrics
 from agent import publishing
 from common import bus, health
@@ -29,3 +30,6 @@ class Deps:
     metrics: agent_metrics.Metrics
     readiness: health.Readiness
     """/readyz: each loop declares and sets its own check."""
+    desires: agent_desires.Desires = field(default_factory=agent_desires.Desires)
+    """The spec last applied to each TCP (``agent.desires``): the apply and cleanup loops write
+    it, the status loop measures drift from it."""

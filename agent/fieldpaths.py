@@ -1,4 +1,4 @@
-"""Paths to the fields of a TCP spec the agent sets, their values as compared, and their digest.
+"""Paths to the fields of a TCP spec the agent sets, and their values as compared.
 
 A path is the keys from ``spec`` down to one field the intent sets: a scalar, a list of
 scalars, an empty map; and, into a list of maps, each item by its index (an ``int`` in the
@@ -8,15 +8,13 @@ item by item, and not what the CRD's defaulting added inside an item (a containe
 ``protocol: TCP``, a probe's ``timeoutSeconds``); a changed value, a missing item or an extra
 one is still a difference.
 
-Ownership stays by list (``owned``: the path cut at its first index): a merge patch replaces a
-list whole, so a list is what the agent writes and removes. ``agent.tcps`` records both in the
-TCP's annotations and compares with them. Pure: talks to nothing.
+Ownership stays by list (``owned``: the path cut at its first index): the TCP's lists are
+atomic, so a list is what the agent's apply owns and removes, and what ``agent.tcps`` compares
+with the TCP's managedFields. Pure: talks to nothing.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -100,39 +98,3 @@ def differing(want: Mapping[str, Any], have: Mapping[str, Any], paths: Iterable[
     return [
         p for p in paths if value_at(have, p, by_items=p in lists) != value_at(want, p, by_items=p in lists)
     ]
-
-
-def fingerprint(spec: Mapping[str, Any], paths: Iterable[Path]) -> str:
-    """SHA-256 of the values of ``spec`` at ``paths`` (canonical JSON; never the values themselves).
-
-    A record without list indexes (an older agent's, or a spec without a list of maps) hashes
-    each list whole, as it always did, so the digests it wrote still match.
-    """
-    paths = list(paths)
-    lists = expanded(paths)
-    projected = [[list(p), value_at(spec, p, by_items=p in lists)] for p in sort(paths)]
-    text = json.dumps(projected, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def encode(paths: Iterable[Path]) -> str:
-    return json.dumps([list(p) for p in paths], separators=(",", ":"), ensure_ascii=False)
-
-
-def decode(raw: object) -> list[Path] | None:
-    """The paths of a record (``encode``'s JSON); None when absent or unreadable."""
-    if not isinstance(raw, str):
-        return None
-    try:
-        decoded = json.loads(raw)
-    except ValueError:
-        return None
-
-    def key(k: object) -> bool:
-        return isinstance(k, str) or (isinstance(k, int) and not isinstance(k, bool) and k >= 0)
-
-    if not isinstance(decoded, list) or not all(
-        isinstance(p, list) and p and isinstance(p[0], str) and all(key(k) for k in p) for p in decoded
-    ):
-        return None
-    return [tuple(p) for p in decoded]

@@ -4,7 +4,7 @@ The apply loop's workers hand each delivery to ``Applier.handle``. Deciding is
 ``intents.decide``'s job (verifying ``intake``'s); this module only performs what they decide
 and never acks before the API has persisted the change and its Status was published.
 
-Talks to the site's API server (``common.kube``: get, create, patch, delete TCPs), NATS through
+Talks to the site's API server (``common.kube``: get, create (dry run), apply, delete TCPs), NATS through
 the delivery (ack, nak, term) and ``agent.publishing.Publisher`` (Status). Asks the status
 loop's cache, through the ``Known`` it is given, whether there is a TCP to read at all.
 """
@@ -47,6 +47,7 @@ class Applier:
         known: Known,
     ) -> None:
         self.kube = deps.kube
+        self.desires = deps.desires
         self.publisher = deps.publisher
         self.metrics = deps.metrics
         self.ctx = intents.Context(
@@ -186,9 +187,12 @@ class Applier:
         """Perform the decision's action, if any; the API's refusal is raised (``KubeError``)."""
         action = decision.action
         if isinstance(action, intents.Create):
-            await self.kube.create(tcps.TCP, action.body, namespace=intent.namespace)
-        elif isinstance(action, intents.Patch):
-            await self.kube.patch(tcps.TCP, intent.name, action.patch, namespace=intent.namespace)
+            # A dry run first: an apply would take over a TCP of that name that is not ours
+            # (the cache knows only managed ones), a create is refused AlreadyExists (or Invalid).
+            await self.kube.create(tcps.TCP, action.body, namespace=intent.namespace, dry_run=True)
+        if isinstance(action, intents.Create | intents.Apply):
+            await self.kube.apply(tcps.TCP, action.body, manager=tcps.MANAGER, namespace=intent.namespace)
+            self.desires.record(intent, seq=delivery.stream_seq)
         elif isinstance(action, intents.Delete):
             return await self._delete(decision, action, intent, delivery)
         return decision

@@ -1,7 +1,7 @@
 """Deciding what one verified intent means for the site: pure, no I/O, no clock.
 
 ``decide`` maps (intent, its stream sequence, what the site has) to one ``Decision``: an action
-on the TCP (create, patch, delete), a Status to report, and how to settle the message (ack, nak
+on the TCP (create, apply, delete), a Status to report, and how to settle the message (ack, nak
 with a delay, term). ``after_error`` maps the API's answer to an action that failed onto the
 same shape, so every outcome of an intent is decided here and tested by tables; so is whether
 the TCP must be read first at all (``observes_first``, ``exists_after_all``). Turning bytes
@@ -26,11 +26,14 @@ from protocol import messages
 @dataclass(frozen=True)
 class Create:
     body: dict[str, Any]
+    """Refused (AlreadyExists) when a TCP of that name exists after all, else applied."""
 
 
 @dataclass(frozen=True)
-class Patch:
-    patch: dict[str, Any]
+class Apply:
+    """Server-side apply of every field we own (``tcps.desired``) to the TCP that is there."""
+
+    body: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class Delete:
     redelivery creates the new owner's TCP)."""
 
 
-Action = Create | Patch | Delete
+Action = Create | Apply | Delete
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,7 @@ def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, 
         and not propagation.differs(intent.labels, intent.annotations, observed)
     ):
         return Decision(Result.UNCHANGED)
-    return Decision(Result.APPLIED, action=Patch(tcps.patch_for(intent, seq=seq, observed=observed)))
+    return Decision(Result.APPLIED, action=Apply(tcps.desired(intent, seq=seq, observed=observed)))
 
 
 def _replace(

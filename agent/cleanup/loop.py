@@ -3,17 +3,16 @@
 A pass lists this site's managed TCPs (label selector, per target namespace or cluster-wide),
 reads the latest intent on each TCP's subject (``reading.IntentReader``: Direct Get, verified),
 asks whether the consumer is caught up, lets the pure ``orphans.decide`` choose, and performs
-what it chose: a merge patch that reverts drift
-(``tcps.patch_for``: sets what we own, removes what we owned and no longer want),
-a Warning Event then a uid-preconditioned delete for an orphan (policy ``delete``), or a log
-line, a metric and an Event (policy ``report``). Then it asks the status loop to republish.
+it: a server-side apply that reverts drift (``tcps.desired``), a Warning Event then a
+uid-preconditioned delete for an orphan (policy ``delete``), or a log line, a metric and an
+Event (policy ``report``). Then it asks the status loop to republish. Every intent it reads
+is recorded in ``agent.desires``, what the status loop measures drift from.
 
-Passes run at start, every ``interval`` seconds (with jitter) and on ``trigger()`` (the agent
-calls it on every NATS reconnect). A failed pass is logged and the loop goes on. Between
-passes, the status loop's watch calls ``restore`` (a TCP deleted by hand) and ``revert`` (a TCP
-edited by hand) for one TCP at once.
+Passes run at start, every ``interval`` seconds (with jitter) and on ``trigger()`` (on every
+NATS reconnect); a failed one is logged. Between passes, the status loop's watch calls
+``restore`` (a TCP deleted by hand) and ``revert`` (a TCP edited by hand) for one TCP.
 
-Talks to: the site's API server (list/patch/delete TCPs, create Events) and NATS through
+Talks to: the site's API server (list/apply/delete TCPs, create Events) and NATS through
 ``reading`` (Direct Get of the site's own intent subjects) and the ``caught_up`` it is given
 (``reading.consumer_caught_up``). Logs name TCPs and field paths, never values.
 """
@@ -54,6 +53,7 @@ class CleanupLoop:
         republish: Callable[[], Awaitable[object]],
     ) -> None:
         self.kube = deps.kube
+        self.desires = deps.desires
         self.metrics = deps.metrics
         self.site = settings.site
         self.intents = reading.IntentReader(settings, deps)
@@ -97,22 +97,19 @@ class CleanupLoop:
             return False
         assert isinstance(latest, orphans.Latest)
         try:
-            await self.kube.create(tcps.TCP, body, namespace=namespace)
+            # By apply, so that the agent owns its fields; the dry run refuses a TCP of that
+            # name made meanwhile, which the apply would take over.
+            await self.kube.create(tcps.TCP, body, namespace=namespace, dry_run=True)
+            await self.kube.apply(tcps.TCP, body, manager=tcps.MANAGER, namespace=namespace)
+            self.desires.record(latest.intent, seq=latest.seq)
         except kerrors.Conflict as exc:
             if exc.reason != "AlreadyExists":
                 raise
-            # Another object of that name (someone's, or one that merely lost our labels): the
-            # owner's TCP is not there as we made it; the Deleted is reported and the hub decides.
-            return False
+            return False  # another's of that name: the Deleted is reported, the hub decides
         self.metrics.drift_reverted.inc()
-        log.warning(
-            "TenantControlPlane %s/%s was deleted at the site while intent seq %d still says provision: "
-            "recreated",
-            namespace,
-            name,
-            latest.seq,
-            extra=logs.about_tcp(Coordinates(self.site, namespace, name), seq=latest.seq),
-        )
+        about = logs.about_tcp(Coordinates(self.site, namespace, name), seq=latest.seq)
+        what = "was deleted at the site while intent seq %d still says provision: recreated"
+        log.warning(f"TenantControlPlane %s/%s {what}", namespace, name, latest.seq, extra=about)
         return True
 
     async def revert(self, namespace: str, name: str) -> bool:
@@ -129,6 +126,7 @@ class CleanupLoop:
         latest = await self.intents.latest(namespace, name)
         if not isinstance(latest, orphans.Latest):
             return False
+        self.desires.record(latest.intent, seq=latest.seq)
         action = self._redecide(tcp, latest)
         if action is None:
             return False
@@ -174,6 +172,8 @@ class CleanupLoop:
         verified = {
             objects.key(t): f for t, f in zip(found, latest, strict=True) if isinstance(f, orphans.Latest)
         }
+        for f in verified.values():
+            self.desires.record(f.intent, seq=f.seq)
         for action in plan.actions:
             await self._execute(action, latest=verified)
         if plan.waiting:
@@ -235,7 +235,7 @@ class CleanupLoop:
     async def _reapply(self, action: orphans.Reapply, where: str, *, latest: orphans.Latest) -> None:
         for attempt in range(1, REAPPLY_ATTEMPTS + 1):
             try:
-                await self.kube.patch(tcps.TCP, action.name, action.patch, namespace=action.namespace)
+                await self.kube.apply(tcps.TCP, action.body, manager=tcps.MANAGER, namespace=action.namespace)
                 break
             except kerrors.Conflict:
                 # Kamaji writes status often (every write bumps the resourceVersion), so a stale
@@ -250,7 +250,7 @@ class CleanupLoop:
             action = again
         seq, fields, about = action.seq, ", ".join(action.fields), self._about(action)
         if not action.fields:
-            log.info("%s: wrote the record of the fields it owns (intent seq %d)", where, seq, extra=about)
+            log.info("%s: applied its labels and annotations again (intent seq %d)", where, seq, extra=about)
             return
         self.metrics.drift_reverted.inc()
         log.warning("reverted drift of %s to intent seq %d: %s", where, seq, fields, extra=about)

@@ -5,8 +5,8 @@ intent stream keeps one message per subject, so that is the hub's current desire
 ``decide`` answers with actions:
 
 - ``Reapply`` when the latest intent is the provision already applied (same stream sequence as
-  the TCP's annotation) and a field we set differs at the site (a site admin edited it), or
-  the record of the fields we own (``tcps.APPLIED_FIELDS``) is missing or was edited.
+  the TCP's annotation) and applying it would change the TCP (``tcps.drift``: a site admin
+  edited a field we own, or the TCP was never applied by this agent, as an older agent's).
 - Nothing when the latest intent is newer (the apply loop owns it) or a delete (likewise).
 - ``DeleteOrphan`` / ``ReportOrphan`` when the subject has had no message for longer than the
   grace period **and** the consumer is caught up. A TCP can look orphaned while its fresh
@@ -84,8 +84,8 @@ class Clocks:
 class Reapply:
     namespace: str
     name: str
-    patch: dict[str, Any]
-    """Merge patch of every field we own, with the observed resourceVersion as a precondition."""
+    body: dict[str, Any]
+    """What to apply: every field we own, with the observed resourceVersion as a precondition."""
     fields: tuple[str, ...]
     """Paths that drifted (never their values: a spec may hold anything)."""
     seq: int
@@ -198,23 +198,20 @@ def _reapply(tcp: Mapping[str, Any], latest: Latest, ours: tcps.Applied) -> Reap
         # the subject's latest unless the stream was recreated, and then it is not ours to judge.
         return None
     fields = tcps.drift(intent.spec, tcp)
-    relabel = propagation.differs(intent.labels, intent.annotations, tcp)
-    if not fields and not relabel and not tcps.drifted(tcp) and tcps.owned_fields(tcp) is not None:
-        # Also patched: a record of what we applied that was edited, or that an older agent
-        # never wrote (without it, a field removed from the RKCP later could not be removed);
-        # and a propagated label or annotation changed or removed at the site.
+    if not fields and not propagation.differs(intent.labels, intent.annotations, tcp):
+        # Also applied: a propagated label or annotation changed or removed at the site.
         return None
-    patch = tcps.patch_for(intent, seq=latest.seq, observed=tcp)
+    body = tcps.desired(intent, seq=latest.seq, observed=tcp)
     version = str(tcps.meta(tcp).get("resourceVersion") or "")
     if version:
-        # Optimistic concurrency: if the apply loop patched a newer intent in meanwhile, this
-        # patch fails with Conflict instead of writing the older spec over it.
-        patch["metadata"]["resourceVersion"] = version
+        # Optimistic concurrency: if the apply loop applied a newer intent in meanwhile, this
+        # apply fails with Conflict instead of writing the older spec over it.
+        body["metadata"]["resourceVersion"] = version
     namespace, name = objects.key(tcp)
     return Reapply(
         namespace=namespace,
         name=name,
-        patch=patch,
+        body=body,
         fields=tuple(fields),
         seq=latest.seq,
     )

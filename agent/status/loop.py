@@ -63,6 +63,8 @@ class StatusLoop:
         self.site = settings.site
         self.namespaces = settings.target_namespaces
         self.kube = deps.kube
+        self.desires = deps.desires
+        """What drift is measured from (``agent.desires``): the apply and cleanup loops fill it."""
         self._tcps = cache.Tcps(site=settings.site, changed=self._schedule)
         self._secrets = cache.Secrets(self._tcps)
         self._due = Schedule(settings.status_min_interval)

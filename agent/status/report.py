@@ -106,14 +106,20 @@ def endpoint_of(value: Any) -> messages.Endpoint | None:
 
 
 def new_status(
-    tcp: Mapping[str, Any], *, site: str, now: dt.datetime, secrets_checksum: str = ""
+    tcp: Mapping[str, Any],
+    *,
+    site: str,
+    now: dt.datetime,
+    secrets_checksum: str = "",
+    desired: Mapping[str, Any] | None = None,
 ) -> messages.Status:
-    """The Status of an observed TCP (its owner, generation and intent from our annotations)."""
+    """The Status of an observed TCP (its owner, generation and intent from our annotations);
+    ``desired``: the spec of the intent it runs, when known (``agent.desires``), to tell drift."""
     meta = tcps.meta(tcp)
     applied = tcps.applied(tcp, site=site)
     phase, reason = phase_of(tcp)
     message = ""
-    if phase != "Deleting" and applied is not None and tcps.drifted(tcp):
+    if phase != "Deleting" and applied is not None and tcps.drifted(tcp, desired):
         # Whatever Kamaji says, this is not the control plane the hub asked for (issue 11 §5):
         # never Ready with the wanted version while a site admin's edit is being reverted.
         phase, reason = "NotReady", DRIFTED

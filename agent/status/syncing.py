@@ -125,7 +125,10 @@ class Syncer:
         tcp = entry.tcp
         now = messages.utcnow()
         checksum = await self._sync_secrets(key, entry, tcp, now=now)
-        status = report.new_status(tcp, site=self.site, now=now, secrets_checksum=checksum)
+        applied = tcps.applied(tcp, site=self.site)
+        desires, ours = self.deps.desires, applied or tcps.Applied("", 0, 0, "")
+        desired = desires.spec(*key, seq=ours.intent_seq, owner_uid=ours.owner_uid) if applied else None
+        status = report.new_status(tcp, site=self.site, now=now, secrets_checksum=checksum, desired=desired)
         published = 0
         if entry.force or report.significant(status) != entry.sent:
             await self._publish_status(key, entry, status, about=cache.version(tcp))

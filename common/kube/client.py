@@ -160,9 +160,11 @@ class Kube:
             response.release()
 
     async def create(
-        self, r: Resource, body: Mapping[str, Any], *, namespace: str | None = None
+        self, r: Resource, body: Mapping[str, Any], *, namespace: str | None = None, dry_run: bool = False
     ) -> dict[str, Any]:
-        created: dict[str, Any] = await self._call("POST", r.path(namespace), body=dict(body))
+        """POST; ``dry_run``: only ask whether the server would (AlreadyExists, Invalid), write nothing."""
+        query = [("dryRun", "All")] if dry_run else []
+        created: dict[str, Any] = await self._call("POST", r.path(namespace), query=query, body=dict(body))
         return created
 
     async def replace(

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from agent import fieldpaths, tcps
-from sandbox.kubeapi import patching
 from tests import helpers
+from tests.agent import applying
 
 CONTAINERS: list[dict[str, Any]] = [
     {"name": "sidecar", "image": "busybox", "ports": [{"containerPort": 80}], "args": ["a", "b"]},
@@ -23,8 +23,9 @@ WANT: dict[str, Any] = {
 
 
 def at_site(**edit: Any) -> dict[str, Any]:
-    """The TCP created from WANT, then one container changed at the site (``edit``: index → item)."""
-    obj = tcps.desired(helpers.intent(spec=WANT), seq=1)
+    """The TCP applied from WANT, then one container changed (``edit``: index → item) in place,
+    as the CRD's defaulting does (owned by nobody): only the values differ, not who owns them."""
+    obj = applying.applied(tcps.desired(helpers.intent(spec=WANT), seq=1))
     containers = obj["spec"]["controlPlane"]["deployment"]["additionalContainers"]
     for key, item in edit.items():
         if key == "extra":
@@ -47,7 +48,7 @@ def defaulted(item: dict[str, Any], **more: Any) -> dict[str, Any]:
 
 PREFIX = "controlPlane.deployment.additionalContainers"
 CASES: list[tuple[str, dict[str, Any], list[str], bool]] = [
-    # id, the TCP at the site, drift paths (against WANT), drifted (from its annotations alone)
+    # id, the TCP at the site, drift paths (against WANT), drifted
     ("as applied", at_site(), [], False),
     (
         "the CRD's defaults inside the items (port protocol, pull policy)",
@@ -104,15 +105,11 @@ def test_list_items_compare_by_the_fields_we_set(
     tcp: dict[str, Any], paths: list[str], drifted: bool
 ) -> None:
     assert tcps.drift(WANT, tcp) == paths
-    assert tcps.drifted(tcp) is drifted
+    assert tcps.drifted(tcp, WANT) is drifted
 
 
-def test_a_record_without_indexes_hashes_lists_whole_as_before() -> None:
-    """An older agent's record (lists atomic, no index in any path) keeps its digest: the same
-    paths hash the same values, so an upgrade alone reports no drift."""
+def test_a_list_of_maps_reads_whole_as_its_length_by_items() -> None:
     spec = {"a": [{"x": 1}], "b": {"c": ["s"]}}
-    old = [("a",), ("b", "c")]
-    assert fieldpaths.fingerprint(spec, old) == fieldpaths.fingerprint(spec, list(reversed(old)))
     assert fieldpaths.value_at(spec, ("a",)) == [{"x": 1}]
     assert fieldpaths.value_at(spec, ("a",), by_items=True) == {"$items": 1}
 
@@ -129,23 +126,6 @@ def test_ownership_stays_by_list(paths: list[fieldpaths.Path], owned: list[field
     assert fieldpaths.owned(paths) == owned
 
 
-@pytest.mark.parametrize(
-    ("raw", "paths"),
-    [
-        ('[["a","b"],["c",0,"d"]]', [("a", "b"), ("c", 0, "d")]),
-        ('[["a",true]]', None),
-        ('[["a",-1]]', None),
-        ('[[0,"a"]]', None),
-        ('[["a",1.5]]', None),
-        ("[[]]", None),
-        ("{}", None),
-        (None, None),
-    ],
-)
-def test_decode_refuses_what_no_agent_writes(raw: object, paths: list[fieldpaths.Path] | None) -> None:
-    assert fieldpaths.decode(raw) == paths
-
-
 def test_sort_is_total_over_a_mixed_record() -> None:
     """A record edited at the site may mix a key and an index at one depth: no TypeError."""
     assert fieldpaths.sort([("a", "x"), ("a", 0), ("a",)]) == [("a",), ("a", "x"), ("a", 0)]
@@ -154,18 +134,17 @@ def test_sort_is_total_over_a_mixed_record() -> None:
 @pytest.mark.parametrize(
     ("want", "removed"),
     [(WANT, False), ({**WANT, "controlPlane": {"deployment": {"replicas": 2}}}, True)],
-    ids=["a changed item: the list is written whole", "the list no longer wanted: removed whole"],
+    ids=["a changed item: the list is applied whole", "the list no longer wanted: removed whole"],
 )
-def test_patch_writes_and_removes_a_list_whole(want: dict[str, Any], removed: bool) -> None:
-    """Ownership stays by list: the merge patch replaces it or removes it (the site then
-    defaults the items again, which is not drift)."""
+def test_the_apply_writes_and_removes_a_list_whole(want: dict[str, Any], removed: bool) -> None:
+    """Ownership stays by list: the apply replaces it (atomic) or the server removes it (the
+    site then defaults the items again, which is not drift)."""
     tcp = at_site(i0=defaulted(CONTAINERS[0], image="evil"), i1=defaulted(CONTAINERS[1]))
-    patch = tcps.patch_for(helpers.intent(spec=want), seq=2, observed=tcp)
-    patched = patching.merge_patch(tcp, patch)
-    containers = patched["spec"]["controlPlane"]["deployment"].get("additionalContainers")
+    obj = applying.applied(tcps.desired(helpers.intent(spec=want), seq=2, observed=tcp), tcp)
+    containers = obj["spec"]["controlPlane"]["deployment"].get("additionalContainers")
     if removed:
         assert containers is None
     else:
         assert containers == want["controlPlane"]["deployment"]["additionalContainers"]
         containers[:] = [defaulted(c) for c in containers]  # what the site's defaulting does
-    assert tcps.drift(want, patched) == [] and tcps.drifted(patched) is False
+    assert tcps.drift(want, obj) == [] and tcps.drifted(obj, want) is False

@@ -1,21 +1,21 @@
-"""agent.tcps: which spec fields we own, drift, and the patch that sets them and removes the rest.
+"""agent.tcps: the body the agent applies, and drift: what that apply would change.
 
 Tables of (desired spec before, the TCP at the site, desired spec now). The site's TCP is built
-the way it happens: created from the first intent, then changed by Kamaji (defaults) or a site
-admin (edits). The patch is checked by applying it with the emulator's merge-patch algorithm.
+the way it happens: applied from the first intent, then changed by the CRD's defaulting (owned
+by nobody) or a site admin (an Update: the fields it changes become the admin's). The apply is
+checked with the emulator's server-side apply (``tests.agent.applying``).
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 import pytest
 
-from agent import tcps
-from sandbox.kubeapi import patching
+from agent import fieldpaths, tcps
 from tests import helpers
+from tests.agent import applying
 
 LABELS = {"team.example.com/owner": "a", "tier": "gold"}
 BASE: dict[str, Any] = {
@@ -45,22 +45,33 @@ def spec(**changes: Any) -> dict[str, Any]:
     return out
 
 
-def site_tcp(applied: dict[str, Any], *, seq: int = 1, **changes: Any) -> dict[str, Any]:
-    """The TCP created from ``applied``, then changed at the site (``changes`` as in ``spec``)."""
-    obj = tcps.desired(helpers.intent(spec=applied), seq=seq)
+def _changed(obj: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
     for dotted, value in changes.items():
         *parents, last = dotted.split("__")
-        node = obj["spec"]
+        node = out["spec"]
         for key in parents:
             node = node.setdefault(key, {})
         if value is None:
             node.pop(last, None)
         else:
             node[last] = value
-    return obj
+    return out
 
 
-KAMAJI: dict[str, Any] = {  # what Kamaji's CRD defaulting and controller add beside our fields
+def site_tcp(
+    applied: dict[str, Any], *, seq: int = 1, defaults: bool = False, **changes: Any
+) -> dict[str, Any]:
+    """The TCP the agent applied from ``applied``, then changed at the site (``changes`` as in
+    ``spec``): by a site admin's ``kubectl edit``, or (``defaults``) by the CRD's defaulting,
+    which no manager owns."""
+    obj = applying.applied(tcps.desired(helpers.intent(spec=applied), seq=seq))
+    if defaults:
+        return _changed(obj, changes)
+    return applying.updated(obj, _changed(obj, changes), manager="kubectl-edit")
+
+
+KAMAJI: dict[str, Any] = {  # what Kamaji's CRD defaulting adds beside our fields (nobody owns it)
     "networkProfile__port": 6443,
     "controlPlane__service__additionalMetadata__annotations": {"kamaji": "x"},
     "addons__coreDNS__dnsServiceIPs": ["10.96.0.10"],
@@ -79,115 +90,119 @@ def test_leaves_are_scalars_lists_and_empty_maps_and_the_fields_of_list_items() 
     ]
 
 
-DRIFT: list[tuple[str, dict[str, Any], dict[str, Any], list[str], bool]] = [
-    # id, desired spec, TCP at the site, drift paths, drifted (from the annotations alone)
-    ("as applied", BASE, site_tcp(BASE), [], False),
-    ("Kamaji's defaults beside ours", BASE, site_tcp(BASE, **KAMAJI), [], False),
+DRIFT: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
+    # id, desired spec, TCP at the site, drift paths
+    ("as applied", BASE, site_tcp(BASE), []),
+    ("Kamaji's defaults beside ours", BASE, site_tcp(BASE, defaults=True, **KAMAJI), []),
     (
         "version and replicas edited",
         BASE,
         site_tcp(BASE, kubernetes__version="v1.20.0", controlPlane__deployment__replicas=5),
         ["controlPlane.deployment.replicas", "kubernetes.version"],
-        True,
     ),
     (
         "a service label edited",
         BASE,
         site_tcp(BASE, controlPlane__service__additionalMetadata__labels={**LABELS, "tier": "x"}),
         ["controlPlane.service.additionalMetadata.labels.tier"],
-        True,
     ),
     (
         "an owned field removed at the site",
         BASE,
         site_tcp(BASE, dataStore=None),
         ["dataStore"],
-        True,
     ),
     (
         "a list reordered (lists are atomic)",
         BASE,
         site_tcp(BASE, networkProfile__certSANs=["b.example.com", "a.example.com"]),
         ["networkProfile.certSANs"],
-        True,
     ),
     (
         "an empty map we own is filled by Kamaji",
         BASE,
-        site_tcp(BASE, addons__coreDNS={"dnsServiceIPs": ["10.96.0.10"]}),
+        site_tcp(BASE, defaults=True, addons__coreDNS={"dnsServiceIPs": ["10.96.0.10"]}),
         [],
-        False,
     ),
     (
         "an empty map we own replaced by a scalar",
         BASE,
         site_tcp(BASE, addons__coreDNS="off"),
         ["addons.coreDNS"],
-        True,
     ),
     (
         "certSANs no longer wanted, still at the site",
         spec(networkProfile__certSANs=None),
         site_tcp(BASE),
         ["networkProfile.certSANs"],
-        False,
     ),
     (
         "service labels no longer wanted",
         spec(controlPlane__service__additionalMetadata=None),
-        site_tcp(BASE, **KAMAJI),
+        site_tcp(BASE, defaults=True, **KAMAJI),
         [
             "controlPlane.service.additionalMetadata.labels.team.example.com/owner",
             "controlPlane.service.additionalMetadata.labels.tier",
         ],
-        False,
     ),
     (
         "a new field wanted",
         spec(kubernetes__admissionControllers=["LimitRanger"]),
         site_tcp(BASE),
         ["kubernetes.admissionControllers"],
-        False,
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("want", "tcp", "paths", "drifted"), [d[1:] for d in DRIFT], ids=[d[0] for d in DRIFT]
-)
-def test_drift(want: dict[str, Any], tcp: dict[str, Any], paths: list[str], drifted: bool) -> None:
+@pytest.mark.parametrize(("want", "tcp", "paths"), [d[1:] for d in DRIFT], ids=[d[0] for d in DRIFT])
+def test_drift(want: dict[str, Any], tcp: dict[str, Any], paths: list[str]) -> None:
     assert tcps.drift(want, tcp) == paths
-    assert tcps.drifted(tcp) is drifted
+    assert tcps.drifted(tcp, want) is bool(paths)
+    assert tcps.drifted(tcp, None) is False  # the spec applied is not known (yet)
+
+
+def test_a_field_edited_back_to_our_value_is_not_ours_any_more() -> None:
+    """kubectl edit to another value and back: the value is ours, the field a site admin's; the
+    apply takes it back, or a later intent without it could not remove it."""
+    edited = site_tcp(BASE, kubernetes__version="v1.20.0")
+    back = applying.updated(
+        edited, _changed(edited, {"kubernetes__version": "v1.31.0"}), manager="kubectl-edit"
+    )
+    assert tcps.drift(BASE, back) == ["kubernetes.version"]
+    assert tcps.drift(BASE, applying.applied(tcps.desired(helpers.intent(spec=BASE), seq=1), back)) == []
 
 
 def test_numbers_compare_as_json_numbers_and_null_is_no_value() -> None:
     want = {"a": {"n": 2, "gone": None}, "b": 1}
     assert tcps.leaves(want) == [("a", "n"), ("b",)]
+    assert "gone" not in tcps.desired(helpers.intent(spec=want), seq=1)["spec"]["a"]
     tcp = site_tcp(want)
     tcp["spec"]["a"]["n"] = 2.0  # what another JSON writer may send back
-    assert tcps.drift(want, tcp) == [] and tcps.drifted(tcp) is False
+    assert tcps.drift(want, tcp) == [] and tcps.drifted(tcp, want) is False
     tcp["spec"]["a"]["n"] = 2.5
-    assert tcps.drift(want, tcp) == ["a.n"] and tcps.drifted(tcp) is True
+    assert tcps.drift(want, tcp) == ["a.n"] and tcps.drifted(tcp, want) is True
 
 
-def test_drift_without_the_record_compares_the_desired_fields_only() -> None:
-    # A TCP an older agent applied (no applied-fields): what we want is still compared;
-    # what we may have set before cannot be known, and drifted() cannot tell.
-    tcp = site_tcp(BASE, kubernetes__version="v1.20.0")
-    for key in (tcps.APPLIED_FIELDS, tcps.APPLIED_HASH):
-        del tcp["metadata"]["annotations"][key]
-    assert tcps.drift(spec(dataStore=None), tcp) == ["kubernetes.version"]
-    assert tcps.drifted(tcp) is False
-    tcp["metadata"]["annotations"][tcps.APPLIED_FIELDS] = "not json"
-    tcp["metadata"]["annotations"][tcps.APPLIED_HASH] = "x"
-    assert tcps.owned_fields(tcp) is None and tcps.drifted(tcp) is False
+def test_an_older_agents_tcp_drifts_until_applied_and_its_annotations_are_ignored() -> None:
+    """A TCP an older agent wrote by merge patch: no Apply of ours in its managedFields, and its
+    ``applied-fields``/``applied-hash`` annotations. Every field we want is drift until the
+    apply adopts it; the annotations are never read (whatever they say)."""
+    tcp = applying.updated(
+        {"metadata": {}}, tcps.desired(helpers.intent(spec=BASE), seq=1), manager="OpenAPI-Generator"
+    )
+    notes = tcp["metadata"]["annotations"]
+    notes["kamaji-broker.io/applied-fields"], notes["kamaji-broker.io/applied-hash"] = "not json", "x"
+    assert tcps.owned(tcp) is None
+    assert tcps.drift(BASE, tcp) == [tcps._dotted(p) for p in fieldpaths.owned(tcps.leaves(BASE))]
+    adopted = applying.applied(tcps.desired(helpers.intent(spec=BASE), seq=1), tcp)
+    assert tcps.drift(BASE, adopted) == [] and tcps.drifted(adopted, BASE) is False
 
 
-PATCHES: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = [
-    # id, TCP at the site, desired spec, the site's spec after the patch
-    ("edits reverted, Kamaji's fields kept", site_tcp(BASE, kubernetes__version="v1", **KAMAJI), BASE,
+APPLIES: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = [
+    # id, TCP at the site, desired spec, the site's spec after the apply
+    ("edits reverted, Kamaji's fields kept", _changed(site_tcp(BASE, kubernetes__version="v1"), KAMAJI), BASE,
      spec(**KAMAJI)),
-    ("certSANs removed", site_tcp(BASE, **KAMAJI), spec(networkProfile__certSANs=None),
+    ("certSANs removed", site_tcp(BASE, defaults=True, **KAMAJI), spec(networkProfile__certSANs=None),
      spec(networkProfile__certSANs=None, **KAMAJI)),
     ("address removed", site_tcp(BASE), spec(networkProfile__address=None),
      spec(networkProfile__address=None)),
@@ -200,7 +215,7 @@ PATCHES: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = [
     ),
     (
         "service labels removed, Kamaji's annotations beside them stay",
-        site_tcp(BASE, **KAMAJI),
+        site_tcp(BASE, defaults=True, **KAMAJI),
         spec(controlPlane__service__additionalMetadata=None),
         spec(controlPlane__service__additionalMetadata={"annotations": {"kamaji": "x"}}, **{
             k: v for k, v in KAMAJI.items() if "additionalMetadata" not in k
@@ -214,7 +229,7 @@ PATCHES: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = [
     ),
     (
         "an addon removed: Kamaji's defaults inside it go with it",
-        site_tcp(BASE, addons__coreDNS={"dnsServiceIPs": ["10.96.0.10"]}),
+        site_tcp(BASE, defaults=True, addons__coreDNS={"dnsServiceIPs": ["10.96.0.10"]}),
         spec(addons=None),
         spec(addons=None),
     ),
@@ -233,31 +248,30 @@ PATCHES: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("tcp", "want", "after"), [p[1:] for p in PATCHES], ids=[p[0] for p in PATCHES])
-def test_patch_sets_ours_and_removes_what_we_no_longer_want(
+@pytest.mark.parametrize(("tcp", "want", "after"), [p[1:] for p in APPLIES], ids=[p[0] for p in APPLIES])
+def test_the_apply_sets_ours_and_the_server_removes_what_we_no_longer_apply(
     tcp: dict[str, Any], want: dict[str, Any], after: dict[str, Any]
 ) -> None:
-    patch = tcps.patch_for(helpers.intent(spec=want), seq=2, observed=tcp)
-    patched = patching.merge_patch(tcp, patch)
-    assert patched["spec"] == after
-    assert tcps.drift(want, patched) == [] and tcps.drifted(patched) is False
-    assert patched["metadata"]["annotations"][tcps.INTENT_SEQ] == "2"
+    obj = applying.applied(tcps.desired(helpers.intent(spec=want), seq=2, observed=tcp), tcp)
+    assert obj["spec"] == after
+    assert tcps.drift(want, obj) == [] and tcps.drifted(obj, want) is False
+    assert obj["metadata"]["annotations"][tcps.INTENT_SEQ] == "2"
 
 
-def test_patch_without_the_record_removes_nothing() -> None:
-    tcp = site_tcp(BASE)
-    del tcp["metadata"]["annotations"][tcps.APPLIED_FIELDS]
-    patch = tcps.patch_for(helpers.intent(spec=spec(dataStore=None)), seq=2, observed=tcp)
-    assert patch["spec"] == spec(dataStore=None)
-    assert patching.merge_patch(tcp, patch)["spec"]["dataStore"] == "etcd-1"
+def test_a_field_a_site_admin_owns_and_we_no_longer_want_stays() -> None:
+    """kubectl edit set our certSANs to another value: theirs now; once the RKCP drops them, the
+    apply leaves them (the server removes only what no other manager owns)."""
+    tcp = site_tcp(BASE, networkProfile__certSANs=["theirs.example.com"])
+    want = spec(networkProfile__certSANs=None)
+    obj = applying.applied(tcps.desired(helpers.intent(spec=want), seq=2, observed=tcp), tcp)
+    assert obj["spec"]["networkProfile"]["certSANs"] == ["theirs.example.com"]
+    assert tcps.drift(want, obj) == []
 
 
-def test_desired_is_a_copy_and_the_record_names_paths_never_values() -> None:
+def test_desired_is_a_copy_that_only_sets_what_we_own() -> None:
     intent = helpers.intent(spec=BASE)
     obj = tcps.desired(intent, seq=1)
     obj["spec"]["kubernetes"]["version"] = "changed"
     assert intent.spec["kubernetes"]["version"] == "v1.31.0"
-    notes = obj["metadata"]["annotations"]
-    assert "etcd-1" not in notes[tcps.APPLIED_FIELDS] and "10.0.0.9" not in notes[tcps.APPLIED_FIELDS]
-    label = ["controlPlane", "service", "additionalMetadata", "labels", "team.example.com/owner"]
-    assert label in json.loads(notes[tcps.APPLIED_FIELDS])
+    assert not any("applied" in key for key in obj["metadata"]["annotations"])
+    assert None not in obj["metadata"]["labels"].values()

@@ -12,6 +12,7 @@ from agent.apply import intents
 from common.kube import errors as kerrors
 from protocol import messages
 from tests import helpers
+from tests.agent import applying
 
 CTX = intents.Context(site="site-a", namespaces=(), namespace_retry=60.0)
 SEQ = 10
@@ -26,7 +27,7 @@ def observed(
     generation: int = 1,
     **spec: Any,
 ) -> dict[str, Any]:
-    obj = tcps.desired(helpers.intent(generation=generation), seq=seq)
+    obj = applying.applied(tcps.desired(helpers.intent(generation=generation), seq=seq))
     obj["metadata"]["uid"] = "tcp-uid-1"
     obj["metadata"]["annotations"][tcps.OWNER_UID] = uid
     if not managed:
@@ -46,22 +47,22 @@ CASES: list[tuple[str, messages.Intent, int, dict[str, Any] | None, str, type | 
     ("create when absent", helpers.intent(), SEQ, None, "applied", intents.Create, None, "ack"),
     ("same intent again: no write", helpers.intent(), SEQ, observed(), "unchanged", None, None, "ack"),
     (
-        "newer intent: patch",
+        "newer intent: apply",
         helpers.intent(generation=2),
         SEQ + 1,
         observed(),
         "applied",
-        intents.Patch,
+        intents.Apply,
         None,
         "ack",
     ),
     (
-        "drift at the same seq: patch",
+        "drift at the same seq: apply",
         helpers.intent(),
         SEQ,
         observed(kubernetes={"version": "v1.20.0"}),
         "applied",
-        intents.Patch,
+        intents.Apply,
         None,
         "ack",
     ),
@@ -142,12 +143,12 @@ CASES: list[tuple[str, messages.Intent, int, dict[str, Any] | None, str, type | 
         "term",
     ),
     (
-        "same generation at a higher seq (the hub published again): patch",
+        "same generation at a higher seq (the hub published again): apply",
         helpers.intent(generation=4),
         SEQ + 1,
         observed(generation=4),
         "applied",
-        intents.Patch,
+        intents.Apply,
         None,
         "ack",
     ),
@@ -202,12 +203,12 @@ CASES: list[tuple[str, messages.Intent, int, dict[str, Any] | None, str, type | 
         "ack",
     ),
     (
-        "a propagated label changed at the site, same seq: patch",
+        "a propagated label changed at the site, same seq: apply",
         msgspec.structs.replace(helpers.intent(), labels={"team": "blue"}),
         SEQ,
         observed(),
         "applied",
-        intents.Patch,
+        intents.Apply,
         None,
         "ack",
     ),
@@ -217,7 +218,7 @@ CASES: list[tuple[str, messages.Intent, int, dict[str, Any] | None, str, type | 
         SEQ + 1,
         observed(generation=0),
         "applied",
-        intents.Patch,
+        intents.Apply,
         None,
         "ack",
     ),
@@ -258,8 +259,6 @@ def test_create_carries_labels_annotations_and_spec() -> None:
         tcps.GENERATION: "4",
         tcps.INTENT_SEQ: "42",
         tcps.KUBECONFIG_KEY: "super.conf",
-        tcps.APPLIED_FIELDS: '[["controlPlane","deployment","replicas"],["kubernetes","version"]]',
-        tcps.APPLIED_HASH: tcps.fingerprint(intent.spec, tcps.leaves(intent.spec)),
     }
     assert d.action.body["spec"] == intent.spec
     assert (meta["name"], meta["namespace"]) == ("cp1", "tenants")

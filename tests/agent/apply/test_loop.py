@@ -147,7 +147,7 @@ async def test_fields_removed_from_the_intent_are_removed_from_the_tcp(
     assert "additionalMetadata" not in after["spec"]["controlPlane"]["service"]
     network = after["spec"]["networkProfile"]
     assert "certSANs" not in network and "address" not in network and network["port"] == 6443
-    assert tcps.drift(intent().spec, after) == [] and not tcps.drifted(after)
+    assert tcps.drift(intent().spec, after) == [] and not tcps.drifted(after, intent().spec)
 
 
 async def test_propagated_labels_and_annotations_merge_with_what_others_set(

@@ -356,11 +356,11 @@ async def test_revert_applies_the_tcps_own_intent_again_and_leaves_a_newer_one_t
     assert await cleanup.loop.revert(NAMESPACE, "cp1") is False
     edit = {"kubernetes": {"version": "v1.20.0"}, "controlPlane": {"service": {"serviceType": "NodePort"}}}
     await site.patch(TCP, "cp1", {"spec": edit}, namespace=NAMESPACE)
-    assert tcps.drifted(await site.get(TCP, "cp1", namespace=NAMESPACE))
+    assert tcps.drifted(await site.get(TCP, "cp1", namespace=NAMESPACE), intent().spec)
 
     assert await cleanup.loop.revert(NAMESPACE, "cp1") is True
     after = await site.get(TCP, "cp1", namespace=NAMESPACE)
-    assert tcps.drift(intent().spec, after) == [] and not tcps.drifted(after)
+    assert tcps.drift(intent().spec, after) == [] and not tcps.drifted(after, intent().spec)
     assert after["metadata"]["uid"] == before["metadata"]["uid"] and cleanup.reverted == 1
     # Gone, or never there: nothing to revert.
     assert await cleanup.loop.revert(NAMESPACE, "never") is False

@@ -10,6 +10,7 @@ import pytest
 from agent import tcps
 from agent.cleanup import orphans
 from tests import helpers
+from tests.agent import applying
 
 SITE = "site-a"
 SEQ = 10
@@ -29,7 +30,7 @@ def tcp(
     version: str = "v1.31.0",
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    obj = tcps.desired(helpers.intent(), seq=seq)
+    obj = applying.applied(tcps.desired(helpers.intent(), seq=seq))
     obj["metadata"].update(uid=uid, resourceVersion="42")
     obj["metadata"]["labels"][tcps.SITE] = site
     obj["metadata"]["annotations"][tcps.OWNER_UID] = owner
@@ -253,14 +254,14 @@ def test_decide(
     assert (KEY in result.clocks.reported) == reported
 
 
-def test_reapply_patches_every_field_we_own_with_a_resource_version_precondition() -> None:
+def test_reapply_applies_every_field_we_own_with_a_resource_version_precondition() -> None:
     [action] = plan(orphans.Observed(tcp(version="v1.20.0"), latest())).actions
     assert isinstance(action, orphans.Reapply)
     assert (action.namespace, action.name, action.seq) == ("tenants", "cp1", SEQ)
     assert action.fields == ("kubernetes.version",)
-    want = tcps.patch_for(helpers.intent(), seq=SEQ)
-    assert action.patch["spec"] == want["spec"]
-    assert action.patch["metadata"] == {**want["metadata"], "resourceVersion": "42"}
+    want = tcps.desired(helpers.intent(), seq=SEQ)
+    assert action.body["spec"] == want["spec"]
+    assert action.body["metadata"] == {**want["metadata"], "resourceVersion": "42"}
 
 
 def test_orphan_actions_name_the_object_and_why() -> None:
@@ -343,14 +344,19 @@ def test_recreate(found: orphans.Found, gone: tcps.Applied | None, seq: int | No
     assert body == tcps.desired(found.intent, seq=seq)
 
 
-def test_a_tcp_without_the_record_of_owned_fields_gets_it_without_counting_drift() -> None:
-    # Applied by an agent from before the record: nothing drifted, the record is written once.
+def test_an_older_agents_tcp_is_adopted_by_an_apply() -> None:
+    """Written by merge patch (no Apply of ours in its managedFields; the old ``applied-*``
+    annotations are ignored): every field we own is reapplied, so the agent owns them."""
     obj = tcp()
-    del obj["metadata"]["annotations"][tcps.APPLIED_FIELDS]
+    obj["metadata"]["managedFields"] = []
+    obj["metadata"]["annotations"]["kamaji-broker.io/applied-hash"] = "x"
     [action] = plan(orphans.Observed(obj, latest())).actions
-    assert isinstance(action, orphans.Reapply) and action.fields == ()
-    assert tcps.APPLIED_FIELDS in action.patch["metadata"]["annotations"]
-    # With the record in place: nothing to do.
+    assert isinstance(action, orphans.Reapply) and action.fields == (
+        "controlPlane.deployment.replicas",
+        "kubernetes.version",
+    )
+    assert "kamaji-broker.io/applied-hash" not in action.body["metadata"]["annotations"]
+    # Once applied by us: nothing to do.
     assert plan(orphans.Observed(tcp(), latest())).actions == ()
 
 
@@ -359,11 +365,11 @@ def test_a_propagated_label_changed_at_the_site_is_put_back_and_others_are_left(
     spec is as applied: no field is reported), and leaves the labels somebody else set."""
     labelled = msgspec.structs.replace(helpers.intent(), labels={"team": "blue"})
     found = orphans.Latest(intent=labelled, seq=SEQ)
-    obj = tcps.desired(labelled, seq=SEQ)
+    obj = applying.applied(tcps.desired(labelled, seq=SEQ))
     obj["metadata"].update(uid=UID, resourceVersion="42")
     assert plan(orphans.Observed(obj, found)).actions == ()
     obj["metadata"]["labels"].update(team="red", theirs="x")
     [action] = plan(orphans.Observed(obj, found)).actions
     assert isinstance(action, orphans.Reapply) and action.fields == ()
-    assert action.patch["metadata"]["labels"]["team"] == "blue"
-    assert "theirs" not in action.patch["metadata"]["labels"]
+    assert action.body["metadata"]["labels"]["team"] == "blue"
+    assert "theirs" not in action.body["metadata"]["labels"]

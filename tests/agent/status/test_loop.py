@@ -315,21 +315,24 @@ async def test_a_tcp_edited_at_the_site_is_reported_drifted_and_reverted_from_th
 ) -> None:
     loop, _ = await start()
     asked: list[tuple[str, str]] = []
+    want = helpers.intent(name="cp1", namespace=NS, site=SITE, spec=SPEC)
 
     async def revert(namespace: str, name: str) -> bool:
         # What the cleanup loop's revert does: apply the TCP's own intent again.
         asked.append((namespace, name))
-        await kube.patch(tcps.TCP, name, {"spec": SPEC}, namespace=namespace)
+        await kube.apply(tcps.TCP, tcps.desired(want, seq=5), manager=tcps.MANAGER, namespace=namespace)
         return True
 
-    await create_tcp(kube, "cp1", seq=5)
+    # What the apply loop does: apply the intent, and record it as what the TCP should be.
+    await kube.apply(tcps.TCP, tcps.desired(want, seq=5), manager=tcps.MANAGER, namespace=NS)
+    loop.desires.record(want, seq=5)
     await hub.until("cp1", lambda s: s.phase == "Ready")
     await kube.patch(tcps.TCP, "cp1", {"spec": {"kubernetes": {"version": "v1.20.0"}}}, namespace=NS)
     # No reverter: the hub is told the TCP is not what it asked for, whatever Kamaji says.
     drifted = await hub.until("cp1", lambda s: s.reason == "Drifted")
     assert drifted.phase == "NotReady" and "reverting" in drifted.message and "v1.20.0" not in drifted.message
     # A field Kamaji (or anyone) adds beside ours is not drift.
-    await kube.patch(tcps.TCP, "cp1", {"spec": SPEC}, namespace=NS)
+    await kube.apply(tcps.TCP, tcps.desired(want, seq=5), manager=tcps.MANAGER, namespace=NS)
     await hub.until("cp1", lambda s: s.phase == "Ready")
     beside = {"networkProfile": {"dnsServiceIPs": ["10.96.0.10"]}}
     await kube.patch(tcps.TCP, "cp1", {"spec": beside}, namespace=NS)
@@ -344,7 +347,7 @@ async def test_a_tcp_edited_at_the_site_is_reported_drifted_and_reverted_from_th
 
 async def _reverted(kube: ckube.Kube) -> bool:
     obj = await kube.get(tcps.TCP, "cp1", namespace=NS)
-    return obj["spec"]["controlPlane"]["deployment"]["replicas"] == 2 and not tcps.drifted(obj)
+    return obj["spec"]["controlPlane"]["deployment"]["replicas"] == 2 and not tcps.drifted(obj, SPEC)
 
 
 async def test_a_tcp_deleted_for_a_delete_intent_is_not_restored(

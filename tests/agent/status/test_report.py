@@ -15,6 +15,7 @@ from agent import tcps
 from agent.status import report
 from protocol import keys, messages, names, sealing
 from tests import helpers
+from tests.agent import applying
 
 SITE = "site-a"
 NOW = helpers.T0
@@ -30,7 +31,7 @@ def tcp(
     seq: int = 7,
 ) -> dict[str, Any]:
     """A managed TCP as the API returns it, with the status fields the test asks for."""
-    obj = tcps.desired(helpers.intent(generation=3), seq=seq)
+    obj = applying.applied(tcps.desired(helpers.intent(generation=3), seq=seq))
     obj["metadata"].update(uid="tcp-uid-1", resourceVersion="42")
     if deleting:
         obj["metadata"]["deletionTimestamp"] = "2026-11-30T12:00:00Z"
@@ -208,10 +209,14 @@ def test_new_status_of_a_drifted_tcp_is_not_ready(
 ) -> None:
     obj = tcp(kamaji="Ready", installed="v1.31.0", deleting=deleting)
     obj["spec"] = {**obj["spec"], **changes}
-    status = report.new_status(obj, site="site-a", now=helpers.T0)
+    desired = helpers.intent(generation=3).spec
+    status = report.new_status(obj, site="site-a", now=helpers.T0, desired=desired)
     assert (status.phase, status.reason) == (phase, reason)
     assert ("reverting" in status.message) is (reason == "Drifted")
     assert "v1.20.0" not in status.message
+    # The spec applied not known yet (an agent just restarted): the anti-entropy pass tells.
+    unknown = report.new_status(obj, site="site-a", now=helpers.T0)
+    assert unknown.reason != "Drifted" or deleting
 
 
 def test_new_status_of_a_tcp_that_is_not_ours() -> None:
