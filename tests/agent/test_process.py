@@ -127,7 +127,10 @@ async def test_an_edit_at_the_site_is_reverted_from_the_watch_not_at_the_resync(
     world: World, tmp_path: Path
 ) -> None:
     """Issue 11 §5: with an hour between anti-entropy passes, a site admin's edit of the version
-    and the replicas is undone from the TCP watch event, and the hub hears Ready again."""
+    and the replicas (fields the agent owns: the edit makes the admin their manager) is reported
+    (metric, log) and undone from the TCP watch event by a forced apply, and the hub hears Ready
+    again; the service label the admin set beside them, a field the agent does not set, stays
+    the admin's."""
     keys_dir, hub = world.keys_dir, world.hub
     proc = agent_process([*agent_args(world, "site-a"), "--resync-interval", "1h"], tmp_path / "agent.log")
     api = await ckube.api_client_from_kubeconfig(world.admin)
@@ -142,7 +145,13 @@ async def test_an_edit_at_the_site_is_reverted_from_the_watch_not_at_the_resync(
         )
         async with kamaji.Simulator(str(world.admin), ready_delay=0.2):
             await _status(hub, "edited", "Ready", within=60)
-            edit = {"kubernetes": {"version": "v1.20.0"}, "controlPlane": {"deployment": {"replicas": 5}}}
+            edit = {
+                "kubernetes": {"version": "v1.20.0"},
+                "controlPlane": {
+                    "deployment": {"replicas": 5},
+                    "service": {"additionalMetadata": {"labels": {"owner": "site-admin"}}},
+                },
+            }
             await site.patch(TCP, "edited", {"spec": edit}, namespace=NAMESPACE)
 
             async def reverted() -> bool:
@@ -154,6 +163,14 @@ async def test_an_edit_at_the_site_is_reverted_from_the_watch_not_at_the_resync(
             await helpers.eventually(reverted, within=60)  # the resync would come after 1 h
             ready = await _status(hub, "edited", "Ready", within=60)
         assert ready.version == "v1.31.0"
+        obj = await site.get(TCP, "edited", namespace=NAMESPACE)
+        assert obj["spec"]["controlPlane"]["service"]["additionalMetadata"]["labels"] == {
+            "owner": "site-admin"
+        }
+        managers = {(e["manager"], e["operation"]): e["fieldsV1"] for e in obj["metadata"]["managedFields"]}
+        ours = managers[("kamaji-broker-agent", "Apply")]["f:spec"]
+        assert "f:version" in ours["f:kubernetes"] and "f:replicas" in ours["f:controlPlane"]["f:deployment"]
+        assert "f:additionalMetadata" not in ours["f:controlPlane"]["f:service"]
         _, metrics = await proc.get("/metrics")
         assert "kb_agent_drift_reverted_total 1.0" in metrics
     finally:
