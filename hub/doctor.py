@@ -18,7 +18,7 @@ from common.doctor import credchecks, kubechecks, natschecks, process, results, 
 from common.doctor.results import Result
 from common.doctor.running import Step
 from common.kube import resources, reviews
-from hub import operatormode, rbac
+from hub import grants, operatormode
 from hub.settings import HubSettings
 from protocol import errors, keys, natsjwt, permissions, streams
 
@@ -28,14 +28,9 @@ CRDS = (
     "remotekamajicontrolplanetemplates.controlplane.cluster.x-k8s.io",
     "sites.kamaji-broker.io",
 )
-CLUSTER_SCOPED = frozenset({"sites"})
 
 
 class HubDoctor(process.Doctor):
-    rbac_fix = (
-        "grant them in the hub's ClusterRole kamaji-broker-hub: `kubectl apply -f deploy/hub/rbac.yaml` "
-        "(rules from hub/rbac.py)"
-    )
     crd_fix = "install the CRDs: `kubectl apply -k deploy/crds`"
 
     def __init__(self, settings: HubSettings) -> None:
@@ -73,26 +68,22 @@ class HubDoctor(process.Doctor):
             return f"a hub user minted from --nats-operator-dir {s.nats_operator_dir}"
         return f"--nats-creds {s.nats_creds}" if s.nats_creds is not None else f"--nats-seed {s.nats_seed}"
 
-    def accesses(self) -> tuple[reviews.Access, ...]:
+    def grants(self) -> tuple[grants.Grant, ...]:
         s = self.hub
-        others = tuple(r for r in rbac.RULES if r[1] != "leases")
-        asked = kubechecks.accesses(others, s.watch_namespaces, cluster_scoped=CLUSTER_SCOPED)
-        if s.leader_elect:
-            leases = tuple(r for r in rbac.RULES if r[1] == "leases")
-            asked += kubechecks.accesses(leases, [s.lease_namespace])
-        return asked
+        bootstrap = (s.bootstrap_namespace or s.lease_namespace) if s.nats_operator_dir else ""
+        lease = s.lease_namespace if s.leader_elect else ""
+        return grants.grants(s.watch_namespaces, lease_namespace=lease, bootstrap_namespace=bootstrap)
+
+    def accesses(self) -> tuple[reviews.Access, ...]:
+        asked = (kubechecks.accesses(g.rules, g.namespaces) for g in self.grants())
+        return tuple(sorted({a for some in asked for a in some}))
 
     def rbac_fix_for(self, denied: Sequence[reviews.Access]) -> str:
-        """The Lease is granted by a Role in --lease-namespace, the rest by the ClusterRole."""
-        fixes = [self.rbac_fix] if any(a.resource != "leases" for a in denied) else []
-        if any(a.resource == "leases" for a in denied):
-            ns = self.hub.lease_namespace
-            fixes.append(
-                f"grant the Lease in the Role kamaji-broker-hub-leader-election in namespace {ns}, bound "
-                f"to the hub's ServiceAccount by the RoleBinding of that name: `kubectl apply -n {ns} -f "
-                "deploy/hub/rbac.yaml`"
-            )
-        return "; ".join(fixes)
+        """What grants the refused ones: the ClusterRoles (bound cluster-wide or, for a hub that
+        watches some namespaces, in each of them) or the Roles in the hub's own namespace."""
+        refused = set(denied)
+        fixes = [g.fix for g in self.grants() if refused & set(kubechecks.accesses(g.rules, g.namespaces))]
+        return "; ".join(dict.fromkeys(fixes))
 
     def crd_names(self) -> tuple[str, ...]:
         return CRDS

@@ -1,7 +1,8 @@
 """deploy/hub: the kustomize base builds, every document validates, and it fits the hub's code.
 
-RBAC equals ``hub.rbac.RULES``; the Deployment's flags and environment load into ``HubSettings``
-with the files its Secret volumes provide, made by the operator commands of the walkthrough.
+RBAC equals ``hub.rbac``'s rules, each scope in its own role; the Deployment's flags and
+environment load into ``HubSettings`` with the files its Secret volumes provide, made by the
+operator commands of the walkthrough.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hub import crdgen, operatormode, rbac
+from hub import crdgen, grants, operatormode, rbac
 from hub.settings import HubSettings
 from kamaji_broker import cli, flags
 from tests.deploy import manifests as m
@@ -36,8 +37,9 @@ def test_every_document_validates(docs: list[dict[str, Any]]) -> None:
         [
             "Namespace", "CustomResourceDefinition", "CustomResourceDefinition", "CustomResourceDefinition",
             "ServiceAccount",
-            "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
-            "Role", "RoleBinding", "Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget",
+            "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
+            "ClusterRoleBinding", "Role", "Role", "RoleBinding", "RoleBinding",
+            "Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget",
         ]
     )  # fmt: skip
     for doc in docs:
@@ -72,11 +74,20 @@ def _aggregated(role: Mapping[str, Any]) -> bool:
     return (role["metadata"].get("labels") or {}).get(AGGREGATE) == "true"
 
 
+def role(docs: list[dict[str, Any]], kind: str, name: str) -> Mapping[str, Any]:
+    [found] = [r for r in m.of_kind(docs, kind) if r["metadata"]["name"] == name]
+    return found
+
+
 def test_rbac_is_exactly_what_the_hub_uses(docs: list[dict[str, Any]]) -> None:
     roles = [r for r in m.of_kind(docs, "ClusterRole") if not _aggregated(r)] + m.of_kind(docs, "Role")
     assert m.granted(roles) == m.declared(rbac.RULES)
-    # Leases only in the hub's namespace; everything else cluster-wide (RKCPs in any namespace).
-    assert {r[1] for r in m.granted(m.of_kind(docs, "Role"))} == {"leases"}
+    # Each scope in its role: what a watched namespace needs, the cluster-scoped Sites, and the
+    # Lease and bootstrap Secrets in the hub's own namespace only.
+    assert m.granted([role(docs, "ClusterRole", grants.HUB_ROLE)]) == m.declared(rbac.NAMESPACED)
+    assert m.granted([role(docs, "ClusterRole", grants.SITES_ROLE)]) == m.declared(rbac.CLUSTER)
+    assert m.granted([role(docs, "Role", grants.LEASE_ROLE)]) == m.declared([rbac.LEASES])
+    assert m.granted([role(docs, "Role", grants.BOOTSTRAP_ROLE)]) == m.declared([rbac.BOOTSTRAP_SECRETS])
     deployment = m.one(docs, "Deployment")
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
     capi_roles = {r["metadata"]["name"] for r in m.of_kind(docs, "ClusterRole") if _aggregated(r)}

@@ -164,7 +164,7 @@ def can_i_list(w: Topology, cluster: str, user: str, namespace: str) -> set[audi
 @pytest.mark.parametrize(
     ("cluster", "user", "namespace", "rules"),
     [
-        ("mgmt", HUB, "default", [r for r in hub_rbac.RULES if r[1] != "leases"]),
+        ("mgmt", HUB, "default", hub_rbac.NAMESPACED + hub_rbac.CLUSTER),
         ("mgmt", HUB, installs.SYSTEM_NAMESPACE, hub_rbac.RULES),
         (SITE, AGENT, "tenants", agent_rbac.RULES),
         (SITE, AGENT, installs.SYSTEM_NAMESPACE, agent_rbac.IDENTITY_RULES),
