@@ -62,7 +62,7 @@ class Broker(Installs):
             "--nats-ca-file", str(self.nats_ca_file),
             "--signing-key", str(self.keys_dir / "signing.key"),
             "--sealing-keys", str(self.keys_dir / "sealing"),
-            "--all-namespaces",
+            *self._hub_scope(),
             "--sites", ",".join(self.sites),
             "--heartbeat-interval", str(self.options.heartbeat_interval),
             "--stream-replicas", str(self.stream_replicas),
@@ -75,6 +75,10 @@ class Broker(Installs):
                 "--lease-duration", str(self.options.lease_duration), "--identity", name,
             ]  # fmt: skip
         return self._spawn(name, args, health_url=self.hub_health_urls[name])
+
+    def _hub_scope(self) -> list[str]:
+        watched = self.options.hub_namespaces
+        return ["--namespaces", ",".join(watched)] if watched else ["--all-namespaces"]
 
     def _start_agents(self) -> list[processes.Child]:
         return [self._agent(site) for site in self.sites]

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sandbox.launcher import processes
+from sandbox.launcher import overlays, processes
 from sandbox.launcher.clusters import Clusters
 from sandbox.launcher.natsnodes import NatsNodes
 from sandbox.launcher.options import MGMT
@@ -71,15 +71,29 @@ class Installs(NatsNodes, Clusters):
         await asyncio.gather(self.install_hub(MGMT), *(self._install_agent(s) for s in self.sites))
 
     async def install_hub(self, cluster: str) -> None:
-        """``kubectl apply --server-side -k deploy/hub`` on ``cluster``, and the kubeconfig of
-        the ServiceAccount it created (``hub_kubeconfig``)."""
+        """``kubectl apply --server-side -k deploy/hub`` on ``cluster`` (with ``hub_namespaces``,
+        ``-k`` of the overlay ``overlays.namespaced`` writes), and the kubeconfig of the
+        ServiceAccount it created (``hub_kubeconfig``)."""
         real = self.real_clusters[cluster]
         args = [str(real.binaries.kubectl), "--kubeconfig", str(self.kubeconfig(cluster)), "apply"]
-        args += ["--server-side", "--force-conflicts", "-k", str(DEPLOY / "hub")]
+        args += ["--server-side", "--force-conflicts", "-k", str(self._hub_kustomization())]
         await asyncio.to_thread(processes.run, args, log=self.log("setup"))
         await real.service_account_kubeconfig(
             namespace=SYSTEM_NAMESPACE, name=HUB_SERVICE_ACCOUNT, path=self.hub_kubeconfig(cluster)
         )
+
+    def _hub_kustomization(self) -> Path:
+        watched = self.options.hub_namespaces
+        if not watched:
+            return DEPLOY / "hub"
+        overlay = self.directory / "hub-namespaced"
+        overlay.mkdir(exist_ok=True)
+        files = overlays.namespaced(
+            watched, overlay=overlay, deploy=DEPLOY, system_namespace=SYSTEM_NAMESPACE
+        )
+        for name, text in files.items():
+            (overlay / name).write_text(text)
+        return overlay
 
     async def _install_agent(self, site: str) -> None:
         values = self._agent_values(site)

@@ -32,6 +32,10 @@ class Options:
     """The target namespace at every site."""
     rkcp_namespaces: tuple[str, ...] = ("default",)
     """Management namespaces the sites' ``Site`` objects let place control planes in ``namespace``."""
+    hub_namespaces: tuple[str, ...] = ()
+    """Management namespaces the hub watches (``--namespaces``), installed on real clusters with
+    the component deploy/hub/namespaced (a RoleBinding in each); empty: every namespace
+    (``--all-namespaces``, deploy/hub as it is)."""
     heartbeat_interval: float = 10.0
     """Seconds between the hub's and the agents' heartbeats."""
     env: Mapping[str, str] = field(default_factory=dict)

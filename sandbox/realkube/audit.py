@@ -1,7 +1,8 @@
 """What a user did on a real cluster, read from kube-apiserver's audit log (``Cluster.audit_log``).
 
 Pure: lines in, sets out. A request is ``Use(group, resource, verb)`` with ``resource`` as RBAC
-names it (``sites/status`` for a subresource); ``refused`` are those the authorizer answered 403.
+names it (``sites/status`` for a subresource); ``refused`` are those the authorizer answered 403;
+``where`` says in which namespace each was made ("": cluster-wide, or a cluster-scoped kind).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Use", "expand", "refused", "used"]
+__all__ = ["Use", "expand", "refused", "used", "where"]
 
 
 @dataclass(frozen=True, order=True)
@@ -24,7 +25,11 @@ class Use:
 
 
 def _uses(lines: Iterable[str], user: str, *, codes: tuple[int, ...] | None) -> set[Use]:
-    found: set[Use] = set()
+    return {use for use, _ in _scoped(lines, user, codes=codes)}
+
+
+def _scoped(lines: Iterable[str], user: str, *, codes: tuple[int, ...] | None) -> set[tuple[Use, str]]:
+    found: set[tuple[Use, str]] = set()
     for line in lines:
         if not line.strip():
             continue
@@ -36,7 +41,7 @@ def _uses(lines: Iterable[str], user: str, *, codes: tuple[int, ...] | None) -> 
         if codes is not None and code not in codes:
             continue
         resource = ref.get("resource", "") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
-        found.add(Use(ref.get("apiGroup", ""), resource, event["verb"]))
+        found.add((Use(ref.get("apiGroup", ""), resource, event["verb"]), ref.get("namespace", "")))
     return found
 
 
@@ -48,6 +53,12 @@ def used(lines: Iterable[str], user: str) -> set[Use]:
 def refused(lines: Iterable[str], user: str) -> set[Use]:
     """What ``user`` was forbidden (403): a right its RBAC lacks."""
     return _uses(lines, user, codes=(403,))
+
+
+def where(lines: Iterable[str], user: str) -> set[tuple[Use, str]]:
+    """Every (use, namespace) of ``user``'s requests, allowed or not; "" for a request made
+    cluster-wide (a list or watch of every namespace) or of a cluster-scoped kind."""
+    return _scoped(lines, user, codes=None)
 
 
 def expand(rules: Iterable[tuple[str, str, tuple[str, ...]]]) -> set[Use]:

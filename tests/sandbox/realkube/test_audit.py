@@ -13,9 +13,18 @@ HUB = "system:serviceaccount:kb:hub"
 
 
 def line(
-    user: str, verb: str, *, group: str = "", resource: str = "secrets", sub: str = "", code: int = 200
+    user: str,
+    verb: str,
+    *,
+    group: str = "",
+    resource: str = "secrets",
+    sub: str = "",
+    code: int = 200,
+    namespace: str = "",
 ) -> str:
     ref: dict[str, Any] = {"resource": resource, "apiGroup": group} if resource else {}
+    if namespace:
+        ref["namespace"] = namespace
     if sub:
         ref["subresource"] = sub
     event: dict[str, Any] = {"user": {"username": user}, "verb": verb, "responseStatus": {"code": code}}
@@ -54,3 +63,9 @@ def test_expand_makes_one_use_per_verb() -> None:
         audit.Use("", "secrets", "get"), audit.Use("", "secrets", "list"), audit.Use("x.io", "*", "patch")
     }  # fmt: skip
     assert str(audit.Use("x.io", "sites/status", "patch")) == "patch sites/status.x.io"
+
+
+def test_where_says_the_namespace_of_each_request() -> None:
+    lines = [line(HUB, "watch", namespace="team-a"), line(HUB, "list"), line("other", "get", namespace="x")]
+    secrets = audit.Use("", "secrets", "watch"), audit.Use("", "secrets", "list")
+    assert audit.where(lines, HUB) == {(secrets[0], "team-a"), (secrets[1], "")}
