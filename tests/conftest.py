@@ -17,6 +17,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import hypothesis
 import pytest
 import yaml
 
@@ -28,6 +29,13 @@ from sandbox.realkube import binaries as kube_binaries
 from tests import topologies
 from tests.helpers import nats_tls, options
 from tests.hub import clusters as hub_clusters
+
+# Speed is measured by bench/, never asserted: Hypothesis's per-example deadline and its "input
+# generation is slow" check are timings, and fail under load (two ``make test`` side by side).
+hypothesis.settings.register_profile(
+    "kamaji-broker", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+hypothesis.settings.load_profile("kamaji-broker")
 
 CRD_DIR = Path(__file__).resolve().parents[1] / "sandbox" / "crds"
 _TESTS = Path(__file__).resolve().parent
