@@ -1,4 +1,4 @@
-"""The agent's own NATS identity in operator mode (issue 16): bootstrap like a CSR, renew in-band.
+"""The agent's own NATS identity in operator mode: bootstrap like a CSR, renew in-band.
 
 Talks to the site's API server (the identity Secret, through ``common.kube``) and to the hub's
 credential service over NATS (``common.bus``): once with the bootstrap .creds on a connection of

@@ -1,4 +1,4 @@
-"""The agent's heartbeat: liveness and a summary on ``kb.site.<site>`` every interval (DESIGN §5 agent 5).
+"""The agent's heartbeat: liveness and a summary on ``kb.site.<site>`` every interval.
 
 ``new_heartbeat`` is the pure constructor; ``Heartbeat`` is the shell that gathers the counts
 (from callables the agent wires to its loops), probes whether the site serves Kamaji's
@@ -98,7 +98,7 @@ class Heartbeat:
         self._failing = False
 
     async def run(self) -> None:
-        """Beat every ``heartbeat_interval`` seconds (DESIGN: 10 s; the hub judges liveness from it), on a
+        """Beat every ``heartbeat_interval`` seconds (default 10 s; the hub judges liveness from it), on a
         fixed schedule, until cancelled."""
         loop = asyncio.get_running_loop()
         due = loop.time()

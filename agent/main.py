@@ -56,7 +56,7 @@ class Agent(service.Service):
         kube = self.kube = await ckube.connect(in_cluster=s.in_cluster, kubeconfig=s.kubeconfig)
         self.spawn("kube-probe", lambda: self._probe_kube(kube))
         identity = None
-        if s.operator_mode:  # our own key, a JWT from the Secret or bootstrapped (issue 16)
+        if s.operator_mode:  # our own key, a JWT from the Secret or bootstrapped
             self.credential = credential.Credential(
                 s, kube=kube, readiness=self.readiness, metrics=self.metrics
             )

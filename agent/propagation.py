@@ -1,4 +1,4 @@
-"""Labels and annotations propagated from the RKCP to its TCP (issue 13 §1), beside the agent's own.
+"""Labels and annotations propagated from the RKCP to its TCP, beside the agent's own.
 
 The hub puts the RKCP's labels and annotations into the intent (``hub.mapping.tcp_metadata``),
 as the Kamaji CAPI provider copies its KamajiControlPlane's onto the TCP. The TCP's metadata is

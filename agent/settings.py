@@ -86,7 +86,7 @@ class AgentSettings(ProcessSettings):
 
     @property
     def operator_mode(self) -> bool:
-        """The agent keeps its own key and asks the hub for its JWTs (issue 16)."""
+        """The agent keeps its own key and asks the hub for its JWTs."""
         return self.nats_identity_secret is not None
 
     @property

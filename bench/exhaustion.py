@@ -1,4 +1,4 @@
-"""Benchmark of one site's exhaustion attack (issue 10, finding 4): what it costs the store and
+"""Benchmark of one site's exhaustion attack: what it costs the store and
 the hub.
 
 Runs, as real processes, nats-server configured by ``kamaji-broker nats-config`` (sites site-a

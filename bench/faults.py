@@ -1,4 +1,4 @@
-"""Benchmark of self-healing (issue 11): per fault scenario, the seconds from lifting the fault to
+"""Benchmark of self-healing: per fault scenario, the seconds from lifting the fault to
 convergence.
 
 Runs the fault suite (``tests/faults``: real nats-server, emulated clusters, Kamaji simulators,

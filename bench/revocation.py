@@ -1,4 +1,4 @@
-"""Benchmark of revocation (issue 16): `kubectl delete site` to the site's agent thrown off NATS.
+"""Benchmark of revocation: `kubectl delete site` to the site's agent thrown off NATS.
 
 Runs the sandbox topology as processes (``sandbox.launcher``, operator mode: nats-server, emulated
 clusters, Kamaji simulators, the hub, an agent per site), places control planes at the victim
@@ -10,7 +10,7 @@ management cluster and measures, from the moment kubectl returns:
 - ``condition_s``: until every RKCP placed there shows ``SiteConnected=False``,
   ``CredentialsRevoked``;
 
-and that the other site's agent stayed connected throughout. The issue's bound is 5 s for the
+and that the other site's agent stayed connected throughout. The target is 5 s for the
 first; the suite asserts the behaviour (tests/hub/test_operator_process.py), never the time.
 
 Run: ``.venv/bin/python bench/revocation.py [--runs 3] [--control-planes 3]``. Prints one JSON

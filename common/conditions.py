@@ -12,7 +12,7 @@ schema comes from one place) and the pure functions over a list of them:
 Talks to nothing and reads no clock: every timestamp is passed in as ``now`` (an aware
 datetime), so the reconcile functions that use these stay pure and table-testable.
 
-**No secret material in a condition, ever** (DESIGN §4): conditions are world-readable to anyone
+**No secret material in a condition, ever**: conditions are world-readable to anyone
 who may ``get`` the object, end up in ``kubectl describe``, events and support bundles. Write
 reasons and short human messages (``"TCP tenants/cp1 reports Ready"``), never a kubeconfig, key,
 token or certificate. ``new_condition`` redacts a message that looks like one anyway, as a

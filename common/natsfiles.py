@@ -8,7 +8,7 @@
     DIR/observer.nk, .pub    ``kamaji-broker status``'s read-only user (``permissions.for_observer``)
     DIR/sites/<site>.nk      a site's NKey seed (0600): hand it to that site's agent only
     DIR/sites/<site>.pub     its public key
-    DIR/sites/<site>.conf    its user block with exactly the permissions of DESIGN §4
+    DIR/sites/<site>.conf    its user block with exactly the permissions of ``protocol.permissions``
     DIR/tls/                 with ``--tls-generate``: CA and server certificate (``common.tlsfiles``)
 
 With ``auth="operator"`` (NATS decentralized authentication) there is no auth.conf, no hub

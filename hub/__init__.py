@@ -1,6 +1,6 @@
 """The hub: Cluster API control-plane provider for RemoteKamajiControlPlane, working through NATS.
 
-Runs in the management cluster (DESIGN §2-§5). The pure foundations:
+Runs in the management cluster. The pure foundations:
 
 api         the RemoteKamajiControlPlane models (spec, status, conditions) and the Cluster fields read
 crdgen      the CRD in deploy/crds/, generated from ``api`` (``python -m hub.crdgen [--check]``)

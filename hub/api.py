@@ -1,4 +1,4 @@
-"""The management-cluster API of a control plane: RemoteKamajiControlPlane (DESIGN §2).
+"""The management-cluster API of a control plane: RemoteKamajiControlPlane.
 
 Owns the pydantic v2 models of ``controlplane.cluster.x-k8s.io/v1alpha1``
 ``RemoteKamajiControlPlane`` (spec, status, and the object around them), its names and the
@@ -37,8 +37,8 @@ OWNER_UID_ANNOTATION: Final = "kamaji-broker.io/owner-uid"
 """The owner identity the site knows the control plane by: the uid the hub first saw, stamped
 once; ``clusterctl move`` carries it to the new object (``hub.reconcile.owner``)."""
 
-# Condition types an RKCP shows (DESIGN §2; Paused and Ready from issue 5; RollingOut, ScalingUp
-# and ScalingDown from issue 13, as CAPI v1beta2 names them).
+# Condition types an RKCP shows (Paused, Ready, RollingOut, ScalingUp and ScalingDown as CAPI
+# v1beta2 names them).
 AVAILABLE: Final = "Available"
 """The control plane serves (``status.ready``, not deleting); False: reason NotAvailable, the cause."""
 READY: Final = "Ready"

@@ -4,7 +4,7 @@
 ``DecryptError`` why one cannot be used. ``Boxes`` keeps boxes, still sealed, within a byte
 budget: ``hub.observations`` keeps, takes and drops them as it records, forgets and supersedes,
 so that writing a box the hub's consumer just delivered, or ``hub.intake.Intake.load`` just read,
-needs no second read of the site's stream (issue 15). Only the ``SealedSecrets`` message is
+needs no second read of the site's stream. Only the ``SealedSecrets`` message is
 kept, never what it opens to: its ciphertext is sealed to the hub's keys, as it is in the
 stream. A kept box is a copy, never the only one: the stream keeps every box until it is
 superseded or purged, so whatever is not kept (over the budget, dropped, or lost with the

@@ -10,7 +10,7 @@ Listens to nothing and emits one thing: the coordinates whose observation change
 which streams to consume and ``Deps.maps`` whether an RKCP maps to a message's coordinates: one
 no RKCP maps to is counted, never decoded, opened or kept (the stream is the compacted log and
 keeps it, and ``Intake.load`` reads it back when an RKCP appears), so a site cannot grow the
-hub's memory by publishing (issue 10). The rest is recorded and announced; what cannot be used
+hub's memory by publishing. The rest is recorded and announced; what cannot be used
 is counted and dropped.
 
 Nothing is acknowledged: the consumer has no acks (``protocol.streams.hub_consumer``), so the

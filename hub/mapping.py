@@ -1,6 +1,6 @@
 """RemoteKamajiControlPlane (+ its owner Cluster) → TenantControlPlane spec, and where it lives.
 
-Owns the field mapping of DESIGN §2, which follows the reference provider
+Owns the field mapping from RKCP to TCP, which follows the reference provider
 (clastix/cluster-api-control-plane-provider-kamaji): ``tcp_spec`` is the exact ``spec`` the hub
 puts into a provision intent, and ``coordinates`` is the (site, namespace, name) it goes to.
 Pure and deterministic: equal inputs give equal dicts, so the hub can compare the desired spec
@@ -66,7 +66,7 @@ def kubernetes_version(version: str) -> str:
 def _kubernetes(spec: api.Spec) -> dict[str, Any]:
     kubernetes: dict[str, Any] = {
         "version": kubernetes_version(spec.version),
-        # Model defaults fill what the user left out: DESIGN's kubelet default, field by field.
+        # Model defaults fill what the user left out: the kubelet default, field by field.
         "kubelet": spec.kubelet.to_dict(),
     }
     if spec.admission_controllers is not None:

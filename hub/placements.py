@@ -6,7 +6,7 @@ the placement is granted and otherwise the ``NotAuthorized`` message, naming the
 namespace and the target namespace (never anything secret). The RKCP controller asks it on
 every reconcile; an RKCP it refuses gets ``Ready=False/NotAuthorized`` and no intent.
 
-The rule (DESIGN §4): a site without a ``Site`` object accepts nothing; otherwise a placement is
+The rule: a site without a ``Site`` object accepts nothing; otherwise a placement is
 granted when the target namespace equals the RKCP's own namespace (``spec.sameNamespace``,
 default true) or when one entry of ``spec.placements`` names both namespaces.
 """

@@ -3,7 +3,7 @@
 A label is 1 to 63 characters of lower-case letters, digits and '-', starting and ending with an
 alphanumeric. This excludes '.', '*', '>' and whitespace, which NATS treats as subject syntax.
 The whole string must match (``fullmatch``): with ``re.match``, the ``$`` of ``PATTERN`` also
-matches before a final newline, and ``site-c\n`` passed (issue 10). ``PATTERN`` keeps ``^...$``
+matches before a final newline, and ``site-c\n`` passed. ``PATTERN`` keeps ``^...$``
 for JSON schemas, whose engines read ``$`` as the end of the text.
 """
 

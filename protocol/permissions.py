@@ -1,4 +1,4 @@
-"""NATS permissions of each identity (DESIGN §4), as data the server configuration is made from,
+"""NATS permissions of each identity, as data the server configuration is made from,
 and ``intersects``, the subject-pattern test that proves them (tests/security/test_grants.py).
 
 Every grant has an exact token count: no ``>``, and no ``*`` where a longer or differently
@@ -7,7 +7,7 @@ subscribes each consumer to ``$JS.ACK.<stream>.<consumer>.>``, and a ``+NXT`` bo
 any subject that subscription matches is a pull request on that consumer. The former grant
 ``$JS.ACK.*.*.<intents>.agent-<site>.>`` matched ``$JS.ACK.KB_STATUS.hub-status.KB_INTENTS.
 agent-site-a.1.1.1``, so site-a could pull (read, and starve until ack-wait) the hub's statuses
-and sealed secrets and other sites' intents (issue 10).
+and sealed secrets and other sites' intents.
 
 A site may publish:
 
@@ -16,7 +16,7 @@ A site may publish:
 - the JetStream API of its own consumer: ``$JS.API.CONSUMER.MSG.NEXT|INFO|RESET.<intents>.
   agent-<site>`` (no create, update or delete: the hub makes consumers). RESET (nats-server
   2.14+) moves only this consumer's own position: the agent replays its current intents when it
-  starts, its relist (issue 11: a TCP deleted while the agent was down);
+  starts, its relist (so that a TCP deleted while the agent was down is recreated);
 - the ack subjects of its own consumer, in the one form nats-server sends
   (``$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<timestamp>.<pending>``,
   nine tokens; checked against nats-server 2.15, which sends it with or without a JetStream
@@ -24,7 +24,7 @@ A site may publish:
   the agent's acks loudly, with a PermissionDenied naming the subject, and the positive tests
   in tests/common/bus/test_permissions.py and tests/security/test_nats_attacks.py);
 - Direct Get of the latest message on its own intent subjects
-  (``$JS.API.DIRECT.GET.<intents>.<prefix>.intent.<site>.*.*``), a grant beyond DESIGN §4 so
+  (``$JS.API.DIRECT.GET.<intents>.<prefix>.intent.<site>.*.*``), beyond what applying needs, so
   that anti-entropy can tell a TenantControlPlane whose intent was purged (an orphan) and
   re-read the desired spec of a drifted one. (A request body on these subjects selects
   nothing else: the server answers 408 Bad Request.)

@@ -8,7 +8,7 @@ window for ``Nats-Msg-Id`` de-duplication:
     KB_SITE_<site>      kb.status.<site>.>  kb.secret.<site>.>    written by the agent of <site>
                         kb.site.<site>
 
-Why one inbound stream per site (issue 10): a shared inbound stream has one set of limits for
+Why one inbound stream per site: a shared inbound stream has one set of limits for
 every site, so one site can fill it and the store; a stream of its own gives each site a quota
 the server enforces (``SiteLimits``: message size, message count, bytes, discard new) and a site
 at its quota is refused on publish while every other site is untouched. The subjects are the
@@ -43,7 +43,7 @@ AGENT_ACK_WAIT_SECONDS: Final = 5.0
 
 Short, because it is how long intents fetched by an agent that died (SIGKILL, OOM, node lost)
 wait before its successor gets them: with 30 s a restarted agent sat idle for up to half a
-minute (issue 11 §7). A live agent keeps every intent it holds (queued or being applied) with
+minute. A live agent keeps every intent it holds (queued or being applied) with
 in-progress acks every third of this (``agent.apply.keeper``), so a slow apply is not
 redelivered; if one is anyway (a stalled event loop), applying is idempotent."""
 

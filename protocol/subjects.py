@@ -88,7 +88,7 @@ def site_filter(kind: Kind, site: str, *, prefix: str = DEFAULT_PREFIX) -> str:
 
     With the exact token count, never ``>``: the same pattern is a stream's subjects, a
     consumer's filter and a site's publish grant, and none of them may admit a longer subject
-    (issue 10: a grant that can be extended reaches other consumers)."""
+    (a grant that can be extended reaches other consumers)."""
     if kind is Kind.SITE:
         return heartbeat(site, prefix=prefix)
     return f"{check_prefix(prefix)}.{kind.value}.{labels.check(site, field='site')}.*.*"

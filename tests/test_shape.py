@@ -2,7 +2,7 @@
 
 Measured on the product packages (not tests, not bench): a module over ``MODULE_LINES`` lines, a
 function over ``FUNCTION_LINES`` lines or a constructor taking more than ``CONSTRUCTOR_PARAMS``
-parameters fails here, naming the place and what it measures (issue 12).
+parameters fails here, naming the place and what it measures.
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ def observes_first(intent: messages.Intent, known: bool | None) -> bool:
 
     A provision the complete cache has no managed TCP for is decided as absent, without a GET:
     for a first provision that GET was always a 404 and a large share of the agent's cost per
-    control plane (issue 15). The create that follows is the check: ``exists_after_all`` sends
+    control plane. The create that follows is the check: ``exists_after_all`` sends
     the intent back through the GET. A delete is always read first: what it deletes, if
     anything, depends on whose TCP is there, and its precondition is that TCP's uid.
     """
@@ -144,7 +144,7 @@ def decide_unobserved(intent: messages.Intent, *, ctx: Context) -> Decision | No
         return Decision(Result.WRONG_SITE, settle=Settle.TERM)
     if ctx.namespaces and intent.namespace not in ctx.namespaces:
         if intent.op == "delete":
-            # Nothing to delete means deleted (issue 11 §4): this agent never creates a TCP in a
+            # Nothing to delete means deleted: this agent never creates a TCP in a
             # namespace it does not serve, so the owner's TCP does not exist here. Refusing it
             # too would leave the RKCP the site refused waiting for a Deleted forever.
             return Decision(Result.DELETED, report=_gone(intent))
@@ -207,7 +207,7 @@ def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, 
 def _replace(
     intent: messages.Intent, observed: Mapping[str, Any], ours: tcps.Applied, *, where: str
 ) -> Decision:
-    """Delete the TCP of an earlier owner the hub released (issue 11 §3), then apply the intent.
+    """Delete the TCP of an earlier owner the hub released, then apply the intent.
 
     Only an owner the signed intent names in ``replaces``: the hub lists the owners whose
     deletion it released and the site never applied, nobody else. Settled with an immediate

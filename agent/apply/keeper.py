@@ -2,7 +2,7 @@
 
 The agent's consumer has a short ack wait (``protocol.streams.AGENT_ACK_WAIT_SECONDS``) so that
 intents an agent fetched and never settled, because it died, reach its successor within
-seconds (issue 11 §7). A live agent holds intents longer than that: a batch is fetched at once
+seconds. A live agent holds intents longer than that: a batch is fetched at once
 and waits in per-TCP queues, behind the API server or behind a delete that waits for Kamaji's
 finalizers. The keeper sends an in-progress (``+WPI``) for every held delivery that was not
 touched for a third of the ack wait, all in one round trip, so the server never redelivers an

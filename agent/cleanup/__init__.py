@@ -1,4 +1,4 @@
-"""Anti-entropy: re-apply drifted TCP specs and handle orphans (DESIGN §5 agent 3).
+"""Anti-entropy: re-apply drifted TCP specs and handle orphans.
 
 orphans     pure: (managed TCPs, latest intent per subject, caught up?, clocks, now) → actions, Events
 reading     NATS: the latest intent per subject (Direct Get, verified), whether the consumer caught up

@@ -1,4 +1,4 @@
-"""The cleanup (anti-entropy) loop's shell: observe, decide once, execute (DESIGN §5 agent 3).
+"""The cleanup (anti-entropy) loop's shell: observe, decide once, execute.
 
 A pass lists this site's managed TCPs (label selector, per target namespace or cluster-wide),
 reads the latest intent on each TCP's subject (``reading.IntentReader``: Direct Get, verified),
@@ -115,7 +115,7 @@ class CleanupLoop:
     async def revert(self, namespace: str, name: str) -> bool:
         """Apply the latest intent again to a TCP whose fields we own were changed at the site.
 
-        Called by the status loop from its watch (issue 11 §5: within a second of the edit, not
+        Called by the status loop from its watch (within a second of the edit, not
         at the next pass). Only the intent the TCP already runs is applied again; a newer one is
         the apply loop's. True when a patch reverted something.
         Raises BusError (Direct Get) or KubeError (the patch kept conflicting, or failed).

@@ -176,8 +176,8 @@ def recreate(latest: Found, vanished: tcps.Applied | None) -> dict[str, Any] | N
     """The TCP to create again for one that vanished (annotations ``vanished``), or None.
 
     Only the latest intent's word counts: a provision for the vanished TCP's owner, as new as
-    the one it ran or newer, is still the hub's wish, so the site converges back to it (issue
-    11 §1). Anything else (no message, one that does not verify, a delete, another owner's
+    the one it ran or newer, is still the hub's wish, so the site converges back to it.
+    Anything else (no message, one that does not verify, a delete, another owner's
     intent, an older one) leaves the TCP gone: the apply loop handles new intents, and the
     Deleted report is then the truth.
     """

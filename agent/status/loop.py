@@ -53,7 +53,7 @@ Revert = Callable[[str, str], Awaitable[bool]]
 
 
 class StatusLoop:
-    """Report every managed TCP of the site to the hub (DESIGN §5 agent 2, issue 4 §4).
+    """Report every managed TCP of the site to the hub.
 
     Reads ``site``, ``target_namespaces`` (empty: one cluster-wide watch per kind) and
     ``status_min_interval`` from the settings.

@@ -5,7 +5,7 @@ Owns, per RKCP, what the gauges count it as (a ``Standing``) and the loop time o
 update (the publish of a provision intent for a newer generation than the subject held), until
 the site runs it Ready. The reconcile hands over each RKCP it finished (``Fleet.reconciled``)
 and each it forgot (``Fleet.forget``): one dictionary step and at most two gauge moves each,
-never a scan, so a reconcile costs what it did (issue 15). ``standing``, ``update_generation`` and
+never a scan, so the gauges add next to nothing to a reconcile. ``standing``, ``update_generation`` and
 ``ready_generation`` are pure. Talks to nothing but ``hub.metrics``.
 
 Labels are sites and phases only (bounded: the protocol's phases and the hub's three below),

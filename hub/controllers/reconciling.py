@@ -245,7 +245,7 @@ class Reconciler:
         # reads the streams unless they are known to hold nothing for these coordinates),
         # whatever the consumer recorded before: a restarted hub's consumer never delivers
         # again what the previous process was sent (the sealed secrets, typically), however
-        # many newer statuses it delivers first (issue 11 §2).
+        # many newer statuses it delivers first.
         seen = await self.deps.intake.load(coords)
         if seen is None:
             return rkcp.SiteReport()

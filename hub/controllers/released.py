@@ -1,4 +1,4 @@
-"""Released deletions until the site confirms them, then their subjects are purged (issue 11 §6).
+"""Released deletions until the site confirms them, then their subjects are purged.
 
 Owns the set of (coordinates, owner uid, delete intent sequence) of deletions the
 site-unavailable timeout released: the RKCP is gone, its delete intent waits in the stream.

@@ -1,7 +1,7 @@
-"""Deletions the site-unavailable timeout released: when their subjects go (issue 11 §6). Pure.
+"""Deletions the site-unavailable timeout released: when their subjects go. Pure.
 
 A released deletion leaves the owner's delete intent in the stream for the site to apply when
-it returns (DESIGN §5, hub 4): the RKCP and its finalizer are gone, so no reconcile of it ever
+it returns: the RKCP and its finalizer are gone, so no reconcile of it ever
 purges its subjects. ``decide`` looks at the last message of each subject of the coordinates
 (what ``hub.controllers.released`` read) and says whether the site confirmed, and which of the
 released owner's messages are purged then, each up to its own sequence: a message of a new

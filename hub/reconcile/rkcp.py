@@ -139,7 +139,7 @@ def _blocked(o: Observed) -> bool:
 
 
 def _intent(o: Observed, status: messages.Status | None) -> list[Action]:
-    # Not authorized: nothing reaches the site, whatever else holds (issue 10).
+    # Not authorized: nothing reaches the site, whatever else holds.
     if _blocked(o) or o.desired_spec is None or not rkcp_intents.wants_intent(o, status):
         return []
     return rkcp_intents.provision(o, status, o.desired_spec)

@@ -50,7 +50,7 @@ class Purge:
 @dataclass(frozen=True)
 class Release:
     """The site-unavailable timeout released this owner's deletion: its delete intent (``seq``)
-    stays for the site, and its subjects are purged once the site confirms (issue 11 §6)."""
+    stays for the site, and its subjects are purged once the site confirms."""
 
     seq: int
 

@@ -76,7 +76,7 @@ class Facts:
     provision for this owner): it is being created again, not deleted."""
     replacing: tuple[str, ...] = ()
     """Uids of earlier owners whose released deletion the site has not confirmed yet: their TCP
-    may still stand at these coordinates, and the provision intent replaces it (issue 11 §3)."""
+    may still stand at these coordinates, and the provision intent replaces it."""
 
 
 def new(type_: str, value: c.Status, reason: str, message: str, f: Facts, *, now: dt.datetime) -> c.Condition:

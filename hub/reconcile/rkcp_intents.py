@@ -98,7 +98,7 @@ def _confirmed(status: messages.Status | None) -> bool:
 
 
 def replaced_owners(o: Observed, status: messages.Status | None) -> tuple[str, ...]:
-    """Earlier owners of these coordinates whose TCP the site may still run (issue 11 §3).
+    """Earlier owners of these coordinates whose TCP the site may still run.
 
     The subject holds one intent: a new owner's provision overwrites a released owner's delete
     (the site was away past ``siteUnavailableDeletionTimeout``), so the new intent carries the
@@ -149,7 +149,7 @@ def displaced(o: Observed, status: messages.Status | None) -> str:
 def still_wanted(o: Observed, status: messages.Status | None) -> bool:
     """The site reports this owner's TCP Deleted although the latest intent is its provision.
 
-    Someone deleted it at the site; the hub does not accept that (issue 11 §1): the agent
+    Someone deleted it at the site; the hub does not accept that: the agent
     recreates it from the intent, and the RKCP says Recreating rather than Deleted meanwhile.
     """
     p = o.published

@@ -118,7 +118,7 @@ def set_tenant_control_plane_ready_condition(status: api.Status, f: Facts, *, no
     elif s.phase in SERVING_PHASES:
         cond = new(api.TENANT_CONTROL_PLANE_READY, c.TRUE, s.phase, s.message, f, now=now)
     else:
-        # Drifted: the site changed fields we own and the agent is reverting them (issue 11 §5).
+        # Drifted: the site changed fields we own and the agent is reverting them.
         specific = s.phase in ("Rejected", "Failed") or s.reason == "Drifted"
         reason = s.reason if specific and s.reason else s.phase
         cond = new(api.TENANT_CONTROL_PLANE_READY, c.FALSE, reason, s.message, f, now=now)

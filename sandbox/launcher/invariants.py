@@ -1,4 +1,4 @@
-"""The invariants a running topology ends with after any fault (issue 11), read from it.
+"""The invariants a running topology ends with after any fault, read from it.
 
 ``findings`` lists what does not hold now, each with its kind; a converged topology has none:
 

@@ -1,5 +1,5 @@
 """agent.fieldpaths: a list of maps compares item by item, the fields we set only, so what the
-CRD's defaulting adds inside an item is not drift and a real change is (issue 13 §1)."""
+CRD's defaulting adds inside an item is not drift and a real change is."""
 
 from __future__ import annotations
 

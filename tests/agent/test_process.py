@@ -126,7 +126,7 @@ async def test_agent_process_applies_intents_and_stops_cleanly(world: World, tmp
 async def test_an_edit_at_the_site_is_reverted_from_the_watch_not_at_the_resync(
     world: World, tmp_path: Path
 ) -> None:
-    """Issue 11 §5: with an hour between anti-entropy passes, a site admin's edit of the version
+    """With an hour between anti-entropy passes, a site admin's edit of the version
     and the replicas (fields the agent owns: the edit makes the admin their manager) is reported
     (metric, log) and undone from the TCP watch event by a forced apply, and the hub hears Ready
     again; the service label the admin set beside them, a field the agent does not set, stays

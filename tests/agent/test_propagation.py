@@ -1,5 +1,5 @@
 """agent.propagation: which propagated labels and annotations a TCP may carry, and how they merge
-with what others set there (issue 13 §1), as tables."""
+with what others set there, as tables."""
 
 from __future__ import annotations
 

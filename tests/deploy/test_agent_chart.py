@@ -68,7 +68,7 @@ OPERATOR = {
         "renewBefore": "8h",
     },
 }
-"""Operator mode (issue 16): the bootstrap .creds handed over, the agent's own key kept in an
+"""Operator mode: the bootstrap .creds handed over, the agent's own key kept in an
 identity Secret of the release namespace."""
 
 

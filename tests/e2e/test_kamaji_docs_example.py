@@ -1,4 +1,4 @@
-"""The user's check of issue 13 §1: Kamaji's own documented KamajiControlPlane, converted by
+"""The user's check of KamajiControlPlane parity: Kamaji's own documented KamajiControlPlane, converted by
 changing ``kind`` and adding ``site``, reaches Ready in the sandbox, every field on the TCP.
 
 The example (and where it comes from) is ``fixtures/kamaji-docs-control-plane-provider.yaml``.

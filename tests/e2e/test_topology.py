@@ -160,7 +160,7 @@ async def test_kubectl_lists_rkcps_with_the_printer_columns(world: Topology) -> 
     out, err = await proc.communicate()
     assert proc.returncode == 0, err.decode()
     header, *rows = out.decode().splitlines()
-    # CAPI's control-plane columns in KubeadmControlPlane's order, then the site (issue 13 §2).
+    # CAPI's control-plane columns in KubeadmControlPlane's order, then the site.
     assert re.split(r"\s{2,}", header.strip()) == [
         "NAMESPACE", "NAME", "CLUSTER", "INITIALIZED", "API SERVER AVAILABLE", "REPLICAS", "READY",
         "UPDATED", "UNAVAILABLE", "AGE", "VERSION", "SITE",

@@ -1,4 +1,4 @@
-"""The fault suite (issue 11): real processes, a fault injected, then convergence and the invariants.
+"""The fault suite: real processes, a fault injected, then convergence and the invariants.
 
 Everything under tests/faults carries the ``faults`` marker, so the suite runs alone with
 ``pytest -m faults``; it also runs in ``make test``. ``world`` is the whole topology as OS

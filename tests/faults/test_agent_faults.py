@@ -1,4 +1,4 @@
-"""Faults of a site's agent process (issue 11 §7 and the fault suite): SIGKILL mid-burst, SIGSTOP
+"""Faults of a site's agent process: SIGKILL mid-burst, SIGSTOP
 past the heartbeat timeout, offline across several changes of one RKCP, and a replayed intent.
 
 Real processes throughout (``world``); each scenario injects its fault, lifts it and waits with
@@ -134,7 +134,7 @@ async def test_agent_killed_mid_burst_converges_after_restart(world: Topology, f
         )
         await world.start_again(agent)
         await fault.lifted(world)
-        # A bound on convergence, not on speed (issue 11 §7): the intents the dead agent held
+        # A bound on convergence, not on speed: the intents the dead agent held
         # come back once the consumer's ack wait (5 s) has passed since their delivery; with the
         # former 30 s they came back about 25 s after the restart, past this bound.
         await fault.converges(world, within=RESTART_BOUND)

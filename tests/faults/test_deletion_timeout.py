@@ -1,4 +1,4 @@
-"""Deletion past the site timeout (issue 11 §3, §6): the site's agent is killed, an RKCP with a
+"""Deletion past the site timeout: the site's agent is killed, an RKCP with a
 short ``siteUnavailableDeletionTimeout`` is deleted and released, and (second scenario) the same
 Cluster and RKCP are created again before the site returns. Once the agent is started again the
 topology converges: the released owner's TCP is gone (replaced by the new owner's), and nothing

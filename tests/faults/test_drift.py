@@ -1,4 +1,4 @@
-"""Faults at the site's TCPs and in the RKCP's fields (issue 11 §5): a field removed from an RKCP
+"""Faults at the site's TCPs and in the RKCP's fields: a field removed from an RKCP
 leaves the TCP, and edits and deletions made at the site while the hub is offline are undone.
 
 Real processes throughout (the agents run with the default 5-minute anti-entropy period, so

@@ -1,4 +1,4 @@
-"""Faults at the hub (issue 11 §2 and the suite's hub scenarios): the hub killed mid-burst and
+"""Faults at the hub: the hub killed mid-burst and
 started again, the leader killed with a standby taking over, the hub offline while the sites
 report. Real processes throughout, two hub replicas with leader election (this module's own
 topology, with a Kamaji delay of 1 s so a burst is still being provisioned when the fault
@@ -200,7 +200,7 @@ def _tcp_ready(tcp: dict[str, Any] | None) -> bool:
 
 
 async def test_hub_offline_while_the_sites_report(world: Topology, fault: Measure) -> None:
-    """Issue 11 §2 at process level: statuses and sealed secrets reach the streams while no hub
+    """Statuses and sealed secrets reach the streams while no hub
     runs (the burst still provisioning; two TCPs deleted at their sites and recreated by their
     agents with new certificates, so their CAPI Secrets are stale); then the hub starts."""
     names = burst("offline", per_site=5)

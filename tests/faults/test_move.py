@@ -1,4 +1,4 @@
-"""``clusterctl move`` with real processes (issue 13 §2): a control plane Ready under the first
+"""``clusterctl move`` with real processes: a control plane Ready under the first
 management cluster's hub is moved, the way clusterctl moves it (``tests.moving``), to a second
 emulated management cluster; the first hub is stopped, a hub is started on the second (same
 NATS, same hub keys), and it takes over the running TenantControlPlane: never deleted nor

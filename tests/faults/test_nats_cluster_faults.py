@@ -1,4 +1,4 @@
-"""NATS faults, a three-node JetStream cluster (issue 11): streams at 3 replicas, one node killed in
+"""NATS faults, a three-node JetStream cluster: streams at 3 replicas, one node killed in
 the middle of a burst, then the leader of KB_INTENTS killed in the middle of another. Everything
 converges, nothing is lost, no TCP is duplicated.
 

@@ -1,4 +1,4 @@
-"""NATS faults, one server (issue 11): nats-server SIGKILLed in the middle of a burst of control
+"""NATS faults, one server: nats-server SIGKILLed in the middle of a burst of control
 planes and started again on the same store. Everything converges and nothing is lost: every
 intent applied (a TCP per RKCP at its site, with its spec), every status and sealed secret
 arrived (every RKCP Ready, its CAPI Secrets the site's current admin kubeconfig), no duplicate.

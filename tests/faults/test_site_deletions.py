@@ -1,5 +1,5 @@
-"""Faults at the site's API: a TCP deleted by hand is recreated (issue 11 §1), and an RKCP the
-site refused can be deleted (issue 11 §4). Real processes throughout; each scenario ends with
+"""Faults at the site's API: a TCP deleted by hand is recreated, and an RKCP the
+site refused can be deleted. Real processes throughout; each scenario ends with
 the invariants of ``tests.faults.invariants``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The KamajiControlPlane parity table (issue 13 §1): one row per field, run by test_mapping.py.
+"""The KamajiControlPlane parity table: one row per field, run by test_mapping.py.
 
 Each row is a KamajiControlPlane ``spec`` fragment, written as in the Kamaji CAPI provider's
 API (an RKCP takes it unchanged, beside ``site``), and what the provider puts into the

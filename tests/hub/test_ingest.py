@@ -386,7 +386,7 @@ async def test_a_site_that_appears_is_consumed(conn: bus.Connection, topology: s
 async def test_open_latest_fetches_records_and_opens_the_box_on_the_subject(
     conn: bus.Connection, topology: str
 ) -> None:
-    """Fetch, open, write (issue 11 §2): the box is read from the stream whenever it is written,
+    """Fetch, open, write: the box is read from the stream whenever it is written,
     including one an earlier process acknowledged; what it finds there is recorded."""
     first = new_hub(conn, topology)
     async with running(first):

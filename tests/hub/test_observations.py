@@ -230,7 +230,7 @@ def test_drop_sealed_waits_for_the_next_box_and_keeps_its_sequence() -> None:
 )
 def test_what_the_consumer_records_does_not_count_as_loaded(steps: list[str]) -> None:
     """A restarted hub's consumer delivers only what came after the previous process's acks: the
-    streams' last messages must still be read once (issue 11 §2), whatever it recorded first."""
+    streams' last messages must still be read once, whatever it recorded first."""
     obs = observations.Observations()
     for seq, step in enumerate(steps, start=1):
         if step == "status":

@@ -30,14 +30,14 @@ def test_intent_from_a_newer_version_with_unknown_fields() -> None:
 
 
 def test_intent_naming_replaced_owners_and_one_from_before_the_field() -> None:
-    """0.3 added ``replaces`` (issue 11 §3); intents from before decode with none."""
+    """0.3 added ``replaces``; intents from before decode with none."""
     i = messages.decode_intent(load("intent-replacing.json"))
     assert (i.owner.uid, i.replaces) == ("u-new", ("u-old",))
     assert messages.decode_intent(load("intent.json")).replaces == ()
 
 
 def test_intent_with_metadata_and_one_from_before_the_fields() -> None:
-    """Issue 13 added ``labels`` and ``annotations``; intents from before decode with none."""
+    """``labels`` and ``annotations`` came after 0.3; intents from before decode with none."""
     i = messages.decode_intent(load("intent-metadata.json"))
     assert i.labels == {"cluster.x-k8s.io/cluster-name": "cluster-1", "team": "blue"}
     assert i.annotations == {"example.com/note": "hello"}

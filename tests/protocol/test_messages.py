@@ -165,7 +165,7 @@ def test_deeply_nested_input_is_a_decode_error() -> None:
     ids=["too many owners", "an overlong uid", "not a list"],
 )
 def test_replaced_owners_are_bounded(replaces: Any, mentions: str) -> None:
-    """An intent names at most MAX_REPLACED earlier owners (issue 11 §3), each a short uid."""
+    """An intent names at most MAX_REPLACED earlier owners, each a short uid."""
     doc = msgspec.to_builtins(helpers.intent())
     doc["replaces"] = replaces
     with pytest.raises(errors.DecodeError) as exc:
@@ -193,7 +193,7 @@ def test_replaced_owners_are_bounded(replaces: Any, mentions: str) -> None:
     ],
 )
 def test_intent_metadata_is_bounded(field: str, value: Any, mentions: str) -> None:
-    """The labels and annotations an intent carries to the TCP (issue 13 §1) are bounded at the
+    """The labels and annotations an intent carries to the TCP are bounded at the
     edge; what Kubernetes would refuse beyond the sizes, the agent refuses (agent.propagation)."""
     doc = msgspec.to_builtins(helpers.intent())
     doc[field] = value

@@ -1,4 +1,4 @@
-"""protocol.permissions: exactly the subjects of DESIGN §4, and the pattern intersection that
+"""protocol.permissions: exactly the subjects each identity is granted, and the pattern intersection that
 the generated grant test (tests/security/test_grants.py) is built on."""
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def test_refuses_a_bad_site(site: str) -> None:
         ("a.b.>", "a.*.c.>", True),
         ("a.*.>", "a.b", False),
         ("*.>", "a", False),
-        # the issue's attack: the old site grant and the hub's consumer's ack subscription
+        # the pull through an ack subject: the old site grant and the hub's consumer's ack subscription
         ("$JS.ACK.*.*.KB_INTENTS.agent-site-a.>", "$JS.ACK.KB_STATUS.hub-status.>", True),
         ("$JS.ACK.KB_INTENTS.agent-site-a.*.*.*.*.*", "$JS.ACK.KB_STATUS.hub-status.>", False),
         ("$JS.ACK.KB_INTENTS.agent-site-a.*.*.*.*.*", "$JS.ACK.KB_INTENTS.agent-site-a.>", True),

@@ -1,4 +1,4 @@
-"""The attack suite (issue 10): every case tries what a hostile site, tenant or bus peer would,
+"""The attack suite: every case tries what a hostile site, tenant or bus peer would,
 and asserts the exact refusal, that nothing changed, and that every process is still alive.
 
 Everything under tests/security carries the ``security`` marker, so the suite runs alone with

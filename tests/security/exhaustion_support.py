@@ -1,4 +1,4 @@
-"""The exhaustion attack of issue 10, finding 4, as one function: what site-a does with its own
+"""The exhaustion attack as one function: what site-a does with its own
 credentials to fill the store and the hub's memory, and what came of it.
 
 Used by tests/security/test_exhaustion.py (which asserts) and bench/exhaustion.py (which prints
@@ -28,7 +28,7 @@ HUB_FETCH_BATCH = 16
 """``hub.ingest.Settings.batch``: messages in flight per site."""
 
 HALF_MIB = 512 * 1024
-"""The issue's attack: 150 statuses and 150 sealed boxes of about 0.5 MB."""
+"""The attack: 150 statuses and 150 sealed boxes of about 0.5 MB."""
 ATTACK_COUNT = 150
 NEAR_MAX_PADDING = 44 * 1024
 """Plaintext padding that makes a sealed box of about 60 KiB on the wire: just under the limit."""

@@ -1,4 +1,4 @@
-"""The hub's credential service under attack (issue 16): bootstrap like a CSR, renewal in band,
+"""The hub's credential service under attack: bootstrap like a CSR, renewal in band,
 and every way a site or a holder of a bootstrap credential could try to get more.
 
 Real nats-server in operator mode, real management-cluster emulator, ``hub.credentialservice``

@@ -1,10 +1,10 @@
-"""One site tries to fill the NATS store and the hub's memory (issue 10, finding 4).
+"""One site tries to fill the NATS store and the hub's memory.
 
 Real processes: nats-server configured by ``nats-config`` (sites added by ``site add``) and
 ``kamaji-broker hub`` with a per-site quota of 200 messages and 8 MiB. site-a, with its own
-credentials on its own subjects, publishes the issue's attack (150 statuses and 150 valid
+credentials on its own subjects, publishes the attack (150 statuses and 150 valid
 sealed boxes of ~0.5 MB on distinct subjects), then near-limit valid boxes and then small
-statuses on distinct subjects until the server refuses. Before issue 10 all of it was stored
+statuses on distinct subjects until the server refuses. Before the per-site quotas all of it was stored
 (the store grew by ~180 MB) and the hub opened and kept it (its RSS grew by ~250 MB).
 
 Prints the figures as one JSON line (``pytest -s`` shows it; bench/exhaustion.py prints the

@@ -1,4 +1,4 @@
-"""Issue 10, finding 1: a site's grants reach its own consumer and nothing else.
+"""A site's grants reach its own consumer and nothing else.
 
 Generated: for every grant of every site (names that are prefixes of each other, a dotted
 subject prefix), ``permissions.intersects`` proves that no subject the grant allows can reach
@@ -186,7 +186,7 @@ async def test_a_site_cannot_pull_from_another_consumer_through_an_ack_subject(
     js = hub.nc.jetstream()
     before = await js.consumer_info(target.stream, target.durable_name)
     assert before.num_pending  # there is something to steal
-    # The issue's subject: another consumer's ack prefix, then site-a's own, so that the old
+    # The crafted subject: another consumer's ack prefix, then site-a's own, so that the old
     # grant `$JS.ACK.*.*.<intents>.agent-site-a.>` allowed it.
     crafted = f"$JS.ACK.{target.stream}.{target.durable_name}.{OWN.stream}.{OWN.durable_name}.1.1.1"
     inbox = site_a.inbox()

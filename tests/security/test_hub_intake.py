@@ -1,4 +1,4 @@
-"""What a hostile site can make the hub take in (issue 10, finding 4 and around it).
+"""What a hostile site can make the hub take in.
 
 Every case publishes with site-a's own credentials on site-a's own subjects (the server lets it:
 they are its grants), against a real ``kamaji-broker hub`` process, a nats-server configured by
@@ -7,7 +7,7 @@ the exact refusal (the server's error naming the limit) or the hub's counter wit
 reason, that nothing changed (Secrets, the RKCP's status, the site's stream beyond the one
 message it may store), that the hub is alive, and that it still processes site-b normally.
 
-On the code before issue 10 the oversized cases were stored (no max_msg_size, max_payload
+Before the per-site quotas the oversized cases were stored (no max_msg_size, max_payload
 1 MiB) and the hub decoded, opened and kept messages for coordinates no RKCP maps to.
 """
 

@@ -1,4 +1,4 @@
-"""Issue 10: what the agent does with hostile intents on its own subjects.
+"""What the agent does with hostile intents on its own subjects.
 
 The attacker holds the hub's NATS credentials (``hub.nk``, a raw nats-py client), so the server
 lets it publish anything on ``kb.intent.site-a.tenants.<tcp>``; it does not hold the hub's
@@ -156,7 +156,7 @@ CASES: list[tuple[str, Builder, str]] = [
      "bad_signature"),
     ("provision turned into delete", lambda w, n: edit(w, n, op="delete", spec={}), "bad_signature"),
     ("field added after signing", lambda w, n: edit(w, n, extra=CANARY), "bad_signature"),
-    ("agent's own label added after signing (issue 13)",
+    ("agent's own label added after signing",
      lambda w, n: edit(w, n, labels={"kamaji-broker.io/site": "site-b"}), "bad_signature"),
     ("labels as a list", lambda w, n: edit(w, n, labels=[CANARY]), "invalid"),
     ("an annotation key over 317 characters", lambda w, n: edit(w, n, annotations={"k" * 318: CANARY}),
@@ -270,7 +270,7 @@ async def test_a_hostile_intent_is_refused_and_the_agent_carries_on(
 async def test_an_intent_over_the_streams_size_limit_never_reaches_the_agent(
     world: s.World, attacker: Client
 ) -> None:
-    """The intent stream's ``max_msg_size`` (issue 10, finding 4) refuses it at the server, with the
+    """The intent stream's ``max_msg_size`` refuses it at the server, with the
     limit named; the agent's own bound (``intake.MAX_INTENT_BYTES``, for a stream configured
     larger) is in the intake table of tests/agent/apply/test_intake.py."""
     w = world

@@ -1,4 +1,4 @@
-"""Attacks with hub keys that were rotated out and retired (issue 10, finding 6).
+"""Attacks with hub keys that were rotated out and retired.
 
 The attacker holds the old private keys (that is why they were retired). Before `keys retire`
 existed a rotated-out signing key stayed trusted forever: an intent it signed was applied. Each

@@ -1,4 +1,4 @@
-"""Logs at their most verbose (issue 17): no secret in any line, and every line about the control
+"""Logs at their most verbose: no secret in any line, and every line about the control
 plane carries it as fields, in both formats.
 
 The sandbox topology runs as for ``kamaji-broker sandbox`` (every part a process, operator mode,

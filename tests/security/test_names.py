@@ -1,4 +1,4 @@
-"""Issue 10, finding 5: names that carry NATS subject syntax or whitespace are refused by every
+"""Names that carry NATS subject syntax or whitespace are refused by every
 checker, with an error naming the field and the name.
 
 ``re.match`` with a pattern ending in ``$`` accepted ``site-c\\n`` (Python's ``$`` also matches
@@ -150,7 +150,7 @@ def test_every_checker_refuses_the_name(name: str, checker: str, tmp_path: Path)
 
 
 def test_site_add_refuses_a_trailing_newline_and_the_server_config_stays_valid(tmp_path: Path) -> None:
-    """The issue's reproduction: `kamaji-broker site add $'site-c\\n'` as a process."""
+    """The attack end to end: `kamaji-broker site add $'site-c\\n'` as a process."""
     natsfiles.nats_config(tmp_path, port=4398)
     natsfiles.site_add(tmp_path, "site-a")
     before = (tmp_path / "auth.conf").read_text()

@@ -24,7 +24,7 @@ from tests.security import nats_support as ns
 
 K = subjects.Kind
 INTENTS = streams.stream_name(K.INTENT)
-# One inbound stream per site (issue 10, finding 4): site-b's holds the statuses, sealed secrets
+# One inbound stream per site: site-b's holds the statuses, sealed secrets
 # and heartbeat that site-a must not reach; site-a's own is still the hub's to read and administer.
 STATUS = streams.site_stream_name("site-b")
 SECRETS = streams.site_stream_name("site-a")
@@ -166,7 +166,7 @@ PUBLISH = [
     ("publish-own-secret-extended", "kb.secret.site-a.tenants.cp1.extra", b"{}"),
     ("publish-own-status-short", "kb.status.site-a.tenants", b"{}"),
     ("publish-own-heartbeat-extended", "kb.site.site-a.extra", b"{}"),
-    # settling others' deliveries; the first three are the issue's pull through an ack subject
+    # settling others' deliveries; the first three pull through a crafted ack subject
     ("nxt-hub-status-crafted", f"$JS.ACK.{STATUS}.{HUB_STATUS}.{INTENTS}.{OWN}.1.1.1", b"+NXT " + PULL),
     ("nxt-hub-secrets-crafted", f"$JS.ACK.{SECRETS}.{HUB_SECRETS}.{INTENTS}.{OWN}.1.1.1", b"+NXT " + PULL),
     ("nxt-agent-site-b-crafted", f"$JS.ACK.{INTENTS}.{B}.{INTENTS}.{OWN}.1.1.1", b"+NXT " + PULL),

@@ -1,4 +1,4 @@
-"""Operator mode (issue 16) against a real nats-server: only the JWTs the hub mints get in, a
+"""Operator mode against a real nats-server: only the JWTs the hub mints get in, a
 revoked site is thrown out at once and stays out across a restart of the server.
 
 The grants of every identity are the attack suite's (test_grants.py, test_nats_attacks.py), which

@@ -1,4 +1,4 @@
-"""Tenants claiming another control plane's owner identity (issue 13 §2, clusterctl move).
+"""Tenants claiming another control plane's owner identity (clusterctl move).
 
 The hub speaks for an RKCP by the identity stamped as ``kamaji-broker.io/owner-uid``, which
 clusterctl move carries; a tenant can write that annotation by hand. Each case: the real hub and

@@ -1,4 +1,4 @@
-"""The plaintext scan (issue 10): the secrets a site's Kamaji generates never reach the bus, its
+"""The plaintext scan: the secrets a site's Kamaji generates never reach the bus, its
 disk or any log in the clear, and every connection to NATS is TLS.
 
 The sandbox topology runs as it does for ``kamaji-broker sandbox`` (every part a process, the

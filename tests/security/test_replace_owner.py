@@ -1,4 +1,4 @@
-"""Issue 11 §3: the agent deletes another owner's TCP only when the hub's signed intent names that
+"""The agent deletes another owner's TCP only when the hub's signed intent names that
 owner (``replaces``), the owner of a deletion the hub released; never for anyone else.
 
 The attacker holds the hub's NATS credentials (``hub.nk``), not its signing key: it can publish
@@ -110,7 +110,7 @@ async def test_an_intent_that_does_not_name_the_owner_never_deletes_its_tcp(
 async def test_replayed_intents_of_a_replacement_never_delete_the_new_owners_tcp(
     world: s.World, attacker: Client
 ) -> None:
-    """The whole §3 path through the real hub, then every intent the subject ever held replayed."""
+    """The whole replacement path through the real hub, then every intent the subject ever held replayed."""
     w = world
     w.start_hub()
     w.start_agent()

@@ -1,4 +1,4 @@
-"""Issue 10, finding 3: a replayed older intent must not roll a control plane back, and the hub
+"""A replayed older intent must not roll a control plane back, and the hub
 must notice when its intent subject no longer holds what it published.
 
 The attacker holds the hub's NATS credentials (``hub.nk``), not its signing key: it can publish

@@ -1,4 +1,4 @@
-"""Attacks on the transport (issue 10, finding 7): NATS traffic must be TLS, verified against the
+"""Attacks on the transport: NATS traffic must be TLS, verified against the
 operator's CA, with no way back to plaintext.
 
 Each case asserts the exact refusal (the server hangs up on plaintext without a word; the client

@@ -324,7 +324,7 @@ REPLACE = [
 def test_replacing_a_released_owner(
     intent: messages.Intent, obs: dict[str, Any] | None, result: str, action: Any, settle: str
 ) -> None:
-    """Issue 11 §3: only an owner the signed intent names in ``replaces`` loses its TCP."""
+    """Only an owner the signed intent names in ``replaces`` loses its TCP."""
     d = intents.decide(intent, SEQ + 1, obs, ctx=CTX)
     assert d.result == result and d.settle == settle
     if action is None:
@@ -351,7 +351,7 @@ OUTSIDE = [
         "rejected",
         ("Rejected", "NamespaceNotAllowed"),
     ),
-    # Nothing to delete means deleted (issue 11 §4): the agent never created a TCP there.
+    # Nothing to delete means deleted: the agent never created a TCP there.
     ("delete: nothing there, deleted", delete_intent(), None, "deleted", ("Deleted", "Deleted")),
     ("delete: never touches what is there", delete_intent(), observed(), "deleted", ("Deleted", "Deleted")),
 ]

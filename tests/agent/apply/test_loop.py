@@ -127,7 +127,7 @@ async def test_update_patches_and_delete_waits_for_kamaji(agent: Agent, hub: Hub
 async def test_fields_removed_from_the_intent_are_removed_from_the_tcp(
     agent: Agent, hub: Hub, site: ckube.Kube
 ) -> None:
-    """Issue 11 §5: certSANs, the address, service labels and the dataStore the RKCP no longer
+    """The certSANs, the address, service labels and the dataStore the RKCP no longer
     has leave the TCP; what the CRD's defaulting or Kamaji set stays."""
     full = msgspec.json.decode(msgspec.json.encode(intent().spec))
     full["controlPlane"]["service"]["additionalMetadata"] = {"labels": {"team.example.com/owner": "a"}}
@@ -153,7 +153,7 @@ async def test_fields_removed_from_the_intent_are_removed_from_the_tcp(
 async def test_propagated_labels_and_annotations_merge_with_what_others_set(
     agent: Agent, hub: Hub, site: ckube.Kube
 ) -> None:
-    """Issue 13 §1: the RKCP's labels and annotations go on the TCP beside the agent's own; a
+    """The RKCP's labels and annotations go on the TCP beside the agent's own; a
     key removed from the RKCP leaves the TCP only if the agent set it; an intent that would
     overwrite the agent's own keys is refused, and the TCP stays as it is."""
     first = msgspec.structs.replace(

@@ -1,5 +1,5 @@
 """An agent killed with intents fetched and not settled: its successor applies them soon after it
-starts (issue 11 §7), and the redelivered ones it had applied change nothing.
+starts, and the redelivered ones it had applied change nothing.
 
 Real nats-server and the emulated site with the Kamaji simulator. The dying agent has a
 connection of its own, closed without settling anything: what the server sees of a SIGKILL.
@@ -29,7 +29,7 @@ CONVERGENCE_BOUND = 15.0
 """Seconds from the successor's start until every intent of the burst is applied: a bound on
 convergence, not on speed. The killed agent's intents are redelivered once the consumer's ack
 wait has passed since their delivery (5 s), so this leaves 10 s for the successor to apply a
-dozen intents on a loaded machine; before issue 11 §7 the ack wait was 30 s and nothing came
+dozen intents on a loaded machine; with the former ack wait of 30 s nothing came
 back within this bound."""
 
 

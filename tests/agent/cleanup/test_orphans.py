@@ -361,7 +361,7 @@ def test_an_older_agents_tcp_is_adopted_by_an_apply() -> None:
 
 
 def test_a_propagated_label_changed_at_the_site_is_put_back_and_others_are_left() -> None:
-    """Issue 13 §1: the periodic pass restores the RKCP's labels and annotations on the TCP (the
+    """The periodic pass restores the RKCP's labels and annotations on the TCP (the
     spec is as applied: no field is reported), and leaves the labels somebody else set."""
     labelled = msgspec.structs.replace(helpers.intent(), labels={"team": "blue"})
     found = orphans.Latest(intent=labelled, seq=SEQ)

@@ -521,7 +521,7 @@ async def test_at_the_site_quota_new_tcps_are_refused_and_logged_while_existing_
     prefix: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Issue 10: a site's stream holds 3 messages here; cp1's status and box take two, cp2's
+    """A site's stream holds 3 messages here (its quota); cp1's status and box take two, cp2's
     status the third, cp2's box is refused by the server (max_msgs): the agent logs the limit,
     keeps running, and cp1's newer status (an update of its subject) still gets through."""
     quota = streams.SiteLimits(max_msg_size=streams.MAX_MSG_SIZE, max_msgs=3, max_bytes=1024 * 1024)

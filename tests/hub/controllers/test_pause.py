@@ -1,4 +1,4 @@
-"""Pause as Cluster API defines it, end to end (issue 13 §2): the hub's controller on an emulated
+"""Pause as Cluster API defines it, end to end: the hub's controller on an emulated
 management cluster, a real nats-server, the real agent loops at an emulated site.
 
 A paused RKCP (the ``cluster.x-k8s.io/paused`` annotation on it, or its Cluster's

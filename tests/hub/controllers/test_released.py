@@ -1,11 +1,11 @@
-"""A deletion the site-unavailable timeout released (issue 11 §3, §6), end to end in one process:
+"""A deletion the site-unavailable timeout released, end to end in one process:
 the hub's controller on an emulated management cluster, the real agent loops at an emulated
 site with the Kamaji simulator, a real nats-server between them.
 
 The site goes dark (the agent's tasks are cancelled: no heartbeat, no consumer), an RKCP with a
 short ``siteUnavailableDeletionTimeout`` is deleted and released; then either the site comes
-back (§6: the delete is applied and every subject of the control plane is purged), or the same
-Cluster and RKCP are created again first (§3: the new owner's provision names the released
+back (the delete is applied and every subject of the control plane is purged), or the same
+Cluster and RKCP are created again first (the new owner's provision names the released
 owner, the agent replaces the old TCP with the new one, nothing of the old owner is left).
 """
 

@@ -125,7 +125,7 @@ async def test_spec_change_publishes_exactly_one_intent_and_resync_none(world: W
 
 
 async def test_labels_and_annotations_of_the_rkcp_reach_the_tcp_and_follow_it(world: World) -> None:
-    """Issue 13 §1: the RKCP's metadata goes in the intent and onto the TCP; a label added later
+    """The RKCP's metadata goes in the intent and onto the TCP; a label added later
     (no generation moves) is published once, and a removed one leaves the TCP."""
     world.start_hub()
     world.start_agent()
@@ -302,7 +302,7 @@ async def test_garbage_on_the_bus_is_counted_and_the_hub_lives_on(world: World) 
             or 0.0
         )
 
-    # No RKCP maps to "junk": both are counted and never decoded nor opened (issue 10).
+    # No RKCP maps to "junk": both are counted and never decoded nor opened.
     stream = streams.stream_name(subjects.Kind.STATUS, site=SITE, prefix=world.prefix)
     await helpers.eventually(lambda: rejected(stream, "Unmapped") == 2)
     assert rejected(stream, "DecodeError") == rejected(stream, "DecryptFailed") == 0
@@ -436,7 +436,7 @@ def _held(root: object, needles: set[object]) -> list[str]:
 
     Not walked: the work queue (a key in it is consumed when due, then dropped) and the released
     deletions (bounded by ``released.REMEMBERED``); nor what other modules own (``hub.observations``,
-    ``hub.ingest``: issue 12 §2).
+    ``hub.ingest``).
     """
     found: list[str] = []
     seen: set[int] = set()

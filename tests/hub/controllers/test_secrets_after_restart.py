@@ -1,4 +1,4 @@
-"""Issue 11 §2: a restarted hub whose first look at a control plane comes after a fresh status.
+"""A restarted hub whose first look at a control plane comes after a fresh status.
 
 The previous hub process acknowledged the sealed secrets on the site's stream (so its durable
 consumer never delivers them again) and may or may not have written the CAPI Secrets before it

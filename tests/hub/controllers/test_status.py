@@ -1,4 +1,4 @@
-"""CAPI's control-plane status contract end to end (issue 13 §2): the hub's controller on an
+"""CAPI's control-plane status contract end to end: the hub's controller on an
 emulated management cluster, a real nats-server, the real agent loops at an emulated site.
 
 The scale subresource (``kubectl scale``) reads ``spec.replicas``, ``status.replicas`` and
@@ -66,7 +66,7 @@ async def test_without_its_site_an_rkcp_is_not_available_and_says_why(world: Wor
 
 
 async def test_at_rest_an_rkcp_is_not_written_while_heartbeats_go_on(world: World) -> None:
-    """Zero status writes per RKCP when nothing changes (issue 15): resyncs every 0.2 s and
+    """Zero status writes per RKCP when nothing changes: resyncs every 0.2 s and
     heartbeats every 0.3 s for 2 s leave the object as it was."""
     controller = world.start_hub(resync=0.2)
     world.start_agent()

@@ -1,4 +1,4 @@
-"""What the hub reads from the streams for a control plane (issue 15): a new one costs no read of
+"""What the hub reads from the streams for a control plane: a new one costs no read of
 its intent, status or box subject (``hub.holdings``: what KB_INTENTS and the site's stream hold
 is known from their subject lists; ``hub.boxes``: the box delivered is kept until written); one
 that was there before the hub started is read.

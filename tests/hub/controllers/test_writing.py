@@ -1,4 +1,4 @@
-"""hub.controllers.writing: the CAPI Secrets exactly as DESIGN §2 says (pure builder), and
+"""hub.controllers.writing: the CAPI Secrets exactly as CAPI expects them (pure builder), and
 written from the box the hub's consumer delivered, without reading it from the stream again."""
 
 from __future__ import annotations

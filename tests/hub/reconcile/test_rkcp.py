@@ -1,4 +1,4 @@
-"""hub.reconcile.rkcp: every situation of issue 5 as a table row (observed → actions, conditions)."""
+"""hub.reconcile.rkcp: every situation of the reconcile as a table row (observed → actions, conditions)."""
 
 from __future__ import annotations
 
@@ -256,7 +256,7 @@ CASES: list[tuple[str, rkcp.Observed, list[str], dict[str, tuple[str, str]]]] = 
         {"SecretsSynced": ("True", "Synced")},
     ),
     (
-        "secrets naming another owner: never written (issue 10)",
+        "secrets naming another owner: never written",
         observed(
             report=rkcp.SiteReport(status=status(), secrets_checksum="abc", secrets_owner_uid="victim-uid")
         ),
@@ -349,7 +349,7 @@ def test_refused_secrets_are_reported_for_counting(
 SEALED = rkcp.SiteReport(status=status(), secrets_checksum="abc", secrets_owner_uid=UID)
 KC, CA = "cluster-1-kubeconfig", "cluster-1-ca"
 SECRETS: list[tuple[str, rkcp.SiteReport, dict[str, str], str, list[rkcp.WriteSecrets]]] = [
-    # After a restart the hub holds no plaintext, only what it read of the box (issue 11 §2): the
+    # After a restart the hub holds no plaintext, only what it read of the box: the
     # decision is made from checksums alone, and a write means "fetch, open, write".
     ("nothing sealed yet", rkcp.SiteReport(status=status()), {}, "Waiting", []),
     ("nothing sealed, Secrets of an earlier box", rkcp.SiteReport(status=status()), {KC: "x", CA: "x"},
@@ -405,7 +405,7 @@ NO_METADATA: dict[str, dict[str, str]] = {"labels": {}, "annotations": {}}
 def test_propagated_metadata_is_published_when_it_changes(
     wanted: dict[str, dict[str, str]], published_with: dict[str, dict[str, str]] | None, publishes: bool
 ) -> None:
-    """Issue 13 §1: the RKCP's labels and annotations travel in the intent; a change to them is a
+    """The RKCP's labels and annotations travel in the intent; a change to them is a
     change of the intent (the digest covers them) even at the same generation and spec."""
     before = dataclasses.replace(published(), spec_digest=rkcp.spec_digest(SPEC, published_with))
     plan = rkcp.reconcile(observed(desired_metadata=wanted, published=before))
@@ -441,7 +441,7 @@ def test_change_only_status_is_stable() -> None:
 @pytest.mark.parametrize("later", [dt.timedelta(seconds=30), dt.timedelta(minutes=10)], ids=["30s", "10m"])
 def test_heartbeats_alone_change_no_status(later: dt.timedelta) -> None:
     """At rest nothing is written: a resync after more heartbeats (the site still connected, the
-    same backlog) decides the status already stored (issue 15: zero writes per RKCP at rest)."""
+    same backlog) decides the status already stored (zero writes per RKCP at rest)."""
     first = rkcp.reconcile(observed())
     r = rkcp_obj()
     assert first.status is not None
@@ -550,7 +550,7 @@ RESIGN_CASES = [
 ]
 
 
-# Issue 10, finding 3: the subject no longer holds the hub's intent although the site applied one.
+# A replayed or purged intent: the subject no longer holds the hub's intent although the site applied one.
 REPLAYS: list[tuple[str, rkcp.Observed, list[str], str | None]] = [
     # id, observed, actions (events aside), Warning event reason
     (
@@ -709,7 +709,7 @@ def test_recheck_published(
     assert rkcp.recheck_published(held, site, age=age, max_age=30.0) is again
 
 
-# Issue 11 §1: the site reports the TCP Deleted while the hub still wants it.
+# The site reports the TCP Deleted while the hub still wants it.
 VANISHED: list[tuple[str, rkcp.Observed, list[str], str | None, tuple[str, str]]] = [
     # id, observed, actions (events aside), Warning event reason, TenantControlPlaneReady
     (
@@ -775,7 +775,7 @@ def test_a_tcp_deleted_at_the_site_is_not_accepted_while_wanted(
             assert a.op == "provision" and a.expected_last_seq == (o.published.seq if o.published else 0)
 
 
-# Issue 11 §5: the site reports NotReady/Drifted while it reverts an edit of fields we own.
+# The site reports NotReady/Drifted while it reverts an edit of fields we own.
 DRIFTED: list[tuple[str, messages.Status, tuple[str, str], bool]] = [
     # id, the site's status, TenantControlPlaneReady, status.ready
     ("drifted: not Ready, the reason says why", status("NotReady", reason="Drifted"), ("False", "Drifted"),

@@ -1,4 +1,4 @@
-"""hub.reconcile.rkcp: pause as Cluster API defines it (issue 13 §2, contract rule "ControlPlane: pausing").
+"""hub.reconcile.rkcp: pause as Cluster API defines it (contract rule "ControlPlane: pausing").
 
 Paused is the Cluster's ``spec.paused`` or the ``cluster.x-k8s.io/paused`` annotation on the RKCP
 itself; it is checked before the finalizer is added (a paused RKCP gets none, only its status

@@ -1,4 +1,4 @@
-"""hub.reconcile.rkcp: a new owner at the coordinates of a released deletion (issue 11 §3).
+"""hub.reconcile.rkcp: a new owner at the coordinates of a released deletion.
 
 Which earlier owners an intent names (``replaced_owners``), what is published, the conditions
 and events while the old TCP is replaced, the old owner's secrets, and a delete answered for it.
