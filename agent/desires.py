@@ -4,7 +4,8 @@ The TCP's managedFields say which fields the agent owns, not which it should own
 site admin changed is no longer the agent's there, and nothing on the object says it was. The
 apply loop and the cleanup loop record here each intent they apply or read (``record``); the
 status loop asks, on every watch event, whether the TCP still is what that intent makes it
-(``tcps.drifted``). After a restart nothing is known until the cleanup loop's first pass (run
+(``tcps.drifted``). A TCP that is gone is forgotten (``forget``), so the record holds only
+TCPs that exist or are about to. After a restart nothing is known until the cleanup loop's first pass (run
 at start) has read the intents; a TCP edited meanwhile is reverted by that pass. Pure state:
 talks to nothing.
 """
@@ -36,6 +37,10 @@ class Desires:
             self.by_tcp.pop(key, None)
         else:
             self.by_tcp[key] = Desire(seq=seq, owner_uid=intent.owner.uid, spec=intent.spec)
+
+    def forget(self, namespace: str, name: str) -> None:
+        """The TCP is gone: nothing is desired of it until an intent is recorded again."""
+        self.by_tcp.pop((namespace, name), None)
 
     def spec(self, namespace: str, name: str, *, seq: int, owner_uid: str) -> Mapping[str, Any] | None:
         """The spec of intent ``seq`` of ``owner_uid`` for the TCP, if that is the one recorded."""

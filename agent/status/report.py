@@ -120,7 +120,7 @@ def new_status(
     phase, reason = phase_of(tcp)
     message = ""
     if phase != "Deleting" and applied is not None and tcps.drifted(tcp, desired):
-        # Whatever Kamaji says, this is not the control plane the hub asked for (issue 11 §5):
+        # Whatever Kamaji says, this is not the control plane the hub asked for:
         # never Ready with the wanted version while a site admin's edit is being reverted.
         phase, reason = "NotReady", DRIFTED
         message = "fields kamaji-broker applied were changed at the site: reverting them to the latest intent"

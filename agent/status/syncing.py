@@ -144,7 +144,7 @@ class Syncer:
         if not entry.gone:
             return 0
         if key not in self.delete_seq and await self._restored(key):
-            # Recreated from the intent that still says provision (issue 11 §1): no Deleted
+            # Recreated from the intent that still says provision: no Deleted
             # for the hub, the new TCP's own events report it from Pending on.
             return 0
         namespace, name = key
@@ -158,6 +158,7 @@ class Syncer:
             now=messages.utcnow(),
         )
         await self._publish_status(key, entry, status, about=f"deleted-{entry.uid}")
+        self.deps.desires.forget(namespace, name)
         return 1
 
     async def _revert(self, key: Key, entry: cache.Entry) -> None:

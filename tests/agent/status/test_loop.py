@@ -268,8 +268,10 @@ async def test_burst_of_changes_is_coalesced_and_the_last_state_wins(
 async def test_deleted_tcp_is_reported_deleted(
     kube: ckube.Kube, simulator: kamaji.Simulator, hub: Hub, start: Start
 ) -> None:
-    _, metrics = await start()
-    await create_tcp(kube, "cp1", seq=5)
+    loop, metrics = await start()
+    # What the apply loop does: apply the intent, and record it as what the TCP should be.
+    await kube.apply(tcps.TCP, desired("cp1", seq=5), manager=tcps.MANAGER, namespace=NS)
+    loop.desires.record(helpers.intent(name="cp1", namespace=NS, site=SITE, spec=SPEC), seq=5)
     await hub.until("cp1", lambda s: s.phase == "Ready")
     assert metrics.registry.get_sample_value("kb_agent_managed_tcps") == 1
 
@@ -278,6 +280,8 @@ async def test_deleted_tcp_is_reported_deleted(
     assert (deleted.owner_uid, deleted.intent_seq) == (OWNER_UID, 5)
     assert await kube.get_or_none(tcps.TCP, "cp1", namespace=NS) is None
     assert metrics.registry.get_sample_value("kb_agent_managed_tcps") == 0
+    # What it was to be is forgotten with it: the record holds only TCPs that exist.
+    await helpers.eventually(lambda: (NS, "cp1") not in loop.desires.by_tcp)
 
 
 async def test_a_tcp_the_restorer_brings_back_is_never_reported_deleted(
