@@ -12,8 +12,8 @@ defaults, a site admin's), and takes back a field of ours someone changed. ``dri
 an apply would change: a field whose value differs from the spec (compared as
 ``agent.fieldpaths`` does: inside a list of maps, only the fields we set), a field the spec
 sets that the TCP's ``managedFields`` no longer give to ``MANAGER`` (someone else changed it),
-and one they still give it that the spec no longer sets. The ``applied-fields`` and
-``applied-hash`` annotations of older agents are not read: their first apply adopts the TCP.
+and one they still give it that the spec no longer sets. A TCP an older agent wrote (before
+it applied server-side) is handed over to ``MANAGER``'s Apply first (``agent.legacy``).
 """
 
 from __future__ import annotations

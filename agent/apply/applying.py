@@ -190,6 +190,15 @@ class Applier:
             # A dry run first: an apply would take over a TCP of that name that is not ours
             # (the cache knows only managed ones), a create is refused AlreadyExists (or Invalid).
             await self.kube.create(tcps.TCP, action.body, namespace=intent.namespace, dry_run=True)
+        if isinstance(action, intents.Apply) and action.handover is not None:
+            await self.kube.patch(tcps.TCP, intent.name, action.handover, namespace=intent.namespace)
+            log.info(
+                "TenantControlPlane %s/%s: took over the fields an older agent applied (intent seq %d)",
+                intent.namespace,
+                intent.name,
+                delivery.stream_seq,
+                extra=self._about(intent, delivery),
+            )
         if isinstance(action, intents.Create | intents.Apply):
             await self.kube.apply(tcps.TCP, action.body, manager=tcps.MANAGER, namespace=intent.namespace)
             self.desires.record(intent, seq=delivery.stream_seq)
@@ -218,6 +227,7 @@ class Applier:
         await self.kube.delete(tcps.TCP, intent.name, namespace=intent.namespace, uid=action.uid or None)
         if not await self._wait_gone(intent, uid=action.uid, delivery=delivery):
             return intents.Decision(Result.SUPERSEDED)
+        self.desires.forget(intent.namespace, intent.name)
         if action.replacing:
             log.warning(
                 "TenantControlPlane %s/%s of a previous owner deleted for intent seq %d (owner uid %s)",

@@ -15,12 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent import propagation, tcps
+from agent import legacy, propagation, tcps
 from agent.apply import intake
 from agent.apply.outcomes import Result, Settle
 from common import backoff
 from common.kube import errors as kerrors
 from protocol import messages
+
+UID_FIELD = "metadata.uid"
+"""The field a 422 names when an apply's uid is another object's: a race, not a bad intent."""
 
 
 @dataclass(frozen=True)
@@ -31,9 +34,12 @@ class Create:
 
 @dataclass(frozen=True)
 class Apply:
-    """Server-side apply of every field we own (``tcps.desired``) to the TCP that is there."""
+    """Server-side apply of every field we own (``tcps.desired``) to the TCP observed: its uid
+    is in the body, so another TCP of that name is never written."""
 
     body: dict[str, Any]
+    handover: dict[str, Any] | None = None
+    """Patched first when an older agent wrote the TCP (``agent.legacy``)."""
 
 
 @dataclass(frozen=True)
@@ -201,7 +207,11 @@ def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, 
         and not propagation.differs(intent.labels, intent.annotations, observed)
     ):
         return Decision(Result.UNCHANGED)
-    return Decision(Result.APPLIED, action=Apply(tcps.desired(intent, seq=seq, observed=observed)))
+    body = tcps.desired(intent, seq=seq, observed=observed)
+    # To the TCP observed only: if it was replaced meanwhile by another of the same name (or
+    # deleted), the apply is refused and the redelivery decides again on what is there.
+    body["metadata"]["uid"] = tcps.uid(observed)
+    return Decision(Result.APPLIED, action=Apply(body, handover=legacy.handover(observed)))
 
 
 def _replace(
@@ -282,7 +292,7 @@ def after_error(
     intent: messages.Intent, error: kerrors.KubeError, *, num_delivered: int, ctx: Context
 ) -> Decision:
     """The decision once the API refused the action; transient failures are retried with backoff."""
-    if isinstance(error, kerrors.Invalid):
+    if isinstance(error, kerrors.Invalid) and error.fields != (UID_FIELD,):
         return Decision(Result.REJECTED, report=Report("Rejected", "Invalid", error.message or str(error)))
     if isinstance(error, kerrors.NotFound) and error.kind == "namespaces":
         return Decision(
@@ -295,6 +305,6 @@ def after_error(
             settle=Settle.NAK,
             delay=ctx.namespace_retry,
         )
-    # Anything else is transient or raced (a failed uid precondition, AlreadyExists, 5xx, no
-    # answer): decide again on redelivery, after a backoff.
+    # Anything else is transient or raced (a failed uid precondition, another object's uid in
+    # an apply, AlreadyExists, 5xx, no answer): decide again on redelivery, after a backoff.
     return Decision(Result.RETRY, settle=Settle.NAK, delay=redelivery_delay(num_delivered))

@@ -235,6 +235,8 @@ class CleanupLoop:
     async def _reapply(self, action: orphans.Reapply, where: str, *, latest: orphans.Latest) -> None:
         for attempt in range(1, REAPPLY_ATTEMPTS + 1):
             try:
+                if action.handover is not None:
+                    await self._hand_over(action)
                 await self.kube.apply(tcps.TCP, action.body, manager=tcps.MANAGER, namespace=action.namespace)
                 break
             except kerrors.Conflict:
@@ -249,11 +251,20 @@ class CleanupLoop:
                 return
             action = again
         seq, fields, about = action.seq, ", ".join(action.fields), self._about(action)
+        if action.handover is not None:
+            what = "took over the fields an older agent applied"
+            log.info("%s: %s (intent seq %d)", where, what, seq, extra=about)
         if not action.fields:
             log.info("%s: applied its labels and annotations again (intent seq %d)", where, seq, extra=about)
             return
         self.metrics.drift_reverted.inc()
         log.warning("reverted drift of %s to intent seq %d: %s", where, seq, fields, extra=about)
+
+    async def _hand_over(self, action: orphans.Reapply) -> None:
+        """Give an older agent's fields to our Apply; the apply is then fenced by the new version."""
+        assert action.handover is not None
+        patched = await self.kube.patch(tcps.TCP, action.name, action.handover, namespace=action.namespace)
+        action.body["metadata"]["resourceVersion"] = tcps.meta(patched)["resourceVersion"]
 
     def _redecide(self, tcp: Mapping[str, Any] | None, latest: orphans.Latest) -> orphans.Reapply | None:
         if tcp is None:

@@ -6,7 +6,8 @@ intent stream keeps one message per subject, so that is the hub's current desire
 
 - ``Reapply`` when the latest intent is the provision already applied (same stream sequence as
   the TCP's annotation) and applying it would change the TCP (``tcps.drift``: a site admin
-  edited a field we own, or the TCP was never applied by this agent, as an older agent's).
+  edited a field we own, or the TCP was never applied by this agent, as an older agent's, whose
+  fields are handed over first: ``agent.legacy``).
 - Nothing when the latest intent is newer (the apply loop owns it) or a delete (likewise).
 - ``DeleteOrphan`` / ``ReportOrphan`` when the subject has had no message for longer than the
   grace period **and** the consumer is caught up. A TCP can look orphaned while its fresh
@@ -28,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from agent import propagation, tcps
+from agent import legacy, propagation, tcps
 from common import objects
 from common.kube import events
 from protocol import messages
@@ -89,6 +90,9 @@ class Reapply:
     fields: tuple[str, ...]
     """Paths that drifted (never their values: a spec may hold anything)."""
     seq: int
+    handover: dict[str, Any] | None = None
+    """Patched first when an older agent wrote the TCP (``agent.legacy``): its fields become
+    the apply's, which then needs the resourceVersion the patch answers."""
 
 
 @dataclass(frozen=True)
@@ -198,8 +202,10 @@ def _reapply(tcp: Mapping[str, Any], latest: Latest, ours: tcps.Applied) -> Reap
         # the subject's latest unless the stream was recreated, and then it is not ours to judge.
         return None
     fields = tcps.drift(intent.spec, tcp)
-    if not fields and not propagation.differs(intent.labels, intent.annotations, tcp):
-        # Also applied: a propagated label or annotation changed or removed at the site.
+    handover = legacy.handover(tcp)
+    if not fields and not propagation.differs(intent.labels, intent.annotations, tcp) and handover is None:
+        # Also applied: a propagated label or annotation changed or removed at the site, and
+        # a TCP an older agent wrote (its first pass hands it over).
         return None
     body = tcps.desired(intent, seq=latest.seq, observed=tcp)
     version = str(tcps.meta(tcp).get("resourceVersion") or "")
@@ -214,6 +220,7 @@ def _reapply(tcp: Mapping[str, Any], latest: Latest, ours: tcps.Applied) -> Reap
         body=body,
         fields=tuple(fields),
         seq=latest.seq,
+        handover=handover,
     )
 
 

@@ -42,7 +42,11 @@ class Gone(KubeError):
 
 
 class Invalid(KubeError):
-    pass
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The fields the 422 names (``details.causes``), e.g. ``metadata.uid``."""
+        causes = self.details.get("causes") or ()
+        return tuple(str(c.get("field") or "") for c in causes if isinstance(c, Mapping))
 
 
 class Unavailable(KubeError):

@@ -242,7 +242,11 @@ def applied(
     for e, lost in conflicts:
         e.fields -= set(lost)
     others = set().union(*(e.fields for e in entries if e is not mine))
-    gone = mine.fields - want.keys() - others
+    kept = want.keys() | others
+    # A map node owned before (an Update's ``.``, handed to this Apply) stays while anything
+    # below it is still owned, as the real server adds back every owned item after pruning.
+    below = {q[:n] for q in kept for n in range(1, len(q))}
+    gone = mine.fields - kept - below
     obj = _merge(copy.deepcopy(dict(live or {})), config, schema)
     for path in sorted(gone, key=len, reverse=True):
         _remove(obj, path, others)

@@ -3,7 +3,8 @@
 Owns what the real server does to ``metadata`` on create (generateName, server-owned fields
 dropped, uid, creationTimestamp, generation 1), on update (name and namespace must match the URL,
 resourceVersion and uid preconditions are 409 Conflict, server-owned fields are kept, no new
-finalizers once deleting, generation bumps when the spec changes) and on delete (uid and
+finalizers once deleting, generation bumps when the spec changes; a patch's uid is a field, not a
+precondition: immutable, 422) and on delete (uid and
 resourceVersion preconditions; the namespaces the cluster needs are never deleted), and when a
 deleted object is finalized. Used by ``store``.
 Pure: mutates only the objects it is given and raises ``errors.ApiError``.
@@ -111,6 +112,27 @@ def check_delete(rtype: resources.ResourceType, meta: dict[str, Any], deletion: 
             why=f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
             f"ResourceVersion in object meta: {meta['resourceVersion']}",
         )
+
+
+def check_patched_uid(
+    rtype: resources.ResourceType, name: str, given: Any, live: dict[str, Any] | None
+) -> None:
+    """A patch (apply included) that names a uid: the uid is a field of the patched object, not
+    a precondition. Another object's is 422 (uid is immutable); an apply naming one when there
+    is no object is 409 (it would create an object of another uid)."""
+    if not given:
+        return
+    if live is None:
+        raise errors.conflict(
+            rtype.plural,
+            name,
+            group=rtype.group,
+            why=f"uid mismatch: the provided object specified uid {given}, and no existing object was found",
+        )
+    if given != live["metadata"]["uid"]:
+        message = f'Invalid value: "{given}": field is immutable'
+        cause = errors.Cause("FieldValueInvalid", message, "metadata.uid")
+        raise errors.invalid(rtype.kind, name, [cause], group=rtype.group)
 
 
 def _uid_conflict(rtype: resources.ResourceType, name: str, given: str, actual: str) -> errors.ApiError:

@@ -18,6 +18,7 @@ from sandbox.kubeapi import (
     calls,
     errors,
     managedfields,
+    metadata,
     objects,
     options,
     patching,
@@ -56,10 +57,9 @@ async def _patched(state: store.Store, call: calls.Call) -> watching.Entry:
     document = calls.decode(await call.request.read(), yaml_ok=content_type.endswith("yaml"))
     if content_type == _APPLY:
         return _apply(state, call, document)
-    current = state.get(call.rtype, call.namespace, call.name)
-    return _replace(
-        state, call, apply_patch(content_type, rendering.as_version(call.view, current), document)
-    )
+    current = rendering.as_version(call.view, state.get(call.rtype, call.namespace, call.name))
+    metadata.check_patched_uid(call.rtype, call.name, _given_uid(document), current)
+    return _replace(state, call, apply_patch(content_type, current, document))
 
 
 def _apply(state: store.Store, call: calls.Call, config: Any) -> watching.Entry:
@@ -78,6 +78,7 @@ def _apply(state: store.Store, call: calls.Call, config: Any) -> watching.Entry:
         live = rendering.as_version(call.view, state.get(call.rtype, call.namespace, call.name))
     except errors.ApiError:
         live = None
+    metadata.check_patched_uid(call.rtype, call.name, _given_uid(config), live)
     body, managed = managedfields.applied(
         live,
         config,
@@ -93,6 +94,11 @@ def _apply(state: store.Store, call: calls.Call, config: Any) -> watching.Entry:
     if live is None:
         return state.create(call.rtype, call.namespace, body, version=version, write=write)
     return state.update(call.rtype, call.namespace, call.name, body, version=version, write=write)
+
+
+def _given_uid(document: Any) -> Any:
+    meta = document.get("metadata") if isinstance(document, dict) else None
+    return meta.get("uid") if isinstance(meta, dict) else None
 
 
 def _replace(state: store.Store, call: calls.Call, body: dict[str, Any]) -> watching.Entry:

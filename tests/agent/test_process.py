@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from agent import legacy, tcps
 from common import bus, keyfiles
 from common import kube as ckube
 from common.kube import resources
@@ -178,6 +179,55 @@ async def test_an_edit_at_the_site_is_reverted_from_the_watch_not_at_the_resync(
         code = proc.stop()
     assert code == 0
     assert "reverted drift of TenantControlPlane tenants/edited" in proc.log.read_text()
+
+
+async def test_a_tcp_an_older_agent_wrote_is_handed_over_and_what_it_no_longer_wants_goes(
+    world: World, tmp_path: Path
+) -> None:
+    """An older agent created its TCPs (an Update in managedFields under its HTTP client's name)
+    and recorded its fields in annotations. The agent gives that entry's fields to its own
+    Apply before applying: a certSAN the intent no longer sets is removed, and so are the old
+    annotations; nothing of the older agent's stays owned apart."""
+    hub = world.hub
+    signer = keys.load_signing_key((world.keys_dir / keyfiles.SIGNING_FILE).read_text())
+    want = intent("older")
+    ack = await bus.publish(
+        hub,
+        subjects.intent("site-a", NAMESPACE, "older"),
+        messages.encode(signing.sign(want, signer)),
+        msg_id="older-1",
+    )
+    # The TCP as the older agent left it for that intent: one more certSAN, its annotations.
+    body = tcps.desired(want, seq=ack.seq)
+    body["spec"]["networkProfile"] = {"certSANs": ["old.example.com"]}
+    notes = {
+        legacy.APPLIED_FIELDS: "spec.kubernetes.version,spec.networkProfile.certSANs",
+        legacy.APPLIED_HASH: "x",
+    }
+    body["metadata"]["annotations"].update(notes)
+    api = await ckube.api_client_from_kubeconfig(world.admin)
+    site = ckube.Kube(api)
+    older = "OpenAPI-Generator"  # the manager a request without fieldManager gets: its User-Agent
+    query = [("fieldManager", older)]
+    await site._call("POST", TCP.path(NAMESPACE, None), query=query, body=body)
+    proc = agent_process(agent_args(world, "site-a"), tmp_path / "agent.log")
+    try:
+
+        async def handed_over() -> dict[str, Any] | None:
+            obj = await site.get(TCP, "older", namespace=NAMESPACE)
+            return obj if not obj["spec"].get("networkProfile", {}).get("certSANs") else None
+
+        obj = await helpers.eventually(handed_over, lambda o: o is not None, within=60)
+    finally:
+        await api.close()
+        code = proc.stop()
+    assert code == 0
+    assert obj is not None and not set(notes) & set(obj["metadata"]["annotations"])
+    managers = {(e["manager"], e["operation"]): e["fieldsV1"] for e in obj["metadata"]["managedFields"]}
+    assert (older, "Update") not in managers
+    ours = managers[(tcps.MANAGER, "Apply")]
+    assert "f:version" in ours["f:spec"]["f:kubernetes"] and "f:networkProfile" not in ours["f:spec"]
+    assert "took over the fields an older agent applied" in proc.log.read_text()
 
 
 async def test_credentials_of_another_site_are_a_clear_configuration_error(

@@ -264,6 +264,12 @@ def test_create_carries_labels_annotations_and_spec() -> None:
     assert (meta["name"], meta["namespace"]) == ("cp1", "tenants")
 
 
+def test_an_apply_names_the_uid_of_the_tcp_it_decided_on() -> None:
+    d = intents.decide(helpers.intent(generation=5), SEQ + 1, observed(), ctx=CTX)
+    assert isinstance(d.action, intents.Apply)
+    assert d.action.body["metadata"]["uid"] == tcps.uid(observed()) != ""
+
+
 def test_propagated_metadata_goes_beside_ours_and_names_what_is_refused() -> None:
     intent = msgspec.structs.replace(helpers.intent(), labels={"team": "blue"}, annotations={"note": "n"})
     d = intents.decide(intent, 42, None, ctx=CTX)
@@ -394,6 +400,19 @@ ERRORS = [
         "NamespaceNotFound",
         "nak",
         60.0,
+    ),
+    (
+        "422 for another object's uid: raced, not invalid",
+        kerrors.Invalid(
+            422,
+            "Invalid",
+            'TenantControlPlane.kamaji.clastix.io "cp1" is invalid: metadata.uid: field is immutable',
+            {"causes": [{"reason": "FieldValueInvalid", "field": "metadata.uid"}]},
+        ),
+        "retry",
+        None,
+        "nak",
+        2.0,
     ),
     ("API down", kerrors.Unavailable(0, "ClientConnectorError"), "retry", None, "nak", 2.0),
     ("create raced", kerrors.Conflict(409, "AlreadyExists"), "retry", None, "nak", 2.0),

@@ -159,3 +159,61 @@ async def test_an_apply_needs_a_field_manager(kube: ckube.Kube, namespace: str) 
     assert info.value.message == (
         'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'
     )
+
+
+async def test_an_apply_naming_a_uid_applies_only_to_that_object(kube: ckube.Kube, namespace: str) -> None:
+    # The agent's apply to a TCP it observed names that TCP's uid: it never takes over another
+    # object of the same name, created after the one it saw was deleted, nor creates one.
+    first = await kube.apply(TCP, config(namespace), manager=AGENT, namespace=namespace)
+    body = config(namespace)
+    body["metadata"]["uid"] = first["metadata"]["uid"]
+    again = await kube.apply(TCP, body, manager=AGENT, namespace=namespace)
+    assert again["metadata"]["uid"] == first["metadata"]["uid"]
+    await kube.delete(TCP, "cp", namespace=namespace)
+    with pytest.raises(errors.Conflict) as absent:
+        await kube.apply(TCP, body, manager=AGENT, namespace=namespace)
+    assert f"uid mismatch: the provided object specified uid {first['metadata']['uid']}" in str(absent.value)
+    assert await kube.get_or_none(TCP, "cp", namespace=namespace) is None
+    second = await kube.create(TCP, tcp("cp", namespace=namespace), namespace=namespace)
+    with pytest.raises(errors.Invalid) as other:
+        await kube.apply(TCP, body, manager=AGENT, namespace=namespace)
+    assert "metadata.uid" in str(other.value) and "field is immutable" in str(other.value)
+    found = await kube.get(TCP, "cp", namespace=namespace)
+    assert found["metadata"]["uid"] == second["metadata"]["uid"] and owned(found, AGENT) is None
+    with pytest.raises(errors.Invalid):  # the same for a merge patch
+        await update(kube, namespace, {"metadata": {"uid": first["metadata"]["uid"]}}, "kubectl-patch")
+
+
+async def test_managed_fields_a_patch_sets_are_taken_as_given(kube: ckube.Kube, namespace: str) -> None:
+    # What handing an older client's fields over to an Apply relies on (client-go's csaupgrade):
+    # a patch that sets managedFields (and nothing else) stores them as given, and the next
+    # apply owns, and removes, what they give its manager.
+    body = config(namespace)
+    created: dict[str, Any] = await kube._call(
+        "POST", TCP.path(namespace), query=[("fieldManager", "older")], body=body
+    )
+    [entry] = created["metadata"]["managedFields"]
+    assert (entry["manager"], entry["operation"]) == ("older", "Update")
+    handed = {**entry, "manager": AGENT, "operation": "Apply"}
+    meta = created["metadata"]
+    patch = {
+        "metadata": {
+            "uid": meta["uid"],
+            "resourceVersion": meta["resourceVersion"],
+            "managedFields": [handed],
+        }
+    }
+    patched = await kube.patch(TCP, "cp", patch, namespace=namespace)
+    assert [(e["manager"], e["operation"]) for e in patched["metadata"]["managedFields"]] == [
+        (AGENT, "Apply")
+    ]
+    with pytest.raises(errors.Conflict):  # the resourceVersion read is a precondition
+        await kube.patch(TCP, "cp", patch, namespace=namespace)
+    smaller = config(namespace)
+    del smaller["spec"]["networkProfile"]["certSANs"]
+    applied = await kube.apply(TCP, smaller, manager=AGENT, namespace=namespace)
+    assert "certSANs" not in applied["spec"]["networkProfile"]
+    assert applied["spec"]["networkProfile"]["address"] == "10.0.0.9"
+    assert [(e["manager"], e["operation"]) for e in applied["metadata"]["managedFields"]] == [
+        (AGENT, "Apply")
+    ]
