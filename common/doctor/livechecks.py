@@ -1,7 +1,8 @@
 """Doctor checks of a running process, not of its configuration: is it alive and answering?
 
 ``heartbeat`` decides (pure) from the latest heartbeat of a site that ``last_heartbeat`` read
-from the bus: a Direct Get of ``<prefix>.site.<site>`` in the site's stream, which the site's
+from the bus, against the interval that beat says (``--heartbeat-interval`` for an agent too old
+to say it): a Direct Get of ``<prefix>.site.<site>`` in the site's stream, which the site's
 own credential is granted (``protocol.permissions.heartbeat_read``), with the server's
 timestamp of its arrival. A running agent beats every interval whatever else goes wrong, so an
 old beat means a process that is stopped, hung or gone, even while its connections stay open.
@@ -52,6 +53,8 @@ class LastBeat:
     """The server refused the read: a credential minted before it was granted."""
     unreadable: str = ""
     """Why nothing could be read (no stream, no responders), "" when it could."""
+    interval: float = 0.0
+    """Seconds to the agent's next beat, as the beat says (0: an agent too old to say)."""
 
 
 def heartbeat(beat: LastBeat, *, now: float, interval: float, site: str, regrant: str) -> Result:
@@ -77,6 +80,8 @@ def heartbeat(beat: LastBeat, *, now: float, interval: float, site: str, regrant
             f"start the agent with these flags; if it runs, its log says why it does not beat "
             f"(and check that it runs with --site {site} and the same --prefix)",
         )
+    # The agent's own word on its interval wins over the flag, which is for agents too old to say.
+    interval = beat.interval or interval
     age = max(0.0, now - beat.arrived)
     if age > MISSED_HEARTBEATS * interval:
         started = f" (the agent started {_at(beat.started)})" if beat.started is not None else ""
@@ -116,6 +121,7 @@ async def last_heartbeat(conn: bus.Connection, site: str, *, prefix: str) -> Las
         subject,
         arrived=arrived.timestamp() if arrived is not None else None,
         started=sent.started_at if sent is not None else None,
+        interval=sent.interval if sent is not None else 0.0,
     )
 
 

@@ -15,9 +15,13 @@ STARTED = dt.datetime(2026, 12, 1, 11, 0, tzinfo=dt.UTC)
 SUBJECT = "kb.site.site-a"
 
 
-def beat(ago: float | None, *, denied: bool = False, unreadable: str = "") -> livechecks.LastBeat:
+def beat(
+    ago: float | None, *, denied: bool = False, unreadable: str = "", interval: float = 0.0
+) -> livechecks.LastBeat:
     arrived = None if ago is None else NOW - ago
-    return livechecks.LastBeat(SUBJECT, arrived, STARTED, denied=denied, unreadable=unreadable)
+    return livechecks.LastBeat(
+        SUBJECT, arrived, STARTED, denied=denied, unreadable=unreadable, interval=interval
+    )
 
 
 @pytest.mark.parametrize(
@@ -37,6 +41,18 @@ def beat(ago: float | None, *, denied: bool = False, unreadable: str = "") -> li
             "FAIL",
             "agent not running or stalled: last heartbeat 47s ago, interval 10s "
             "(the agent started 2026-12-01T11:00:00+00:00)",
+        ),
+        (
+            "stopped, by the 2 s the beat says (not the flag's 10 s)",
+            beat(7, interval=2.0),
+            "FAIL",
+            "agent not running or stalled: last heartbeat 7s ago, interval 2s",
+        ),
+        (
+            "beating every 60 s, as it says",
+            beat(47, interval=60.0),
+            "PASS",
+            "last heartbeat 47.0s ago, interval 60s",
         ),
         ("never beat", beat(None), "FAIL", "agent not running: no heartbeat on kb.site.site-a yet"),
         ("clocks apart", beat(-3), "PASS", "last heartbeat 0.0s ago"),
