@@ -18,6 +18,18 @@
 set -euo pipefail
 shopt -s inherit_errexit  # a failure inside $(...) fails the script too
 
+case "${1:-}" in
+  "") ;;
+  -h | --help)
+    sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"
+    exit 0
+    ;;
+  *)
+    echo "engine.sh takes no arguments (got: $1); --help says what it does" >&2
+    exit 2
+    ;;
+esac
+
 PYTHON_IMAGE=python:3.11-slim
 NATS_IMAGE=nats:2.11-alpine
 LOCAL_PYTHON_IMAGE=kamaji-broker/python:3.11-bookworm

@@ -27,3 +27,13 @@ def test_the_env_file_stays_out_of_git_and_of_the_build_context(name: str) -> No
     )
     assert done.returncode == 0, f"git does not ignore {name}: {done.stderr!r}"
     assert c.ignored(name)
+
+
+def test_engine_sh_says_what_it_does_and_takes_no_arguments() -> None:
+    # Asked for help, it says and stops: it never installs or starts anything then.
+    script = str(m.ROOT / "deploy" / "compose" / "engine.sh")
+    helped = subprocess.run(["bash", script, "--help"], capture_output=True, text=True, check=False)
+    assert helped.returncode == 0 and helped.stdout.startswith("Make sure a Docker engine answers here")
+    assert "set -euo" not in helped.stdout and not helped.stderr
+    wrong = subprocess.run(["bash", script, "--bogus"], capture_output=True, text=True, check=False)
+    assert wrong.returncode == 2 and "takes no arguments (got: --bogus)" in wrong.stderr
