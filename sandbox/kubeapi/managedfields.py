@@ -1,8 +1,7 @@
 """managedFields: which field manager owns which fields, and server-side apply on top of it.
 
-Owns the field sets of ``metadata.managedFields`` (fieldsV1: ``f:<name>`` for a map member,
-``v:<json>`` for an item of a ``set`` list, ``.`` for a node that is itself a member) and the
-two ways a write changes them, as the real server's structured-merge-diff does:
+Owns the two ways a write changes the field sets of ``metadata.managedFields`` (their stored
+form is ``fieldsets``'), as the real server's structured-merge-diff does:
 
 - ``updated``: an Update (create, PUT, merge/JSON patch) by a manager takes the fields it added
   or changed away from every other manager; removed fields leave every manager.
@@ -18,103 +17,17 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Final
 
 from sandbox.kubeapi import errors
+from sandbox.kubeapi.fieldsets import Entry, Path, decode, encode
 
-Path = tuple[str, ...]
 Schema = Mapping[str, Any]
 
 _NODE: Final = object()  # a map or set-list node, among an object's members
 _META_FIELDS: Final = ("labels", "annotations", "finalizers", "ownerReferences")
 _META_SCHEMA: Final = {"properties": {"finalizers": {"x-kubernetes-list-type": "set"}}}
-
-
-@dataclass
-class Entry:
-    manager: str
-    operation: str
-    api_version: str
-    time: str
-    fields: set[Path]
-    subresource: str = ""
-
-    def encode(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "manager": self.manager,
-            "operation": self.operation,
-            "apiVersion": self.api_version,
-            "time": self.time,
-            "fieldsType": "FieldsV1",
-            "fieldsV1": fields_v1(self.fields),
-        }
-        if self.subresource:
-            out["subresource"] = self.subresource
-        return out
-
-
-def decode(managed: Any) -> list[Entry]:
-    """The entries of a stored ``managedFields`` (anything unreadable is skipped)."""
-    out = []
-    for e in managed if isinstance(managed, list) else ():
-        if isinstance(e, Mapping) and e.get("manager") is not None:
-            out.append(
-                Entry(
-                    manager=str(e.get("manager")),
-                    operation=str(e.get("operation") or "Update"),
-                    api_version=str(e.get("apiVersion") or ""),
-                    time=str(e.get("time") or ""),
-                    fields=paths_of(e.get("fieldsV1") or {}),
-                    subresource=str(e.get("subresource") or ""),
-                )
-            )
-    return out
-
-
-def same(a: Any, b: Any) -> bool:
-    """Whether two managedFields say the same (times compared as instants, not as text)."""
-
-    def said(m: Any) -> list[tuple[str, str, str, str, set[Path]]]:
-        return [(e.manager, e.operation, e.api_version, e.subresource, e.fields) for e in decode(m)]
-
-    return said(a) == said(b)
-
-
-def encode(entries: Iterable[Entry]) -> list[dict[str, Any]]:
-    """Stored order, as the real server sorts: Apply before Update, then by time and manager."""
-    kept = [e for e in entries if e.fields]
-    kept.sort(key=lambda e: (e.operation, e.time, e.manager, e.subresource))
-    return [e.encode() for e in kept]
-
-
-def paths_of(fields: Mapping[str, Any], here: Path = ()) -> set[Path]:
-    out: set[Path] = set()
-    for key, child in fields.items():
-        if key == ".":
-            out.add(here)
-        elif isinstance(child, Mapping) and child:
-            out |= paths_of(child, (*here, key))
-        else:
-            out.add((*here, key))
-    return out
-
-
-def fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
-    members = set(paths)
-    root: dict[str, Any] = {}
-    for path in sorted(members):
-        node = root
-        for key in path:
-            node = node.setdefault(key, {})
-    for path in members:
-        node = root
-        for key in path:
-            node = node[key]
-        if node and "." not in node:
-            node["."] = {}
-    return root
 
 
 def _child(schema: Schema, key: str) -> Schema:

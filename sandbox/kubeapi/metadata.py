@@ -18,7 +18,7 @@ import random
 import uuid
 from typing import Any
 
-from sandbox.kubeapi import errors, managedfields, objects, options, resources
+from sandbox.kubeapi import errors, fieldsets, managedfields, objects, options, resources
 
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 #: Set by the server only: a client's values are dropped on create and replaced on update.
@@ -114,22 +114,22 @@ def check_delete(rtype: resources.ResourceType, meta: dict[str, Any], deletion: 
         )
 
 
-def check_patched_uid(
-    rtype: resources.ResourceType, name: str, given: Any, live: dict[str, Any] | None
-) -> None:
-    """A patch (apply included) that names a uid: the uid is a field of the patched object, not
-    a precondition. Another object's is 422 (uid is immutable); an apply naming one when there
-    is no object is 409 (it would create an object of another uid)."""
-    if not given:
-        return
+def check_patched(rtype: resources.ResourceType, name: str, meta: Any, live: dict[str, Any] | None) -> None:
+    """A patch's result (an apply's config) against the object it patches, in the real server's
+    order: its resourceVersion, when given, is a precondition (409); its uid is a field, not a
+    precondition: another object's is 422 (uid is immutable); an apply naming one when there is
+    no object is 409 (it would create an object of another uid)."""
+    meta = meta if isinstance(meta, dict) else {}
+    given = meta.get("uid")
     if live is None:
-        raise errors.conflict(
-            rtype.plural,
-            name,
-            group=rtype.group,
-            why=f"uid mismatch: the provided object specified uid {given}, and no existing object was found",
-        )
-    if given != live["metadata"]["uid"]:
+        if given:
+            why = f"uid mismatch: the provided object specified uid {given}, and no existing object was found"
+            raise errors.conflict(rtype.plural, name, group=rtype.group, why=why)
+        return
+    have = live["metadata"]
+    if meta.get("resourceVersion") and meta["resourceVersion"] != have["resourceVersion"]:
+        raise errors.conflict(rtype.plural, name, group=rtype.group)
+    if given and given != have["uid"]:
         message = f'Invalid value: "{given}": field is immutable'
         cause = errors.Cause("FieldValueInvalid", message, "metadata.uid")
         raise errors.invalid(rtype.kind, name, [cause], group=rtype.group)
@@ -198,11 +198,13 @@ def manage(
     subresource: str = "",
 ) -> None:
     """Set ``new``'s managedFields: an Apply's (``given``), the client's own when it changed them
-    (an empty entry resets them), else the old ones with ``write.manager``'s Update recorded."""
+    (an empty entry resets them; one entry the real server could not read leaves them as they
+    were), else the old ones with ``write.manager``'s Update recorded."""
     current = (old or {}).get("metadata", {}).get("managedFields")
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if write.operation == "Apply" or (given is not None and not managedfields.same(given, current)):
-        managed = managedfields.encode(managedfields.decode(given))
+    taken = given is not None and fieldsets.readable(given) and not fieldsets.same(given, current)
+    if write.operation == "Apply" or taken:
+        managed = fieldsets.encode(fieldsets.decode(given))
     else:
         schema = managedfields.with_meta(rtype.schemas.get(version) or {})
         managed = managedfields.updated(

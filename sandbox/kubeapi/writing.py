@@ -58,8 +58,9 @@ async def _patched(state: store.Store, call: calls.Call) -> watching.Entry:
     if content_type == _APPLY:
         return _apply(state, call, document)
     current = rendering.as_version(call.view, state.get(call.rtype, call.namespace, call.name))
-    metadata.check_patched_uid(call.rtype, call.name, _given_uid(document), current)
-    return _replace(state, call, apply_patch(content_type, current, document))
+    patched = apply_patch(content_type, current, document)
+    metadata.check_patched(call.rtype, call.name, patched.get("metadata"), current)
+    return _replace(state, call, patched)
 
 
 def _apply(state: store.Store, call: calls.Call, config: Any) -> watching.Entry:
@@ -78,7 +79,7 @@ def _apply(state: store.Store, call: calls.Call, config: Any) -> watching.Entry:
         live = rendering.as_version(call.view, state.get(call.rtype, call.namespace, call.name))
     except errors.ApiError:
         live = None
-    metadata.check_patched_uid(call.rtype, call.name, _given_uid(config), live)
+    metadata.check_patched(call.rtype, call.name, config.get("metadata"), live)
     body, managed = managedfields.applied(
         live,
         config,
@@ -94,11 +95,6 @@ def _apply(state: store.Store, call: calls.Call, config: Any) -> watching.Entry:
     if live is None:
         return state.create(call.rtype, call.namespace, body, version=version, write=write)
     return state.update(call.rtype, call.namespace, call.name, body, version=version, write=write)
-
-
-def _given_uid(document: Any) -> Any:
-    meta = document.get("metadata") if isinstance(document, dict) else None
-    return meta.get("uid") if isinstance(meta, dict) else None
 
 
 def _replace(state: store.Store, call: calls.Call, body: dict[str, Any]) -> watching.Entry:

@@ -217,3 +217,30 @@ async def test_managed_fields_a_patch_sets_are_taken_as_given(kube: ckube.Kube, 
     assert [(e["manager"], e["operation"]) for e in applied["metadata"]["managedFields"]] == [
         (AGENT, "Apply")
     ]
+
+
+async def test_a_stale_resource_version_is_answered_before_another_uid(
+    kube: ckube.Kube, namespace: str
+) -> None:
+    # The precondition first (409), then validation (the uid is immutable: 422).
+    live = await kube.apply(TCP, config(namespace), manager=AGENT, namespace=namespace)
+    stale = {"metadata": {"uid": "not-its-uid", "resourceVersion": "1"}}
+    with pytest.raises(errors.Conflict):
+        await kube.patch(TCP, "cp", stale, namespace=namespace)
+    fresh = {"metadata": {"uid": "not-its-uid", "resourceVersion": live["metadata"]["resourceVersion"]}}
+    with pytest.raises(errors.Invalid):
+        await kube.patch(TCP, "cp", fresh, namespace=namespace)
+    replaced = [{"op": "replace", "path": "/metadata/uid", "value": "not-its-uid"}]
+    with pytest.raises(errors.Invalid):
+        await kube.patch(TCP, "cp", replaced, namespace=namespace, content_type=ckube.JSON_PATCH)
+
+
+async def test_managed_fields_given_with_an_unreadable_entry_are_ignored(
+    kube: ckube.Kube, namespace: str
+) -> None:
+    live = await kube.apply(TCP, config(namespace), manager=AGENT, namespace=namespace)
+    before = [(e["manager"], e["operation"]) for e in live["metadata"]["managedFields"]]
+    unreadable = {"manager": "someone", "operation": "Borrow", "fieldsType": "FieldsV1", "fieldsV1": {}}
+    patch = {"metadata": {"managedFields": [*live["metadata"]["managedFields"], unreadable]}}
+    patched = await kube.patch(TCP, "cp", patch, namespace=namespace)
+    assert [(e["manager"], e["operation"]) for e in patched["metadata"]["managedFields"]] == before

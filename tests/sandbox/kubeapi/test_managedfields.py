@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.kubeapi import errors, managedfields
+from sandbox.kubeapi import errors, fieldsets, managedfields
 
 SET = {"properties": {"spec": {"properties": {"tags": {"x-kubernetes-list-type": "set"}}}}}
 NOW = "2026-01-01T00:00:00Z"
@@ -34,8 +34,8 @@ def entry(manager: str, operation: str, fields: dict[str, Any]) -> dict[str, Any
 )
 def test_members_as_fields_v1(value: dict[str, Any], leaves_only: bool, expected: dict[str, Any]) -> None:
     found = managedfields.members(value, managedfields.with_meta(SET), leaves_only=leaves_only)
-    assert managedfields.fields_v1(found) == expected
-    assert managedfields.paths_of(expected) == set(found)
+    assert fieldsets.fields_v1(found) == expected
+    assert fieldsets.paths_of(expected) == set(found)
 
 
 def test_an_update_takes_what_it_changes_and_drops_what_it_removes() -> None:
@@ -72,7 +72,7 @@ def test_apply(
     )
     assert obj["spec"] == expected_spec
     mine = next(e["fieldsV1"] for e in after if e["manager"] == "agent")
-    assert mine == (expected_mine or managedfields.fields_v1(managedfields.paths_of(mine)))
+    assert mine == (expected_mine or fieldsets.fields_v1(fieldsets.paths_of(mine)))
     if force:
         assert next(e for e in after if e["manager"] == "admin")["fieldsV1"] == {
             "f:spec": {"f:o": {}, "f:tags": {'v:"z"': {}}}
