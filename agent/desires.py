@@ -4,10 +4,10 @@ The TCP's managedFields say which fields the agent owns, not which it should own
 site admin changed is no longer the agent's there, and nothing on the object says it was. The
 apply loop and the cleanup loop record here each intent they apply or read (``record``); the
 status loop asks, on every watch event, whether the TCP still is what that intent makes it
-(``tcps.drifted``). A TCP that is gone is forgotten (``forget``), so the record holds only
-TCPs that exist or are about to. After a restart nothing is known until the cleanup loop's first pass (run
-at start) has read the intents; a TCP edited meanwhile is reverted by that pass. Pure state:
-talks to nothing.
+(``tcps.drifted``). A TCP that is gone is forgotten (``forget``): what is recorded is what
+the TCP of that name, if there is one, should be. After a restart nothing is known until the
+cleanup loop's first pass (run at start) has read the intents; a TCP edited meanwhile is
+reverted by that pass. Pure state: talks to nothing.
 """
 
 from __future__ import annotations
@@ -38,9 +38,13 @@ class Desires:
         else:
             self.by_tcp[key] = Desire(seq=seq, owner_uid=intent.owner.uid, spec=intent.spec)
 
-    def forget(self, namespace: str, name: str) -> None:
-        """The TCP is gone: nothing is desired of it until an intent is recorded again."""
-        self.by_tcp.pop((namespace, name), None)
+    def forget(self, namespace: str, name: str, *, up_to: int) -> None:
+        """The TCP that ran an intent of sequence ``up_to`` or older is gone: nothing is desired
+        of it until an intent is recorded again. A newer one recorded meanwhile (the TCP made
+        anew under that name) stays."""
+        found = self.by_tcp.get((namespace, name))
+        if found is not None and found.seq <= up_to:
+            del self.by_tcp[(namespace, name)]
 
     def spec(self, namespace: str, name: str, *, seq: int, owner_uid: str) -> Mapping[str, Any] | None:
         """The spec of intent ``seq`` of ``owner_uid`` for the TCP, if that is the one recorded."""

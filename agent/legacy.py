@@ -7,7 +7,12 @@ than own them: a field a later intent drops would stay, the old entry still owni
 ``handover`` is the patch that gives the old entry's fields to ``MANAGER``'s Apply, as
 client-go's ``csaupgrade`` does for kubectl. The apply after it owns them like any of its own:
 it removes those the intent no longer sets (the old annotations among them) and takes back
-those a site admin changes. Pure.
+those a site admin changes. The apply loop hands over a TCP before applying an intent to it,
+the cleanup loop on its first pass (and until the old annotations are gone: ``marked``).
+
+The older agent sent no field manager, so its entry is named after its HTTP client
+(``OpenAPI-Generator``): a field another tool built on that client set on the TCP is in the
+same entry and handed over too. Pure.
 """
 
 from __future__ import annotations
@@ -52,6 +57,13 @@ def handover(tcp: Mapping[str, Any]) -> dict[str, Any] | None:
             "managedFields": [*kept, {k: v for k, v in apply.items() if v is not None}],
         }
     }
+
+
+def marked(tcp: Mapping[str, Any]) -> bool:
+    """Whether the older agent's annotations are still on ``tcp`` (an apply after the handover,
+    which owns them, removes them)."""
+    notes = tcps.meta(tcp).get("annotations") or {}
+    return isinstance(notes, Mapping) and (APPLIED_FIELDS in notes or APPLIED_HASH in notes)
 
 
 def _key(entry: Mapping[str, Any]) -> tuple[Any, Any, Any]:

@@ -185,7 +185,8 @@ def drift(spec: Mapping[str, Any], observed: Mapping[str, Any]) -> list[str]:
     if ours is not None:
         out |= {_dotted(p) for p in (want - ours) | (ours - want)}
     else:
-        out |= {_dotted(p) for p in want}  # never applied by us: the apply adopts it
+        # Never applied by us (an older agent's, handed over first: ``agent.legacy``): the apply takes it.
+        out |= {_dotted(p) for p in want}
     return sorted(out)
 
 

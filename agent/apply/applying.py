@@ -4,7 +4,8 @@ The apply loop's workers hand each delivery to ``Applier.handle``. Deciding is
 ``intents.decide``'s job (verifying ``intake``'s); this module only performs what they decide
 and never acks before the API has persisted the change and its Status was published.
 
-Talks to the site's API server (``common.kube``: get, create (dry run), apply, delete TCPs), NATS through
+Talks to the site's API server (``common.kube``: get, create (dry run), apply, delete TCPs, and
+patch the managedFields of one an older agent wrote: ``agent.legacy``), NATS through
 the delivery (ack, nak, term) and ``agent.publishing.Publisher`` (Status). Asks the status
 loop's cache, through the ``Known`` it is given, whether there is a TCP to read at all.
 """
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent import tcps
-from agent.apply import intake, intents
+from agent.apply import failures, intake, intents
 from agent.apply.outcomes import Result, Settle
 from agent.deps import Deps
 from agent.settings import AgentSettings
@@ -119,16 +120,16 @@ class Applier:
             decision = intents.decide(intent, delivery.stream_seq, observed, ctx=self.ctx)
             return await self._execute(decision, intent, delivery)
         except kerrors.KubeError as exc:
-            return intents.after_error(intent, exc, num_delivered=delivery.num_delivered, ctx=self.ctx)
+            return failures.after_error(intent, exc, num_delivered=delivery.num_delivered, ctx=self.ctx)
 
     async def _unread(self, intent: messages.Intent, delivery: bus.Delivery) -> intents.Decision | None:
         """Decide as if the TCP were absent and execute (a create); None when the create found
-        one after all (``intents.exists_after_all``): then it is read and decided on."""
+        one after all (``failures.exists_after_all``): then it is read and decided on."""
         decision = intents.decide(intent, delivery.stream_seq, None, ctx=self.ctx)
         try:
             return await self._execute(decision, intent, delivery)
         except kerrors.KubeError as exc:
-            if not intents.exists_after_all(exc):
+            if not failures.exists_after_all(exc):
                 raise
         about = self._about(intent, delivery)
         log.info(
@@ -227,7 +228,7 @@ class Applier:
         await self.kube.delete(tcps.TCP, intent.name, namespace=intent.namespace, uid=action.uid or None)
         if not await self._wait_gone(intent, uid=action.uid, delivery=delivery):
             return intents.Decision(Result.SUPERSEDED)
-        self.desires.forget(intent.namespace, intent.name)
+        self.desires.forget(intent.namespace, intent.name, up_to=delivery.stream_seq)
         if action.replacing:
             log.warning(
                 "TenantControlPlane %s/%s of a previous owner deleted for intent seq %d (owner uid %s)",
@@ -265,5 +266,5 @@ class Applier:
 def _retry(delivery: bus.Delivery) -> intents.Decision:
     """Try the intent again on redelivery, after the backoff its delivery count calls for."""
     return intents.Decision(
-        Result.RETRY, settle=Settle.NAK, delay=intents.redelivery_delay(delivery.num_delivered)
+        Result.RETRY, settle=Settle.NAK, delay=failures.redelivery_delay(delivery.num_delivered)
     )

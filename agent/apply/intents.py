@@ -2,9 +2,8 @@
 
 ``decide`` maps (intent, its stream sequence, what the site has) to one ``Decision``: an action
 on the TCP (create, apply, delete), a Status to report, and how to settle the message (ack, nak
-with a delay, term). ``after_error`` maps the API's answer to an action that failed onto the
-same shape, so every outcome of an intent is decided here and tested by tables; so is whether
-the TCP must be read first at all (``observes_first``, ``exists_after_all``). Turning bytes
+with a delay, term), tested by tables; so is whether the TCP must be read first at all
+(``observes_first``). What the API's refusal of an action means is ``failures``'; turning bytes
 into a verified intent is ``intake``'s; the words of an outcome are ``outcomes``'.
 """
 
@@ -18,12 +17,7 @@ from typing import Any
 from agent import legacy, propagation, tcps
 from agent.apply import intake
 from agent.apply.outcomes import Result, Settle
-from common import backoff
-from common.kube import errors as kerrors
 from protocol import messages
-
-UID_FIELD = "metadata.uid"
-"""The field a 422 names when an apply's uid is another object's: a race, not a bad intent."""
 
 
 @dataclass(frozen=True)
@@ -104,31 +98,17 @@ def new_status(intent: messages.Intent, seq: int, report: Report, *, now: dt.dat
     )
 
 
-def redelivery_delay(num_delivered: int, *, cap: float = 60.0) -> float:
-    """Redelivery delay for a transient failure: 0.5 s doubling per delivery, capped."""
-    return backoff.delay(max(1, num_delivered), base=0.5, cap=cap, jitter=False)
-
-
 def observes_first(intent: messages.Intent, known: bool | None) -> bool:
     """Whether the TCP is read from the API before deciding, given what the status loop's cache
     says of it (``known``: None while that cache is not complete yet).
 
     A provision the complete cache has no managed TCP for is decided as absent, without a GET:
     for a first provision that GET was always a 404 and a large share of the agent's cost per
-    control plane. The create that follows is the check: ``exists_after_all`` sends
+    control plane. The create that follows is the check: ``failures.exists_after_all`` sends
     the intent back through the GET. A delete is always read first: what it deletes, if
     anything, depends on whose TCP is there, and its precondition is that TCP's uid.
     """
     return intent.op == "delete" or known is not False
-
-
-def exists_after_all(error: kerrors.KubeError) -> bool:
-    """Whether a create decided without reading failed because a TCP of that name exists.
-
-    One the cache does not show (unmanaged, another site's, or the watch lagging): the intent
-    is then read and decided again on what is there, as if the cache had not been asked.
-    """
-    return isinstance(error, kerrors.Conflict) and error.reason == "AlreadyExists"
 
 
 def decide(
@@ -286,25 +266,3 @@ def _older_generation(intent: messages.Intent, ours: tcps.Applied, *, where: str
         ),
         settle=Settle.TERM,
     )
-
-
-def after_error(
-    intent: messages.Intent, error: kerrors.KubeError, *, num_delivered: int, ctx: Context
-) -> Decision:
-    """The decision once the API refused the action; transient failures are retried with backoff."""
-    if isinstance(error, kerrors.Invalid) and error.fields != (UID_FIELD,):
-        return Decision(Result.REJECTED, report=Report("Rejected", "Invalid", error.message or str(error)))
-    if isinstance(error, kerrors.NotFound) and error.kind == "namespaces":
-        return Decision(
-            Result.REJECTED,
-            report=Report(
-                "Rejected",
-                "NamespaceNotFound",
-                f"namespace {intent.namespace!r} does not exist at site {ctx.site!r}",
-            ),
-            settle=Settle.NAK,
-            delay=ctx.namespace_retry,
-        )
-    # Anything else is transient or raced (a failed uid precondition, another object's uid in
-    # an apply, AlreadyExists, 5xx, no answer): decide again on redelivery, after a backoff.
-    return Decision(Result.RETRY, settle=Settle.NAK, delay=redelivery_delay(num_delivered))

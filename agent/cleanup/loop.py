@@ -3,7 +3,7 @@
 A pass lists this site's managed TCPs (label selector, per target namespace or cluster-wide),
 reads the latest intent on each TCP's subject (``reading.IntentReader``: Direct Get, verified),
 asks whether the consumer is caught up, lets the pure ``orphans.decide`` choose, and performs
-it: a server-side apply that reverts drift (``tcps.desired``), a Warning Event then a
+it: a server-side apply that reverts drift (``reapplying``), a Warning Event then a
 uid-preconditioned delete for an orphan (policy ``delete``), or a log line, a metric and an
 Event (policy ``report``). Then it asks the status loop to republish. Every intent it reads
 is recorded in ``agent.desires``, what the status loop measures drift from.
@@ -12,7 +12,8 @@ Passes run at start, every ``interval`` seconds (with jitter) and on ``trigger()
 NATS reconnect); a failed one is logged. Between passes, the status loop's watch calls
 ``restore`` (a TCP deleted by hand) and ``revert`` (a TCP edited by hand) for one TCP.
 
-Talks to: the site's API server (list/apply/delete TCPs, create Events) and NATS through
+Talks to: the site's API server (list and delete TCPs, create Events; ``reapplying`` applies)
+and NATS through
 ``reading`` (Direct Get of the site's own intent subjects) and the ``caught_up`` it is given
 (``reading.consumer_caught_up``). Logs name TCPs and field paths, never values.
 """
@@ -25,10 +26,10 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any
 
 from agent import tcps
-from agent.cleanup import orphans, reading
+from agent.cleanup import orphans, reading, reapplying
 from agent.deps import Deps
 from agent.settings import AgentSettings
 from common import aiotasks, logs, objects
@@ -38,9 +39,6 @@ from common.kube import resources
 from protocol.coordinates import Coordinates
 
 log = logging.getLogger(__name__)
-
-REAPPLY_ATTEMPTS: Final = 3
-"""Patches of one drifted TCP per pass while its resourceVersion keeps moving (then: next pass)."""
 
 
 class CleanupLoop:
@@ -68,6 +66,7 @@ class CleanupLoop:
         """Target namespaces; empty means all (one cluster-wide list)."""
         self.republish = republish
         """The status loop's ``republish_all``, called at the end of each pass."""
+        self.reapplier = reapplying.Reapplier(deps, site=self.site, grace=self.grace, policy=self.policy)
         self.clocks = orphans.Clocks()
         """Orphan clocks and reported orphans, carried from pass to pass."""
         self.passes = 0
@@ -127,10 +126,10 @@ class CleanupLoop:
         if not isinstance(latest, orphans.Latest):
             return False
         self.desires.record(latest.intent, seq=latest.seq)
-        action = self._redecide(tcp, latest)
+        action = self.reapplier.redecide(tcp, latest)
         if action is None:
             return False
-        await self._reapply(action, f"TenantControlPlane {namespace}/{name}", latest=latest)
+        await self.reapplier.reapply(action, f"TenantControlPlane {namespace}/{name}", latest=latest)
         return True
 
     async def run(self) -> None:
@@ -217,7 +216,7 @@ class CleanupLoop:
         where, about = f"TenantControlPlane {action.namespace}/{action.name}", self._about(action)
         try:
             if isinstance(action, orphans.Reapply):
-                await self._reapply(action, where, latest=latest[(action.namespace, action.name)])
+                await self.reapplier.reapply(action, where, latest=latest[(action.namespace, action.name)])
             elif isinstance(action, orphans.DeleteOrphan):
                 await self._delete(action, where)
             else:
@@ -231,54 +230,6 @@ class CleanupLoop:
     def _about(self, action: orphans.Action) -> dict[str, Any]:
         seq = action.seq if isinstance(action, orphans.Reapply) else None
         return logs.about_tcp(Coordinates(self.site, action.namespace, action.name), seq=seq)
-
-    async def _reapply(self, action: orphans.Reapply, where: str, *, latest: orphans.Latest) -> None:
-        for attempt in range(1, REAPPLY_ATTEMPTS + 1):
-            try:
-                if action.handover is not None:
-                    await self._hand_over(action)
-                await self.kube.apply(tcps.TCP, action.body, manager=tcps.MANAGER, namespace=action.namespace)
-                break
-            except kerrors.Conflict:
-                # Kamaji writes status often (every write bumps the resourceVersion), so a stale
-                # precondition is usually harmless: decide again on a fresh read. If the apply loop
-                # moved the TCP to a newer intent meanwhile, ``decide`` now says to leave it.
-                if attempt == REAPPLY_ATTEMPTS:
-                    raise
-            fresh = await self.kube.get_or_none(tcps.TCP, action.name, namespace=action.namespace)
-            again = self._redecide(fresh, latest)
-            if again is None:
-                return
-            action = again
-        seq, fields, about = action.seq, ", ".join(action.fields), self._about(action)
-        if action.handover is not None:
-            what = "took over the fields an older agent applied"
-            log.info("%s: %s (intent seq %d)", where, what, seq, extra=about)
-        if not action.fields:
-            log.info("%s: applied its labels and annotations again (intent seq %d)", where, seq, extra=about)
-            return
-        self.metrics.drift_reverted.inc()
-        log.warning("reverted drift of %s to intent seq %d: %s", where, seq, fields, extra=about)
-
-    async def _hand_over(self, action: orphans.Reapply) -> None:
-        """Give an older agent's fields to our Apply; the apply is then fenced by the new version."""
-        assert action.handover is not None
-        patched = await self.kube.patch(tcps.TCP, action.name, action.handover, namespace=action.namespace)
-        action.body["metadata"]["resourceVersion"] = tcps.meta(patched)["resourceVersion"]
-
-    def _redecide(self, tcp: Mapping[str, Any] | None, latest: orphans.Latest) -> orphans.Reapply | None:
-        if tcp is None:
-            return None
-        plan = orphans.decide(
-            [orphans.Observed(tcp=tcp, latest=latest)],
-            site=self.site,
-            caught_up=False,
-            clocks=orphans.Clocks(),
-            now=0.0,
-            grace=self.grace,
-            policy=self.policy,
-        )
-        return next((a for a in plan.actions if isinstance(a, orphans.Reapply)), None)
 
     async def _delete(self, action: orphans.DeleteOrphan, where: str) -> None:
         # Deleting is the one irreversible step: read the subject once more right before it.

@@ -203,9 +203,10 @@ def _reapply(tcp: Mapping[str, Any], latest: Latest, ours: tcps.Applied) -> Reap
         return None
     fields = tcps.drift(intent.spec, tcp)
     handover = legacy.handover(tcp)
-    if not fields and not propagation.differs(intent.labels, intent.annotations, tcp) and handover is None:
+    older = handover is not None or legacy.marked(tcp)
+    if not fields and not propagation.differs(intent.labels, intent.annotations, tcp) and not older:
         # Also applied: a propagated label or annotation changed or removed at the site, and
-        # a TCP an older agent wrote (its first pass hands it over).
+        # a TCP an older agent wrote (handed over, then applied until its annotations are gone).
         return None
     body = tcps.desired(intent, seq=latest.seq, observed=tcp)
     version = str(tcps.meta(tcp).get("resourceVersion") or "")

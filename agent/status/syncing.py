@@ -158,7 +158,7 @@ class Syncer:
             now=messages.utcnow(),
         )
         await self._publish_status(key, entry, status, about=f"deleted-{entry.uid}")
-        self.deps.desires.forget(namespace, name)
+        self.deps.desires.forget(namespace, name, up_to=status.intent_seq)
         return 1
 
     async def _revert(self, key: Key, entry: cache.Entry) -> None:

@@ -91,3 +91,10 @@ def test_handover(obj: dict[str, Any], expected: list[dict[str, Any]] | None) ->
     *others, apply = meta["managedFields"]
     assert others == expected[:-1]
     assert apply == {"manager": tcps.MANAGER, "operation": "Apply", **expected[-1]}
+
+
+def test_marked_while_the_older_agents_annotations_are_there() -> None:
+    obj = tcp(OURS)
+    assert not legacy.marked(obj)
+    obj["metadata"]["annotations"] = {legacy.APPLIED_HASH: "x"}
+    assert legacy.marked(obj)

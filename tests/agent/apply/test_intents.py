@@ -7,8 +7,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from agent import tcps
-from agent.apply import intents
+from agent import legacy, tcps
+from agent.apply import failures, intents
 from common.kube import errors as kerrors
 from protocol import messages
 from tests import helpers
@@ -268,6 +268,21 @@ def test_an_apply_names_the_uid_of_the_tcp_it_decided_on() -> None:
     d = intents.decide(helpers.intent(generation=5), SEQ + 1, observed(), ctx=CTX)
     assert isinstance(d.action, intents.Apply)
     assert d.action.body["metadata"]["uid"] == tcps.uid(observed()) != ""
+    assert d.action.handover is None
+
+
+def test_an_apply_to_a_tcp_an_older_agent_wrote_hands_it_over_first() -> None:
+    obs = observed()
+    older = {
+        "manager": "OpenAPI-Generator",
+        "operation": "Update",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": {"f:annotations": {f"f:{legacy.APPLIED_HASH}": {}}}},
+    }
+    obs["metadata"]["managedFields"] = [older]
+    d = intents.decide(helpers.intent(generation=5), SEQ + 1, obs, ctx=CTX)
+    assert isinstance(d.action, intents.Apply)
+    assert d.action.handover == legacy.handover(obs) and d.action.handover is not None
 
 
 def test_propagated_metadata_goes_beside_ours_and_names_what_is_refused() -> None:
@@ -414,6 +429,19 @@ ERRORS = [
         "nak",
         2.0,
     ),
+    (
+        "422 for another object's uid and what its validation says beside: raced",
+        kerrors.Invalid(
+            422,
+            "Invalid",
+            "[metadata.uid: field is immutable, spec.dataStoreSchema: Invalid value: forbidden]",
+            {"causes": [{"field": "spec.dataStoreSchema"}, {"field": "metadata.uid"}]},
+        ),
+        "retry",
+        None,
+        "nak",
+        2.0,
+    ),
     ("API down", kerrors.Unavailable(0, "ClientConnectorError"), "retry", None, "nak", 2.0),
     ("create raced", kerrors.Conflict(409, "AlreadyExists"), "retry", None, "nak", 2.0),
     ("forbidden", kerrors.KubeError(403, "Forbidden"), "retry", None, "nak", 2.0),
@@ -426,7 +454,7 @@ ERRORS = [
 def test_after_error(
     error: kerrors.KubeError, result: str, reason: str | None, settle: str, delay: float | None
 ) -> None:
-    d = intents.after_error(helpers.intent(), error, num_delivered=3, ctx=CTX)
+    d = failures.after_error(helpers.intent(), error, num_delivered=3, ctx=CTX)
     assert (d.result, d.settle, d.delay) == (result, settle, delay)
     assert (d.report.reason if d.report else None) == reason
     if reason == "Invalid":
@@ -435,7 +463,7 @@ def test_after_error(
 
 @pytest.mark.parametrize(("delivered", "delay"), [(1, 0.5), (2, 1.0), (5, 8.0), (50, 60.0)])
 def test_backoff(delivered: int, delay: float) -> None:
-    assert intents.redelivery_delay(delivered) == delay
+    assert failures.redelivery_delay(delivered) == delay
 
 
 READ_FIRST: list[tuple[str, messages.Intent, bool | None, bool]] = [
@@ -473,4 +501,4 @@ EXISTS: list[tuple[str, kerrors.KubeError, bool]] = [
 
 @pytest.mark.parametrize(("error", "expected"), [e[1:] for e in EXISTS], ids=[e[0] for e in EXISTS])
 def test_exists_after_all(error: kerrors.KubeError, expected: bool) -> None:
-    assert intents.exists_after_all(error) is expected
+    assert failures.exists_after_all(error) is expected

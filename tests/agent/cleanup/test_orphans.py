@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from agent import tcps
+from agent import legacy, tcps
 from agent.cleanup import orphans
 from tests import helpers
 from tests.agent import applying
@@ -358,6 +358,31 @@ def test_an_older_agents_tcp_is_adopted_by_an_apply() -> None:
     assert "kamaji-broker.io/applied-hash" not in action.body["metadata"]["annotations"]
     # Once applied by us: nothing to do.
     assert plan(orphans.Observed(tcp(), latest())).actions == ()
+
+
+def test_an_older_agents_fields_are_handed_over_then_applied_until_its_annotations_go() -> None:
+    """Applied by us as it should be, but the older agent's Update still owns its fields and
+    annotations: a Reapply that hands them over first; once handed over, the annotations still
+    there (an apply that conflicted after the handover) are applied away without one."""
+    obj = tcp()
+    older = {
+        "manager": "OpenAPI-Generator",
+        "operation": "Update",
+        "apiVersion": "kamaji.clastix.io/v1alpha1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": {"f:annotations": {f"f:{legacy.APPLIED_FIELDS}": {}}}},
+    }
+    obj["metadata"]["managedFields"] = [*obj["metadata"]["managedFields"], older]
+    obj["metadata"]["annotations"][legacy.APPLIED_FIELDS] = "spec.kubernetes.version"
+    [action] = plan(orphans.Observed(obj, latest())).actions
+    assert isinstance(action, orphans.Reapply) and action.fields == ()
+    assert action.handover == legacy.handover(obj) and action.handover is not None
+    assert legacy.APPLIED_FIELDS not in action.body["metadata"]["annotations"]
+    obj["metadata"]["managedFields"] = obj["metadata"]["managedFields"][:-1]
+    [again] = plan(orphans.Observed(obj, latest())).actions
+    assert isinstance(again, orphans.Reapply) and again.handover is None and again.fields == ()
+    del obj["metadata"]["annotations"][legacy.APPLIED_FIELDS]
+    assert plan(orphans.Observed(obj, latest())).actions == ()
 
 
 def test_a_propagated_label_changed_at_the_site_is_put_back_and_others_are_left() -> None:
