@@ -42,7 +42,7 @@ _TESTS = Path(__file__).resolve().parent
 
 PROCESS_TIMEOUT = 120
 """pytest-timeout's ceiling for a test that runs whole processes or topologies (tests/e2e,
-tests/security, tests/deploy and every ``test_process.py``); a unit test gets the suite's default
+tests/security, tests/deploy and every ``test_*process.py``); a unit test gets the suite's default
 (``timeout`` in pyproject.toml, 30 s), so that a hang shows early; tests/faults sets its own."""
 _PROCESS_DIRS = frozenset({"e2e", "security", "deploy"})
 
@@ -52,7 +52,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("timeout") is not None:
             continue
         parts = Path(str(item.fspath)).resolve().relative_to(_TESTS).parts
-        if parts[0] in _PROCESS_DIRS or parts[-1] == "test_process.py":
+        if parts[0] in _PROCESS_DIRS or parts[-1].endswith("_process.py"):
             item.add_marker(pytest.mark.timeout(PROCESS_TIMEOUT))
 
 

@@ -37,12 +37,10 @@ class Reapplier:
         return logs.about_tcp(Coordinates(self.site, action.namespace, action.name), seq=action.seq)
 
     async def reapply(self, action: orphans.Reapply, where: str, *, latest: orphans.Latest) -> None:
-        handed = False
         for attempt in range(1, REAPPLY_ATTEMPTS + 1):
             try:
                 if action.handover is not None:
-                    await self._hand_over(action)
-                    handed = True
+                    await self._hand_over(action, where)
                 await self.kube.apply(tcps.TCP, action.body, manager=tcps.MANAGER, namespace=action.namespace)
                 break
             except kerrors.Conflict:
@@ -57,20 +55,20 @@ class Reapplier:
                 return
             action = again
         seq, fields, about = action.seq, ", ".join(action.fields), self._about(action)
-        if handed:
-            what = "took over the fields an older agent applied"
-            log.info("%s: %s (intent seq %d)", where, what, seq, extra=about)
         if not action.fields:
             log.info("%s: applied its labels and annotations again (intent seq %d)", where, seq, extra=about)
             return
         self.metrics.drift_reverted.inc()
         log.warning("reverted drift of %s to intent seq %d: %s", where, seq, fields, extra=about)
 
-    async def _hand_over(self, action: orphans.Reapply) -> None:
-        """Give an older agent's fields to our Apply; the apply is then fenced by the new version."""
+    async def _hand_over(self, action: orphans.Reapply, where: str) -> None:
+        """Give an older agent's fields to our Apply; the apply is then fenced by the new version.
+        Said at once: the apply after it may find the apply loop was there first."""
         assert action.handover is not None
         patched = await self.kube.patch(tcps.TCP, action.name, action.handover, namespace=action.namespace)
         action.body["metadata"]["resourceVersion"] = tcps.meta(patched)["resourceVersion"]
+        what = "took over the fields an older agent applied"
+        log.info("%s: %s (intent seq %d)", where, what, action.seq, extra=self._about(action))
 
     def redecide(self, tcp: Mapping[str, Any] | None, latest: orphans.Latest) -> orphans.Reapply | None:
         if tcp is None:

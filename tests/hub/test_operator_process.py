@@ -93,8 +93,8 @@ async def test_bootstrap_then_deleting_the_site_revokes_its_agent(
             await ns.connect(server, boot, inbox_prefix=permissions.bootstrap_inbox_prefix(SITE))
 
         await kube.delete(resources.SITE, SITE)
-        await helpers.eventually(lambda: not agent.nc.is_connected, within=10, what="the agent thrown out")
-        await helpers.eventually(lambda: _gone(kube), within=10, what="the Site released and gone")
+        await helpers.eventually(lambda: not agent.nc.is_connected, within=30, what="the agent thrown out")
+        await helpers.eventually(lambda: _gone(kube), within=30, what="the Site released and gone")
         status, _reason, message = await helpers.eventually(
             lambda: _condition(kube, "cp1", "SiteConnected"),
             lambda c: c[1] == "CredentialsRevoked",
@@ -138,9 +138,9 @@ async def test_a_site_deleted_before_its_agent_came_takes_its_bootstrap_credenti
         boot = await _handed_over(kube, tmp_path / "boot.creds")
         waiting = await ns.connect(server, boot, inbox_prefix=permissions.bootstrap_inbox_prefix(SITE))
         await kube.delete(resources.SITE, SITE)
-        await helpers.eventually(lambda: not waiting.nc.is_connected, within=10, what="the bootstrap revoked")
-        await helpers.eventually(lambda: _no_secret(kube, f"{SITE}-nats-bootstrap"), within=10)
-        await helpers.eventually(lambda: _gone(kube), within=10, what="the Site released and gone")
+        await helpers.eventually(lambda: not waiting.nc.is_connected, within=30, what="the bootstrap revoked")
+        await helpers.eventually(lambda: _no_secret(kube, f"{SITE}-nats-bootstrap"), within=30)
+        await helpers.eventually(lambda: _gone(kube), within=30, what="the Site released and gone")
     finally:
         assert await asyncio.to_thread(hub.stop) == 0
 
