@@ -36,14 +36,16 @@ async def operator(tmp_path: Path) -> AsyncIterator[tuple[natsd.NatsServer, Path
     server.stop()
 
 
-def _args(server: natsd.NatsServer, conf: Path, keys_dir: Path, kubeconfig: Path) -> list[str]:
+def _args(server: natsd.NatsServer, conf: Path, keys_dir: Path, mgmt: Mgmt) -> list[str]:
+    """The hub's flags; its bootstrap credentials in its own namespace, the only one where its
+    Role lets it delete a Secret (on a real cluster)."""
     return [
-        "--kubeconfig", str(kubeconfig), "--nats-url", server.url,
+        "--kubeconfig", str(mgmt.hub_kubeconfig), "--nats-url", server.url,
         "--nats-ca-file", str(helpers.nats_tls().ca),
         "--nats-operator-dir", str(conf / natsoperator.HUB_DIR),
         "--signing-key", str(keys_dir / keyfiles.SIGNING_FILE),
         "--sealing-keys", str(keys_dir / keyfiles.SEALING_DIR),
-        "--all-namespaces", "--heartbeat-interval", "1", "--bootstrap-namespace", "default",
+        "--all-namespaces", "--heartbeat-interval", "1", "--bootstrap-namespace", mgmt.lease_namespace,
     ]  # fmt: skip
 
 
@@ -59,9 +61,9 @@ async def test_bootstrap_then_deleting_the_site_revokes_its_agent(
     operator: tuple[natsd.NatsServer, Path], mgmt: Mgmt, tmp_path: Path
 ) -> None:
     server, conf = operator
-    kube, kubeconfig = mgmt.kube, mgmt.hub_kubeconfig
+    kube = mgmt.kube
     keyfiles.generate(tmp_path / "keys")
-    hub = hub_process(_args(server, conf, tmp_path / "keys", kubeconfig), tmp_path / "hub.log", "hub-1")
+    hub = hub_process(_args(server, conf, tmp_path / "keys", mgmt), tmp_path / "hub.log", "hub-1")
     try:
         await helpers.eventually(
             lambda: _finalized(kube), within=30, what="the Site holds the hub's finalizer"
@@ -69,7 +71,7 @@ async def test_bootstrap_then_deleting_the_site_revokes_its_agent(
         cl = await kube.create(resources.CLUSTER, cluster_obj("c1"), namespace="default")
         await kube.create(RKCP, rkcp_obj("cp1", cluster=cl), namespace="default")
         # the hub wrote the new Site's bootstrap credential; the operator hands it to the agent
-        boot = await _handed_over(kube, tmp_path / "boot.creds")
+        boot = await _handed_over(mgmt, tmp_path / "boot.creds")
         asker = await ns.connect(server, boot, inbox_prefix=permissions.bootstrap_inbox_prefix(SITE))
         seed = natsjwt.new_seed("user")
         req = credentials.request(credentials.Kind.BOOTSTRAP, SITE, seed, credential=helpers.creds_jwt(boot))
@@ -85,7 +87,7 @@ async def test_bootstrap_then_deleting_the_site_revokes_its_agent(
         # used: the bootstrap Secret is deleted and its credential revoked at once (the hub
         # revokes a used bootstrap itself only after a grace, for an agent whose answer was lost)
         await helpers.eventually(
-            lambda: _no_secret(kube, f"{SITE}-nats-bootstrap"),
+            lambda: _no_secret(mgmt, f"{SITE}-nats-bootstrap"),
             within=30,
             what="the used bootstrap Secret deleted",
         )
@@ -112,10 +114,12 @@ async def _finalized(kube: ckube.Kube) -> bool:
     return sitecredentials.FINALIZER in (site["metadata"].get("finalizers") or [])
 
 
-async def _handed_over(kube: ckube.Kube, path: Path) -> Path:
+async def _handed_over(mgmt: Mgmt, path: Path) -> Path:
     """The bootstrap credential the hub wrote for the new Site, as the operator hands it over."""
     secret = await helpers.eventually(
-        lambda: kube.get_or_none(resources.SECRET, f"{SITE}-nats-bootstrap", namespace="default"),
+        lambda: mgmt.kube.get_or_none(
+            resources.SECRET, f"{SITE}-nats-bootstrap", namespace=mgmt.lease_namespace
+        ),
         within=30,
         what="the bootstrap Secret",
     )
@@ -123,23 +127,23 @@ async def _handed_over(kube: ckube.Kube, path: Path) -> Path:
     return path
 
 
-async def _no_secret(kube: ckube.Kube, name: str) -> bool:
-    return await kube.get_or_none(resources.SECRET, name, namespace="default") is None
+async def _no_secret(mgmt: Mgmt, name: str) -> bool:
+    return await mgmt.kube.get_or_none(resources.SECRET, name, namespace=mgmt.lease_namespace) is None
 
 
 async def test_a_site_deleted_before_its_agent_came_takes_its_bootstrap_credential_along(
     operator: tuple[natsd.NatsServer, Path], mgmt: Mgmt, tmp_path: Path
 ) -> None:
     server, conf = operator
-    kube, kubeconfig = mgmt.kube, mgmt.hub_kubeconfig
+    kube = mgmt.kube
     keyfiles.generate(tmp_path / "keys")
-    hub = hub_process(_args(server, conf, tmp_path / "keys", kubeconfig), tmp_path / "hub.log", "hub-1")
+    hub = hub_process(_args(server, conf, tmp_path / "keys", mgmt), tmp_path / "hub.log", "hub-1")
     try:
-        boot = await _handed_over(kube, tmp_path / "boot.creds")
+        boot = await _handed_over(mgmt, tmp_path / "boot.creds")
         waiting = await ns.connect(server, boot, inbox_prefix=permissions.bootstrap_inbox_prefix(SITE))
         await kube.delete(resources.SITE, SITE)
         await helpers.eventually(lambda: not waiting.nc.is_connected, within=30, what="the bootstrap revoked")
-        await helpers.eventually(lambda: _no_secret(kube, f"{SITE}-nats-bootstrap"), within=30)
+        await helpers.eventually(lambda: _no_secret(mgmt, f"{SITE}-nats-bootstrap"), within=30)
         await helpers.eventually(lambda: _gone(kube), within=30, what="the Site released and gone")
     finally:
         assert await asyncio.to_thread(hub.stop) == 0

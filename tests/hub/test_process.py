@@ -34,7 +34,8 @@ def hub_process(args: list[str], log: Path, identity: str) -> helpers.CliProcess
 @dataclass(frozen=True)
 class Mgmt:
     """The management cluster of a test: the admin's client, the hub's kubeconfig, and the
-    namespace of the hub's Lease."""
+    hub's own namespace (its Lease, its bootstrap credentials: on a real cluster the only one
+    where its Roles grant those)."""
 
     kube: ckube.Kube
     hub_kubeconfig: Path
