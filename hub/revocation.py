@@ -82,6 +82,12 @@ def merged(
     return out
 
 
+def uncovered(pending: Mapping[str, int], pushed: Mapping[str, int]) -> dict[str, int]:
+    """What of ``pending`` a push of ``pushed`` did not revoke: a revocation asked for while
+    that push was on its way (``Revoker.revoke`` adds to ``pending`` before it waits its turn)."""
+    return {k: t for k, t in pending.items() if pushed.get(k, 0) < t}
+
+
 class _Result(msgspec.Struct):
     code: int = 0
     message: str = ""
@@ -135,7 +141,8 @@ class Revoker:
       (a lost volume) shows none of them, and merging into that alone would wipe them.
     - Each push is issued after everything it has seen (``_last_iat``): servers keep the newer.
     - A revocation that could not be pushed stays ``pending`` and is pushed by ``sync`` (the
-      hub calls it every minute), never dropped.
+      hub calls it every minute), never dropped; nor is one asked for while a push is on its
+      way (it waits for the lock and goes into the next push).
     """
 
     def __init__(self, system: bus.Connection, authority: Authority) -> None:
@@ -220,7 +227,8 @@ class Revoker:
         )
         self._last_iat = iat
         self.known = revocations
-        self.pending = {}
+        # Not emptied: a revocation added while this push was on its way is the next push's.
+        self.pending = uncovered(self.pending, revocations)
         return revocations
 
 
