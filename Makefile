@@ -33,11 +33,12 @@ typecheck: $(VENV)/.installed-test
 contracts: $(VENV)/.installed-test
 	$(BIN)/lint-imports
 
-# The real Kubernetes binaries (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-# kubectl) built from the Go modules gomod/ pins, into ~/.cache/kamaji-broker/kube/<versions>/;
+# The real binaries built from the Go modules gomod/ pins: etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler and kubectl into ~/.cache/kamaji-broker/kube/<versions>/,
+# the Kamaji operator, kwok and Kamaji's CRDs into ~/.cache/kamaji-broker/kamaji/<versions>/;
 # what is there (or in $$KUBEBUILDER_ASSETS) is kept. Minutes the first time, nothing after.
 kube-binaries:
-	bash gomod/build.sh
+	bash gomod/build.sh all
 
 # pytest exits 5 when it collects no test: that fails this target (and CI) loudly.
 pytest: $(VENV)/.installed-test kube-binaries

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Builds the real Kubernetes binaries the tests and `kamaji-broker sandbox --kubernetes real` run:
-# kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from k8s.io/kubernetes, and
-# etcd from go.etcd.io/etcd/server/v3, at the versions the wrapper modules beside this script
-# pin (gomod/kubernetes/go.mod, gomod/etcd/go.mod). Nothing of those projects' source is kept
+# Builds the real binaries the tests and `kamaji-broker sandbox --kubernetes real` run, at the
+# versions the wrapper modules beside this script pin. Nothing of those projects' source is kept
 # here: the Go module proxy serves it, checked against the committed go.sum files.
 #
-#   gomod/build.sh          build what is missing into the cache, print the directory
-#   gomod/build.sh --dir    print the directory only (nothing is built)
+#   kube    kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from
+#           k8s.io/kubernetes (gomod/kubernetes), etcd from go.etcd.io/etcd/server/v3 (gomod/etcd)
+#   kamaji  the Kamaji operator from github.com/clastix/kamaji (gomod/kamaji), kwok from
+#           sigs.k8s.io/kwok (gomod/kwok), Kamaji's CRDs and webhook rules from the same
+#           module version (crds/, webhooks/) and kwok's stages (kwok-stages.yaml)
 #
-# The directory is ${XDG_CACHE_HOME:-~/.cache}/kamaji-broker/kube/<kubernetes version>-etcd<etcd
-# version>/. A binary found in $KUBEBUILDER_ASSETS (envtest's convention: a user who already has
-# some of them points there; sandbox.realkube looks there first too) or already in the cache is
-# not built. Two builds at once (two `make test` side by side) take turns
-# on a lock; each binary is written beside its place and renamed into it, so a reader never
-# sees half of one.
+#   gomod/build.sh [SET]          build what SET (default kube) misses into its cache directory
+#                                 and print the directory; SET "all" builds both, prints nothing
+#   gomod/build.sh --dir [SET]    print the directory only (nothing is built)
+#
+# The directories are ${XDG_CACHE_HOME:-~/.cache}/kamaji-broker/kube/<kubernetes version>-etcd-<etcd
+# version>/ and .../kamaji-broker/kamaji/<kamaji version>-kwok-<kwok version>/. A kube binary
+# found in $KUBEBUILDER_ASSETS (envtest's convention: a user who already has some of them points
+# there; sandbox.realkube looks there first too) or already in the cache is not built. Two
+# builds at once (two `make test` side by side) take turns on a lock; each binary is written
+# beside its place and renamed into it, so a reader never sees half of one.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # Go 1.26 builds these versions; a newer module would need `GOTOOLCHAIN=go1.27.3` here.
@@ -23,10 +28,39 @@ export GOFLAGS="${GOFLAGS:--buildvcs=false}"
 version_of() { awk -v m="$2" '$1 == m || ($1 == "require" && $2 == m) { print $NF; exit }' "$here/$1/go.mod"; }
 kube_version="$(version_of kubernetes k8s.io/kubernetes)"
 etcd_version="$(version_of etcd go.etcd.io/etcd/server/v3)"
+kamaji_version="$(version_of kamaji github.com/clastix/kamaji)"
+kwok_version="$(version_of kwok sigs.k8s.io/kwok)"
 kube_binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/kamaji-broker"
 
-dir="${XDG_CACHE_HOME:-$HOME/.cache}/kamaji-broker/kube/${kube_version}-etcd-${etcd_version}"
+only_dir=0
 if [[ "${1:-}" == "--dir" ]]; then
+  only_dir=1
+  shift
+fi
+set_name="${1:-kube}"
+case "$set_name" in
+  kube) dir="$cache/kube/${kube_version}-etcd-${etcd_version}" ;;
+  kamaji) dir="$cache/kamaji/${kamaji_version}-kwok-${kwok_version}" ;;
+  all)
+    if ((only_dir)); then
+      echo "gomod/build.sh: --dir takes kube or kamaji, not all" >&2
+      exit 2
+    fi
+    # Side by side: much of a first build is waiting on the module proxy.
+    "$0" kube >/dev/null &
+    kube=$!
+    "$0" kamaji >/dev/null &
+    kamaji=$!
+    wait "$kube" && wait "$kamaji"
+    exit 0
+    ;;
+  *)
+    echo "gomod/build.sh: unknown set '$set_name' (kube, kamaji or all)" >&2
+    exit 2
+    ;;
+esac
+if ((only_dir)); then
   echo "$dir"
   exit 0
 fi
@@ -38,9 +72,73 @@ missing() {
   done
 }
 
+need_go() {
+  if ! command -v go >/dev/null; then
+    echo "gomod/build.sh: go is not installed: $* are built from Go modules (or set KUBEBUILDER_ASSETS to a directory that has the Kubernetes ones)" >&2
+    exit 1
+  fi
+}
+
 mkdir -p "$dir"
 exec 9>"$dir/.lock"
 flock 9
+start=$(date +%s)
+staging="$(mktemp -d "$dir/.build.XXXXXX")"
+trap 'rm -rf "$staging"' EXIT
+
+if [[ "$set_name" == "kamaji" ]]; then
+  todo=()
+  [[ -x "$dir/kamaji" ]] || todo+=(kamaji)
+  [[ -x "$dir/kwok" ]] || todo+=(kwok)
+  [[ -d "$dir/crds" && -d "$dir/webhooks" && -f "$dir/kwok-stages.yaml" ]] || todo+=(manifests)
+  if ((${#todo[@]} == 0)); then
+    echo "$dir"
+    exit 0
+  fi
+  need_go "${todo[*]}"
+  for t in "${todo[@]}"; do
+    case "$t" in
+      kamaji)
+        echo "gomod/build.sh: building kamaji ${kamaji_version} into $dir" >&2
+        # Its main package is the module root: `go build` of the module path.
+        (cd "$here/kamaji" && go build -trimpath -ldflags "-s -w" -o "$staging/kamaji" github.com/clastix/kamaji)
+        ;;
+      kwok)
+        echo "gomod/build.sh: building kwok ${kwok_version} into $dir" >&2
+        (cd "$here/kwok" && go build -trimpath -ldflags "-s -w" -o "$staging/kwok" sigs.k8s.io/kwok/cmd/kwok)
+        ;;
+      manifests)
+        # The CRDs and the webhooks' rules as the module's Helm chart ships them (controller-gen's
+        # output), read from the module cache at the pinned version.
+        module="$(cd "$here/kamaji" && go mod download -json github.com/clastix/kamaji | awk -F'"' '/"Dir"/ { print $4 }')"
+        mkdir -p "$staging/crds" "$staging/webhooks"
+        cp "$module"/charts/kamaji/crds/*.yaml "$staging/crds/"
+        cp "$module"/charts/kamaji/controller-gen/*.yaml "$staging/webhooks/"
+        chmod -R u+w "$staging/crds" "$staging/webhooks"
+        # kwok's "fast" stages, as its kustomize/stage/fast gathers them: Nodes initialized
+        # and Ready (heartbeats by Lease), Pods Ready at once, completed and deleted.
+        kwok_module="$(cd "$here/kwok" && go mod download -json sigs.k8s.io/kwok | awk -F'"' '/"Dir"/ { print $4 }')"
+        for stage in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+          pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+          printf -- '---\n' >>"$staging/kwok-stages.yaml"
+          cat "$kwok_module/kustomize/stage/$stage.yaml" >>"$staging/kwok-stages.yaml"
+        done
+        ;;
+    esac
+  done
+  for t in "${todo[@]}"; do
+    case "$t" in
+      manifests)
+        rm -rf "$dir/crds" "$dir/webhooks" "$dir/kwok-stages.yaml"
+        mv "$staging/crds" "$staging/webhooks" "$staging/kwok-stages.yaml" "$dir/"
+        ;;
+      *) mv -f "$staging/$t" "$dir/$t" ;;
+    esac
+  done
+  echo "gomod/build.sh: built ${todo[*]} in $(($(date +%s) - start)) s" >&2
+  echo "$dir"
+  exit 0
+fi
 
 todo_kube=($(missing "${kube_binaries[@]}"))
 todo_etcd=($(missing etcd))
@@ -48,14 +146,8 @@ if ((${#todo_kube[@]} + ${#todo_etcd[@]} == 0)); then
   echo "$dir"
   exit 0
 fi
-if ! command -v go >/dev/null; then
-  echo "gomod/build.sh: go is not installed: the real Kubernetes binaries (${todo_kube[*]} ${todo_etcd[*]}) are built from Go modules (or set KUBEBUILDER_ASSETS to a directory that has them)" >&2
-  exit 1
-fi
+need_go "the real Kubernetes binaries (${todo_kube[*]} ${todo_etcd[*]})"
 
-start=$(date +%s)
-staging="$(mktemp -d "$dir/.build.XXXXXX")"
-trap 'rm -rf "$staging"' EXIT
 if ((${#todo_kube[@]})); then
   minor="${kube_version#v1.}"
   minor="${minor%%.*}"

@@ -24,7 +24,18 @@ CLI = ("-m", "kamaji_broker.cli")
 """How a child runs ``kamaji-broker``: this interpreter, the installed package."""
 
 # Stop order by name prefix: whoever talks to others goes first, what they talk to last.
-_TIERS: dict[str, int] = {"agent": 0, "hub": 1, "kamaji": 2, "kubeapi": 3, "kube": 3, "nats": 4, "etcd": 4}
+_TIERS: dict[str, int] = {
+    "agent": 0,
+    "hub": 1,
+    "kamaji": 2,
+    "kwok": 2,
+    "tenant": 2,
+    "kubeapi": 3,
+    "kube": 3,
+    "nats": 4,
+    "etcd": 4,
+    "datastore": 4,
+}
 
 
 class Children(Layout):

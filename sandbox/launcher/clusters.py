@@ -6,7 +6,9 @@ CAPI Cluster and ClusterClass CRDs, and CAPD's DockerCluster and its template fo
 class; one per site with the compact TenantControlPlane CRD; their kubeconfigs DIR/<cluster>.kubeconfig),
 the ``common.kube`` client of each, what an operator applies before the broker starts (the
 ``Site`` objects ``site add`` wrote, the target namespace at each site) and one
-``sandbox.kamaji`` simulator per site with an address pool of its own. A layer of
+``sandbox.kamaji`` simulator per site with an address pool of its own. With ``Options.kamaji``
+``"real"`` each site is a ``sandbox.realkamaji.Site`` instead: a real cluster in a network
+namespace of its own, running the real Kamaji operator. A layer of
 ``sandbox.launcher.topology.Topology``.
 """
 
@@ -25,7 +27,7 @@ from common import kube
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import crdgen
-from sandbox import crds, realkube
+from sandbox import crds, realkamaji, realkube
 from sandbox.kamaji import crds as install
 from sandbox.launcher import processes
 from sandbox.launcher.children import Children
@@ -51,6 +53,8 @@ class Clusters(Children):
         self._kubes: dict[str, kube.Kube] = {}
         self.real_clusters: dict[str, realkube.Cluster] = {}
         """With ``Options.kubernetes`` ``"real"``: each started cluster, by name."""
+        self.kamaji_sites: dict[str, realkamaji.Site] = {}
+        """With ``Options.kamaji`` ``"real"``: each site, by name."""
 
     @property
     def mgmt(self) -> kube.Kube:
@@ -80,10 +84,40 @@ class Clusters(Children):
     async def _start_clusters(self) -> list[processes.Child]:
         """Start ``mgmt``'s cluster and every site's: emulators are returned not yet waited for
         (see ``_ready``); real clusters are returned started, with their CRDs installed."""
+        if self.options.kamaji == "real":
+            await asyncio.gather(self._start_real([MGMT]), self._start_kamaji_sites())
+            return []
         if self.options.kubernetes == "real":
             await self._start_real([MGMT, *self.sites])
             return []
         return self._start_emulators()
+
+    async def _start_kamaji_sites(self) -> None:
+        """Every site with the real Kamaji operator (``sandbox.realkamaji.Site``), side by side;
+        its processes children of the topology, its admin kubeconfig at DIR/<site>.kubeconfig."""
+        made = [
+            realkamaji.Site(self.directory / "sites" / s, name=s, index=i) for i, s in enumerate(self.sites)
+        ]
+        self.kamaji_sites.update({s.name: s for s in made})
+        started = await asyncio.gather(
+            *(s.start(timeout=max(self.options.start_timeout, 120.0)) for s in made), return_exceptions=True
+        )
+        for site in made:
+            if site.cluster is not None:
+                self.children += site.cluster.children.values()
+                self.real_clusters[site.name] = site.cluster
+            self.children += site.children.values()
+        failed = [e for e in started if isinstance(e, BaseException)]
+        if failed:
+            raise failed[0]
+        for site in made:
+            assert site.cluster is not None
+            site.cluster.write_kubeconfig(self.kubeconfig(site.name))
+
+    async def _release(self) -> None:
+        """After every child stopped: the sites' network namespaces."""
+        for site in self.kamaji_sites.values():
+            await site.release()
 
     def _start_emulators(self) -> list[processes.Child]:
         return [self._emulator(cluster, self._crds(cluster)) for cluster in (MGMT, *self.sites)]
@@ -154,7 +188,10 @@ class Clusters(Children):
         self._kubes.clear()
 
     def _start_simulators(self) -> list[processes.Child]:
-        """A Kamaji simulator per site (not waited for: see ``_ready``)."""
+        """A Kamaji simulator per site (not waited for: see ``_ready``); none where the real
+        operator runs."""
+        if self.options.kamaji == "real":
+            return []
         return [self._simulator(i, site) for i, site in enumerate(self.sites)]
 
     def _render_crds(self) -> list[Path]:

@@ -10,11 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["KUBERNETES", "MGMT", "Options"]
+__all__ = ["KAMAJI", "KUBERNETES", "MGMT", "Options"]
 
 KUBERNETES = ("emulator", "real")
 """What runs each cluster: ``sandbox.kubeapi`` (one process, starts in a blink) or real
 etcd + kube-apiserver + kube-controller-manager (``sandbox.realkube``)."""
+
+KAMAJI = ("simulator", "real")
+"""What reconciles each site's TenantControlPlanes: ``sandbox.kamaji``'s simulator or the real
+Kamaji operator (``sandbox.realkamaji``: with kwok, a DataStore and a tenant API server per
+control plane; needs the real clusters)."""
 
 MGMT = "mgmt"
 """The management cluster's name (its emulator, its kubeconfig); no site may take it."""
@@ -26,6 +31,8 @@ class Options:
     """One cluster, Kamaji simulator and agent each."""
     kubernetes: str = "emulator"
     """What runs the clusters: one of ``KUBERNETES``."""
+    kamaji: str = "simulator"
+    """What reconciles the TenantControlPlanes at each site: one of ``KAMAJI``."""
     kamaji_delay: float = 3.0
     """Seconds the Kamaji simulators take from Provisioning (or Upgrading) to Ready."""
     namespace: str = "tenants"
@@ -61,6 +68,10 @@ class Options:
             raise ValueError("a topology needs at least one site")
         if self.kubernetes not in KUBERNETES:
             raise ValueError(f"kubernetes must be one of {', '.join(KUBERNETES)}, got {self.kubernetes!r}")
+        if self.kamaji not in KAMAJI:
+            raise ValueError(f"kamaji must be one of {', '.join(KAMAJI)}, got {self.kamaji!r}")
+        if self.kamaji == "real" and self.kubernetes != "real":
+            raise ValueError("kamaji 'real' runs on real clusters: set kubernetes to 'real' too")
         if self.nats_nodes < 1:
             raise ValueError(f"nats_nodes must be at least 1, got {self.nats_nodes}")
         if self.hub_replicas < 1:

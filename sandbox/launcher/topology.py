@@ -94,6 +94,7 @@ class Topology(Broker, ControlPlanes, Identities):
         """Stop everything that was started, in reverse order; safe to call more than once."""
         await self._disconnect()
         await self._stop_children()
+        await self._release()
 
     async def _credentials(self) -> None:
         await self._cli("keys", "generate", "--out", str(self.keys_dir))

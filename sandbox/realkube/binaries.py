@@ -36,14 +36,14 @@ class Binaries:
     kubectl: Path
 
 
-def cache_dir() -> Path:
-    """The directory ``gomod/build.sh`` builds into (it knows the pinned versions)."""
+def cache_dir(build_set: str = "kube") -> Path:
+    """The directory ``gomod/build.sh`` builds ``build_set`` into (it knows the pinned versions)."""
     script = GOMOD / "build.sh"
     if not script.is_file():
-        raise MissingBinaries(
-            f"{script} is not there: the real Kubernetes binaries are built from a checkout"
-        )
-    out = subprocess.run(["bash", str(script), "--dir"], check=True, capture_output=True, text=True)
+        raise MissingBinaries(f"{script} is not there: the real binaries are built from a checkout")
+    out = subprocess.run(
+        ["bash", str(script), "--dir", build_set], check=True, capture_output=True, text=True
+    )
     return Path(out.stdout.strip())
 
 

@@ -1,4 +1,4 @@
-"""One real Kubernetes cluster on 127.0.0.1: etcd, kube-apiserver, kube-controller-manager and,
+"""One real Kubernetes cluster on this machine: etcd, kube-apiserver, kube-controller-manager and,
 when asked, kube-scheduler, each an OS process of the binaries ``sandbox.realkube.binaries`` finds.
 
 Laid out in its directory: ``pki/`` (``sandbox.realkube.pki``), ``etcd/`` (the store),
@@ -10,6 +10,10 @@ request but the admin's is allowed or refused as on a production cluster. Ready 
 kube-apiserver answer ``/readyz`` and the controller manager has made the ``default``
 ServiceAccount (its token and ServiceAccount controllers run). ``stop`` ends every process (by
 PID, each in a group of its own) and keeps the directory.
+
+Given a ``sandbox.sitenet.Namespace``, the cluster runs inside it: its servers listen on the
+namespace's address (this machine reaches them over the veth pair) and its Service network is
+the namespace's, routed from this machine, so a Service's cluster IP can be served for real.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from sandbox import ports
 from sandbox.launcher import processes
 from sandbox.realkube import binaries as kbin
 from sandbox.realkube import pki, tokens
+from sandbox.sitenet import Namespace
 
 __all__ = ["SERVICE_CIDR", "Cluster"]
 
@@ -51,12 +56,22 @@ class Cluster:
     """A real cluster named ``name`` in ``directory``; ``start``, then ``url`` and ``kubeconfig``."""
 
     def __init__(
-        self, directory: Path, *, name: str, binaries: kbin.Binaries | None = None, scheduler: bool = False
+        self,
+        directory: Path,
+        *,
+        name: str,
+        binaries: kbin.Binaries | None = None,
+        scheduler: bool = False,
+        netns: Namespace | None = None,
     ) -> None:
         self.directory = directory
         self.name = name
         self._binaries = binaries
         self._scheduler = scheduler
+        self.netns = netns
+        self.host = netns.address if netns is not None else "127.0.0.1"
+        """Where its servers listen."""
+        self.service_cidr = str(netns.services) if netns is not None else SERVICE_CIDR
         self.children: dict[str, processes.Child] = {}
         self.port = 0
         self.started_in = 0.0
@@ -71,7 +86,7 @@ class Cluster:
 
     @property
     def url(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+        return f"https://{self.host}:{self.port}"
 
     @property
     def pki(self) -> pki.Paths:
@@ -110,6 +125,8 @@ class Cluster:
 
     def _child(self, component: str, args: list[str], **probe: object) -> processes.Child:
         log = self.directory / "logs" / f"{component}.log"
+        if self.netns is not None:
+            args = self.netns.exec_prefix() + args
         child = processes.Child(name=f"{component}-{self.name}", args=args, log=log, **probe)  # type: ignore[arg-type]
         self.children[component] = child
         return child
@@ -119,28 +136,35 @@ class Cluster:
         data = self.directory / "etcd"
         args = [str(b.etcd), f"--name={self.name}", f"--data-dir={data}", "--log-level=warn"]
         args += [
-            f"--listen-client-urls=http://127.0.0.1:{client}",
-            f"--advertise-client-urls=http://127.0.0.1:{client}",
+            f"--listen-client-urls=http://{self.host}:{client}",
+            f"--advertise-client-urls=http://{self.host}:{client}",
         ]
         args += [
-            f"--listen-peer-urls=http://127.0.0.1:{peer}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+            f"--listen-peer-urls=http://{self.host}:{peer}",
+            f"--initial-advertise-peer-urls=http://{self.host}:{peer}",
         ]
         # One member, a store that tests throw away: no fsync (envtest does the same).
-        args += [f"--initial-cluster={self.name}=http://127.0.0.1:{peer}", "--unsafe-no-fsync"]
-        self._etcd_url = f"http://127.0.0.1:{client}"
+        args += [f"--initial-cluster={self.name}=http://{self.host}:{peer}", "--unsafe-no-fsync"]
+        self._etcd_url = f"http://{self.host}:{client}"
         return self._child("etcd", args, health_url=self._etcd_url)
 
     def _apiserver(self, b: kbin.Binaries) -> processes.Child:
         p = self.pki
         args = [str(b.kube_apiserver), f"--etcd-servers={self._etcd_url}", "--etcd-prefix=/registry"]
-        args += ["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.port}"]
+        args += [
+            f"--bind-address={self.host}",
+            f"--advertise-address={self.host}",
+            f"--secure-port={self.port}",
+        ]
         args += [f"--tls-cert-file={p.server_cert}", f"--tls-private-key-file={p.server_key}"]
         args += [f"--client-ca-file={p.ca}", "--authorization-mode=RBAC", "--allow-privileged=true"]
         args += [f"--service-account-key-file={p.service_account_public_key}"]
         args += [f"--service-account-signing-key-file={p.service_account_key}"]
         args += ["--service-account-issuer=https://kubernetes.default.svc.cluster.local"]
-        args += [f"--service-cluster-ip-range={SERVICE_CIDR}", f"--cert-dir={self.directory / 'apiserver'}"]
+        args += [
+            f"--service-cluster-ip-range={self.service_cidr}",
+            f"--cert-dir={self.directory / 'apiserver'}",
+        ]
         args += [
             "--profiling=false",
             "--enable-priority-and-fairness=false",
@@ -162,7 +186,7 @@ class Cluster:
         args += [f"--service-account-private-key-file={p.service_account_key}", f"--root-ca-file={p.ca}"]
         args += [f"--cluster-signing-cert-file={p.ca}", f"--cluster-signing-key-file={p.ca_key}"]
         args += ["--use-service-account-credentials=true", "--leader-elect=false", "--secure-port=0"]
-        args += [f"--service-cluster-ip-range={SERVICE_CIDR}", "--profiling=false"]
+        args += [f"--service-cluster-ip-range={self.service_cidr}", "--profiling=false"]
         return self._child("kube-controller-manager", args)
 
     def _scheduler_child(self, b: kbin.Binaries) -> processes.Child:
@@ -176,7 +200,7 @@ class Cluster:
         began = time.monotonic()
         b = self.binaries
         self.port = ports.free_port()
-        pki.generate(self.pki.directory, cluster=self.name, server=self.url)
+        pki.generate(self.pki.directory, cluster=self.name, server=self.url, hosts=(self.host,))
         try:
             for make in (self._etcd, self._apiserver):
                 child = make(b)

@@ -1,7 +1,7 @@
 """The key material of one real cluster, as kubeadm lays it out, written into its directory.
 
     ca.crt, ca.key           the cluster CA: it signs the serving and the client certificates
-    server.crt, server.key   kube-apiserver's serving certificate (127.0.0.1, localhost)
+    server.crt, server.key   kube-apiserver's serving certificate (127.0.0.1, localhost, its address)
     sa.key, sa.pub           the ServiceAccount token signing key (kube-apiserver, controller-manager)
                              and its public half (kube-apiserver verifies tokens with it)
     admin.kubeconfig         kubernetes-admin (system:masters): what an operator's kubectl uses
@@ -83,13 +83,16 @@ def _kubeconfig(
     )
 
 
-def generate(directory: Path, *, cluster: str, server: str, now: dt.datetime | None = None) -> Paths:
-    """The CA, serving certificate, token signing key and kubeconfigs in ``directory``; what is
-    there is kept, but every kubeconfig names ``server`` (a restart may serve on another port)."""
+def generate(
+    directory: Path, *, cluster: str, server: str, hosts: tuple[str, ...] = (), now: dt.datetime | None = None
+) -> Paths:
+    """The CA, serving certificate (for ``hosts`` too), token signing key and kubeconfigs in
+    ``directory``; what is there is kept, but every kubeconfig names ``server`` (a restart may
+    serve on another port)."""
     now = now or dt.datetime.now(dt.UTC)
     paths = Paths(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    tlsfiles.generate(directory, hosts=tlsfiles.DEFAULT_HOSTS, now=now)
+    tlsfiles.generate(directory, hosts=(*tlsfiles.DEFAULT_HOSTS, *hosts), now=now)
     if not paths.service_account_key.is_file():
         key = ec.generate_private_key(ec.SECP256R1())
         pem = key.private_bytes(
