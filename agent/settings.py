@@ -41,7 +41,8 @@ class AgentSettings(ProcessSettings):
     fetch_batch: int = Field(default=64, ge=1, le=1000)
     """Intents fetched from the site's consumer per request."""
     namespace_retry: Duration = 60.0
-    """Seconds before an intent whose namespace is missing is tried again (a site admin may create it)."""
+    """Seconds before an intent the site refused for what it may change is tried again: its namespace
+    missing (a site admin may create it), Kamaji's webhook denying it, a field its CRD lacks."""
     status_min_interval: Duration = 0.5
     """Coalescing window: at most one Status per TCP per this many seconds."""
 

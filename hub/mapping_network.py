@@ -7,9 +7,10 @@ assembles them into the TCP spec. Pure and deterministic.
 
 - An Ingress's or a Gateway's host (without a port) is added to the certificate SANs.
 - ``addons.coreDNS``, when set, replaces ``network.dnsServiceIPs`` with its own (even with none).
-- Services and pods: every CIDR block goes to Kamaji's ``serviceCidrs``/``podCidrs`` (dual
-  stack), and the first also to the deprecated single-stack ``serviceCidr``/``podCidr``, which
-  older Kamaji versions read (the provider sends only the first, only there).
+- Services and pods: the first CIDR block goes to the single-stack ``serviceCidr``/``podCidr``,
+  which every Kamaji reads (the provider sends only the first, only there); with two blocks
+  (dual stack) both also go to ``serviceCidrs``/``podCidrs``, which older Kamaji versions lack
+  (their API server refuses an apply naming them).
 """
 
 from __future__ import annotations
@@ -116,7 +117,10 @@ def _cluster_network(profile: dict[str, Any], cluster_network: cluster_api.Clust
     ):
         if ranges is not None and ranges.cidr_blocks:
             profile[single] = ranges.cidr_blocks[0]
-            profile[every] = list(ranges.cidr_blocks)
+            # The list only for more than one block (dual stack): Kamaji before the list existed
+            # refuses a field its CRD does not declare, and one block says the same in either.
+            if len(ranges.cidr_blocks) > 1:
+                profile[every] = list(ranges.cidr_blocks)
     if cluster_network.service_domain:
         profile["clusterDomain"] = cluster_network.service_domain
 

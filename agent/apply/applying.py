@@ -89,7 +89,7 @@ class Applier:
             intent.op,
             intent.generation,
             decision.result,
-            f" ({decision.report.reason})" if decision.report else "",
+            _detail(decision),
             extra=self._about(intent, delivery),
         )
 
@@ -266,5 +266,18 @@ class Applier:
 def _retry(delivery: bus.Delivery) -> intents.Decision:
     """Try the intent again on redelivery, after the backoff its delivery count calls for."""
     return intents.Decision(
-        Result.RETRY, settle=Settle.NAK, delay=failures.redelivery_delay(delivery.num_delivered)
+        Result.RETRY,
+        settle=Settle.NAK,
+        delay=failures.redelivery_delay(delivery.num_delivered),
+        why="its Status could not be sent",
     )
+
+
+def _detail(decision: intents.Decision) -> str:
+    """What the log line adds to the result: the report's reason, or why and when a retry."""
+    if decision.report is not None:
+        return f" ({decision.report.reason})"
+    if decision.why:
+        after = f" in {decision.delay:.1f} s" if decision.delay is not None else ""
+        return f"{after}: {decision.why}"
+    return ""

@@ -70,6 +70,8 @@ class Decision:
     settle: Settle = Settle.ACK
     delay: float | None = None
     """For ``nak``: seconds before redelivery."""
+    why: str = ""
+    """For a retry: what refused or what is awaited, for the log."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,12 @@ def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, 
         return refused
     if tcps.deleting(observed):
         # Being deleted (Kamaji's finalizers): wait until it is gone, then create it anew.
-        return Decision(Result.RETRY, settle=Settle.NAK, delay=2.0)
+        return Decision(
+            Result.RETRY,
+            settle=Settle.NAK,
+            delay=2.0,
+            why="it is being deleted (finalizers); it is made anew once gone",
+        )
     if (
         ours.intent_seq == seq
         and not tcps.drift(intent.spec, observed)

@@ -181,6 +181,8 @@ class Clusters(Children):
                 await self._kubes[site].create(resources.NAMESPACE, {"metadata": {"name": self.namespace}})
 
     async def _disconnect(self) -> None:
+        for site in self.kamaji_sites.values():
+            await site.stop_tenants()
         for api_client in self._api_clients.values():
             with contextlib.suppress(Exception):
                 await api_client.close()

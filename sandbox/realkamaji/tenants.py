@@ -10,6 +10,11 @@ out, reach it), and under the Service's name ``<name>.<namespace>.svc`` in the n
 prefix Kamaji chose. Started again when what it runs changes (a certificate rotated, a flag) or
 when it exits; stopped when its Deployment goes. The binary is this machine's kube-apiserver,
 whatever version the Pod's image names.
+
+It is the site's load balancer too: a Service of type LoadBalancer gets its cluster IP as its
+external address (the Service network is what this machine routes into the site, as a
+bare-metal balancer announces an address), so a control plane exposed that way is reachable,
+and Kamaji, which waits for the address, goes on.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ __all__ = ["LABEL", "Tenants"]
 LABEL = "kamaji.clastix.io/name"
 DEPLOYMENT = resources.Resource("apps", "v1", "deployments", "Deployment")
 CONFIG_MAP = resources.Resource("", "v1", "configmaps", "ConfigMap")
+SERVICE = resources.Resource("", "v1", "services", "Service")
 INTERVAL = 0.5
 
 log = logging.getLogger(__name__)
@@ -62,6 +68,7 @@ class Tenants:
             await asyncio.sleep(INTERVAL)
 
     async def sync(self, client: kube.Kube) -> None:
+        await self._balance(client)
         deployments = (await client.list(DEPLOYMENT, label_selector=LABEL)).items
         sources: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         wanted: set[tuple[str, str]] = set()
@@ -89,6 +96,19 @@ class Tenants:
             await asyncio.to_thread(self._start, key, launch, root)
         for key in set(self.running) - wanted:
             await self._stop(key)
+
+    async def _balance(self, client: kube.Kube) -> None:
+        """Every LoadBalancer Service without an address gets its cluster IP as one."""
+        for service in (await client.list(SERVICE)).items:
+            spec, status = service.get("spec") or {}, service.get("status") or {}
+            if spec.get("type") != "LoadBalancer" or (status.get("loadBalancer") or {}).get("ingress"):
+                continue
+            cluster_ip = spec.get("clusterIP")
+            if not cluster_ip or cluster_ip == "None":
+                continue
+            meta = service["metadata"]
+            ingress = {"status": {"loadBalancer": {"ingress": [{"ip": cluster_ip, "ipMode": "VIP"}]}}}
+            await client.patch(SERVICE, meta["name"], ingress, namespace=meta["namespace"], subresource="status")
 
     async def _sources(self, client: kube.Kube, namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
         secrets = {

@@ -124,11 +124,10 @@ CASES = [
                 "serviceCidr": "10.128.0.0/12",
                 "serviceCidrs": ["10.128.0.0/12", "fd00:10:96::/112"],
                 "podCidr": "10.200.0.0/16",
-                "podCidrs": ["10.200.0.0/16"],
                 "clusterDomain": "tenant.local",
             }
         ),
-        id="cluster-network-every-cidr-block-and-the-first-in-the-deprecated-fields",
+        id="cluster-network-every-cidr-block-and-the-first-in-the-deprecated-fields-the-list-only-for-two",
     ),
     pytest.param(
         rkcp(),

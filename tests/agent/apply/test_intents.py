@@ -445,6 +445,53 @@ ERRORS = [
     ("API down", kerrors.Unavailable(0, "ClientConnectorError"), "retry", None, "nak", 2.0),
     ("create raced", kerrors.Conflict(409, "AlreadyExists"), "retry", None, "nak", 2.0),
     ("forbidden", kerrors.KubeError(403, "Forbidden"), "retry", None, "nak", 2.0),
+    (
+        "RBAC forbidden: the agent's grant may come back, retried",
+        kerrors.KubeError(
+            403,
+            "Forbidden",
+            'tenantcontrolplanes.kamaji.clastix.io "cp1" is forbidden: User "system:serviceaccount:x:agent" '
+            'cannot patch resource "tenantcontrolplanes"',
+        ),
+        "retry",
+        None,
+        "nak",
+        2.0,
+    ),
+    (
+        "Kamaji's webhook denied it: reported, tried again slowly",
+        kerrors.KubeError(
+            403,
+            "Forbidden",
+            'admission webhook "vtenantcontrolplane.kb.io" denied the request: unable to downgrade a '
+            "TenantControlPlane from 1.32.0 to 1.31.0",
+        ),
+        "rejected",
+        "AdmissionDenied",
+        "nak",
+        60.0,
+    ),
+    (
+        "a field the site's CRD lacks (an older Kamaji): reported, tried again slowly",
+        kerrors.Unavailable(
+            500,
+            "InternalError",
+            "failed to create typed patch object (tenants/cp1; kamaji.clastix.io/v1alpha1, "
+            "Kind=TenantControlPlane): .spec.networkProfile.podCidrs: field not declared in schema",
+        ),
+        "rejected",
+        "FieldNotDeclared",
+        "nak",
+        60.0,
+    ),
+    (
+        "another 500: transient",
+        kerrors.Unavailable(500, "InternalError", "etcdserver: leader changed"),
+        "retry",
+        None,
+        "nak",
+        2.0,
+    ),
 ]
 
 
@@ -459,6 +506,10 @@ def test_after_error(
     assert (d.report.reason if d.report else None) == reason
     if reason == "Invalid":
         assert d.report is not None and "spec.kubernetes.kubelet" in d.report.message
+    if reason in ("AdmissionDenied", "FieldNotDeclared"):
+        assert d.report is not None and d.report.message == error.message, "the site's own words"
+    if result == "retry":
+        assert d.why == str(error), "the log says what refused"
 
 
 @pytest.mark.parametrize(("delivered", "delay"), [(1, 0.5), (2, 1.0), (5, 8.0), (50, 60.0)])
