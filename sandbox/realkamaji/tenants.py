@@ -108,7 +108,9 @@ class Tenants:
                 continue
             meta = service["metadata"]
             ingress = {"status": {"loadBalancer": {"ingress": [{"ip": cluster_ip, "ipMode": "VIP"}]}}}
-            await client.patch(SERVICE, meta["name"], ingress, namespace=meta["namespace"], subresource="status")
+            await client.patch(
+                SERVICE, meta["name"], ingress, namespace=meta["namespace"], subresource="status"
+            )
 
     async def _sources(self, client: kube.Kube, namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
         secrets = {
