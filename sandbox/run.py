@@ -58,6 +58,8 @@ class Options:
     kamaji_delay: float = 3.0
     kubernetes: str = "emulator"
     """What runs the clusters: ``sandbox.launcher.options.KUBERNETES``."""
+    kamaji: str = "simulator"
+    """What reconciles each site's TenantControlPlanes: ``sandbox.launcher.options.KAMAJI``."""
     exit_when_ready: bool = False
     timeout: float = 300.0
     """Seconds from the creation of the control planes until all must be Ready (start-up has
@@ -66,6 +68,8 @@ class Options:
     """Clusters of the ClusterClass ``kamaji-broker`` (``spec.topology``) instead of Cluster + RKCP."""
 
     def __post_init__(self) -> None:
+        if self.kamaji == "real" and self.kubernetes != "real":
+            raise ValueError("--kamaji real runs on real clusters: add --kubernetes real")
         if self.sites < 1 or self.sites > 255:
             raise ValueError(f"--sites must be between 1 and 255, got {self.sites}")
         if self.control_planes < 0:
@@ -82,7 +86,8 @@ def _quote(path: Path) -> str:
 
 def kubectl_commands(t: launcher.Topology, snapshot: fleet.Fleet) -> list[str]:
     """What to try once it is ready: RKCPs and Sites in the management cluster, TCPs at each site,
-    a tenant kubeconfig read from its Secret."""
+    a tenant kubeconfig read from its Secret (with the real Kamaji, kubectl against the tenant's
+    API server with it)."""
     mgmt = _quote(t.mgmt_kubeconfig)
     lines = [f"kubectl --kubeconfig {mgmt} get rkcp -A", f"kubectl --kubeconfig {mgmt} get sites"]
     lines += [f"kubectl --kubeconfig {_quote(t.kubeconfig(s))} get tcp -n {t.namespace}" for s in t.sites]
@@ -91,7 +96,10 @@ def kubectl_commands(t: launcher.Topology, snapshot: fleet.Fleet) -> list[str]:
         lines.append(
             f"kubectl --kubeconfig {mgmt} -n {cp.namespace} get secret {names.capi_kubeconfig(cp.cluster)} "
             f"-o jsonpath='{{.data.{names.CAPI_KUBECONFIG_KEY}}}' | base64 -d"
+            + (f" > {_quote(t.directory / 'tenant.kubeconfig')}" if t.options.kamaji == "real" else "")
         )
+        if t.options.kamaji == "real":
+            lines.append(f"kubectl --kubeconfig {_quote(t.directory / 'tenant.kubeconfig')} get namespaces")
     return lines
 
 
@@ -243,12 +251,14 @@ async def _session(options: Options, screen: progress.Screen, stop: asyncio.Even
         kamaji_delay=options.kamaji_delay,
         heartbeat_interval=HEARTBEAT,
         kubernetes=options.kubernetes,
+        kamaji=options.kamaji,
     )
     t = launcher.Topology(options.directory, made)
     kind = "emulated" if options.kubernetes == "emulator" else "real"
+    kamaji = "Kamaji simulator" if options.kamaji == "simulator" else "real Kamaji operator"
     screen.say(
         f"kamaji-broker sandbox: starting nats-server, {len(sites) + 1} {kind} clusters (mgmt, "
-        f"{', '.join(sites)}), {fleetview.counted(len(sites), 'Kamaji simulator')}, the hub and "
+        f"{', '.join(sites)}), {fleetview.counted(len(sites), kamaji)}, the hub and "
         f"{fleetview.counted(len(sites), 'agent')} "
         f"in {options.directory}/ (logs in {t.logs_dir}/)"
     )

@@ -13,6 +13,7 @@ import asyncio
 import datetime as dt
 import logging
 import os
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from common import bus, natsfiles, natsoperator
 from common import kube as ckube
 from protocol import credentials, natsjwt
 from sandbox import kubeapi, natsd, ports, realkube
+from sandbox.realkamaji import binaries as realkamaji_binaries
 from sandbox.realkube import binaries as kube_binaries
 from tests import topologies
 from tests.helpers import nats_tls, options
@@ -136,6 +138,25 @@ def real_binaries() -> realkube.Binaries:
         if os.environ.get("KB_REQUIRE_KUBE"):
             pytest.fail(f"KB_REQUIRE_KUBE is set and {exc}")
         pytest.skip(f"real Kubernetes binaries missing: {exc}")
+
+
+@pytest.fixture(scope="session")
+def real_kamaji(real_binaries: realkube.Binaries) -> realkamaji_binaries.KamajiBinaries:
+    """The Kamaji operator, kwok and Kamaji's manifests (``make kube-binaries`` builds them), and
+    root with iproute2 (each such site is a network namespace). Where any is missing a test of
+    the real-Kamaji tier is skipped with why, unless ``KB_REQUIRE_KUBE`` is set: then it fails."""
+    why = ""
+    try:
+        found = realkamaji_binaries.find()
+    except kube_binaries.MissingBinaries as exc:
+        why = str(exc)
+    if not why and (os.geteuid() != 0 or shutil.which("ip") is None):
+        why = "a real-Kamaji site is a network namespace: it needs root and ip (iproute2)"
+    if why:
+        if os.environ.get("KB_REQUIRE_KUBE"):
+            pytest.fail(f"KB_REQUIRE_KUBE is set and {why}")
+        pytest.skip(f"real Kamaji unavailable: {why}")
+    return found
 
 
 @pytest.fixture(scope="session")

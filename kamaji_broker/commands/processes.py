@@ -77,6 +77,14 @@ def _add_sandbox(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "kube-apiserver and kube-controller-manager (built by `make kube-binaries`)",
     )
     sb.add_argument(
+        "--kamaji",
+        choices=("simulator", "real"),
+        default="simulator",
+        help="what reconciles the TenantControlPlanes at each site: the simulator (default) or the real "
+        "Kamaji operator with kwok, an etcd DataStore and a tenant API server per control plane "
+        "(needs --kubernetes real, root and iproute2: each site is a network namespace)",
+    )
+    sb.add_argument(
         "--kamaji-delay",
         type=float,
         default=3.0,
@@ -135,6 +143,7 @@ def sandbox(args: argparse.Namespace) -> int:
         control_planes=args.control_planes,
         kamaji_delay=args.kamaji_delay,
         kubernetes=args.kubernetes,
+        kamaji=args.kamaji,
         exit_when_ready=args.exit_when_ready,
         timeout=args.timeout,
         topology=args.topology,

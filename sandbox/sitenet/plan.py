@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 __all__ = ["POOL", "Plan", "choose", "names"]
 
-POOL = ipaddress.ip_network("100.64.0.0/10")
+POOL = ipaddress.IPv4Network("100.64.0.0/10")
 
 
 @dataclass(frozen=True)

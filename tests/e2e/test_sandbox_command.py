@@ -23,6 +23,7 @@ import pyte
 import pytest
 
 from tests import helpers
+from tests.topologies import alive
 
 pytestmark = pytest.mark.e2e
 
@@ -60,6 +61,34 @@ def test_exit_when_ready_exits_zero_and_leaves_nothing_running(tmp_path: Path) -
     for name in ("nats-server", "kubeapi-mgmt", "kubeapi-site-a", "kamaji-site-a", "hub", "agent-site-a"):
         assert (d / "logs" / f"{name}.log").is_file(), name
     assert processes_mentioning(d) == []
+
+
+def test_with_the_real_kamaji_it_exits_zero_and_leaves_no_process_or_network_namespace(
+    tmp_path: Path, real_kamaji: object
+) -> None:
+    d = tmp_path / "sb"
+    done = run(
+        "--exit-when-ready", "--kubernetes", "real", "--kamaji", "real",
+        "--sites", "1", "--control-planes", "1", "--dir", str(d), timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "1 real Kamaji operator" in out and "default/site-a-1 (site-a): " in out and "-> Ready" in out
+    assert f"| base64 -d > {d}/tenant.kubeconfig" in out
+    assert f"kubectl --kubeconfig {d}/tenant.kubeconfig get namespaces" in out
+    for name in ("kamaji", "kwok", "datastore"):
+        assert (d / "sites" / "site-a" / "logs" / f"{name}.log").is_file(), name
+    assert processes_mentioning(d) == []
+    # Each namespace is named after the process that made it: none may outlive its maker.
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    ours = [line.split()[0] for line in listed.splitlines() if line.startswith("kb-")]
+    assert [name for name in ours if not alive(int(name[3:].split("x")[0], 16))] == []
+
+
+def test_the_real_kamaji_needs_real_clusters_and_says_so(tmp_path: Path) -> None:
+    done = run("--kamaji", "real", "--dir", str(tmp_path / "sb"))
+    assert done.returncode == 2
+    assert "--kamaji real runs on real clusters: add --kubernetes real" in done.stderr
 
 
 def test_a_normal_start_logs_no_warning(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from sandbox.sitenet import plan
 
 
 def net(text: str) -> ipaddress.IPv4Network:
-    return ipaddress.ip_network(text)
+    return ipaddress.IPv4Network(text)
 
 
 @pytest.mark.parametrize(
