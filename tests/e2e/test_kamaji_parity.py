@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import re
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -74,21 +73,37 @@ DIFFERENCES: dict[str, tuple[Any, Any]] = {
 
 
 async def statuses(
-    client: kube.Kube, name: str, *, until: str, version: str, within: float = 90
-) -> list[str]:
-    """The distinct ``version.status`` values seen (in order) until ``until`` at ``version``."""
+    client: kube.Kube,
+    name: str,
+    *,
+    since: str,
+    until: str,
+    version: str,
+    finalizers: set[str],
+    within: float = 90,
+) -> tuple[str, ...]:
+    """The distinct ``version.status`` values written after resourceVersion ``since`` (a watch:
+    none is missed, however short) until ``until`` at ``version``; a ``until`` at another version
+    (the one before an upgrade) is not counted. Every finalizer seen meanwhile goes to
+    ``finalizers``."""
     seen: list[str] = []
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        obj = await client.get_or_none(TCP, name, namespace=NS)
-        got = ((obj or {}).get("status") or {}).get("kubernetesResources", {}).get("version", {})
-        status = got.get("status")
-        if status and (not seen or seen[-1] != status):
-            seen.append(status)
-        if status == until and got.get("version") == version:
-            return seen
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{name}: no {until} at {version} within {within:.0f} s; saw {seen}")
+    async with asyncio.timeout(within):
+        async for event in client.watch(
+            TCP, resource_version=since, namespace=NS, timeout_seconds=int(within) + 5
+        ):
+            meta = event.object.get("metadata") or {}
+            if event.type == "BOOKMARK" or meta.get("name") != name:
+                continue
+            finalizers.update(meta.get("finalizers") or ())
+            got = (event.object.get("status") or {}).get("kubernetesResources", {}).get("version", {})
+            status = got.get("status")
+            if status == until and got.get("version") != version:
+                continue
+            if status and (not seen or seen[-1] != status):
+                seen.append(status)
+            if status == until:
+                return tuple(seen)
+    raise AssertionError(f"{name}: the watch ended before {until} at {version}; saw {seen}")
 
 
 def manifest(name: str, version: str) -> dict[str, Any]:
@@ -116,13 +131,14 @@ async def refused(client: kube.Kube, name: str, version: str) -> str:
 async def observe(client: kube.Kube, name: str) -> dict[str, Any]:
     """The scenario, and what it shows: every aspect of ``SAME`` and ``DIFFERENCES``."""
     seen: dict[str, Any] = {}
-    await client.create(TCP, manifest(name, "v1.31.0"), namespace=NS)
-    seen["status sequence on create"] = tuple(await statuses(client, name, until="Ready", version="v1.31.0"))
+    finalizers: set[str] = set()
+    created = await client.create(TCP, manifest(name, "v1.31.0"), namespace=NS)
+    since = created["metadata"]["resourceVersion"]
+    seen["status sequence on create"] = await statuses(
+        client, name, since=since, until="Ready", version="v1.31.0", finalizers=finalizers
+    )
     seen["reaches Ready"] = True
     tcp = await client.get(TCP, name, namespace=NS)
-    finalizers = tuple(sorted(tcp["metadata"].get("finalizers") or ()))
-    seen["finalizers"] = finalizers
-    seen["has finalizer.kamaji.clastix.io"] = "finalizer.kamaji.clastix.io" in finalizers
     secrets = (await client.list(resources.SECRET, namespace=NS)).items
     mine = {
         s["metadata"]["name"][len(name) + 1 :]: s
@@ -154,9 +170,15 @@ async def observe(client: kube.Kube, name: str) -> dict[str, Any]:
         for d in defaults
         if d in spec or d in spec["kubernetes"] or d in spec["controlPlane"].get("deployment", {})
     )
-    await client.patch(TCP, name, {"spec": {"kubernetes": {"version": "v1.32.0"}}}, namespace=NS)
-    seen["status sequence on upgrade"] = tuple(await statuses(client, name, until="Ready", version="v1.32.0"))
+    patched = await client.patch(TCP, name, {"spec": {"kubernetes": {"version": "v1.32.0"}}}, namespace=NS)
+    seen["status sequence on upgrade"] = await statuses(
+        client, name, since=patched["metadata"]["resourceVersion"], until="Ready", version="v1.32.0",
+        finalizers=finalizers,
+    )  # fmt: skip
     seen["reports the upgraded version once Ready"] = True
+    # Every finalizer it had while it lived (Kamaji adds its second once the tenant's side runs).
+    seen["finalizers"] = tuple(sorted(finalizers))
+    seen["has finalizer.kamaji.clastix.io"] = "finalizer.kamaji.clastix.io" in finalizers
     seen["downgrade"] = await refused(client, name, "v1.31.0")
     seen["version above its newest (v1.34.0)"] = await refused(client, name, "v1.34.0")
     await client.delete(TCP, name, namespace=NS)
