@@ -48,12 +48,14 @@ case "$set_name" in
       exit 2
     fi
     # Side by side: much of a first build is waiting on the module proxy.
-    "$0" kube >/dev/null &
+    bash "$here/build.sh" kube >/dev/null &
     kube=$!
-    "$0" kamaji >/dev/null &
+    bash "$here/build.sh" kamaji >/dev/null &
     kamaji=$!
-    wait "$kube" && wait "$kamaji"
-    exit 0
+    rc=0
+    wait "$kube" || rc=$?
+    wait "$kamaji" || rc=$?
+    exit "$rc"
     ;;
   *)
     echo "gomod/build.sh: unknown set '$set_name' (kube, kamaji or all)" >&2
@@ -74,7 +76,9 @@ missing() {
 
 need_go() {
   if ! command -v go >/dev/null; then
-    echo "gomod/build.sh: go is not installed: $* are built from Go modules (or set KUBEBUILDER_ASSETS to a directory that has the Kubernetes ones)" >&2
+    local hint=""
+    [[ "$set_name" == "kube" ]] && hint=" (or set KUBEBUILDER_ASSETS to a directory that has them)"
+    echo "gomod/build.sh: go is not installed: $* are built from Go modules$hint" >&2
     exit 1
   fi
 }

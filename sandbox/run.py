@@ -86,8 +86,7 @@ def _quote(path: Path) -> str:
 
 def kubectl_commands(t: launcher.Topology, snapshot: fleet.Fleet) -> list[str]:
     """What to try once it is ready: RKCPs and Sites in the management cluster, TCPs at each site,
-    a tenant kubeconfig read from its Secret (with the real Kamaji, kubectl against the tenant's
-    API server with it)."""
+    a tenant kubeconfig read from its Secret (with the real Kamaji, kubectl with it)."""
     mgmt = _quote(t.mgmt_kubeconfig)
     lines = [f"kubectl --kubeconfig {mgmt} get rkcp -A", f"kubectl --kubeconfig {mgmt} get sites"]
     lines += [f"kubectl --kubeconfig {_quote(t.kubeconfig(s))} get tcp -n {t.namespace}" for s in t.sites]
@@ -241,6 +240,9 @@ async def _run(options: Options, out: TextIO) -> int:
         return await _session(options, screen, stop)
 
 
+KAMAJI_NOUN = {"simulator": "Kamaji simulator", "real": "real Kamaji operator"}
+
+
 async def _session(options: Options, screen: progress.Screen, stop: asyncio.Event) -> int:
     sites = workload.site_names(options.sites)
     # Heartbeats every 2 s instead of production's 10 s: the hub counts a site as connected only
@@ -255,10 +257,9 @@ async def _session(options: Options, screen: progress.Screen, stop: asyncio.Even
     )
     t = launcher.Topology(options.directory, made)
     kind = "emulated" if options.kubernetes == "emulator" else "real"
-    kamaji = "Kamaji simulator" if options.kamaji == "simulator" else "real Kamaji operator"
     screen.say(
         f"kamaji-broker sandbox: starting nats-server, {len(sites) + 1} {kind} clusters (mgmt, "
-        f"{', '.join(sites)}), {fleetview.counted(len(sites), kamaji)}, the hub and "
+        f"{', '.join(sites)}), {fleetview.counted(len(sites), KAMAJI_NOUN[options.kamaji])}, the hub and "
         f"{fleetview.counted(len(sites), 'agent')} "
         f"in {options.directory}/ (logs in {t.logs_dir}/)"
     )

@@ -140,23 +140,33 @@ def real_binaries() -> realkube.Binaries:
         pytest.skip(f"real Kubernetes binaries missing: {exc}")
 
 
+def _kamaji_unavailable(why: str) -> None:
+    if os.environ.get("KB_REQUIRE_KUBE"):
+        pytest.fail(f"KB_REQUIRE_KUBE is set and {why}")
+    pytest.skip(f"real Kamaji unavailable: {why}")
+
+
 @pytest.fixture(scope="session")
-def real_kamaji(real_binaries: realkube.Binaries) -> realkamaji_binaries.KamajiBinaries:
-    """The Kamaji operator, kwok and Kamaji's manifests (``make kube-binaries`` builds them), and
-    root with iproute2 (each such site is a network namespace). Where any is missing a test of
-    the real-Kamaji tier is skipped with why, unless ``KB_REQUIRE_KUBE`` is set: then it fails."""
-    why = ""
+def kamaji_build() -> realkamaji_binaries.KamajiBinaries:
+    """The Kamaji operator, kwok and Kamaji's manifests (``make kube-binaries`` builds them);
+    where missing, a test needing them is skipped with why, unless ``KB_REQUIRE_KUBE`` is set:
+    then it fails."""
     try:
-        found = realkamaji_binaries.find()
+        return realkamaji_binaries.find()
     except kube_binaries.MissingBinaries as exc:
-        why = str(exc)
-    if not why and (os.geteuid() != 0 or shutil.which("ip") is None):
-        why = "a real-Kamaji site is a network namespace: it needs root and ip (iproute2)"
-    if why:
-        if os.environ.get("KB_REQUIRE_KUBE"):
-            pytest.fail(f"KB_REQUIRE_KUBE is set and {why}")
-        pytest.skip(f"real Kamaji unavailable: {why}")
-    return found
+        _kamaji_unavailable(str(exc))
+        raise
+
+
+@pytest.fixture(scope="session")
+def real_kamaji(
+    real_binaries: realkube.Binaries, kamaji_build: realkamaji_binaries.KamajiBinaries
+) -> realkamaji_binaries.KamajiBinaries:
+    """``kamaji_build``, and root with iproute2: each real-Kamaji site is a network namespace
+    (skipped or failed as ``kamaji_build``)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        _kamaji_unavailable("a real-Kamaji site is a network namespace: it needs root and ip (iproute2)")
+    return kamaji_build
 
 
 @pytest.fixture(scope="session")

@@ -74,6 +74,14 @@ class Decision:
     """For a retry: what refused or what is awaited, for the log."""
 
 
+_BEING_DELETED = Decision(
+    Result.RETRY,
+    settle=Settle.NAK,
+    delay=2.0,
+    why="it is being deleted (finalizers); it is made anew once gone",
+)
+
+
 @dataclass(frozen=True)
 class Context:
     site: str
@@ -182,12 +190,7 @@ def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, 
         return refused
     if tcps.deleting(observed):
         # Being deleted (Kamaji's finalizers): wait until it is gone, then create it anew.
-        return Decision(
-            Result.RETRY,
-            settle=Settle.NAK,
-            delay=2.0,
-            why="it is being deleted (finalizers); it is made anew once gone",
-        )
+        return _BEING_DELETED
     if (
         ours.intent_seq == seq
         and not tcps.drift(intent.spec, observed)

@@ -57,6 +57,13 @@ def _configure_logs(args: argparse.Namespace, log_format: logs.Format) -> None:
     )
 
 
+KAMAJI_HELP = (
+    "what reconciles the TenantControlPlanes at each site: the simulator (default) or the real Kamaji "
+    "operator with kwok, an etcd DataStore and a tenant API server per control plane (needs "
+    "--kubernetes real, root and iproute2: each site is a network namespace)"
+)
+
+
 def _add_sandbox(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sb = sub.add_parser(
         "sandbox",
@@ -76,14 +83,7 @@ def _add_sandbox(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="what runs each cluster: the emulator (default: one light process each) or real etcd, "
         "kube-apiserver and kube-controller-manager (built by `make kube-binaries`)",
     )
-    sb.add_argument(
-        "--kamaji",
-        choices=("simulator", "real"),
-        default="simulator",
-        help="what reconciles the TenantControlPlanes at each site: the simulator (default) or the real "
-        "Kamaji operator with kwok, an etcd DataStore and a tenant API server per control plane "
-        "(needs --kubernetes real, root and iproute2: each site is a network namespace)",
-    )
+    sb.add_argument("--kamaji", choices=("simulator", "real"), default="simulator", help=KAMAJI_HELP)
     sb.add_argument(
         "--kamaji-delay",
         type=float,

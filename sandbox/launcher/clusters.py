@@ -85,7 +85,14 @@ class Clusters(Children):
         """Start ``mgmt``'s cluster and every site's: emulators are returned not yet waited for
         (see ``_ready``); real clusters are returned started, with their CRDs installed."""
         if self.options.kamaji == "real":
-            await asyncio.gather(self._start_real([MGMT]), self._start_kamaji_sites())
+            # Both to their end, then the first failure: what one started is then recorded
+            # (to be stopped) before the other's error unwinds the start.
+            done = await asyncio.gather(
+                self._start_real([MGMT]), self._start_kamaji_sites(), return_exceptions=True
+            )
+            failed = [e for e in done if isinstance(e, BaseException)]
+            if failed:
+                raise failed[0]
             return []
         if self.options.kubernetes == "real":
             await self._start_real([MGMT, *self.sites])

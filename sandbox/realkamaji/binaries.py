@@ -4,20 +4,18 @@
 it): ``kamaji``, ``kwok``, ``crds/`` (Kamaji's CustomResourceDefinitions), ``webhooks/`` (its
 webhooks' rules as controller-gen writes them), of the version ``gomod/kamaji`` pins, and
 ``kwok-stages.yaml`` (kwok's own "fast" stages: what it does to Nodes and Pods). Talks
-to the file system and, in ``build``, runs the script.
+to the file system.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.realkube import binaries as kbin
 
-__all__ = ["KamajiBinaries", "build", "find"]
+__all__ = ["KamajiBinaries", "find"]
 
 
 @dataclass(frozen=True)
@@ -51,13 +49,3 @@ def find() -> KamajiBinaries:
         webhooks=webhooks,
         kwok_stages=stages,
     )
-
-
-def build() -> KamajiBinaries:
-    """Build what is missing (minutes the first time, nothing after) and find it."""
-    if shutil.which("go") is None:
-        raise kbin.MissingBinaries(
-            "go is not installed: the Kamaji operator and kwok are built from Go modules"
-        )
-    subprocess.run(["bash", str(kbin.GOMOD / "build.sh"), "kamaji"], check=True, stdout=subprocess.DEVNULL)
-    return find()

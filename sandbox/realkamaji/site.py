@@ -22,14 +22,13 @@ removes the namespace. Every process is a ``sandbox.launcher.processes.Child`` n
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from common import kube, tlsfiles
+from common import files, kube, tlsfiles
 from common.kube import resources
 from sandbox import ports, realkube
 from sandbox.kamaji import crds as install
@@ -215,8 +214,9 @@ class Site:
         ca = pki / tlsfiles.CA_CERT
         certs = self.directory / "webhook-certs"
         certs.mkdir(parents=True, exist_ok=True)
-        for source, name in ((made.cert, "tls.crt"), (made.key, "tls.key"), (ca, "ca.crt")):
-            shutil.copyfile(source, certs / name)
+        for source, name in ((made.cert, "tls.crt"), (ca, "ca.crt")):
+            files.write_public(certs / name, source.read_text())
+        files.write_private(certs / "tls.key", made.key.read_text())
         return certs, ca.read_bytes()
 
     async def _start_operator(

@@ -58,6 +58,7 @@ class Tenants:
         self.netns = netns
         self.kube_apiserver = kube_apiserver
         self.running: dict[tuple[str, str], _Running] = {}
+        self._starting: asyncio.Future[None] | None = None
 
     async def run(self, client: kube.Kube) -> None:
         while True:
@@ -78,7 +79,7 @@ class Tenants:
             if key[0] not in sources:
                 sources[key[0]] = await self._sources(client, key[0])
             secrets, maps = sources[key[0]]
-            root = self.directory / f"{key[0]}-{key[1]}"
+            root = self.directory / key[0] / key[1]
             try:
                 launch = pods.launch(deployment, secrets=secrets, config_maps=maps, root=str(root))
             except pods.MissingSource:
@@ -93,7 +94,10 @@ class Tenants:
                 continue
             if running is not None:
                 await self._stop(key)
-            await asyncio.to_thread(self._start, key, launch, root)
+            # Shielded: a stop cancelling the loop waits for a start under way (``stop``), so no
+            # server is started after ``stop`` has looked at ``running``.
+            self._starting = asyncio.ensure_future(asyncio.to_thread(self._start, key, launch, root))
+            await asyncio.shield(self._starting)
         for key in set(self.running) - wanted:
             await self._stop(key)
 
@@ -147,11 +151,16 @@ class Tenants:
         )
 
     async def _stop(self, key: tuple[str, str]) -> None:
-        running = self.running.pop(key)
+        running = self.running[key]
         running.child.terminate()
-        await running.child.wait_stopped(timeout=10)
+        await asyncio.shield(running.child.wait_stopped(timeout=10))
+        del self.running[key]
 
     async def stop(self) -> None:
+        """Every tenant API server, once a start under way has finished (call after the loop is
+        cancelled)."""
+        if self._starting is not None:
+            await asyncio.gather(self._starting, return_exceptions=True)
         for key in list(self.running):
             with contextlib.suppress(Exception):
                 await self._stop(key)

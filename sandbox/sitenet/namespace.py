@@ -6,7 +6,7 @@ namespace, a veth pair between it and this machine, and a route to its Service n
 ``exec_prefix`` runs a command inside it (``ip netns exec`` gives it the namespace's own
 ``/etc/hosts``, which ``write_hosts`` keeps); ``delete`` removes it with its link and route.
 A namespace whose making process is gone (a run killed before it could clean up) is removed by
-the next ``create``. Talks to the kernel through ``ip``; needs root.
+the next ``create`` (see ``remove_stale``). Talks to the kernel through ``ip``; needs root.
 """
 
 from __future__ import annotations
@@ -63,7 +63,9 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale() -> list[str]:
-    """Delete every namespace of ours whose making process has exited; their names."""
+    """Delete every namespace of ours whose making process has exited, with its link (and so
+    its route); their names. A process of it still running (a killed run's server) keeps the
+    namespace itself alive until it exits, but no longer reachable."""
     removed = []
     for line in _ip("netns", "list").splitlines():
         name = line.split()[0] if line.split() else ""
@@ -76,6 +78,8 @@ def remove_stale() -> list[str]:
         if not _alive(pid):
             with contextlib.suppress(NetnsError):
                 _ip("netns", "delete", name)
+            with contextlib.suppress(NetnsError):
+                _ip("link", "delete", "kbh" + name[3:])
             shutil.rmtree(NETNS_ETC / name, ignore_errors=True)
             removed.append(name)
     return removed

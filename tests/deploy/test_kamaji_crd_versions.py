@@ -86,8 +86,8 @@ def _rules(schema: dict[str, Any]) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def both(real_kamaji: kamaji_binaries.KamajiBinaries) -> tuple[dict[str, Any], dict[str, Any]]:
-    [module_crd] = [p for p in real_kamaji.crds if p.name.endswith("tenantcontrolplanes.yaml")]
+def both(kamaji_build: kamaji_binaries.KamajiBinaries) -> tuple[dict[str, Any], dict[str, Any]]:
+    [module_crd] = [p for p in kamaji_build.crds if p.name.endswith("tenantcontrolplanes.yaml")]
     return _fields(helpers.kamaji_crd()), _fields(yaml.safe_load(module_crd.read_text()))
 
 

@@ -72,20 +72,23 @@ DIFFERENCES: dict[str, tuple[Any, Any]] = {
 """Aspect → (simulator, real): every aspect ``observe`` finds different, and no other."""
 
 
+async def every_finalizer(client: kube.Kube, name: str, *, since: str, into: set[str]) -> None:
+    """Every finalizer ``name`` has from resourceVersion ``since`` until it is deleted, into ``into``."""
+    async for event in client.watch(TCP, resource_version=since, namespace=NS, timeout_seconds=600):
+        meta = event.object.get("metadata") or {}
+        if event.type == "BOOKMARK" or meta.get("name") != name:
+            continue
+        into.update(meta.get("finalizers") or ())
+        if event.type == "DELETED":
+            return
+
+
 async def statuses(
-    client: kube.Kube,
-    name: str,
-    *,
-    since: str,
-    until: str,
-    version: str,
-    finalizers: set[str],
-    within: float = 90,
+    client: kube.Kube, name: str, *, since: str, until: str, version: str, within: float = 90
 ) -> tuple[str, ...]:
     """The distinct ``version.status`` values written after resourceVersion ``since`` (a watch:
     none is missed, however short) until ``until`` at ``version``; a ``until`` at another version
-    (the one before an upgrade) is not counted. Every finalizer seen meanwhile goes to
-    ``finalizers``."""
+    (the one before an upgrade) is not counted."""
     seen: list[str] = []
     async with asyncio.timeout(within):
         async for event in client.watch(
@@ -94,7 +97,6 @@ async def statuses(
             meta = event.object.get("metadata") or {}
             if event.type == "BOOKMARK" or meta.get("name") != name:
                 continue
-            finalizers.update(meta.get("finalizers") or ())
             got = (event.object.get("status") or {}).get("kubernetesResources", {}).get("version", {})
             status = got.get("status")
             if status == until and got.get("version") != version:
@@ -134,8 +136,9 @@ async def observe(client: kube.Kube, name: str) -> dict[str, Any]:
     finalizers: set[str] = set()
     created = await client.create(TCP, manifest(name, "v1.31.0"), namespace=NS)
     since = created["metadata"]["resourceVersion"]
+    collecting = asyncio.create_task(every_finalizer(client, name, since=since, into=finalizers))
     seen["status sequence on create"] = await statuses(
-        client, name, since=since, until="Ready", version="v1.31.0", finalizers=finalizers
+        client, name, since=since, until="Ready", version="v1.31.0"
     )
     seen["reaches Ready"] = True
     tcp = await client.get(TCP, name, namespace=NS)
@@ -172,13 +175,9 @@ async def observe(client: kube.Kube, name: str) -> dict[str, Any]:
     )
     patched = await client.patch(TCP, name, {"spec": {"kubernetes": {"version": "v1.32.0"}}}, namespace=NS)
     seen["status sequence on upgrade"] = await statuses(
-        client, name, since=patched["metadata"]["resourceVersion"], until="Ready", version="v1.32.0",
-        finalizers=finalizers,
-    )  # fmt: skip
+        client, name, since=patched["metadata"]["resourceVersion"], until="Ready", version="v1.32.0"
+    )
     seen["reports the upgraded version once Ready"] = True
-    # Every finalizer it had while it lived (Kamaji adds its second once the tenant's side runs).
-    seen["finalizers"] = tuple(sorted(finalizers))
-    seen["has finalizer.kamaji.clastix.io"] = "finalizer.kamaji.clastix.io" in finalizers
     seen["downgrade"] = await refused(client, name, "v1.31.0")
     seen["version above its newest (v1.34.0)"] = await refused(client, name, "v1.34.0")
     await client.delete(TCP, name, namespace=NS)
@@ -191,6 +190,10 @@ async def observe(client: kube.Kube, name: str) -> dict[str, Any]:
 
     await helpers.eventually(gone, within=60, every=0.2, what=f"{name} and its Secrets gone")
     seen["gone after delete, its Secrets too"] = True
+    # Every finalizer it had in its life (Kamaji adds its second once the tenant's side runs).
+    await asyncio.wait_for(collecting, timeout=60)
+    seen["finalizers"] = tuple(sorted(finalizers))
+    seen["has finalizer.kamaji.clastix.io"] = "finalizer.kamaji.clastix.io" in finalizers
     return seen
 
 

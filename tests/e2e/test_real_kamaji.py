@@ -49,8 +49,15 @@ async def world(
     real_binaries: object, real_kamaji: object, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Topology]:
     directory = tmp_path_factory.mktemp("kamaji") / "sandbox"
+    # A refused intent is tried again after --namespace-retry: long here, so that "tried once"
+    # does not depend on how fast the rest of a test runs.
     async with topologies.running(
-        directory, sites=(SITE,), base=(("cp1", SITE),), kubernetes="real", kamaji="real"
+        directory,
+        sites=(SITE,),
+        base=(("cp1", SITE),),
+        kubernetes="real",
+        kamaji="real",
+        env={"KB_AGENT_NAMESPACE_RETRY": "600"},
     ) as topology:
         yield topology
 
@@ -167,7 +174,7 @@ async def test_a_downgrade_kamajis_webhook_denies_shows_on_the_rkcp_and_is_not_t
     condition = conditions(obj)["TenantControlPlaneReady"]
     assert condition["status"] == "False"
     assert "denied the request" in condition["message"] and "downgrade" in condition["message"]
-    # Later intents go through meanwhile; the denied one waits for --namespace-retry (60 s).
+    # Later intents go through meanwhile; the denied one waits for --namespace-retry.
     await world.create_control_plane("after", site=SITE)
     await ready(world, "after")
     log = world.log(f"agent-{SITE}").read_text()

@@ -15,7 +15,10 @@ import pytest
 
 from sandbox.sitenet import Namespace, NetnsError
 
-pytestmark = pytest.mark.skipif(shutil.which("ip") is None, reason="ip (iproute2) is not installed")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("ip") is None, reason="ip (iproute2) is not installed"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces are made as root"),
+]
 
 SERVE = """
 import socket, sys
