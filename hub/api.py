@@ -66,13 +66,11 @@ SCALING_DOWN: Final = "ScalingDown"
 """More API server pods at the site than ``spec.replicas`` (negative polarity)."""
 
 # ^...$ for the CRD's schema, as apimachinery's DNS1035_PATTERN explains.
-VERSION_PATTERN: Final = r"^v[0-9]+\.[0-9]+\.[0-9]+$"
-"""``v1.31.0``, what the CRD accepts: with the ``v``, so ``spec.version`` and ``status.version``
-agree (CAPI's topology controller compares them). [0-9] rather than \\d, which is Unicode-wide
-in pydantic's regex engine."""
-STORED_VERSION_PATTERN: Final = r"^v?[0-9]+\.[0-9]+\.[0-9]+$"
-"""What the model parses: also ``1.31.0``, which the CRD accepted before it required the ``v``
-(an object stored then must still reconcile and delete; ``hub.mapping`` adds the ``v``)."""
+VERSION_PATTERN: Final = r"^v?[0-9]+\.[0-9]+\.[0-9]+$"
+"""``v1.31.0`` or ``1.31.0``, as a KamajiControlPlane takes it: the TenantControlPlane and
+``status.version`` always carry the ``v`` (``hub.mapping.kubernetes_version``), and Cluster API
+compares ``spec.version`` with ``status.version`` as semantic versions, so the two forms agree.
+[0-9] rather than \\d, which is Unicode-wide in pydantic's regex engine."""
 DURATION_PATTERN: Final = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h|d))+$"
 """What ``common.durations.parse`` accepts with units: ``90s``, ``10m``, ``1h30m``, ``2d``."""
 
@@ -171,10 +169,8 @@ class Spec(apimachinery.Model):
     """Namespace of the TenantControlPlane at the site; default: this object's namespace; immutable."""
     tenant_control_plane_name: apimachinery.DNS1035Label | None = None
     """Name of the TenantControlPlane at the site; default: this object's name; immutable."""
-    version: Annotated[
-        str, pydantic.Field(pattern=STORED_VERSION_PATTERN, json_schema_extra={"pattern": VERSION_PATTERN})
-    ]
-    """Kubernetes version of the control plane, with the ``v``: ``v1.31.0``."""
+    version: Annotated[str, pydantic.Field(pattern=VERSION_PATTERN)]
+    """Kubernetes version of the control plane: ``v1.31.0`` (or ``1.31.0``: the ``v`` is added)."""
     replicas: Annotated[apimachinery.Int32, pydantic.Field(ge=0)] = 2
     """Number of API server replicas."""
     data_store_name: str | None = None

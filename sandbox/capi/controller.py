@@ -1,13 +1,16 @@
-"""The topology simulator's shell: ClusterClass-based Clusters in the management cluster get their
-control plane and InfraCluster, as Cluster API's topology controller would make them.
+"""The Cluster API stand-in's shell: every Cluster owns what it points at, as CAPI's Cluster
+controller makes it (``sandbox.capi.ownership``), and ClusterClass-based Clusters in the
+management cluster get their control plane and InfraCluster, as Cluster API's topology
+controller would make them.
 
-Each pass lists the Clusters; for one with ``spec.topology`` it reads its ClusterClass and the two
-templates the class names, creates the InfraCluster and the control plane ``sandbox.capi.topology``
-makes of them, then points the Cluster at both (``controlPlaneRef``, ``infrastructureRef``); once
-made, it only brings the control plane to the topology's version and replicas. A failure (no
-class, a patch that cannot apply, a refused object) is reported once per Cluster and message,
-written in the Cluster's ``TopologyReconciled`` condition (as CAPI does), and tried again next
-pass. Talks to the management cluster through ``common.kube``; the sandbox
+Each pass lists the Clusters and adopts the control plane and InfraCluster each names; for one
+with ``spec.topology`` it reads its ClusterClass and the two templates the class names, creates
+the InfraCluster and the control plane ``sandbox.capi.topology`` makes of them, then points the
+Cluster at both (``controlPlaneRef``, ``infrastructureRef``); once made, it only brings the
+control plane to the topology's version and replicas. A failure (no class, a patch that cannot
+apply, a refused object, an object another controller owns) is reported once per Cluster and
+message, written in a topology Cluster's ``TopologyReconciled`` condition (as CAPI does), and
+tried again next pass. Talks to the management cluster through ``common.kube``; the sandbox
 command runs it beside its progress loop (``sandbox.run``).
 """
 
@@ -22,7 +25,7 @@ from typing import Any, Final
 from common import aiotasks, kube
 from common.kube import errors as kerrors
 from common.kube import resources
-from sandbox.capi import topology
+from sandbox.capi import ownership, topology
 
 __all__ = ["CLUSTER_CLASS", "reconcile", "resource_of", "run"]
 
@@ -58,9 +61,31 @@ async def _create(k: kube.Kube, obj: Mapping[str, Any]) -> None:
         await k.create(resource_of(obj), obj, namespace=obj["metadata"]["namespace"])
 
 
-async def reconcile(k: kube.Kube, cluster: Mapping[str, Any]) -> None:
-    """One Cluster: nothing without ``spec.topology``; else make, or follow the topology."""
+async def _adopt(k: kube.Kube, cluster: Mapping[str, Any]) -> None:
+    """The Cluster's control plane and InfraCluster owned by it and labelled, as CAPI's Cluster
+    controller makes them (what is not there yet is left for a later pass)."""
     spec = cluster.get("spec") or {}
+    namespace = cluster["metadata"]["namespace"]
+    for part in ("controlPlaneRef", "infrastructureRef"):
+        ref = spec.get(part)
+        if not ref:
+            continue
+        try:
+            obj = await k.get(resource_of(ref), ref["name"], namespace=namespace)
+        except kerrors.NotFound:
+            continue
+        try:
+            patch = ownership.adoption(cluster, obj)
+        except ownership.AlreadyOwned as exc:
+            raise topology.TopologyError(str(exc)) from None
+        if patch is not None:
+            await k.patch(resource_of(ref), ref["name"], patch, namespace=namespace)
+
+
+async def reconcile(k: kube.Kube, cluster: Mapping[str, Any]) -> None:
+    """One Cluster: what it points at owned by it; with ``spec.topology``, made or followed."""
+    spec = cluster.get("spec") or {}
+    await _adopt(k, cluster)
     wanted = spec.get("topology")
     if not wanted:
         return

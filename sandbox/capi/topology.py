@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from sandbox.capi.ownership import CLUSTER_NAME_LABEL
 from sandbox.kubeapi import patching
 
 __all__ = [
@@ -29,7 +30,6 @@ __all__ = [
     "variables",
 ]  # fmt: skip
 
-CLUSTER_NAME_LABEL: Final = "cluster.x-k8s.io/cluster-name"
 OWNED_LABEL: Final = "topology.cluster.x-k8s.io/owned"
 CLONED_NAME: Final = "cluster.x-k8s.io/cloned-from-name"
 CLONED_GROUP_KIND: Final = "cluster.x-k8s.io/cloned-from-groupkind"
@@ -151,6 +151,8 @@ def _made_from(template: Mapping[str, Any], cluster: Mapping[str, Any]) -> dict[
         CLONED_NAME: (template.get("metadata") or {}).get("name"),
         CLONED_GROUP_KIND: f"{kind}.{group}",
     }
+    # A plain owner, as CAPI's topology controller clones it; the Cluster controller then makes it
+    # the controller (``sandbox.capi.ownership``).
     owner = {"apiVersion": cluster["apiVersion"], "kind": "Cluster", "name": meta["name"], "uid": meta["uid"]}
     return {
         "apiVersion": template["apiVersion"],

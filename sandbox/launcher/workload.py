@@ -20,6 +20,7 @@ import yaml
 
 from common import templating
 from common.kube import resources
+from sandbox.capi import ownership
 
 __all__ = [
     "DEFAULT_VERSION",
@@ -136,8 +137,8 @@ def remote_kamaji_control_plane(
         replicas=replicas,
     )
     obj = _one(rendered(CLUSTER_TEMPLATE, values), RKCP.kind, CLUSTER_TEMPLATE)
-    owner = {"apiVersion": CLUSTER.api_version, "kind": CLUSTER.kind, "name": name, "uid": cluster_uid}
-    obj["metadata"]["ownerReferences"] = [owner]
+    cluster = {"apiVersion": CLUSTER.api_version, "metadata": {"name": name, "uid": cluster_uid}}
+    obj["metadata"]["ownerReferences"] = [ownership.owner_reference(cluster)]
     obj["spec"].update(spec)
     return obj
 

@@ -23,7 +23,7 @@ from common import conditions
 from common import kube as ckube
 from common.kube import errors as kerrors
 from common.kube import resources
-from hub import api, crdgen, structural
+from hub import api, crdgen, mapping, structural
 from sandbox import kubeapi
 from tests import helpers
 from tests.hub import parity
@@ -340,13 +340,17 @@ async def test_every_kamaji_control_plane_field_is_kept(kube: ckube.Kube, row: p
     )
 
 
-async def test_a_version_without_the_v_is_refused_but_still_parses(kube: ckube.Kube) -> None:
-    # spec.version and status.version must agree (CAPI's topology controller compares them), so
-    # the CRD wants the v; the model still parses an object stored before it did.
-    with pytest.raises(kerrors.Invalid) as info:
-        await kube.create(RKCP, rkcp(version="1.31.0"), namespace="default")
-    assert [cause["field"] for cause in info.value.details["causes"]] == ["spec.version"]
-    assert api.RemoteKamajiControlPlane.parse(rkcp(version="1.31.0")).spec.version == "1.31.0"
+async def test_a_version_without_the_v_is_taken_and_the_site_gets_it_with_the_v(kube: ckube.Kube) -> None:
+    # As a KamajiControlPlane takes it: CAPI compares spec.version and status.version as semantic
+    # versions, and the TenantControlPlane always carries the v.
+    created = await kube.create(RKCP, rkcp(version="1.31.2"), namespace="default")
+    assert created["spec"]["version"] == "1.31.2"
+    parsed = api.RemoteKamajiControlPlane.parse(created)
+    assert mapping.kubernetes_version(parsed.spec.version) == "v1.31.2"
+    for wrong in ("v1.31", "1.31.2-rc.0", "V1.31.2", "vv1.31.2"):
+        with pytest.raises(kerrors.Invalid) as info:
+            await kube.create(RKCP, rkcp(name="wrong", version=wrong), namespace="default")
+        assert [cause["field"] for cause in info.value.details["causes"]] == ["spec.version"], wrong
 
 
 @pytest.mark.parametrize(
@@ -402,7 +406,7 @@ def test_data_store_and_load_balancer_rules_follow_kamaji() -> None:
 def test_committed_crd_carries_the_rules_and_the_version_pattern() -> None:
     text = CRD_FILE.read_text()
     assert "message: site is immutable" in text
-    assert "pattern: ^v[0-9]+\\.[0-9]+\\.[0-9]+$" in text
+    assert "pattern: ^v?[0-9]+\\.[0-9]+\\.[0-9]+$" in text
 
 
 async def test_missing_site_and_version_are_required(kube: ckube.Kube) -> None:

@@ -68,8 +68,13 @@ async def test_a_topology_cluster_gets_its_control_plane_and_infrastructure(mgmt
     infra_ref = cluster["spec"]["infrastructureRef"]
     infra = await mgmt.get(controller.resource_of(infra_ref), infra_ref["name"], namespace=NS)
     assert infra["kind"] == "DockerCluster"
-    # A second pass changes nothing.
-    before = rkcp["metadata"]["resourceVersion"]
+    # The next pass makes the Cluster their controller (as CAPI's Cluster controller does after
+    # its topology controller); one more changes nothing.
+    await controller.reconcile(mgmt, cluster)
+    for resource, name in ((RKCP, ref["name"]), (controller.resource_of(infra_ref), infra_ref["name"])):
+        [owner] = (await mgmt.get(resource, name, namespace=NS))["metadata"]["ownerReferences"]
+        assert owner["controller"] is True, resource.kind
+    before = (await mgmt.get(RKCP, ref["name"], namespace=NS))["metadata"]["resourceVersion"]
     await controller.reconcile(mgmt, cluster)
     assert (await mgmt.get(RKCP, ref["name"], namespace=NS))["metadata"]["resourceVersion"] == before
 
@@ -82,6 +87,24 @@ async def test_an_upgrade_of_the_topology_reaches_the_control_plane(mgmt: ckube.
     await controller.reconcile(mgmt, cluster)
     rkcp = await mgmt.get(RKCP, cluster["spec"]["controlPlaneRef"]["name"], namespace=NS)
     assert (rkcp["spec"]["version"], rkcp["spec"]["replicas"]) == ("v1.32.0", 3)
+
+
+async def test_a_hand_made_cluster_owns_its_control_plane_as_capi_makes_it(mgmt: ckube.Kube) -> None:
+    # Written as the README's template shows, with no ownerReference: the hub waits for one.
+    values = workload.template_values("c2", namespace=NS, site="site-a", target_namespace="tenants")
+    made = {o["kind"]: o for o in workload.rendered(workload.CLUSTER_TEMPLATE, values)}
+    cluster = await mgmt.create(resources.CLUSTER, made["Cluster"], namespace=NS)
+    await mgmt.create(RKCP, made["RemoteKamajiControlPlane"], namespace=NS)
+    await controller.reconcile(mgmt, cluster)
+    rkcp = await mgmt.get(RKCP, "c2", namespace=NS)
+    [owner] = rkcp["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "Cluster", "c2", cluster["metadata"]["uid"], True,
+    )  # fmt: skip
+    assert rkcp["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] == "c2"
+    before = rkcp["metadata"]["resourceVersion"]
+    await controller.reconcile(mgmt, cluster)
+    assert (await mgmt.get(RKCP, "c2", namespace=NS))["metadata"]["resourceVersion"] == before
 
 
 def _reconciled(cluster: dict[str, Any]) -> dict[str, Any] | None:
