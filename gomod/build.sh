@@ -8,13 +8,18 @@
 #   kamaji  the Kamaji operator from github.com/clastix/kamaji (gomod/kamaji), kwok from
 #           sigs.k8s.io/kwok (gomod/kwok), Kamaji's CRDs and webhook rules from the same
 #           module version (crds/, webhooks/) and kwok's stages (kwok-stages.yaml)
+#   capi    Cluster API's core manager (capi-manager) and clusterctl from sigs.k8s.io/cluster-api
+#           (gomod/capi); from the same module version its CRDs (crds/), webhook rules
+#           (webhooks/) and a clusterctl repository of its core and kubeadm bootstrap providers
+#           (repository/), rendered with the kustomize built into the kube set's kubectl
 #
 #   gomod/build.sh [SET]          build what SET (default kube) misses into its cache directory
-#                                 and print the directory; SET "all" builds both, prints nothing
+#                                 and print the directory; SET "all" builds every set, prints nothing
 #   gomod/build.sh --dir [SET]    print the directory only (nothing is built)
 #
 # The directories are ${XDG_CACHE_HOME:-~/.cache}/kamaji-broker/kube/<kubernetes version>-etcd-<etcd
-# version>/ and .../kamaji-broker/kamaji/<kamaji version>-kwok-<kwok version>/. A kube binary
+# version>/, .../kamaji-broker/kamaji/<kamaji version>-kwok-<kwok version>/ and
+# .../kamaji-broker/capi/<cluster-api version>/. A kube binary
 # found in $KUBEBUILDER_ASSETS (envtest's convention: a user who already has some of them points
 # there; sandbox.realkube looks there first too) or already in the cache is not built. Two
 # builds at once (two `make test` side by side) take turns on a lock; each binary is written
@@ -30,6 +35,7 @@ kube_version="$(version_of kubernetes k8s.io/kubernetes)"
 etcd_version="$(version_of etcd go.etcd.io/etcd/server/v3)"
 kamaji_version="$(version_of kamaji github.com/clastix/kamaji)"
 kwok_version="$(version_of kwok sigs.k8s.io/kwok)"
+capi_version="$(version_of capi sigs.k8s.io/cluster-api)"
 kube_binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/kamaji-broker"
 
@@ -42,23 +48,24 @@ set_name="${1:-kube}"
 case "$set_name" in
   kube) dir="$cache/kube/${kube_version}-etcd-${etcd_version}" ;;
   kamaji) dir="$cache/kamaji/${kamaji_version}-kwok-${kwok_version}" ;;
+  capi) dir="$cache/capi/${capi_version}" ;;
   all)
     if ((only_dir)); then
-      echo "gomod/build.sh: --dir takes kube or kamaji, not all" >&2
+      echo "gomod/build.sh: --dir takes kube, kamaji or capi, not all" >&2
       exit 2
     fi
     # Side by side: much of a first build is waiting on the module proxy.
-    bash "$here/build.sh" kube >/dev/null &
-    kube=$!
-    bash "$here/build.sh" kamaji >/dev/null &
-    kamaji=$!
+    pids=()
+    for s in kube kamaji capi; do
+      bash "$here/build.sh" "$s" >/dev/null &
+      pids+=($!)
+    done
     rc=0
-    wait "$kube" || rc=$?
-    wait "$kamaji" || rc=$?
+    for p in "${pids[@]}"; do wait "$p" || rc=$?; done
     exit "$rc"
     ;;
   *)
-    echo "gomod/build.sh: unknown set '$set_name' (kube, kamaji or all)" >&2
+    echo "gomod/build.sh: unknown set '$set_name' (kube, kamaji, capi or all)" >&2
     exit 2
     ;;
 esac
@@ -135,6 +142,67 @@ if [[ "$set_name" == "kamaji" ]]; then
       manifests)
         rm -rf "$dir/crds" "$dir/webhooks" "$dir/kwok-stages.yaml"
         mv "$staging/crds" "$staging/webhooks" "$staging/kwok-stages.yaml" "$dir/"
+        ;;
+      *) mv -f "$staging/$t" "$dir/$t" ;;
+    esac
+  done
+  echo "gomod/build.sh: built ${todo[*]} in $(($(date +%s) - start)) s" >&2
+  echo "$dir"
+  exit 0
+fi
+
+if [[ "$set_name" == "capi" ]]; then
+  todo=()
+  [[ -x "$dir/capi-manager" ]] || todo+=(capi-manager)
+  [[ -x "$dir/clusterctl" ]] || todo+=(clusterctl)
+  [[ -d "$dir/crds" && -d "$dir/webhooks" && -d "$dir/repository" ]] || todo+=(manifests)
+  if ((${#todo[@]} == 0)); then
+    echo "$dir"
+    exit 0
+  fi
+  need_go "${todo[*]}"
+  module="$(cd "$here/capi" && go mod download -json sigs.k8s.io/cluster-api | awk -F'"' '/"Dir"/ { print $4 }')"
+  # What `clusterctl version` and the manager report, as CAPI's release build stamps them.
+  minor="${capi_version#v1.}"
+  minor="${minor%%.*}"
+  ldflags="-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=${capi_version}"
+  ldflags+=" -X sigs.k8s.io/cluster-api/version.gitMajor=1 -X sigs.k8s.io/cluster-api/version.gitMinor=${minor}"
+  ldflags+=" -X sigs.k8s.io/cluster-api/version.gitTreeState=clean"
+  for t in "${todo[@]}"; do
+    case "$t" in
+      capi-manager)
+        echo "gomod/build.sh: building Cluster API's manager ${capi_version} into $dir" >&2
+        (cd "$here/capi" && go build -trimpath -ldflags "$ldflags" -o "$staging/capi-manager" sigs.k8s.io/cluster-api/core)
+        ;;
+      clusterctl)
+        echo "gomod/build.sh: building clusterctl ${capi_version} into $dir" >&2
+        (cd "$here/capi" && go build -trimpath -ldflags "$ldflags" -o "$staging/clusterctl" sigs.k8s.io/cluster-api/cmd/clusterctl)
+        ;;
+      manifests)
+        # The CRDs and webhook rules as controller-gen wrote them into the module; the providers'
+        # components as CAPI's release builds them (`kustomize build <provider>/config/default`),
+        # with the kube set's kubectl (built first when missing).
+        kubectl="$(bash "$here/build.sh" kube)/kubectl"
+        [[ -x "$kubectl" ]] || kubectl="${KUBEBUILDER_ASSETS:?}/kubectl"
+        mkdir -p "$staging/crds" "$staging/webhooks"
+        cp "$module"/core/config/crd/bases/*.yaml "$staging/crds/"
+        cp "$module"/core/config/webhook/manifests.yaml "$staging/webhooks/"
+        repo="$staging/repository"
+        mkdir -p "$repo/cluster-api/$capi_version" "$repo/bootstrap-kubeadm/$capi_version"
+        "$kubectl" kustomize "$module/core/config/default" >"$repo/cluster-api/$capi_version/core-components.yaml"
+        "$kubectl" kustomize "$module/bootstrap/kubeadm/config/default" \
+          >"$repo/bootstrap-kubeadm/$capi_version/bootstrap-components.yaml"
+        cp "$module/metadata.yaml" "$repo/cluster-api/$capi_version/"
+        cp "$module/metadata.yaml" "$repo/bootstrap-kubeadm/$capi_version/"
+        chmod -R u+w "$staging/crds" "$staging/webhooks" "$repo"
+        ;;
+    esac
+  done
+  for t in "${todo[@]}"; do
+    case "$t" in
+      manifests)
+        rm -rf "$dir/crds" "$dir/webhooks" "$dir/repository"
+        mv "$staging/crds" "$staging/webhooks" "$staging/repository" "$dir/"
         ;;
       *) mv -f "$staging/$t" "$dir/$t" ;;
     esac

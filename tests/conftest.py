@@ -26,6 +26,7 @@ from common import bus, natsfiles, natsoperator
 from common import kube as ckube
 from protocol import credentials, natsjwt
 from sandbox import kubeapi, natsd, ports, realkube
+from sandbox.realcapi import binaries as realcapi_binaries
 from sandbox.realkamaji import binaries as realkamaji_binaries
 from sandbox.realkube import binaries as kube_binaries
 from tests import topologies
@@ -167,6 +168,18 @@ def real_kamaji(
     if os.geteuid() != 0 or shutil.which("ip") is None:
         _kamaji_unavailable("a real-Kamaji site is a network namespace: it needs root and ip (iproute2)")
     return kamaji_build
+
+
+@pytest.fixture(scope="session")
+def real_capi(real_kamaji: realkamaji_binaries.KamajiBinaries) -> realcapi_binaries.CapiBinaries:
+    """Cluster API's manager, clusterctl and manifests (``make kube-binaries`` builds them), with
+    what ``real_kamaji`` needs (a management cluster with Cluster API is a network namespace
+    too); skipped or failed as ``kamaji_build``."""
+    try:
+        return realcapi_binaries.find()
+    except kube_binaries.MissingBinaries as exc:
+        _kamaji_unavailable(str(exc))
+        raise
 
 
 @pytest.fixture(scope="session")

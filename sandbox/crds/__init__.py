@@ -2,7 +2,8 @@
 
 Owns ``tenantcontrolplane.yaml`` (Kamaji's TenantControlPlane), ``cluster.yaml`` (Cluster API's
 Cluster) and, for ClusterClass-based Clusters, ``clusterclass.yaml`` with CAPD's
-``dockercluster.yaml`` and ``dockerclustertemplate.yaml`` (the example class's infrastructure):
+``dockercluster.yaml`` and ``dockerclustertemplate.yaml`` (the example class's infrastructure),
+and ``standincluster.yaml``, a test stand-in InfraCluster for Cluster API's own controllers:
 the third-party kinds a sandbox cluster needs, typed only where kamaji-broker (or the sandbox's
 topology simulator) reads or writes them. Talks to nothing; ``sandbox.kamaji.crds.install`` puts
 them on a cluster.
@@ -18,6 +19,7 @@ __all__ = [
     "CLUSTER_CLASS",
     "DOCKER_CLUSTER",
     "DOCKER_CLUSTER_TEMPLATE",
+    "STAND_IN_CLUSTER",
     "TENANT_CONTROL_PLANE",
     "TOPOLOGY",
 ]
@@ -38,6 +40,11 @@ DOCKER_CLUSTER: Path = _HERE / "dockercluster.yaml"
 
 DOCKER_CLUSTER_TEMPLATE: Path = _HERE / "dockerclustertemplate.yaml"
 """CAPD's ``DockerClusterTemplate``, what the example ClusterClass names as its infrastructure."""
+
+STAND_IN_CLUSTER: Path = _HERE / "standincluster.yaml"
+"""``StandInCluster`` and its template, ``infrastructure.cluster.x-k8s.io/v1beta2``: a test
+stand-in InfraCluster of Cluster API's v1beta2 contract, for its real controllers
+(``sandbox.capi.infra`` calls it provisioned)."""
 
 TOPOLOGY: tuple[Path, ...] = (CLUSTER_CLASS, DOCKER_CLUSTER, DOCKER_CLUSTER_TEMPLATE)
 """What the management cluster needs for ClusterClass-based Clusters, beside ``CLUSTER``."""

@@ -8,7 +8,10 @@ the ``common.kube`` client of each, what an operator applies before the broker s
 ``Site`` objects ``site add`` wrote, the target namespace at each site) and one
 ``sandbox.kamaji`` simulator per site with an address pool of its own. With ``Options.kamaji``
 ``"real"`` each site is a ``sandbox.realkamaji.Site`` instead: a real cluster in a network
-namespace of its own, running the real Kamaji operator. A layer of
+namespace of its own, running the real Kamaji operator. With ``Options.capi`` ``"real"`` each
+management cluster runs in a network namespace of its own with Cluster API's manager
+(``sandbox.realcapi.CoreManager``) and its CRDs instead of the stand-in's, and a stand-in
+infrastructure provider (``sandbox.capi.infra``) for its Clusters' ``StandInCluster``. A layer of
 ``sandbox.launcher.topology.Topology``.
 """
 
@@ -27,11 +30,12 @@ from common import kube
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import crdgen
-from sandbox import crds, realkamaji, realkube
+from sandbox import crds, realcapi, realkamaji, realkube
 from sandbox.kamaji import crds as install
 from sandbox.launcher import processes
 from sandbox.launcher.children import Children
 from sandbox.launcher.options import MGMT, Options
+from sandbox.sitenet import Namespace
 
 __all__ = ["Clusters"]
 
@@ -55,6 +59,9 @@ class Clusters(Children):
         """With ``Options.kubernetes`` ``"real"``: each started cluster, by name."""
         self.kamaji_sites: dict[str, realkamaji.Site] = {}
         """With ``Options.kamaji`` ``"real"``: each site, by name."""
+        self.capi_managers: dict[str, realcapi.CoreManager] = {}
+        """With ``Options.capi`` ``"real"``: Cluster API's manager of each management cluster."""
+        self._namespaces: list[Namespace] = []
 
     @property
     def mgmt(self) -> kube.Kube:
@@ -79,6 +86,9 @@ class Clusters(Children):
         template, Site, Cluster and ClusterClass kinds; a site the TenantControlPlane."""
         if cluster in self.sites:
             return [crds.TENANT_CONTROL_PLANE]
+        if self.options.capi == "real":
+            # Cluster API's own come with its manager; an InfraCluster kind for its Clusters.
+            return [*self._render_crds(), crds.STAND_IN_CLUSTER]
         return [*self._render_crds(), crds.CLUSTER, *crds.TOPOLOGY]
 
     async def _start_clusters(self) -> list[processes.Child]:
@@ -122,9 +132,22 @@ class Clusters(Children):
             site.cluster.write_kubeconfig(self.kubeconfig(site.name))
 
     async def _release(self) -> None:
-        """After every child stopped: the sites' network namespaces."""
+        """After every child stopped: the sites' and management clusters' network namespaces."""
         for site in self.kamaji_sites.values():
             await site.release()
+        for namespace in self._namespaces:
+            await asyncio.to_thread(namespace.delete)
+        self._namespaces.clear()
+
+    def _netns(self, name: str) -> Namespace | None:
+        """A network namespace for management cluster ``name`` where Cluster API's manager runs
+        beside it; None for a site and without ``Options.capi`` ``"real"``."""
+        if self.options.capi != "real" or name in self.sites:
+            return None
+        # Indexes from 0x80: the sites' (``realkamaji.Site``) count from 0.
+        made = Namespace.create(0x80 + len(self._namespaces))
+        self._namespaces.append(made)
+        return made
 
     def _start_emulators(self) -> list[processes.Child]:
         return [self._emulator(cluster, self._crds(cluster)) for cluster in (MGMT, *self.sites)]
@@ -134,7 +157,15 @@ class Clusters(Children):
         by name: ``kube-apiserver-site-a``...), the admin's kubeconfig at DIR/<cluster>.kubeconfig
         and the CRDs of each installed."""
         binaries = realkube.binaries.find()
-        made = [realkube.Cluster(self.directory / "kube" / n, name=n, binaries=binaries) for n in names]
+        made = [
+            realkube.Cluster(
+                self.directory / "kube" / n,
+                name=n,
+                binaries=binaries,
+                netns=await asyncio.to_thread(self._netns, n),
+            )
+            for n in names
+        ]
         started = await asyncio.gather(
             *(c.start(timeout=self.options.start_timeout) for c in made), return_exceptions=True
         )
@@ -153,6 +184,25 @@ class Clusters(Children):
             finally:
                 await api_client.close()
         self.real_clusters.update({c.name: c for c in made})
+        await asyncio.gather(*(self._start_capi(c) for c in made if c.netns is not None))
+
+    async def _start_capi(self, cluster: realkube.Cluster) -> None:
+        manager = realcapi.CoreManager(self.directory / "capi" / cluster.name, cluster=cluster)
+        self.capi_managers[cluster.name] = manager
+        try:
+            await manager.start(timeout=max(self.options.start_timeout, 90.0))
+        finally:
+            if manager.child is not None:
+                self.children.append(manager.child)
+        args = [
+            sys.executable,
+            "-m",
+            "sandbox.capi.infra",
+            "--kubeconfig",
+            str(self.kubeconfig(cluster.name)),
+        ]
+        ready = "stand-in infrastructure provider running"
+        await self._ready([self._spawn(f"stand-in-infrastructure-{cluster.name}", args, ready_text=ready)])
 
     async def start_management(self, cluster: str) -> kube.Kube:
         """Another management cluster, ``cluster`` (say the target of ``clusterctl move``), with

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["KAMAJI", "KUBERNETES", "MGMT", "Options"]
+__all__ = ["CAPI", "KAMAJI", "KUBERNETES", "MGMT", "Options"]
 
 KUBERNETES = ("emulator", "real")
 """What runs each cluster: ``sandbox.kubeapi`` (one process, starts in a blink) or real
@@ -20,6 +20,12 @@ KAMAJI = ("simulator", "real")
 """What reconciles each site's TenantControlPlanes: ``sandbox.kamaji``'s simulator or the real
 Kamaji operator (``sandbox.realkamaji``: with kwok, a DataStore and a tenant API server per
 control plane; needs the real clusters)."""
+
+CAPI = ("stand-in", "real")
+"""What plays Cluster API in a management cluster: ``sandbox.capi``'s stand-in (Clusters own
+what they point at, ClusterClass topologies made) or Cluster API's own manager, built from its
+Go module (``sandbox.realcapi``: with its CRDs and webhooks; needs the real clusters, and runs
+each management cluster in a network namespace of its own)."""
 
 MGMT = "mgmt"
 """The management cluster's name (its emulator, its kubeconfig); no site may take it."""
@@ -33,6 +39,8 @@ class Options:
     """What runs the clusters: one of ``KUBERNETES``."""
     kamaji: str = "simulator"
     """What reconciles the TenantControlPlanes at each site: one of ``KAMAJI``."""
+    capi: str = "stand-in"
+    """What plays Cluster API in the management clusters: one of ``CAPI``."""
     kamaji_delay: float = 3.0
     """Seconds the Kamaji simulators take from Provisioning (or Upgrading) to Ready."""
     namespace: str = "tenants"
@@ -72,6 +80,10 @@ class Options:
             raise ValueError(f"kamaji must be one of {', '.join(KAMAJI)}, got {self.kamaji!r}")
         if self.kamaji == "real" and self.kubernetes != "real":
             raise ValueError("kamaji 'real' runs on real clusters: set kubernetes to 'real' too")
+        if self.capi not in CAPI:
+            raise ValueError(f"capi must be one of {', '.join(CAPI)}, got {self.capi!r}")
+        if self.capi == "real" and self.kubernetes != "real":
+            raise ValueError("capi 'real' runs on real clusters: set kubernetes to 'real' too")
         if self.nats_nodes < 1:
             raise ValueError(f"nats_nodes must be at least 1, got {self.nats_nodes}")
         if self.hub_replicas < 1:

@@ -4,9 +4,9 @@ TenantControlPlanes our agent writes.
 binaries    where the operator, kwok and Kamaji's CRDs and webhook rules are (``gomod/build.sh
             kamaji`` builds them from Go modules)
 datastore   the site's DataStore: an etcd with TLS, and the objects that point Kamaji at it
-webhooks    pure: Kamaji's webhooks registered by URL with our own certificate's CA
-site        Site: a real cluster, kwok with fake Nodes, the DataStore and the operator, in a
-            network namespace of its own (``sandbox.sitenet``)
+site        Site: a real cluster, kwok with fake Nodes, the DataStore and the operator (its
+            webhooks by URL: ``sandbox.realkube.webhooks``), in a network namespace of its own
+            (``sandbox.sitenet``)
 
 The simulator (``sandbox.kamaji``) stays the fast default; this is what it is measured against.
 """

@@ -36,8 +36,8 @@ from sandbox.launcher import processes
 from sandbox.realkamaji import binaries as kamaji_binaries
 from sandbox.realkamaji import datastore as store
 from sandbox.realkamaji import tenants as tenant_servers
-from sandbox.realkamaji import webhooks
 from sandbox.realkube import binaries as kube_binaries
+from sandbox.realkube import webhooks
 from sandbox.sitenet import Namespace
 
 __all__ = ["KAMAJI_NAMESPACE", "NODES", "Site"]
@@ -46,6 +46,8 @@ KAMAJI_NAMESPACE = "kamaji-system"
 NODES = 2
 WEBHOOK_PORT = 9443
 """Fixed in the operator (it offers no flag), hence the namespace per site."""
+MUTATING = ("MutatingWebhookConfiguration", "kamaji-mutating-webhook-configuration")
+VALIDATING = ("ValidatingWebhookConfiguration", "kamaji-validating-webhook-configuration")
 WEBHOOK_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
 """Where the operator reads its serving certificate (fixed too): each site's is bind-mounted there."""
 
@@ -247,7 +249,7 @@ class Site:
         child = self._child("kamaji", args, env=env, health_url=f"http://{self.netns.address}:{health}")
         child.start()
         await child.wait_ready(timeout=max(1.0, deadline - time.monotonic()))
-        for kind_name, source in ((webhooks.MUTATING, "mutating"), (webhooks.VALIDATING, "validating")):
+        for kind_name, source in ((MUTATING, "mutating"), (VALIDATING, "validating")):
             rules = yaml.safe_load((kb.webhooks / f"{source}-webhook.yaml").read_text())
             config = webhooks.configuration(
                 kind_name, rules, host="127.0.0.1", port=WEBHOOK_PORT, ca_pem=ca_pem

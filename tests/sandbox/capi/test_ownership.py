@@ -8,8 +8,10 @@ import pytest
 
 from sandbox.capi import ownership
 
-CLUSTER = {"apiVersion": "cluster.x-k8s.io/v1beta1", "metadata": {"name": "c1", "uid": "u-1"}}
-MINE = ownership.owner_reference(CLUSTER)
+PLAIN = {"apiVersion": "cluster.x-k8s.io/v1beta1", "metadata": {"name": "c1", "uid": "u-1"}, "spec": {}}
+TOPOLOGY = {**PLAIN, "spec": {"topology": {"class": "kamaji-broker", "version": "v1.31.0"}}}
+OWNER = {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": "c1", "uid": "u-1"}
+CONTROLLER = {**OWNER, "controller": True, "blockOwnerDeletion": True}
 LABELS = {ownership.CLUSTER_NAME_LABEL: "c1"}
 OTHER_OWNER = {"apiVersion": "v1", "kind": "ConfigMap", "name": "keep", "uid": "u-9"}
 OTHER_CONTROLLER = {**OTHER_OWNER, "kind": "Cluster", "name": "c2", "controller": True}
@@ -20,32 +22,55 @@ def obj(**meta: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("meta", "patch"),
+    ("cluster", "meta", "patch"),
     [
-        pytest.param({}, {"metadata": {"ownerReferences": [MINE], "labels": LABELS}}, id="bare"),
-        pytest.param({"ownerReferences": [MINE], "labels": LABELS}, None, id="already-so"),
-        pytest.param({"ownerReferences": [MINE]}, {"metadata": {"labels": LABELS}}, id="label-only"),
         pytest.param(
+            PLAIN, {}, {"metadata": {"ownerReferences": [OWNER], "labels": LABELS}}, id="plain-owner"
+        ),
+        pytest.param(
+            TOPOLOGY,
+            {},
+            {"metadata": {"ownerReferences": [CONTROLLER], "labels": LABELS}},
+            id="topology-controller",
+        ),
+        pytest.param(PLAIN, {"ownerReferences": [OWNER], "labels": LABELS}, None, id="already-so"),
+        pytest.param(PLAIN, {"ownerReferences": [OWNER]}, {"metadata": {"labels": LABELS}}, id="label-only"),
+        pytest.param(
+            PLAIN,
             {"ownerReferences": [OTHER_OWNER], "labels": LABELS},
-            {"metadata": {"ownerReferences": [OTHER_OWNER, MINE]}},
+            {"metadata": {"ownerReferences": [OTHER_OWNER, OWNER]}},
             id="other-owners-kept",
         ),
         pytest.param(
-            {"ownerReferences": [{**MINE, "controller": False}], "labels": LABELS},
-            {"metadata": {"ownerReferences": [MINE]}},
-            id="owner-made-controller",
+            PLAIN,
+            {"ownerReferences": [OTHER_CONTROLLER], "labels": LABELS},
+            {"metadata": {"ownerReferences": [OTHER_CONTROLLER, OWNER]}},
+            id="plain-owner-beside-another-controller",
         ),
         pytest.param(
-            {"labels": {ownership.CLUSTER_NAME_LABEL: "c0"}, "ownerReferences": [MINE]},
+            TOPOLOGY,
+            {"ownerReferences": [OWNER], "labels": LABELS},
+            {"metadata": {"ownerReferences": [CONTROLLER]}},
+            id="topology-owner-made-controller",
+        ),
+        pytest.param(
+            PLAIN,
+            {"ownerReferences": [{**OWNER, "apiVersion": "cluster.x-k8s.io/v1beta2"}], "labels": LABELS},
+            {"metadata": {"ownerReferences": [OWNER]}},
+            id="same-owner-other-version-replaced",
+        ),
+        pytest.param(
+            PLAIN,
+            {"labels": {ownership.CLUSTER_NAME_LABEL: "c0"}, "ownerReferences": [OWNER]},
             {"metadata": {"labels": LABELS}},
             id="wrong-label-corrected",
         ),
     ],
 )
-def test_adoption(meta: dict[str, Any], patch: dict[str, Any] | None) -> None:
-    assert ownership.adoption(CLUSTER, obj(**meta)) == patch
+def test_adoption(cluster: dict[str, Any], meta: dict[str, Any], patch: dict[str, Any] | None) -> None:
+    assert ownership.adoption(cluster, obj(**meta)) == patch
 
 
-def test_another_controller_is_named_and_nothing_is_taken() -> None:
+def test_a_topology_cluster_takes_nothing_another_controller_owns() -> None:
     with pytest.raises(ownership.AlreadyOwned, match="team-a/cp is already controlled by Cluster c2"):
-        ownership.adoption(CLUSTER, obj(ownerReferences=[OTHER_CONTROLLER]))
+        ownership.adoption(TOPOLOGY, obj(ownerReferences=[OTHER_CONTROLLER]))

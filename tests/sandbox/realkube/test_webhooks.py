@@ -1,4 +1,5 @@
-"""Kamaji's webhooks registered by URL: each keeps its rules and calls the operator's address."""
+"""Webhooks registered by URL: each keeps its rules and calls the controller's address; a CRD
+converts through it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from typing import Any
 
 import pytest
 
-from sandbox.realkamaji import webhooks
+from sandbox.realkube import webhooks
+
+MUTATING = ("MutatingWebhookConfiguration", "kamaji-mutating-webhook-configuration")
+VALIDATING = ("ValidatingWebhookConfiguration", "kamaji-validating-webhook-configuration")
 
 RULES = {
     "apiGroups": ["kamaji.clastix.io"],
@@ -35,11 +39,11 @@ def hook(name: str, path: str | None, policy: str = "Fail") -> dict[str, Any]:
     ("kind_name", "hooks", "urls"),
     [
         (
-            webhooks.VALIDATING,
+            VALIDATING,
             [hook("a.kb.io", "/validate-a"), hook("telemetry", "/telemetry", "Ignore")],
             ["https://127.0.0.1:9443/validate-a", "https://127.0.0.1:9443/telemetry"],
         ),
-        (webhooks.MUTATING, [hook("m.kb.io", "/mutate-m")], ["https://127.0.0.1:9443/mutate-m"]),
+        (MUTATING, [hook("m.kb.io", "/mutate-m")], ["https://127.0.0.1:9443/mutate-m"]),
     ],
 )
 def test_each_webhook_calls_its_path_at_the_operator_and_keeps_its_rules(
@@ -58,4 +62,28 @@ def test_each_webhook_calls_its_path_at_the_operator_and_keeps_its_rules(
 
 def test_a_webhook_without_a_path_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="'bare'"):
-        webhooks.configuration(webhooks.VALIDATING, [hook("bare", None)], host="h", port=1, ca_pem=b"")
+        webhooks.configuration(VALIDATING, [hook("bare", None)], host="h", port=1, ca_pem=b"")
+
+
+def crd(*versions: str) -> dict[str, Any]:
+    return {"spec": {"group": "cluster.x-k8s.io", "versions": [{"name": v} for v in versions]}}
+
+
+@pytest.mark.parametrize(
+    ("versions", "converts"),
+    [
+        pytest.param(("v1beta1", "v1beta2"), True, id="two-versions-convert-by-url"),
+        pytest.param(("v1beta2",), False, id="one-version-unchanged"),
+    ],
+)
+def test_conversion(versions: tuple[str, ...], converts: bool) -> None:
+    source = crd(*versions)
+    made = webhooks.conversion(source, host="100.64.0.2", port=9443, ca_pem=b"CA")
+    assert "conversion" not in source["spec"]
+    if not converts:
+        assert made == source
+        return
+    webhook = made["spec"]["conversion"]["webhook"]
+    assert made["spec"]["conversion"]["strategy"] == "Webhook"
+    assert webhook["clientConfig"] == {"url": "https://100.64.0.2:9443/convert", "caBundle": "Q0E="}
+    assert "v1" in webhook["conversionReviewVersions"]

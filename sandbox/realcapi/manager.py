@@ -1,0 +1,142 @@
+"""Cluster API's core manager on a real management cluster: its CRDs, its webhooks by URL, the
+process.
+
+``CoreManager.start`` installs Cluster API's CRDs (converting between their versions through the
+manager: ``sandbox.realkube.webhooks.conversion``), runs ``capi-manager`` (the Cluster,
+ClusterClass, topology and Machine controllers and their webhooks, ClusterTopology on) as the
+cluster's admin, and registers its defaulting and validating webhooks by URL once it is ready.
+The manager's webhook server listens on every address of its host and its port is fixed, so it
+runs in the management cluster's network namespace (``sandbox.sitenet``), beside that cluster's
+own servers; its certificate is ours, for that namespace's address. Talks to the management
+cluster and the operating system.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Final
+
+import yaml
+
+from common import files, kube, tlsfiles
+from common.kube import resources
+from sandbox import ports, realkube
+from sandbox.kamaji import crds as install
+from sandbox.launcher import processes
+from sandbox.realcapi import binaries as capi_binaries
+from sandbox.realkube import webhooks
+
+__all__ = ["WEBHOOK_PORT", "CoreManager"]
+
+WEBHOOK_PORT: Final = 9443
+CONFIGURATIONS: Final = {
+    "MutatingWebhookConfiguration": resources.Resource(
+        "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration"
+    ),
+    "ValidatingWebhookConfiguration": resources.Resource(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+    ),
+}
+NAMES: Final = {
+    "MutatingWebhookConfiguration": "capi-mutating-webhook-configuration",
+    "ValidatingWebhookConfiguration": "capi-validating-webhook-configuration",
+}
+"""As Cluster API's components name them (``capi-`` and controller-gen's name)."""
+
+
+class CoreManager:
+    """Cluster API's manager for ``cluster`` (started in a network namespace); ``start``, ``stop``."""
+
+    def __init__(self, directory: Path, *, cluster: realkube.Cluster) -> None:
+        if cluster.netns is None:
+            raise ValueError(
+                f"cluster {cluster.name} must run in a network namespace for Cluster API's manager"
+            )
+        self.directory = directory
+        self.cluster = cluster
+        self.child: processes.Child | None = None
+
+    @property
+    def host(self) -> str:
+        return self.cluster.host
+
+    def _certs(self) -> tuple[Path, bytes]:
+        """Our serving certificate for the manager's webhooks, as it reads them, and its CA."""
+        made = tlsfiles.generate(self.directory / "webhook-pki", hosts=(self.host,))
+        certs = self.directory / "webhook-certs"
+        certs.mkdir(parents=True, exist_ok=True)
+        files.write_public(certs / "tls.crt", made.cert.read_text())
+        files.write_private(certs / "tls.key", made.key.read_text())
+        return certs, (self.directory / "webhook-pki" / tlsfiles.CA_CERT).read_bytes()
+
+    def _crds(self, cb: capi_binaries.CapiBinaries, ca_pem: bytes) -> list[Path]:
+        """Cluster API's CRDs converting through the manager, written in DIR/crds/."""
+        out = self.directory / "crds"
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for source in cb.crds:
+            crd = yaml.safe_load(source.read_text())
+            made = webhooks.conversion(crd, host=self.host, port=WEBHOOK_PORT, ca_pem=ca_pem)
+            (out / source.name).write_text(yaml.safe_dump(made, sort_keys=False))
+            written.append(out / source.name)
+        return written
+
+    async def start(self, *, timeout: float = 90.0) -> None:
+        """CRDs, the manager, then its webhooks; ``LaunchError`` with the end of its log if it
+        exits or is not ready within ``timeout``."""
+        began = time.monotonic()
+        cb = capi_binaries.find()
+        certs, ca_pem = await asyncio.to_thread(self._certs)
+        crd_files = await asyncio.to_thread(self._crds, cb, ca_pem)
+        api_client = await kube.api_client_from_kubeconfig(self.cluster.kubeconfig)
+        try:
+            await install.install(api_client, crd_files, timeout=timeout)
+            health, diagnostics = ports.free_port(), ports.free_port()
+            assert self.cluster.netns is not None
+            args = [
+                *self.cluster.netns.exec_prefix(),
+                str(cb.manager),
+                f"--kubeconfig={self.cluster.kubeconfig}",
+            ]
+            args += [f"--webhook-port={WEBHOOK_PORT}", f"--webhook-cert-dir={certs}"]
+            args += [
+                f"--health-addr={self.host}:{health}",
+                f"--diagnostics-address={self.host}:{diagnostics}",
+            ]
+            args += ["--insecure-diagnostics", "--leader-elect=false", "--feature-gates=ClusterTopology=true"]
+            self.child = processes.Child(
+                name=f"capi-manager-{self.cluster.name}",
+                args=args,
+                log=self.directory / "logs" / "capi-manager.log",
+                health_url=f"http://{self.host}:{health}",
+            )
+            self.child.start()
+            await self.child.wait_ready(timeout=max(1.0, timeout - (time.monotonic() - began)))
+            client = kube.Kube(api_client)
+            for document in yaml.safe_load_all(cb.webhooks.read_text()):
+                if not document:
+                    continue
+                kind = document["kind"]
+                config = webhooks.configuration(
+                    (kind, NAMES[kind]),
+                    document["webhooks"],
+                    host=self.host,
+                    port=WEBHOOK_PORT,
+                    ca_pem=ca_pem,
+                )
+                await client.create_or_replace(CONFIGURATIONS[kind], config, attempts=5)
+        except BaseException:
+            await self.stop()
+            raise
+        finally:
+            await api_client.close()
+
+    async def stop(self, *, timeout: float = 10.0) -> None:
+        if self.child is not None:
+            self.child.terminate()
+            await self.child.wait_stopped(timeout=timeout)

@@ -1,0 +1,136 @@
+"""End to end with Cluster API's own controllers (built from its Go module) around the hub, and
+the real Kamaji operator at the site: a Cluster and an RKCP written as the README's template
+shows, with nothing set by hand, are owned by CAPI's Cluster controller, provisioned through
+the site, and CAPI's own conditions on the Cluster turn True because of the RKCP's status; a
+version written without its ``v`` (as a KamajiControlPlane takes it) reaches the site with it;
+deleting the Cluster takes everything away."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from common.kube import resources
+from hub import cluster_api
+from sandbox.capi import infra
+from sandbox.launcher import Topology, workload
+from tests import helpers, topologies
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
+
+SITE = "site-a"
+NS = "default"
+RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
+TCP = resources.TENANT_CONTROL_PLANE
+CLUSTER = cluster_api.resource(cluster_api.V1BETA2)
+INFRA = infra.STAND_IN_CLUSTER
+CAPI_CONDITIONS = ("ControlPlaneInitialized", "ControlPlaneAvailable", "InfrastructureReady", "Available")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(real_capi: object, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
+    directory = tmp_path_factory.mktemp("capi") / "sandbox"
+    async with topologies.running(
+        directory, sites=(SITE,), base=(), kubernetes="real", kamaji="real", capi="real"
+    ) as topology:
+        yield topology
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or ()}
+
+
+async def apply_template(world: Topology, name: str, *, version: str) -> dict[str, dict[str, Any]]:
+    """The README's cluster template rendered as clusterctl renders it, created with the
+    infrastructure the template asks its user to add (Cluster API v1.14 calls a Cluster without
+    one neither Available nor not: InfrastructureReady stays Unknown)."""
+    values = workload.template_values(
+        name, namespace=NS, site=SITE, target_namespace=world.namespace, version=version
+    )
+    made = {o["kind"]: o for o in workload.rendered(workload.CLUSTER_TEMPLATE, values)}
+    assert "ownerReferences" not in made["RemoteKamajiControlPlane"]["metadata"]
+    made["Cluster"]["spec"]["infrastructureRef"] = {
+        "apiVersion": INFRA.api_version,
+        "kind": INFRA.kind,
+        "name": name,
+    }
+    await world.mgmt.create(
+        INFRA, {"apiVersion": INFRA.api_version, "kind": INFRA.kind, "metadata": {"name": name}}, namespace=NS
+    )
+    await world.mgmt.create(resources.CLUSTER, made["Cluster"], namespace=NS)
+    await world.mgmt.create(RKCP, made["RemoteKamajiControlPlane"], namespace=NS)
+    return made
+
+
+async def test_capi_owns_provisions_and_calls_the_cluster_available(world: Topology) -> None:
+    await apply_template(world, "c1", version="1.31.0")
+    cluster = await world.mgmt.get(CLUSTER, "c1", namespace=NS)
+
+    async def rkcp() -> dict[str, Any]:
+        return await world.mgmt.get(RKCP, "c1", namespace=NS)
+
+    owned = await helpers.eventually(
+        rkcp, lambda o: bool(o["metadata"].get("ownerReferences")), within=60, every=0.3, what="an owner"
+    )
+    [owner] = owned["metadata"]["ownerReferences"]
+    # A plain owner: CAPI makes a Cluster the controller only of what its topology made.
+    uid = cluster["metadata"]["uid"]
+    assert owner == {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "c1", "uid": uid}
+    assert owned["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] == "c1"
+
+    ready = await helpers.eventually(
+        rkcp,
+        lambda o: conditions(o).get("Ready", {}).get("status") == "True",
+        within=120,
+        every=0.5,
+        what="the RKCP Ready",
+    )
+    assert ready["spec"]["version"] == "1.31.0" and ready["status"]["version"] == "v1.31.0"
+    tcp = await world.site_kube(SITE).get(TCP, "c1", namespace=world.namespace)
+    assert tcp["spec"]["kubernetes"]["version"] == "v1.31.0"
+
+    async def capi() -> dict[str, Any]:
+        return await world.mgmt.get(CLUSTER, "c1", namespace=NS)
+
+    # CAPI's Cluster controller reads the RKCP's status (initialization, the Available condition,
+    # the endpoint) and probes the tenant API server with the kubeconfig Secret the hub wrote.
+    done = await helpers.eventually(
+        capi,
+        lambda c: all(conditions(c).get(t, {}).get("status") == "True" for t in CAPI_CONDITIONS),
+        within=120,
+        every=0.5,
+        what=f"the Cluster's {', '.join(CAPI_CONDITIONS)} True",
+    )
+    said = conditions(done)
+    assert said["RemoteConnectionProbe"]["status"] == "True"
+    assert done["status"]["initialization"]["controlPlaneInitialized"] is True
+    endpoint = ready["spec"]["controlPlaneEndpoint"]
+    assert done["spec"]["controlPlaneEndpoint"] == {"host": endpoint["host"], "port": endpoint["port"]}
+    assert done["status"]["phase"] == "Provisioned"
+    # The hub wrote the endpoint into the InfraCluster, which then called itself provisioned.
+    standin = await world.mgmt.get(INFRA, "c1", namespace=NS)
+    assert standin["spec"]["controlPlaneEndpoint"] == done["spec"]["controlPlaneEndpoint"]
+
+
+async def test_deleting_the_cluster_takes_the_control_plane_away(world: Topology) -> None:
+    await apply_template(world, "c2", version="v1.31.0")
+
+    async def phase() -> str:
+        return str(((await world.mgmt.get(CLUSTER, "c2", namespace=NS)).get("status") or {}).get("phase"))
+
+    await helpers.eventually(
+        phase, lambda p: p == "Provisioned", within=120, every=0.5, what="c2 provisioned"
+    )
+    await world.mgmt.delete(resources.CLUSTER, "c2", namespace=NS)
+
+    async def gone() -> tuple[object, object, object]:
+        return (
+            await world.mgmt.get_or_none(resources.CLUSTER, "c2", namespace=NS),
+            await world.mgmt.get_or_none(RKCP, "c2", namespace=NS),
+            await world.site_kube(SITE).get_or_none(TCP, "c2", namespace=world.namespace),
+        )
+
+    await helpers.eventually(gone, lambda g: g == (None, None, None), within=120, every=0.5, what="c2 gone")
