@@ -34,8 +34,11 @@ NAME = "kamaji-broker"
 MANIFEST_LABEL = "control-plane-kamaji-broker"
 """``<type>-<name>``: the value of the provider label and the directory of a local repository."""
 PROVIDER_LABEL = "cluster.x-k8s.io/provider"
-CONTRACT = "v1beta1"
-"""The Cluster API contract this release series implements (metadata.yaml)."""
+CONTRACT = "v1beta2"
+"""The Cluster API contract this release series implements (metadata.yaml): the RKCP's status
+carries v1beta2's fields (``initialization``, the ``Available`` condition and the replica
+counters) beside v1beta1's, so clusterctl of Cluster API v1.11 and newer installs it; its CRDs
+carry both contract labels, so Cluster API's controllers resolve them either way."""
 COMPONENTS = "control-plane-components.yaml"
 METADATA = "metadata.yaml"
 CONTAINER = "manager"
@@ -81,13 +84,26 @@ def components(deploy: Path) -> list[dict[str, Any]]:
     return docs
 
 
+def canonical_image(reference: str) -> str:
+    """``reference`` with its registry and path written out, as Docker reads a short one:
+    ``kamaji-broker:0.1.0`` is ``docker.io/library/kamaji-broker:0.1.0``. clusterctl refuses
+    components whose image it cannot parse as canonical ("repository name must be canonical")
+    before it applies anything; the same image runs either way."""
+    first, slash, _ = reference.partition("/")
+    if not slash:
+        return f"docker.io/library/{reference}"
+    if "." in first or ":" in first or first == "localhost":
+        return reference
+    return f"docker.io/{reference}"
+
+
 def _parameterize(deployment: dict[str, Any]) -> None:
     pod = deployment["spec"]["template"]["spec"]
     found = [c for c in pod["containers"] if c["name"] == CONTAINER]
     if not found:
         raise ValueError(f"deploy/hub: the Deployment has no container named {CONTAINER!r}")
     c = found[0]
-    c["image"] = f"${{KAMAJI_BROKER_IMAGE:={c['image']}}}"
+    c["image"] = f"${{KAMAJI_BROKER_IMAGE:={canonical_image(c['image'])}}}"
     replicas = _arg(c["args"], "--stream-replicas")
     args = [a for a in c["args"] if not a.startswith("--stream-replicas=")]
     # No variable for --namespace or --watch-filter: their default is empty, and clusterctl

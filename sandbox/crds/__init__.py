@@ -3,7 +3,8 @@
 Owns ``tenantcontrolplane.yaml`` (Kamaji's TenantControlPlane), ``cluster.yaml`` (Cluster API's
 Cluster) and, for ClusterClass-based Clusters, ``clusterclass.yaml`` with CAPD's
 ``dockercluster.yaml`` and ``dockerclustertemplate.yaml`` (the example class's infrastructure),
-and ``standincluster.yaml``, a test stand-in InfraCluster for Cluster API's own controllers:
+``standincluster*.yaml``, a test stand-in InfraCluster for Cluster API's own controllers, and
+``certmanager-*.yaml``, cert-manager's Issuer and Certificate kinds for clusterctl:
 the third-party kinds a sandbox cluster needs, typed only where kamaji-broker (or the sandbox's
 topology simulator) reads or writes them. Talks to nothing; ``sandbox.kamaji.crds.install`` puts
 them on a cluster.
@@ -15,6 +16,7 @@ from pathlib import Path
 
 __all__ = [
     "ALL",
+    "CERT_MANAGER",
     "CLUSTER",
     "CLUSTER_CLASS",
     "DOCKER_CLUSTER",
@@ -41,10 +43,15 @@ DOCKER_CLUSTER: Path = _HERE / "dockercluster.yaml"
 DOCKER_CLUSTER_TEMPLATE: Path = _HERE / "dockerclustertemplate.yaml"
 """CAPD's ``DockerClusterTemplate``, what the example ClusterClass names as its infrastructure."""
 
-STAND_IN_CLUSTER: Path = _HERE / "standincluster.yaml"
+STAND_IN_CLUSTER: tuple[Path, ...] = (_HERE / "standincluster.yaml", _HERE / "standinclustertemplate.yaml")
 """``StandInCluster`` and its template, ``infrastructure.cluster.x-k8s.io/v1beta2``: a test
 stand-in InfraCluster of Cluster API's v1beta2 contract, for its real controllers
 (``sandbox.capi.infra`` calls it provisioned)."""
+
+CERT_MANAGER: tuple[Path, ...] = (_HERE / "certmanager-issuer.yaml", _HERE / "certmanager-certificate.yaml")
+"""cert-manager's ``Issuer`` and ``Certificate`` (``cert-manager.io/v1``, kept whole): what
+clusterctl init checks before it installs cert-manager, and what providers' components create;
+nothing issues them (a test stand-in)."""
 
 TOPOLOGY: tuple[Path, ...] = (CLUSTER_CLASS, DOCKER_CLUSTER, DOCKER_CLUSTER_TEMPLATE)
 """What the management cluster needs for ClusterClass-based Clusters, beside ``CLUSTER``."""

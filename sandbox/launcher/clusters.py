@@ -88,7 +88,7 @@ class Clusters(Children):
             return [crds.TENANT_CONTROL_PLANE]
         if self.options.capi == "real":
             # Cluster API's own come with its manager; an InfraCluster kind for its Clusters.
-            return [*self._render_crds(), crds.STAND_IN_CLUSTER]
+            return [*self._render_crds(), *crds.STAND_IN_CLUSTER]
         return [*self._render_crds(), crds.CLUSTER, *crds.TOPOLOGY]
 
     async def _start_clusters(self) -> list[processes.Child]:

@@ -68,7 +68,7 @@ def test_a_clusterctl_local_repository_with_metadata_for_this_version(written: d
     assert project["version"] == __version__, "kamaji_broker.__version__ follows pyproject.toml"
     major, minor = (int(p) for p in __version__.split(".")[:2])
     # clusterctl refuses a version whose major.minor no release series names.
-    assert {"major": major, "minor": minor, "contract": "v1beta1"} in meta["releaseSeries"]
+    assert {"major": major, "minor": minor, "contract": "v1beta2"} in meta["releaseSeries"]
     images = yaml.safe_load((m.DEPLOY / "hub" / "kustomization.yaml").read_text())["images"]
     assert [i["newTag"] for i in images] == [__version__], "the image deploy/hub pins is this version's"
 
@@ -100,7 +100,8 @@ def test_variables_as_clusterctl_lists_them(text: str) -> None:
         # The contract's pattern, and its advice to prefix them with the provider's name.
         assert re.fullmatch(r"[A-Z0-9_]+", name) and name.startswith("KAMAJI_BROKER_"), name
     assert [n for n, v in found.items() if v.required] == ["KAMAJI_BROKER_NATS_URL"]
-    assert found["KAMAJI_BROKER_IMAGE"].default == f"kamaji-broker:{__version__}"
+    # Canonical: clusterctl refuses a short name before it applies anything.
+    assert found["KAMAJI_BROKER_IMAGE"].default == f"docker.io/library/kamaji-broker:{__version__}"
     assert found["KAMAJI_BROKER_STREAM_REPLICAS"].default == "3"
     # clusterctl would require a variable written ${X:=} (an empty default is none to its check).
     assert all(v.default for v in found.values() if not v.required)
@@ -135,7 +136,9 @@ def test_substituted_it_is_what_clusterctl_installs(text: str, values: dict[str,
     deployment = m.one(docs, "Deployment")
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     assert container["name"] == "manager"
-    assert container["image"] == values.get("KAMAJI_BROKER_IMAGE", f"kamaji-broker:{__version__}")
+    assert container["image"] == values.get(
+        "KAMAJI_BROKER_IMAGE", f"docker.io/library/kamaji-broker:{__version__}"
+    )
     assert "${" not in templating.substitute(text, values)
 
 
@@ -299,3 +302,20 @@ def test_make_release_manifests_runs_the_module(tmp_path: Path, capsys: pytest.C
     assert str(tmp_path / release.MANIFEST_LABEL / TAG / release.COMPONENTS) in printed
     assert release.main(["--deploy", str(tmp_path / "nowhere"), "--out", str(tmp_path)]) == 1
     assert "release: error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("reference", "canonical"),
+    [
+        ("kamaji-broker:0.1.0", "docker.io/library/kamaji-broker:0.1.0"),
+        ("org/kamaji-broker:0.1.0", "docker.io/org/kamaji-broker:0.1.0"),
+        ("registry.example.com/kamaji-broker:0.1.0", "registry.example.com/kamaji-broker:0.1.0"),
+        ("localhost/kamaji-broker:dev", "localhost/kamaji-broker:dev"),
+        (
+            "registry:5000/team/kamaji-broker@sha256:" + "0" * 64,
+            "registry:5000/team/kamaji-broker@sha256:" + "0" * 64,
+        ),
+    ],
+)
+def test_the_default_image_is_written_canonical(reference: str, canonical: str) -> None:
+    assert release.canonical_image(reference) == canonical
