@@ -37,6 +37,9 @@ from sandbox.launcher.children import Children
 from sandbox.launcher.options import MGMT, Options
 from sandbox.sitenet import Namespace
 
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+"""The checkout's manifests: what an operator installs, and what the release is built from."""
+
 __all__ = ["Clusters"]
 
 
@@ -62,6 +65,7 @@ class Clusters(Children):
         self.capi_managers: dict[str, realcapi.CoreManager] = {}
         """With ``Options.capi`` ``"real"``: Cluster API's manager of each management cluster."""
         self._namespaces: list[Namespace] = []
+        self._clusterctl: realcapi.Clusterctl | None = None
 
     @property
     def mgmt(self) -> kube.Kube:
@@ -87,8 +91,9 @@ class Clusters(Children):
         if cluster in self.sites:
             return [crds.TENANT_CONTROL_PLANE]
         if self.options.capi == "real":
-            # Cluster API's own come with its manager; an InfraCluster kind for its Clusters.
-            return [*self._render_crds(), *crds.STAND_IN_CLUSTER]
+            # clusterctl init installs Cluster API's and ours; what it checks for (cert-manager's
+            # kinds) and an InfraCluster kind for the Clusters come first.
+            return [*crds.CERT_MANAGER, *crds.STAND_IN_CLUSTER]
         return [*self._render_crds(), crds.CLUSTER, *crds.TOPOLOGY]
 
     async def _start_clusters(self) -> list[processes.Child]:
@@ -186,7 +191,30 @@ class Clusters(Children):
         self.real_clusters.update({c.name: c for c in made})
         await asyncio.gather(*(self._start_capi(c) for c in made if c.netns is not None))
 
+    def _hub_nats_url(self) -> str:
+        """``KAMAJI_BROKER_NATS_URL`` for clusterctl (the hub's Deployment; the hub runs as a
+        process given its URLs)."""
+        return "tls://127.0.0.1:4222"
+
+    @property
+    def clusterctl(self) -> realcapi.Clusterctl:
+        """clusterctl with Cluster API's and kamaji-broker's repositories (``Options.capi`` "real")."""
+        if self._clusterctl is None:
+            self._clusterctl = realcapi.Clusterctl(
+                self.directory / "clusterctl",
+                deploy=DEPLOY,
+                variables={
+                    "KAMAJI_BROKER_NATS_URL": self._hub_nats_url(),
+                    "KAMAJI_BROKER_STREAM_REPLICAS": "1",
+                },
+            )
+        return self._clusterctl
+
     async def _start_capi(self, cluster: realkube.Cluster) -> None:
+        """``clusterctl init --control-plane kamaji-broker`` as users run it, then what its
+        Deployments would run: Cluster API's manager (its webhooks by URL) and the stand-in
+        infrastructure provider (the hub starts with the broker)."""
+        await self.clusterctl.init(cluster.kubeconfig)
         manager = realcapi.CoreManager(self.directory / "capi" / cluster.name, cluster=cluster)
         self.capi_managers[cluster.name] = manager
         try:

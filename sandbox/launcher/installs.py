@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.launcher import overlays, processes
-from sandbox.launcher.clusters import Clusters
+from sandbox.launcher.clusters import DEPLOY, Clusters
 from sandbox.launcher.natsnodes import NatsNodes
 from sandbox.launcher.options import MGMT
 
 __all__ = ["AGENT_RELEASE", "DEPLOY", "SYSTEM_NAMESPACE", "Installs"]
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SYSTEM_NAMESPACE = "kamaji-broker-system"
 """Where ``deploy/hub`` puts the hub and where the agent's chart is installed at a site."""
 HUB_SERVICE_ACCOUNT = "kamaji-broker-hub"
@@ -75,6 +74,12 @@ class Installs(NatsNodes, Clusters):
         ``-k`` of the overlay ``overlays.namespaced`` writes), and the kubeconfig of the
         ServiceAccount it created (``hub_kubeconfig``)."""
         real = self.real_clusters[cluster]
+        if self.options.capi == "real":
+            # `clusterctl init` installed it with Cluster API (``Clusters._start_capi``).
+            await real.service_account_kubeconfig(
+                namespace=SYSTEM_NAMESPACE, name=HUB_SERVICE_ACCOUNT, path=self.hub_kubeconfig(cluster)
+            )
+            return
         args = [str(real.binaries.kubectl), "--kubeconfig", str(self.kubeconfig(cluster)), "apply"]
         args += ["--server-side", "--force-conflicts", "-k", str(self._hub_kustomization())]
         await asyncio.to_thread(processes.run, args, log=self.log("setup"))
@@ -94,6 +99,9 @@ class Installs(NatsNodes, Clusters):
         for name, text in files.items():
             (overlay / name).write_text(text)
         return overlay
+
+    def _hub_nats_url(self) -> str:
+        return ",".join(self.nats_urls)
 
     async def _install_agent(self, site: str) -> None:
         values = self._agent_values(site)

@@ -40,7 +40,8 @@ class Options:
     kamaji: str = "simulator"
     """What reconciles the TenantControlPlanes at each site: one of ``KAMAJI``."""
     capi: str = "stand-in"
-    """What plays Cluster API in the management clusters: one of ``CAPI``."""
+    """What plays Cluster API in the management clusters: one of ``CAPI``. With ``"real"`` the
+    hub is installed as clusterctl installs it (``clusterctl init --control-plane kamaji-broker``)."""
     kamaji_delay: float = 3.0
     """Seconds the Kamaji simulators take from Provisioning (or Upgrading) to Ready."""
     namespace: str = "tenants"
@@ -84,6 +85,10 @@ class Options:
             raise ValueError(f"capi must be one of {', '.join(CAPI)}, got {self.capi!r}")
         if self.capi == "real" and self.kubernetes != "real":
             raise ValueError("capi 'real' runs on real clusters: set kubernetes to 'real' too")
+        if self.capi == "real" and self.hub_namespaces:
+            raise ValueError(
+                "capi 'real' installs the hub with clusterctl init, which watches every namespace"
+            )
         if self.nats_nodes < 1:
             raise ValueError(f"nats_nodes must be at least 1, got {self.nats_nodes}")
         if self.hub_replicas < 1:

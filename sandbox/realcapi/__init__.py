@@ -2,6 +2,8 @@
 
 binaries    where Cluster API's manager, clusterctl, CRDs, webhook rules and clusterctl
             repository are (``gomod/build.sh capi`` builds them from Go modules)
+clusterctl  Clusterctl: clusterctl with file:// repositories of Cluster API's providers and
+            kamaji-broker's release (init, generate, describe, upgrade plan, move)
 manager     CoreManager: Cluster API's CRDs, its manager in the management cluster's network
             namespace, its webhooks registered by URL (``sandbox.realkube.webhooks``)
 
@@ -9,6 +11,7 @@ The stand-in (``sandbox.capi``) stays the sandbox's fast default; this is what i
 reading of the Cluster API contract are measured against.
 """
 
+from sandbox.realcapi.clusterctl import Clusterctl
 from sandbox.realcapi.manager import CoreManager
 
-__all__ = ["CoreManager"]
+__all__ = ["Clusterctl", "CoreManager"]

@@ -1,10 +1,13 @@
 """Cluster API's core manager on a real management cluster: its CRDs, its webhooks by URL, the
 process.
 
-``CoreManager.start`` installs Cluster API's CRDs (converting between their versions through the
-manager: ``sandbox.realkube.webhooks.conversion``), runs ``capi-manager`` (the Cluster,
-ClusterClass, topology and Machine controllers and their webhooks, ClusterTopology on) as the
-cluster's admin, and registers its defaulting and validating webhooks by URL once it is ready.
+``CoreManager.start`` points Cluster API's CRDs at the manager for conversions between their
+versions (``sandbox.realkube.webhooks.conversion``; the CRDs ``clusterctl init`` installed are
+patched, any missing one is installed), runs ``capi-manager`` (the Cluster, ClusterClass,
+topology and Machine controllers and their webhooks, ClusterTopology on) as the cluster's admin,
+and registers its defaulting and validating webhooks by URL once it is ready (replacing the
+Service-based ones clusterctl applied, whose Service has no pod behind it and whose CA
+cert-manager would inject: what a Deployment, its Service and cert-manager do in a real cluster).
 The manager's webhook server listens on every address of its host and its port is fixed, so it
 runs in the management cluster's network namespace (``sandbox.sitenet``), beside that cluster's
 own servers; its certificate is ours, for that namespace's address. Talks to the management
@@ -74,17 +77,50 @@ class CoreManager:
         files.write_private(certs / "tls.key", made.key.read_text())
         return certs, (self.directory / "webhook-pki" / tlsfiles.CA_CERT).read_bytes()
 
-    def _crds(self, cb: capi_binaries.CapiBinaries, ca_pem: bytes) -> list[Path]:
-        """Cluster API's CRDs converting through the manager, written in DIR/crds/."""
-        out = self.directory / "crds"
-        out.mkdir(parents=True, exist_ok=True)
-        written = []
+    async def _crds(
+        self, client: kube.Kube, cb: capi_binaries.CapiBinaries, ca_pem: bytes, timeout: float
+    ) -> None:
+        """Cluster API's CRDs converting through the manager: patched where installed (labels
+        and all else as clusterctl left them), installed where missing."""
+        missing = []
         for source in cb.crds:
             crd = yaml.safe_load(source.read_text())
             made = webhooks.conversion(crd, host=self.host, port=WEBHOOK_PORT, ca_pem=ca_pem)
-            (out / source.name).write_text(yaml.safe_dump(made, sort_keys=False))
-            written.append(out / source.name)
-        return written
+            name = made["metadata"]["name"]
+            if await client.get_or_none(resources.CUSTOM_RESOURCE_DEFINITION, name) is None:
+                out = self.directory / "crds" / source.name
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_text(yaml.safe_dump(made, sort_keys=False))
+                missing.append(out)
+            elif "conversion" in made["spec"]:
+                # A merge patch: the Service clusterctl's components name goes (null), the URL comes.
+                conversion = made["spec"]["conversion"]
+                client_config = {**conversion["webhook"]["clientConfig"], "service": None}
+                patch = {
+                    "spec": {
+                        "conversion": {
+                            **conversion,
+                            "webhook": {**conversion["webhook"], "clientConfig": client_config},
+                        }
+                    }
+                }
+                await client.patch(resources.CUSTOM_RESOURCE_DEFINITION, name, patch)
+        if missing:
+            await install.install(client.api_client, missing, timeout=timeout)
+
+    async def _webhooks(self, client: kube.Kube, cb: capi_binaries.CapiBinaries, ca_pem: bytes) -> None:
+        for document in yaml.safe_load_all(cb.webhooks.read_text()):
+            if not document:
+                continue
+            kind = document["kind"]
+            config = webhooks.configuration(
+                (kind, NAMES[kind]), document["webhooks"], host=self.host, port=WEBHOOK_PORT, ca_pem=ca_pem
+            )
+            existing = await client.get_or_none(CONFIGURATIONS[kind], NAMES[kind])
+            if existing is not None:
+                # clusterctl's labels stay (its inventory and move read them).
+                config["metadata"]["labels"] = existing["metadata"].get("labels") or {}
+            await client.create_or_replace(CONFIGURATIONS[kind], config, attempts=5)
 
     async def start(self, *, timeout: float = 90.0) -> None:
         """CRDs, the manager, then its webhooks; ``LaunchError`` with the end of its log if it
@@ -92,10 +128,10 @@ class CoreManager:
         began = time.monotonic()
         cb = capi_binaries.find()
         certs, ca_pem = await asyncio.to_thread(self._certs)
-        crd_files = await asyncio.to_thread(self._crds, cb, ca_pem)
         api_client = await kube.api_client_from_kubeconfig(self.cluster.kubeconfig)
+        client = kube.Kube(api_client)
         try:
-            await install.install(api_client, crd_files, timeout=timeout)
+            await self._crds(client, cb, ca_pem, timeout)
             health, diagnostics = ports.free_port(), ports.free_port()
             assert self.cluster.netns is not None
             args = [
@@ -117,19 +153,7 @@ class CoreManager:
             )
             self.child.start()
             await self.child.wait_ready(timeout=max(1.0, timeout - (time.monotonic() - began)))
-            client = kube.Kube(api_client)
-            for document in yaml.safe_load_all(cb.webhooks.read_text()):
-                if not document:
-                    continue
-                kind = document["kind"]
-                config = webhooks.configuration(
-                    (kind, NAMES[kind]),
-                    document["webhooks"],
-                    host=self.host,
-                    port=WEBHOOK_PORT,
-                    ca_pem=ca_pem,
-                )
-                await client.create_or_replace(CONFIGURATIONS[kind], config, attempts=5)
+            await self._webhooks(client, cb, ca_pem)
         except BaseException:
             await self.stop()
             raise
