@@ -97,19 +97,25 @@ class Clusterctl:
             self.config_file.write_text(config(capi=self.binaries, release=made, variables=self.variables))
         return self._release
 
-    def run_sync(self, *args: str, kubeconfig: Path | None = None) -> str:
-        """``clusterctl ARGS`` (``--config`` and ``--kubeconfig`` added); what it printed."""
+    def run_sync(
+        self, *args: str, kubeconfig: Path | None = None, env: Mapping[str, str] | None = None
+    ) -> str:
+        """``clusterctl ARGS`` (``--config`` and ``--kubeconfig`` added, ``env`` for a template's
+        variables); what it printed."""
         self.release()
         command = [str(self.binaries.clusterctl), *args, "--config", str(self.config_file)]
         if kubeconfig is not None:
             command += ["--kubeconfig", str(kubeconfig)]
-        env = {
+        environment = {
             **os.environ,
+            **(env or {}),
             "CLUSTERCTL_DISABLE_VERSIONCHECK": "true",
             "HOME": str(self.directory / "home"),
             "XDG_CONFIG_HOME": str(self.directory / "home" / ".config"),
         }
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+        done = subprocess.run(
+            command, env=environment, capture_output=True, text=True, timeout=300, check=False
+        )
         shown = " ".join(["clusterctl", *args])
         with open(self.log, "a") as log:
             log.write(f"$ {shown}\n{done.stdout}{done.stderr}\n")
@@ -119,8 +125,10 @@ class Clusterctl:
             )
         return done.stdout
 
-    async def run(self, *args: str, kubeconfig: Path | None = None) -> str:
-        return await asyncio.to_thread(self.run_sync, *args, kubeconfig=kubeconfig)
+    async def run(
+        self, *args: str, kubeconfig: Path | None = None, env: Mapping[str, str] | None = None
+    ) -> str:
+        return await asyncio.to_thread(self.run_sync, *args, kubeconfig=kubeconfig, env=env)
 
     async def init(self, kubeconfig: Path) -> str:
         """``clusterctl init --control-plane kamaji-broker`` on the cluster of ``kubeconfig``."""
