@@ -9,9 +9,8 @@ the ``common.kube`` client of each, what an operator applies before the broker s
 ``sandbox.kamaji`` simulator per site with an address pool of its own. With ``Options.kamaji``
 ``"real"`` each site is a ``sandbox.realkamaji.Site`` instead: a real cluster in a network
 namespace of its own, running the real Kamaji operator. With ``Options.capi`` ``"real"`` each
-management cluster runs in a network namespace of its own with Cluster API's manager
-(``sandbox.realcapi.CoreManager``) and its CRDs instead of the stand-in's, and a stand-in
-infrastructure provider (``sandbox.capi.infra``) for its Clusters' ``StandInCluster``. A layer of
+management cluster is set up by ``clusterctl init`` in a network namespace of its own, with
+Cluster API's manager (``sandbox.realcapi``) and a stand-in infrastructure provider. A layer of
 ``sandbox.launcher.topology.Topology``.
 """
 
@@ -34,18 +33,15 @@ from sandbox import crds, realcapi, realkamaji, realkube
 from sandbox.kamaji import crds as install
 from sandbox.launcher import processes
 from sandbox.launcher.children import Children
+from sandbox.launcher.layout import DEPLOY
 from sandbox.launcher.options import MGMT, Options
 from sandbox.sitenet import Namespace
-
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-"""The checkout's manifests: what an operator installs, and what the release is built from."""
 
 __all__ = ["Clusters"]
 
 
 def _address_pool(index: int) -> str:
-    """Site ``index``'s endpoint network: the (index+1)-th /16 of 10.0.0.0/8, so the endpoints
-    of different sites never collide and each site has room for 65,000 control planes."""
+    """Site ``index``'s endpoints: the (index+1)-th /16 of 10.0.0.0/8 (no two sites collide)."""
     if not 0 <= index < 255:
         raise ValueError(f"at most 255 sites, got index {index}")
     return str(ipaddress.ip_network(f"10.{index + 1}.0.0/16"))
@@ -145,12 +141,10 @@ class Clusters(Children):
         self._namespaces.clear()
 
     def _netns(self, name: str) -> Namespace | None:
-        """A network namespace for management cluster ``name`` where Cluster API's manager runs
-        beside it; None for a site and without ``Options.capi`` ``"real"``."""
+        """Management cluster ``name``'s network namespace, with ``Options.capi`` ``"real"``."""
         if self.options.capi != "real" or name in self.sites:
             return None
-        # Indexes from 0x80: the sites' (``realkamaji.Site``) count from 0.
-        made = Namespace.create(0x80 + len(self._namespaces))
+        made = Namespace.create(0x80 + len(self._namespaces))  # the sites' count from 0
         self._namespaces.append(made)
         return made
 
@@ -192,8 +186,7 @@ class Clusters(Children):
         await asyncio.gather(*(self._start_capi(c) for c in made if c.netns is not None))
 
     def _hub_nats_url(self) -> str:
-        """``KAMAJI_BROKER_NATS_URL`` for clusterctl (the hub's Deployment; the hub runs as a
-        process given its URLs)."""
+        """``KAMAJI_BROKER_NATS_URL`` for clusterctl (the never-run Deployment's)."""
         return "tls://127.0.0.1:4222"
 
     @property
@@ -211,9 +204,8 @@ class Clusters(Children):
         return self._clusterctl
 
     async def _start_capi(self, cluster: realkube.Cluster) -> None:
-        """``clusterctl init --control-plane kamaji-broker`` as users run it, then what its
-        Deployments would run: Cluster API's manager (its webhooks by URL) and the stand-in
-        infrastructure provider (the hub starts with the broker)."""
+        """``clusterctl init --control-plane kamaji-broker``, then what its Deployments would run:
+        Cluster API's manager and the stand-in infrastructure provider (the hub: ``Broker``)."""
         await self.clusterctl.init(cluster.kubeconfig)
         manager = realcapi.CoreManager(self.directory / "capi" / cluster.name, cluster=cluster)
         self.capi_managers[cluster.name] = manager

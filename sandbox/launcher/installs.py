@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.launcher import overlays, processes
-from sandbox.launcher.clusters import DEPLOY, Clusters
+from sandbox.launcher.clusters import Clusters
+from sandbox.launcher.layout import DEPLOY
 from sandbox.launcher.natsnodes import NatsNodes
 from sandbox.launcher.options import MGMT
 

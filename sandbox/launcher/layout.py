@@ -16,7 +16,10 @@ from common import natsfiles, natsoperator
 from sandbox.launcher import processes
 from sandbox.launcher.options import MGMT, Options
 
-__all__ = ["MARKER", "Layout", "prepare_directory"]
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+"""The checkout's manifests: what an operator installs, and what the release is built from."""
+
+__all__ = ["DEPLOY", "MARKER", "Layout", "prepare_directory"]
 
 MARKER = ".kamaji-broker-sandbox"
 """Written into every sandbox directory (with the launcher's PID): only such a directory is ever
