@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shlex
 import signal
 import sys
 from dataclasses import dataclass
@@ -32,13 +31,13 @@ from typing import TextIO
 from common import aiotasks, bus
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
-from hub import fleet, fleetview
-from protocol import names, permissions
-from sandbox import launcher, natsd, progress
+from hub import fleetview
+from protocol import permissions
+from sandbox import hints, launcher, natsd, progress
 from sandbox.capi import controller
 from sandbox.launcher import processes, workload
 
-__all__ = ["Options", "main", "status_command"]
+__all__ = ["Options", "main"]
 
 POLL = 0.5
 """Seconds between two looks at the management cluster: fast enough to feel live, and a list of
@@ -64,12 +63,19 @@ class Options:
     timeout: float = 300.0
     """Seconds from the creation of the control planes until all must be Ready (start-up has
     its own deadlines, so a slow start never reads as a slow broker)."""
+    capi: str = "stand-in"
+    """What plays Cluster API: ``sandbox.launcher.options.CAPI`` (``--capi``; real with
+    ``--kubernetes real`` unless asked otherwise: ``processes.sandbox``)."""
     topology: bool = False
     """Clusters of the ClusterClass ``kamaji-broker`` (``spec.topology``) instead of Cluster + RKCP."""
 
     def __post_init__(self) -> None:
         if self.kamaji == "real" and self.kubernetes != "real":
             raise ValueError("--kamaji real runs on real clusters: add --kubernetes real")
+        if self.capi == "real" and self.kubernetes != "real":
+            raise ValueError(
+                "--capi real runs Cluster API's own controllers on real clusters: add --kubernetes real"
+            )
         if self.sites < 1 or self.sites > 255:
             raise ValueError(f"--sites must be between 1 and 255, got {self.sites}")
         if self.control_planes < 0:
@@ -78,46 +84,6 @@ class Options:
             raise ValueError(f"--kamaji-delay must be 0 or more seconds, got {self.kamaji_delay:g}")
         if self.timeout <= 0:
             raise ValueError(f"--timeout must be more than 0 seconds, got {self.timeout:g}")
-
-
-def _quote(path: Path) -> str:
-    return shlex.quote(str(path))
-
-
-def kubectl_commands(t: launcher.Topology, snapshot: fleet.Fleet) -> list[str]:
-    """What to try once it is ready: RKCPs and Sites in the management cluster, TCPs at each site,
-    a tenant kubeconfig read from its Secret (with the real Kamaji, kubectl with it)."""
-    mgmt = _quote(t.mgmt_kubeconfig)
-    lines = [f"kubectl --kubeconfig {mgmt} get rkcp -A", f"kubectl --kubeconfig {mgmt} get sites"]
-    lines += [f"kubectl --kubeconfig {_quote(t.kubeconfig(s))} get tcp -n {t.namespace}" for s in t.sites]
-    if snapshot.control_planes:
-        cp = snapshot.control_planes[0]
-        lines.append(
-            f"kubectl --kubeconfig {mgmt} -n {cp.namespace} get secret {names.capi_kubeconfig(cp.cluster)} "
-            f"-o jsonpath='{{.data.{names.CAPI_KUBECONFIG_KEY}}}' | base64 -d"
-            + (f" > {_quote(t.directory / 'tenant.kubeconfig')}" if t.options.kamaji == "real" else "")
-        )
-        if t.options.kamaji == "real":
-            lines.append(f"kubectl --kubeconfig {_quote(t.directory / 'tenant.kubeconfig')} get namespaces")
-    return lines
-
-
-def _program() -> list[str]:
-    # Ready to paste means the program this very sandbox runs as: the console script (what
-    # `make sandbox` runs), or the interpreter with -m (a checkout's tests run it so).
-    if Path(sys.argv[0]).name == "kamaji-broker":
-        return [shlex.quote(sys.argv[0])]
-    return [shlex.quote(sys.executable), "-m", "kamaji_broker.cli"]
-
-
-def status_command(t: launcher.Topology) -> str:
-    """``kamaji-broker status`` on this sandbox, reading what the live view reads: the management
-    cluster, and the bus with the observer's read-only credential."""
-    return " ".join([
-        *_program(), "status", "--kubeconfig", _quote(t.mgmt_kubeconfig),
-        "--nats-url", shlex.quote(",".join(t.nats_urls)), "--nats-creds", _quote(t.observer_credential()),
-        "--nats-ca-file", _quote(t.nats_ca_file),
-    ])  # fmt: skip
 
 
 async def _create(t: launcher.Topology, options: Options) -> None:
@@ -163,7 +129,14 @@ async def _watch(
         if not ready and progress.ready(snapshot, expected=options.control_planes * len(t.sites)):
             ready = True
             screen.freeze()
-            _print_ready(t, snapshot, screen, elapsed=now - began, staying=not options.exit_when_ready)
+            hints.print_ready(
+                t,
+                snapshot,
+                screen,
+                elapsed=now - began,
+                staying=not options.exit_when_ready,
+                topology=options.topology,
+            )
             if options.exit_when_ready:
                 return 0
         if not ready and now > deadline and not warned:
@@ -183,32 +156,16 @@ async def _watch(
     return 130 if options.exit_when_ready and not ready else 0
 
 
-def _print_ready(
-    t: launcher.Topology, snapshot: fleet.Fleet, screen: progress.Screen, *, elapsed: float, staying: bool
-) -> None:
-    count = len(snapshot.control_planes)
-    screen.say("")
-    where = f"{fleetview.counted(count, 'control plane')} at {fleetview.counted(len(t.sites), 'site')}"
-    screen.say(f"Ready: {where} after {elapsed:.1f}s. Try:")
-    screen.say("")
-    for line in kubectl_commands(t, snapshot):
-        screen.say(f"  {line}")
-    screen.say("")
-    screen.say("The fleet at a glance, sites and control planes, as this view reads it:")
-    screen.say(f"  {status_command(t)}")
-    screen.say("")
-    screen.say(f"Hub /readyz and /metrics: {t.hub_health_url}; logs: {t.logs_dir}/")
-    if staying:
-        screen.say("Running until Ctrl-C.")
-
-
 async def _work(t: launcher.Topology, options: Options, screen: progress.Screen, stop: asyncio.Event) -> int:
-    """On the started topology: the topology simulator beside, the control planes, their progress."""
+    """On the started topology: the topology simulator beside (unless Cluster API's own
+    controllers run), the control planes, their progress."""
 
     def report(message: str) -> None:
         screen.warn(f"kamaji-broker sandbox: topology simulator: {message}")
 
-    simulating = asyncio.create_task(controller.run(t.mgmt, stop=stop, report=report))
+    simulating = asyncio.create_task(
+        controller.run(t.mgmt, stop=stop, report=report) if options.capi == "stand-in" else stop.wait()
+    )
     n = options.control_planes * len(t.sites)
     asked = (
         fleetview.counted(n, "Cluster") + " of the ClusterClass kamaji-broker"
@@ -243,6 +200,18 @@ async def _run(options: Options, out: TextIO) -> int:
 KAMAJI_NOUN = {"simulator": "Kamaji simulator", "real": "real Kamaji operator"}
 
 
+def _starting(options: Options, t: launcher.Topology) -> str:
+    sites = t.sites
+    kind = "emulated" if options.kubernetes == "emulator" else "real"
+    return (
+        f"kamaji-broker sandbox: starting nats-server, {len(sites) + 1} {kind} clusters (mgmt, "
+        f"{', '.join(sites)}), {fleetview.counted(len(sites), KAMAJI_NOUN[options.kamaji])}, "
+        + ("Cluster API's own controllers (clusterctl init), " if options.capi == "real" else "")
+        + f"the hub and {fleetview.counted(len(sites), 'agent')} "
+        f"in {options.directory}/ (logs in {t.logs_dir}/)"
+    )
+
+
 async def _session(options: Options, screen: progress.Screen, stop: asyncio.Event) -> int:
     sites = workload.site_names(options.sites)
     # Heartbeats every 2 s instead of production's 10 s: the hub counts a site as connected only
@@ -254,15 +223,10 @@ async def _session(options: Options, screen: progress.Screen, stop: asyncio.Even
         heartbeat_interval=HEARTBEAT,
         kubernetes=options.kubernetes,
         kamaji=options.kamaji,
+        capi=options.capi,
     )
     t = launcher.Topology(options.directory, made)
-    kind = "emulated" if options.kubernetes == "emulator" else "real"
-    screen.say(
-        f"kamaji-broker sandbox: starting nats-server, {len(sites) + 1} {kind} clusters (mgmt, "
-        f"{', '.join(sites)}), {fleetview.counted(len(sites), KAMAJI_NOUN[options.kamaji])}, the hub and "
-        f"{fleetview.counted(len(sites), 'agent')} "
-        f"in {options.directory}/ (logs in {t.logs_dir}/)"
-    )
+    screen.say(_starting(options, t))
     try:
         starting = asyncio.create_task(t.start())
         stopping = asyncio.create_task(stop.wait())

@@ -8,6 +8,9 @@ RKCPs, then Secrets), whole (annotations, finalizers, spec) without resourceVers
 server giving each a new uid, every ownerReference rewritten to its owner's new uid; then in the
 source, in reverse order, annotate each ``clusterctl.cluster.x-k8s.io/delete-for-move``, remove
 its finalizers and delete it. ``resume`` is clusterctl's last step: unpause in the target.
+
+``on_the_bus`` and ``conflicts`` are what a move must leave alone, for these tests and for
+tests/e2e/test_clusterctl_move.py (clusterctl's own move).
 """
 
 from __future__ import annotations
@@ -16,12 +19,15 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from common import bus
 from common import kube as ckube
 from common.kube import resources
+from protocol import messages, streams, subjects
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 DELETE_FOR_MOVE = "clusterctl.cluster.x-k8s.io/delete-for-move"
 CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
+KINDS = (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET)
 
 
 @dataclass
@@ -85,3 +91,29 @@ async def move(src: ckube.Kube, dst: ckube.Kube, *, namespace: str, cluster: str
 async def resume(dst: ckube.Kube, *, namespace: str, cluster: str) -> None:
     """clusterctl's last step: drop ``spec.paused`` in the target."""
     await dst.patch(resources.CLUSTER, cluster, {"spec": {"paused": None}}, namespace=namespace)
+
+
+async def on_the_bus(
+    conn: bus.Connection, site: str, namespace: str, name: str
+) -> dict[str, tuple[int, str]]:
+    """(sequence, owner uid) of the last message on each subject of control plane ``name`` of
+    ``site`` (``namespace`` its namespace there)."""
+    out: dict[str, tuple[int, str]] = {}
+    for kind in KINDS:
+        subject = subjects.control_plane(kind, site, namespace, name)
+        stored = await bus.last_message(conn, streams.stream_name(kind, site=site), subject)
+        assert stored is not None, f"nothing on {subject}"
+        if kind is subjects.Kind.INTENT:
+            owner = messages.decode_intent(stored.data).owner.uid
+        elif kind is subjects.Kind.STATUS:
+            owner = messages.decode_status(stored.data).owner_uid
+        else:
+            owner = messages.decode_sealed_secrets(stored.data).owner_uid
+        out[kind.value] = (stored.seq, owner)
+    return out
+
+
+def conflicts(obj: dict[str, Any] | None) -> list[str]:
+    """The RKCP's conditions whose reason is a Conflict or an OwnerMismatch."""
+    conds = ((obj or {}).get("status") or {}).get("conditions") or ()
+    return [f"{c['type']}={c['reason']}" for c in conds if c["reason"] in ("Conflict", "OwnerMismatch")]

@@ -170,7 +170,9 @@ class Reconciler:
         self._refused[key] = (reason, seq)
         self.deps.metrics.secrets_refused.labels(reason=reason).inc()
         about = self._about(key, seq=seq)
-        log.warning("sealed secrets (seq %d) not written for %s/%s: %s", seq, *key, reason, extra=about)
+        # Paused is a user's or clusterctl move's choice: the secrets wait, nothing is wrong.
+        level = logging.INFO if reason == rkcp_status.Secrets.PAUSED else logging.WARNING
+        log.log(level, "sealed secrets (seq %d) not written for %s/%s: %s", seq, *key, reason, extra=about)
 
     def _about(self, key: Key, *, seq: int | None = None) -> dict[str, Any]:
         """Log fields of the RKCP ``key``: its site as far as its object says."""

@@ -77,14 +77,6 @@ def _add_sandbox(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--control-planes", type=int, default=2, metavar="M", help="control planes per site (default: 2)"
     )
     sb.add_argument(
-        "--kubernetes",
-        choices=("emulator", "real"),
-        default="emulator",
-        help="what runs each cluster: the emulator (default: one light process each) or real etcd, "
-        "kube-apiserver and kube-controller-manager (built by `make kube-binaries`)",
-    )
-    sb.add_argument("--kamaji", choices=("simulator", "real"), default="simulator", help=KAMAJI_HELP)
-    sb.add_argument(
         "--kamaji-delay",
         type=float,
         default=3.0,
@@ -113,6 +105,41 @@ def _add_sandbox(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="create Clusters of the ClusterClass kamaji-broker (deploy/templates/) instead of Cluster + "
         "RKCP pairs; a topology simulator stands in for CAPI's topology controller",
     )
+    _add_backends(sb)
+    _add_print(sb)
+
+
+def _add_backends(sb: argparse.ArgumentParser) -> None:
+    sb.add_argument(
+        "--kubernetes",
+        choices=("emulator", "real"),
+        default="emulator",
+        help="what runs each cluster: the emulator (default: one light process each) or real etcd, "
+        "kube-apiserver and kube-controller-manager (built by `make kube-binaries`)",
+    )
+    sb.add_argument("--kamaji", choices=("simulator", "real"), default="simulator", help=KAMAJI_HELP)
+    sb.add_argument(
+        "--capi",
+        choices=("stand-in", "real"),
+        default=None,
+        help="what plays Cluster API: Cluster API's own controllers, installed with clusterctl init "
+        "(needs --kubernetes real; its default there) or the sandbox's stand-in (the emulator's default)",
+    )
+
+
+def _add_print(sb: argparse.ArgumentParser) -> None:
+    sb.add_argument(
+        "--print-cluster",
+        metavar="NAME",
+        help="start nothing: print what `clusterctl generate cluster NAME` prints from deploy/templates/ "
+        "with this sandbox's values (with --topology the ClusterClass first), to apply with kubectl",
+    )
+    sb.add_argument(
+        "--at",
+        metavar="SITE",
+        default="site-a",
+        help="the site --print-cluster places it at (default: site-a)",
+    )
 
 
 def agent(args: argparse.Namespace) -> int:
@@ -135,8 +162,9 @@ def hub(args: argparse.Namespace) -> int:
 
 def sandbox(args: argparse.Namespace) -> int:
     # Imported here: only this command needs the sandbox (and its nats-server wheel).
-    from sandbox import run
+    from sandbox import hints, run
 
+    capi = args.capi or ("real" if args.kubernetes == "real" else "stand-in")
     options = run.Options(
         directory=args.dir,
         sites=args.sites,
@@ -144,8 +172,15 @@ def sandbox(args: argparse.Namespace) -> int:
         kamaji_delay=args.kamaji_delay,
         kubernetes=args.kubernetes,
         kamaji=args.kamaji,
+        capi=capi,
         exit_when_ready=args.exit_when_ready,
         timeout=args.timeout,
         topology=args.topology,
-    )
+    )  # a ValueError names the flag: kamaji_broker.cli prints it
+    if args.print_cluster:
+        text = hints.generated_yaml(
+            args.print_cluster, site=args.at, sites=args.sites, topology=args.topology, capi=capi
+        )
+        print(text, end="")
+        return 0
     return run.main(options)

@@ -8,6 +8,10 @@ provider (here the hub) to fill ``spec.controlPlaneEndpoint``. ``provisioned`` i
 (pure: the status patch, or None); ``run`` lists the StandInClusters every ``interval`` and
 patches each one's status. It provisions nothing. ``python -m sandbox.capi.infra --kubeconfig K``
 runs it until SIGTERM (``sandbox.launcher`` starts it beside Cluster API's manager).
+
+``with_infrastructure`` and ``in_class`` (pure) put the stand-in where the release's templates
+ask a user for their workers' infrastructure: a generated Cluster's ``infrastructureRef`` and
+the ClusterClass's InfraCluster template (CAPD's there).
 """
 
 from __future__ import annotations
@@ -25,12 +29,56 @@ from common import aiotasks, kube
 from common.kube import errors as kerrors
 from common.kube import resources
 
-__all__ = ["STAND_IN_CLUSTER", "provisioned", "run"]
+__all__ = ["STAND_IN_CLUSTER", "in_class", "provisioned", "run", "with_infrastructure"]
 
 STAND_IN_CLUSTER: Final = resources.Resource(
     "infrastructure.cluster.x-k8s.io", "v1beta2", "standinclusters", "StandInCluster"
 )
+STAND_IN_TEMPLATE_KIND: Final = "StandInClusterTemplate"
+INFRASTRUCTURE_GROUP: Final = "infrastructure.cluster.x-k8s.io"
 INTERVAL: Final = 0.5
+
+
+def with_infrastructure(
+    documents: list[dict[str, Any]], *, name: str, namespace: str
+) -> list[dict[str, Any]]:
+    """``documents`` (a generated cluster template) with their Cluster's ``infrastructureRef``
+    naming a StandInCluster ``name``, and that StandInCluster added."""
+    ref = {"apiVersion": STAND_IN_CLUSTER.api_version, "kind": STAND_IN_CLUSTER.kind, "name": name}
+    out = []
+    for doc in documents:
+        if doc.get("kind") == "Cluster":
+            doc = {**doc, "spec": {**doc.get("spec", {}), "infrastructureRef": ref}}
+        out.append(doc)
+    made = {
+        "apiVersion": ref["apiVersion"],
+        "kind": ref["kind"],
+        "metadata": {"name": name, "namespace": namespace},
+    }
+    return [*out, made]
+
+
+def _stand_in_template(ref: dict[str, Any]) -> dict[str, Any]:
+    if not str(ref.get("apiVersion", "")).startswith(f"{INFRASTRUCTURE_GROUP}/"):
+        return ref
+    return {**ref, "apiVersion": STAND_IN_CLUSTER.api_version, "kind": STAND_IN_TEMPLATE_KIND}
+
+
+def in_class(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ClusterClass file's ``documents`` with the stand-in's InfraCluster template where they
+    name another provider's (the class's ``spec.infrastructure.templateRef`` and the template)."""
+    out = []
+    for doc in documents:
+        if doc.get("kind") == "ClusterClass":
+            infrastructure = dict(doc["spec"]["infrastructure"])
+            for key in ("ref", "templateRef"):  # v1beta1's name, v1beta2's
+                if key in infrastructure:
+                    infrastructure[key] = _stand_in_template(infrastructure[key])
+            doc = {**doc, "spec": {**doc["spec"], "infrastructure": infrastructure}}
+        elif str(doc.get("apiVersion", "")).startswith(f"{INFRASTRUCTURE_GROUP}/"):
+            doc = {**_stand_in_template(doc), "spec": {"template": {"spec": {}}}}
+        out.append(doc)
+    return out
 
 
 def provisioned(obj: Mapping[str, Any], *, now: str) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from common import bus, objects
 from common.kube import resources
 from hub import fleet, fleetreading, sites
 from hub.controllers import writing
-from sandbox.capi import controller
+from sandbox.capi import controller, infra
 from sandbox.launcher import workload
 from sandbox.launcher.clusters import Clusters
 
@@ -38,6 +38,10 @@ class ControlPlanes(Clusters):
         """Create Cluster ``name`` and its RKCP ``name`` (placed at ``site``); returns both as stored."""
         if site not in self.sites:
             raise ValueError(f"unknown site {site!r}; the topology has {', '.join(self.sites)}")
+        if self.options.capi == "real":
+            return await self._create_as_generated(
+                name, site=site, namespace=namespace, version=version, replicas=replicas, **spec
+            )
         cluster = await self.mgmt.create(
             resources.CLUSTER, workload.cluster(name, namespace=namespace), namespace=namespace
         )
@@ -54,6 +58,24 @@ class ControlPlanes(Clusters):
         rkcp = await self.mgmt.create(RKCP, body, namespace=namespace)
         return cluster, rkcp
 
+    async def _create_as_generated(
+        self, name: str, *, site: str, namespace: str, version: str, replicas: int, **spec: Any
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """With Cluster API's own controllers: what ``clusterctl generate cluster`` prints, with
+        the stand-in infrastructure, created as it is (CAPI's Cluster controller sets the owner)."""
+        made = workload.generated(
+            name, namespace=namespace, site=site, target_namespace=self.namespace, capi="real",
+            version=version, replicas=replicas,
+        )  # fmt: skip
+        stored: dict[str, dict[str, Any]] = {}
+        for obj in sorted(made, key=lambda o: o["kind"] != infra.STAND_IN_CLUSTER.kind):
+            if obj["kind"] == RKCP.kind:
+                obj["spec"].update(spec)
+            stored[obj["kind"]] = await self.mgmt.create(
+                controller.resource_of(obj), obj, namespace=namespace
+            )
+        return stored[resources.CLUSTER.kind], stored[RKCP.kind]
+
     async def create_topology_cluster(
         self,
         name: str,
@@ -67,7 +89,8 @@ class ControlPlanes(Clusters):
         first, with its templates), placed at ``site``; returns the Cluster as stored."""
         if site not in self.sites:
             raise ValueError(f"unknown site {site!r}; the topology has {', '.join(self.sites)}")
-        for obj in workload.cluster_class(namespace=namespace, target_namespace=self.namespace):
+        made = workload.cluster_class(namespace=namespace, target_namespace=self.namespace)
+        for obj in infra.in_class(made) if self.options.capi == "real" else made:
             await self.mgmt.create_or_replace(controller.resource_of(obj), obj, namespace=namespace)
         body = workload.topology_cluster(
             name,

@@ -20,13 +20,14 @@ import yaml
 
 from common import templating
 from common.kube import resources
-from sandbox.capi import ownership
+from sandbox.capi import infra, ownership
 
 __all__ = [
     "DEFAULT_VERSION",
     "cluster",
     "cluster_class",
     "control_plane_names",
+    "generated",
     "remote_kamaji_control_plane",
     "site_names",
     "template_values",
@@ -168,3 +169,34 @@ def cluster_class(*, namespace: str, target_namespace: str) -> list[dict[str, An
     """``clusterclass-kamaji-broker.yaml``: the ClusterClass and the templates it names."""
     values = {"NAMESPACE": namespace, "KAMAJI_BROKER_TARGET_NAMESPACE": target_namespace}
     return rendered(CLUSTER_CLASS, values)
+
+
+def generated(
+    name: str,
+    *,
+    namespace: str,
+    site: str,
+    target_namespace: str,
+    topology: bool = False,
+    capi: str = "stand-in",
+    version: str = DEFAULT_VERSION,
+    replicas: int = 2,
+) -> list[dict[str, Any]]:
+    """What a user applies for control plane ``name`` at ``site``: what ``clusterctl generate
+    cluster`` prints from ``cluster-template.yaml`` (with ``topology``: the ClusterClass file,
+    then ``cluster-template-topology.yaml``'s Cluster); with real Cluster API (``capi``
+    ``"real"``) the stand-in infrastructure where the templates ask for the workers' own."""
+    values = template_values(
+        name,
+        namespace=namespace,
+        site=site,
+        target_namespace=target_namespace,
+        version=version,
+        replicas=replicas,
+    )
+    if topology:
+        made = cluster_class(namespace=namespace, target_namespace=target_namespace)
+        made = infra.in_class(made) if capi == "real" else made
+        return [*made, *rendered(TOPOLOGY_TEMPLATE, values)]
+    made = rendered(CLUSTER_TEMPLATE, values)
+    return infra.with_infrastructure(made, name=name, namespace=namespace) if capi == "real" else made

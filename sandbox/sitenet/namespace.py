@@ -2,7 +2,10 @@
 
 ``Namespace.create`` takes a free /23 (``sandbox.sitenet.plan``) under a lock shared by every
 process of this machine (two test runs side by side never take the same one), adds the
-namespace, a veth pair between it and this machine, and a route to its Service network;
+namespace, a veth pair between it and this machine, and a route to its Service network, with
+forwarding on this machine's end of the pair only (``ip_forward`` itself untouched), so one
+namespace reaches another's addresses through this machine (a management cluster's Cluster API
+probing a site's tenant API server);
 ``exec_prefix`` runs a command inside it (``ip netns exec`` gives it the namespace's own
 ``/etc/hosts``, which ``write_hosts`` keeps); ``delete`` removes it with its link and route.
 A namespace whose making process is gone (a run killed before it could clean up) is removed by
@@ -137,6 +140,8 @@ class Namespace:
         _ip("link", "set", self.ns_if, "netns", self.name)
         _ip("addr", "add", f"{self.plan.host_address}/{link}", "dev", self.host_if)
         _ip("link", "set", self.host_if, "up")
+        # What arrives on this end may leave by another namespace's; gone with the link.
+        Path(f"/proc/sys/net/ipv4/conf/{self.host_if}/forwarding").write_text("1\n")
         inside = ["netns", "exec", self.name, shutil.which("ip") or "ip"]
         _ip(*inside, "addr", "add", f"{self.plan.address}/{link}", "dev", self.ns_if)
         _ip(*inside, "link", "set", self.ns_if, "up")

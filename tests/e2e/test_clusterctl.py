@@ -8,30 +8,30 @@ clusterctl printed is in DIR/clusterctl/clusterctl.log."""
 
 from __future__ import annotations
 
-import asyncio
-import subprocess
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 import pytest_asyncio
 import yaml
 
 from common.kube import resources
-from hub import cluster_api
 from sandbox.capi import infra
 from sandbox.launcher import Topology
 from tests import helpers, topologies
+from tests.e2e.clusterctl_support import (
+    CLUSTER,
+    NS,
+    available,
+    conditions,
+    generate,
+    kubectl_apply,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
 SITE = "site-a"
-NS = "default"
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE
-CLUSTER = cluster_api.resource(cluster_api.V1BETA2)
-STAND_IN = infra.STAND_IN_CLUSTER
-AVAILABLE = ("ControlPlaneInitialized", "ControlPlaneAvailable", "InfrastructureReady", "Available")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -41,21 +41,6 @@ async def world(real_capi: object, tmp_path_factory: pytest.TempPathFactory) -> 
         directory, sites=(SITE,), base=(), kubernetes="real", kamaji="real", capi="real"
     ) as topology:
         yield topology
-
-
-def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or ()}
-
-
-def kubectl_apply(world: Topology, text: str) -> None:
-    subprocess.run(
-        [helpers.kubectl(), "--kubeconfig", str(world.kubeconfig("mgmt")), "apply", "-f", "-"],
-        input=text,
-        text=True,
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
 
 
 def tree_conditions(lines: list[str], row: int) -> dict[str, tuple[str, str]]:
@@ -74,31 +59,7 @@ def tree_conditions(lines: list[str], row: int) -> dict[str, tuple[str, str]]:
     return found
 
 
-async def generate(world: Topology, name: str, template: str, **env: str) -> list[dict[str, Any]]:
-    """``clusterctl generate cluster NAME --from <release>/TEMPLATE`` at Kubernetes 1.31.0 (its
-    ``v`` left out, as a KamajiControlPlane user writes it)."""
-    release = world.clusterctl.release()
-    text = await world.clusterctl.run(
-        "generate", "cluster", name, "--from", str(release / template), "--kubernetes-version", "1.31.0",
-        "--control-plane-machine-count", "2", "--target-namespace", NS,
-        env={"KAMAJI_BROKER_SITE": SITE, "KAMAJI_BROKER_TARGET_NAMESPACE": world.namespace, **env},
-    )  # fmt: skip
-    return [d for d in yaml.safe_load_all(text) if d]
-
-
-async def available(world: Topology, name: str) -> dict[str, Any]:
-    async def probe() -> dict[str, Any]:
-        return await world.mgmt.get(CLUSTER, name, namespace=NS)
-
-    return await helpers.eventually(
-        probe,
-        lambda c: all(conditions(c).get(t, {}).get("status") == "True" for t in AVAILABLE),
-        within=180,
-        every=0.5,
-        what=f"Cluster {name}'s {', '.join(AVAILABLE)} True",
-    )
-
-
+@pytest.mark.timeout(300)  # the module's world is set up in it: clusters, Kamaji, clusterctl init
 async def test_init_installed_the_providers_and_upgrade_plan_reads_the_release(world: Topology) -> None:
     log = world.clusterctl.log.read_text()
     assert 'Installing provider="control-plane-kamaji-broker" version="v0.1.0"' in log
@@ -116,22 +77,15 @@ async def test_init_installed_the_providers_and_upgrade_plan_reads_the_release(w
 
 
 async def test_a_generated_cluster_reaches_available_and_describe_shows_it(world: Topology) -> None:
-    docs = await generate(world, "gen1", "cluster-template.yaml")
+    docs = await generate(world, SITE, "gen1", "cluster-template.yaml")
     by_kind = {d["kind"]: d for d in docs}
     assert set(by_kind) == {"Cluster", "RemoteKamajiControlPlane"}
     assert by_kind["RemoteKamajiControlPlane"]["spec"]["version"] == "1.31.0"
-    # As the template asks: the workers' infrastructure added (Cluster API v1.14 calls a Cluster
-    # without one neither Available nor not), here the stand-in's.
-    by_kind["Cluster"]["spec"]["infrastructureRef"] = {
-        "apiVersion": STAND_IN.api_version, "kind": STAND_IN.kind, "name": "gen1",
-    }  # fmt: skip
-    stand_in = {
-        "apiVersion": STAND_IN.api_version,
-        "kind": STAND_IN.kind,
-        "metadata": {"name": "gen1", "namespace": NS},
-    }
-    await asyncio.to_thread(kubectl_apply, world, yaml.safe_dump_all([*docs, stand_in]))
-    done = await available(world, "gen1")
+    await kubectl_apply(
+        world.kubeconfig("mgmt"),
+        yaml.safe_dump_all(infra.with_infrastructure(docs, name="gen1", namespace=NS)),
+    )
+    done = await available(world.mgmt, "gen1")
     assert done["status"]["initialization"] == {
         "infrastructureProvisioned": True,
         "controlPlaneInitialized": True,
@@ -161,14 +115,11 @@ async def test_the_clusterclass_through_capis_topology_controller(world: Topolog
     )
     # The class's infrastructure is CAPD's in the shipped file; here the stand-in's, as its comment
     # tells a user to put their own.
-    text = text.replace(
-        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1", f"apiVersion: {STAND_IN.api_version}"
-    )
-    text = text.replace("DockerClusterTemplate", "StandInClusterTemplate")
-    await asyncio.to_thread(kubectl_apply, world, text)
-    docs = await generate(world, "topo1", "cluster-template-topology.yaml")
-    await asyncio.to_thread(kubectl_apply, world, yaml.safe_dump_all(docs))
-    done = await available(world, "topo1")
+    shipped = [d for d in yaml.safe_load_all(text) if d]
+    await kubectl_apply(world.kubeconfig("mgmt"), yaml.safe_dump_all(infra.in_class(shipped)))
+    docs = await generate(world, SITE, "topo1", "cluster-template-topology.yaml")
+    await kubectl_apply(world.kubeconfig("mgmt"), yaml.safe_dump_all(docs))
+    done = await available(world.mgmt, "topo1")
     assert conditions(done)["TopologyReconciled"]["status"] == "True"
     ref = done["spec"]["controlPlaneRef"]
     rkcp = await world.mgmt.get(RKCP, ref["name"], namespace=NS)
@@ -188,5 +139,5 @@ async def test_the_clusterclass_through_capis_topology_controller(world: Topolog
     await helpers.eventually(
         site_version, lambda v: v == "v1.32.0", within=180, every=0.5, what="v1.32.0 at the site"
     )
-    upgraded = await available(world, "topo1")
+    upgraded = await available(world.mgmt, "topo1")
     assert upgraded["spec"]["topology"]["version"] == "v1.32.0"

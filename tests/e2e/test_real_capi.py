@@ -16,7 +16,7 @@ import pytest_asyncio
 from common.kube import resources
 from hub import cluster_api
 from sandbox.capi import infra
-from sandbox.launcher import Topology, workload
+from sandbox.launcher import Topology
 from tests import helpers, topologies
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -43,28 +43,16 @@ def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or ()}
 
 
-async def apply_template(world: Topology, name: str, *, version: str) -> dict[str, dict[str, Any]]:
+async def apply_template(world: Topology, name: str, *, version: str) -> None:
     """The README's cluster template rendered as clusterctl renders it, created with the
     infrastructure the template asks its user to add (Cluster API v1.14 calls a Cluster without
-    one neither Available nor not: InfrastructureReady stays Unknown)."""
-    values = workload.template_values(
-        name, namespace=NS, site=SITE, target_namespace=world.namespace, version=version
-    )
-    made = {o["kind"]: o for o in workload.rendered(workload.CLUSTER_TEMPLATE, values)}
-    assert "ownerReferences" not in made["RemoteKamajiControlPlane"]["metadata"]
-    made["Cluster"]["spec"]["infrastructureRef"] = {
-        "apiVersion": INFRA.api_version,
-        "kind": INFRA.kind,
-        "name": name,
-    }
-    await world.mgmt.create(
-        INFRA, {"apiVersion": INFRA.api_version, "kind": INFRA.kind, "metadata": {"name": name}}, namespace=NS
-    )
-    await world.mgmt.create(resources.CLUSTER, made["Cluster"], namespace=NS)
-    await world.mgmt.create(RKCP, made["RemoteKamajiControlPlane"], namespace=NS)
-    return made
+    one neither Available nor not: InfrastructureReady stays Unknown): the topology's
+    ``create_control_plane`` with real Cluster API."""
+    _, rkcp = await world.create_control_plane(name, site=SITE, namespace=NS, version=version)
+    assert "ownerReferences" not in rkcp["metadata"]  # CAPI's Cluster controller sets it
 
 
+@pytest.mark.timeout(300)  # the module's world is set up in it: clusters, Kamaji, clusterctl init
 async def test_capi_owns_provisions_and_calls_the_cluster_available(world: Topology) -> None:
     await apply_template(world, "c1", version="1.31.0")
     cluster = await world.mgmt.get(CLUSTER, "c1", namespace=NS)

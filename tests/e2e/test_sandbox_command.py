@@ -64,8 +64,9 @@ def test_exit_when_ready_exits_zero_and_leaves_nothing_running(tmp_path: Path) -
 
 
 def test_with_the_real_kamaji_it_exits_zero_and_leaves_no_process_or_network_namespace(
-    tmp_path: Path, real_kamaji: object
+    tmp_path: Path, real_capi: object
 ) -> None:
+    """With real clusters, Cluster API's own controllers too (clusterctl init, its manager)."""
     d = tmp_path / "sb"
     done = run(
         "--exit-when-ready", "--kubernetes", "real", "--kamaji", "real",
@@ -74,6 +75,10 @@ def test_with_the_real_kamaji_it_exits_zero_and_leaves_no_process_or_network_nam
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "1 real Kamaji operator" in out and "default/site-a-1 (site-a): " in out and "-> Ready" in out
+    assert "Cluster API's own controllers (clusterctl init)" in out
+    assert "--kubernetes real --capi real --print-cluster extra-1 --at site-a | kubectl" in out
+    assert (d / "clusterctl" / "clusterctl.log").is_file()
+    assert (d / "capi" / "mgmt" / "logs" / "capi-manager.log").is_file()
     assert f"| base64 -d > {d}/tenant.kubeconfig" in out
     assert f"kubectl --kubeconfig {d}/tenant.kubeconfig get namespaces" in out
     for name in ("kamaji", "kwok", "datastore"):

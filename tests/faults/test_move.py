@@ -18,7 +18,7 @@ from common import bus
 from common import kube as ckube
 from common.kube import resources
 from hub import api
-from protocol import messages, names, streams, subjects
+from protocol import names
 from sandbox.launcher import Topology, invariants
 from tests import helpers, moving, topologies
 
@@ -30,7 +30,6 @@ NS = "default"
 SITE = "site-a"
 NAME = "pivot"
 TARGET = "mgmt-2"
-KINDS = (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -49,23 +48,6 @@ async def hub_conn(world: Topology) -> AsyncIterator[bus.Connection]:
     await conn.close()
 
 
-async def on_the_bus(conn: bus.Connection, world: Topology) -> dict[str, tuple[int, str]]:
-    """(sequence, owner uid) of the last message on each subject of the control plane."""
-    out: dict[str, tuple[int, str]] = {}
-    for kind in KINDS:
-        subject = subjects.control_plane(kind, SITE, world.namespace, NAME)
-        stored = await bus.last_message(conn, streams.stream_name(kind, site=SITE), subject)
-        assert stored is not None, f"nothing on {subject}"
-        if kind is subjects.Kind.INTENT:
-            owner = messages.decode_intent(stored.data).owner.uid
-        elif kind is subjects.Kind.STATUS:
-            owner = messages.decode_status(stored.data).owner_uid
-        else:
-            owner = messages.decode_sealed_secrets(stored.data).owner_uid
-        out[kind.value] = (stored.seq, owner)
-    return out
-
-
 async def ready(management: ckube.Kube) -> dict[str, Any]:
     """The RKCP once Ready with its CAPI Secrets synced."""
 
@@ -80,11 +62,6 @@ async def ready(management: ckube.Kube) -> dict[str, Any]:
     return found
 
 
-def conflicts(obj: dict[str, Any] | None) -> list[str]:
-    conds = ((obj or {}).get("status") or {}).get("conditions") or ()
-    return [f"{c['type']}={c['reason']}" for c in conds if c["reason"] in ("Conflict", "OwnerMismatch")]
-
-
 async def test_the_target_management_cluster_takes_over_the_running_control_plane(
     world: Topology, hub_conn: bus.Connection
 ) -> None:
@@ -94,7 +71,7 @@ async def test_the_target_management_cluster_takes_over_the_running_control_plan
     identity = before["metadata"]["uid"]
     assert before["metadata"]["annotations"][api.OWNER_UID_ANNOTATION] == identity  # stamped
     tcp = await site.get(TCP, NAME, namespace=world.namespace)
-    bus_before = await on_the_bus(hub_conn, world)
+    bus_before = await moving.on_the_bus(hub_conn, SITE, world.namespace, NAME)
     assert {owner for _, owner in bus_before.values()} == {identity}
 
     target = await world.start_management(TARGET)
@@ -111,10 +88,13 @@ async def test_the_target_management_cluster_takes_over_the_running_control_plan
         what="the moved RKCP Paused",
     )
     assert paused is not None and paused["metadata"]["uid"] == moved.uids[identity] != identity
-    assert conflicts(paused) == []
+    assert moving.conflicts(paused) == []
     await moving.resume(target, namespace=NS, cluster=NAME)
     after = await ready(target)
-    assert conflicts(after) == [] and after["metadata"]["annotations"][api.OWNER_UID_ANNOTATION] == identity
+    assert (
+        moving.conflicts(after) == []
+        and after["metadata"]["annotations"][api.OWNER_UID_ANNOTATION] == identity
+    )
 
     # Never deleted nor recreated; nothing published, by either hub: the subjects hold what the
     # first hub and the site left there, all of the stamped identity.
@@ -123,7 +103,7 @@ async def test_the_target_management_cluster_takes_over_the_running_control_plan
         tcp["metadata"]["uid"],
         tcp["metadata"]["generation"],
     )
-    assert (await on_the_bus(hub_conn, world))["intent"] == bus_before["intent"]
+    assert (await moving.on_the_bus(hub_conn, SITE, world.namespace, NAME))["intent"] == bus_before["intent"]
     # The CAPI Secrets in the target: the site's admin kubeconfig, owned by the object as it is now.
     kubeconfig = await target.get(resources.SECRET, names.capi_kubeconfig(NAME), namespace=NS)
     at_site = await site.get(resources.SECRET, names.kamaji_kubeconfig(NAME), namespace=world.namespace)
@@ -139,7 +119,7 @@ async def test_the_target_management_cluster_takes_over_the_running_control_plan
 
     await helpers.eventually(scaled, within=60, every=0.2, what="replicas 3 at the site")
     assert (await site.get(TCP, NAME, namespace=world.namespace))["metadata"]["uid"] == tcp["metadata"]["uid"]
-    seq, owner = (await on_the_bus(hub_conn, world))["intent"]
+    seq, owner = (await moving.on_the_bus(hub_conn, SITE, world.namespace, NAME))["intent"]
     assert seq > bus_before["intent"][0] and owner == identity
     await target.delete(RKCP, NAME, namespace=NS)
 

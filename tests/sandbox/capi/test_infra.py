@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sandbox.capi import infra
+from sandbox.launcher import workload
 
 NOW = "2026-12-06T00:00:00Z"
 ENDPOINT = {"host": "100.64.1.10", "port": 6443}
@@ -44,3 +46,45 @@ def test_provisioned(made: dict[str, Any], provisions: bool) -> None:
     assert patch["status"]["initialization"] == {"provisioned": True}
     [ready] = patch["status"]["conditions"]
     assert (ready["type"], ready["status"], ready["observedGeneration"]) == ("Ready", "True", 2)
+
+
+def rendered(path: Path) -> list[dict[str, Any]]:
+    values = workload.template_values("c1", namespace="default", site="site-a", target_namespace="tenants")
+    return workload.rendered(path, values)
+
+
+def test_with_infrastructure_names_a_stand_in_of_the_clusters_name() -> None:
+    made = infra.with_infrastructure(rendered(workload.CLUSTER_TEMPLATE), name="c1", namespace="default")
+    by_kind = {d["kind"]: d for d in made}
+    assert set(by_kind) == {"Cluster", "RemoteKamajiControlPlane", "StandInCluster"}
+    ref = by_kind["Cluster"]["spec"]["infrastructureRef"]
+    assert ref == {
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
+        "kind": "StandInCluster",
+        "name": "c1",
+    }
+    assert by_kind["StandInCluster"]["metadata"] == {"name": "c1", "namespace": "default"}
+    # The control plane reference is the template's, untouched.
+    assert by_kind["Cluster"]["spec"]["controlPlaneRef"]["kind"] == "RemoteKamajiControlPlane"
+
+
+def test_in_class_swaps_capds_template_for_the_stand_ins_and_nothing_else() -> None:
+    values = {"NAMESPACE": "default", "KAMAJI_BROKER_TARGET_NAMESPACE": "tenants"}
+    shipped = workload.rendered(workload.CLUSTER_CLASS, values)
+    made = infra.in_class(shipped)
+    kinds = [d["kind"] for d in made]
+    assert kinds == [d["kind"].replace("DockerClusterTemplate", "StandInClusterTemplate") for d in shipped]
+    [cls] = [d for d in made if d["kind"] == "ClusterClass"]
+    [before] = [d for d in shipped if d["kind"] == "ClusterClass"]
+    ref = next(
+        cls["spec"]["infrastructure"][k] for k in ("ref", "templateRef") if k in cls["spec"]["infrastructure"]
+    )
+    assert (ref["apiVersion"], ref["kind"], ref["name"]) == (
+        "infrastructure.cluster.x-k8s.io/v1beta2",
+        "StandInClusterTemplate",
+        "kamaji-broker",
+    )
+    assert cls["spec"]["controlPlane"] == before["spec"]["controlPlane"]
+    assert cls["spec"]["variables"] == before["spec"]["variables"]
+    [template] = [d for d in made if d["kind"] == "StandInClusterTemplate"]
+    assert template["metadata"] == {"name": "kamaji-broker", "namespace": "default"}
