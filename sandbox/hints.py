@@ -6,6 +6,7 @@ from a running ``sandbox.launcher.Topology``; ``sandbox.run`` prints it.
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -16,6 +17,9 @@ from hub import fleet, fleetview
 from protocol import names
 from sandbox import launcher, progress
 from sandbox.launcher import workload
+
+NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
+"""A name ``--print-cluster`` takes: an RFC 1035 label, which every object it names accepts."""
 
 __all__ = ["another", "generated_yaml", "kubectl_commands", "print_ready", "status_command"]
 
@@ -97,10 +101,18 @@ def generated_yaml(name: str, *, site: str, sites: int, topology: bool, capi: st
     known = workload.site_names(sites)
     if site not in known:
         raise ValueError(f"--at {site}: the sandbox's sites are {', '.join(known)} (--sites {sites})")
+    if not NAME.fullmatch(name):
+        raise ValueError(
+            f"--print-cluster {name!r}: a Cluster's name here is a DNS label (at most 63 lower-case "
+            "letters, digits and '-', starting with a letter, ending with a letter or digit)"
+        )
     made = workload.generated(
         name, namespace="default", site=site, target_namespace=launcher.Options().namespace,
         topology=topology, capi=capi,
     )  # fmt: skip
+    named = [d["metadata"]["name"] for d in made if d["kind"] == "Cluster"]
+    if named != [name]:  # substituted into YAML text, as clusterctl does: "yes" would read as true
+        raise ValueError(f"--print-cluster {name}: YAML reads that name as {named[0]!r}; choose another")
     return yaml.safe_dump_all(made, sort_keys=False)
 
 

@@ -137,7 +137,6 @@ def _add_print(sb: argparse.ArgumentParser) -> None:
     sb.add_argument(
         "--at",
         metavar="SITE",
-        default="site-a",
         help="the site --print-cluster places it at (default: site-a)",
     )
 
@@ -177,10 +176,15 @@ def sandbox(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         topology=args.topology,
     )  # a ValueError names the flag: kamaji_broker.cli prints it
-    if args.print_cluster:
-        text = hints.generated_yaml(
-            args.print_cluster, site=args.at, sites=args.sites, topology=args.topology, capi=capi
+    if args.print_cluster is not None:
+        site = args.at or "site-a"
+        print(
+            hints.generated_yaml(
+                args.print_cluster, site=site, sites=args.sites, topology=args.topology, capi=capi
+            ),
+            end="",
         )
-        print(text, end="")
         return 0
+    if args.at is not None:
+        raise ValueError(f"--at {args.at} places what --print-cluster prints: add --print-cluster NAME")
     return run.main(options)

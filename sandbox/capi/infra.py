@@ -59,14 +59,18 @@ def with_infrastructure(
 
 
 def _stand_in_template(ref: dict[str, Any]) -> dict[str, Any]:
-    if not str(ref.get("apiVersion", "")).startswith(f"{INFRASTRUCTURE_GROUP}/"):
+    """An InfraCluster template (reference) of another provider → the stand-in's; anything
+    else (a machine template of the workers, say) as it is."""
+    group_of = str(ref.get("apiVersion", "")).startswith(f"{INFRASTRUCTURE_GROUP}/")
+    if not group_of or not str(ref.get("kind", "")).endswith("ClusterTemplate"):
         return ref
     return {**ref, "apiVersion": STAND_IN_CLUSTER.api_version, "kind": STAND_IN_TEMPLATE_KIND}
 
 
 def in_class(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The ClusterClass file's ``documents`` with the stand-in's InfraCluster template where they
-    name another provider's (the class's ``spec.infrastructure.templateRef`` and the template)."""
+    name another provider's (the class's ``spec.infrastructure`` reference and the template);
+    workers' machine templates are left as they are."""
     out = []
     for doc in documents:
         if doc.get("kind") == "ClusterClass":
@@ -75,7 +79,7 @@ def in_class(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 if key in infrastructure:
                     infrastructure[key] = _stand_in_template(infrastructure[key])
             doc = {**doc, "spec": {**doc["spec"], "infrastructure": infrastructure}}
-        elif str(doc.get("apiVersion", "")).startswith(f"{INFRASTRUCTURE_GROUP}/"):
+        elif _stand_in_template(doc) is not doc:
             doc = {**_stand_in_template(doc), "spec": {"template": {"spec": {}}}}
         out.append(doc)
     return out

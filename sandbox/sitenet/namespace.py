@@ -140,8 +140,13 @@ class Namespace:
         _ip("link", "set", self.ns_if, "netns", self.name)
         _ip("addr", "add", f"{self.plan.host_address}/{link}", "dev", self.host_if)
         _ip("link", "set", self.host_if, "up")
-        # What arrives on this end may leave by another namespace's; gone with the link.
-        Path(f"/proc/sys/net/ipv4/conf/{self.host_if}/forwarding").write_text("1\n")
+        # What arrives on this end may leave by another namespace's; gone with the link. An
+        # iptables FORWARD chain that drops (Docker's policy) still stops it.
+        forwarding = Path(f"/proc/sys/net/ipv4/conf/{self.host_if}/forwarding")
+        try:
+            forwarding.write_text("1\n")
+        except OSError as exc:
+            raise NetnsError(f"cannot turn forwarding on for {self.host_if} ({forwarding}): {exc}") from exc
         inside = ["netns", "exec", self.name, shutil.which("ip") or "ip"]
         _ip(*inside, "addr", "add", f"{self.plan.address}/{link}", "dev", self.ns_if)
         _ip(*inside, "link", "set", self.ns_if, "up")

@@ -11,9 +11,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from common import kube
+from common.kube import resources
 from hub import cluster_api
 from sandbox.capi import infra
 from sandbox.launcher import Topology
@@ -23,6 +26,26 @@ NS = "default"
 CLUSTER = cluster_api.resource(cluster_api.V1BETA2)
 STAND_IN = infra.STAND_IN_CLUSTER
 AVAILABLE = ("ControlPlaneInitialized", "ControlPlaneAvailable", "InfrastructureReady", "Available")
+
+
+async def refusals(hub_health_url: str) -> dict[str, float]:
+    """The hub's ``kb_hub_secrets_refused_total`` by reason, read off its /metrics."""
+    async with aiohttp.ClientSession() as http, http.get(f"{hub_health_url}/metrics") as answer:
+        text = await answer.text()
+    return {
+        sample.labels["reason"]: sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "kb_hub_secrets_refused"
+        for sample in family.samples
+        if sample.name.endswith("_total")
+    }
+
+
+async def site_version(world: Topology, site: str, name: str) -> str | None:
+    """The version the TenantControlPlane ``name`` at ``site`` reports."""
+    tcp = await world.site_kube(site).get(resources.TENANT_CONTROL_PLANE, name, namespace=world.namespace)
+    found = ((tcp.get("status") or {}).get("kubernetesResources") or {}).get("version") or {}
+    return found.get("version")
 
 
 def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:

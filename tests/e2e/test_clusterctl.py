@@ -25,6 +25,7 @@ from tests.e2e.clusterctl_support import (
     conditions,
     generate,
     kubectl_apply,
+    site_version,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -130,14 +131,12 @@ async def test_the_clusterclass_through_capis_topology_controller(world: Topolog
     # An upgrade of the topology: CAPI's topology controller moves the RKCP, the hub the site.
     await world.mgmt.patch(CLUSTER, "topo1", {"spec": {"topology": {"version": "v1.32.0"}}}, namespace=NS)
 
-    async def site_version() -> str:
-        tcp = await world.site_kube(SITE).get(TCP, ref["name"], namespace=world.namespace)
-        return str(
-            ((tcp.get("status") or {}).get("kubernetesResources") or {}).get("version", {}).get("version")
-        )
-
     await helpers.eventually(
-        site_version, lambda v: v == "v1.32.0", within=180, every=0.5, what="v1.32.0 at the site"
+        lambda: site_version(world, SITE, ref["name"]),
+        lambda v: v == "v1.32.0",
+        within=180,
+        every=0.5,
+        what="v1.32.0 at the site",
     )
     upgraded = await available(world.mgmt, "topo1")
     assert upgraded["spec"]["topology"]["version"] == "v1.32.0"

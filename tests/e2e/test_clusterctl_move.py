@@ -30,6 +30,8 @@ from tests.e2e.clusterctl_support import (
     available,
     generate,
     kubectl_apply,
+    refusals,
+    site_version,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -56,12 +58,6 @@ async def hub_conn(world: Topology) -> AsyncIterator[bus.Connection]:
     conn = await bus.connect(helpers.options(world.nats_url, seed_file=world.hub_credential()), deadline=10)
     yield conn
     await conn.close()
-
-
-async def site_version(world: Topology) -> str | None:
-    tcp = await world.site_kube(SITE).get(TCP, NAME, namespace=world.namespace)
-    found = ((tcp.get("status") or {}).get("kubernetesResources") or {}).get("version") or {}
-    return found.get("version")
 
 
 @pytest.mark.timeout(600)  # two management clusters set up with clusterctl init, a Cluster's life
@@ -112,11 +108,17 @@ async def test_clusterctl_move_hands_the_running_control_plane_to_the_target(
     kubeconfig = await target.get(resources.SECRET, names.capi_kubeconfig(NAME), namespace=NS)
     assert [o["uid"] for o in kubeconfig["metadata"]["ownerReferences"]] == [after["metadata"]["uid"]]
 
+    # Neither hub refused the site's secrets for a Conflict or an owner it did not know, even
+    # while the moved objects were paused and their owner uid new.
+    for hub in ("hub", f"hub-{TARGET}"):
+        refused = await refusals(world.hub_health_urls[hub])
+        assert {r: n for r, n in refused.items() if r != "Paused" and n} == {}, (hub, refused)
+
     # The first hub stopped, as the README says; the target's drives the control plane.
     await world.retire("hub")
     await target.patch(RKCP, NAME, {"spec": {"version": "1.32.0"}}, namespace=NS)
     await helpers.eventually(
-        lambda: site_version(world),
+        lambda: site_version(world, SITE, NAME),
         lambda v: v == "v1.32.0",
         within=180,
         every=0.5,

@@ -14,20 +14,17 @@ import pytest
 import pytest_asyncio
 
 from common.kube import resources
-from hub import cluster_api
 from sandbox.capi import infra
 from sandbox.launcher import Topology
 from tests import helpers, topologies
+from tests.e2e.clusterctl_support import CLUSTER, NS, available, conditions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
 SITE = "site-a"
-NS = "default"
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE
-CLUSTER = cluster_api.resource(cluster_api.V1BETA2)
 INFRA = infra.STAND_IN_CLUSTER
-CAPI_CONDITIONS = ("ControlPlaneInitialized", "ControlPlaneAvailable", "InfrastructureReady", "Available")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -37,10 +34,6 @@ async def world(real_capi: object, tmp_path_factory: pytest.TempPathFactory) -> 
         directory, sites=(SITE,), base=(), kubernetes="real", kamaji="real", capi="real"
     ) as topology:
         yield topology
-
-
-def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or ()}
 
 
 async def apply_template(world: Topology, name: str, *, version: str) -> None:
@@ -80,18 +73,9 @@ async def test_capi_owns_provisions_and_calls_the_cluster_available(world: Topol
     tcp = await world.site_kube(SITE).get(TCP, "c1", namespace=world.namespace)
     assert tcp["spec"]["kubernetes"]["version"] == "v1.31.0"
 
-    async def capi() -> dict[str, Any]:
-        return await world.mgmt.get(CLUSTER, "c1", namespace=NS)
-
     # CAPI's Cluster controller reads the RKCP's status (initialization, the Available condition,
     # the endpoint) and probes the tenant API server with the kubeconfig Secret the hub wrote.
-    done = await helpers.eventually(
-        capi,
-        lambda c: all(conditions(c).get(t, {}).get("status") == "True" for t in CAPI_CONDITIONS),
-        within=120,
-        every=0.5,
-        what=f"the Cluster's {', '.join(CAPI_CONDITIONS)} True",
-    )
+    done = await available(world.mgmt, "c1")
     said = conditions(done)
     assert said["RemoteConnectionProbe"]["status"] == "True"
     assert done["status"]["initialization"]["controlPlaneInitialized"] is True

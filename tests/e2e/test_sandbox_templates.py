@@ -47,38 +47,70 @@ def kinds(text: str) -> list[str]:
             ["ClusterClass", "RemoteKamajiControlPlaneTemplate", "DockerClusterTemplate", "Cluster"],
             id="topology",
         ),
+        pytest.param(
+            ["--topology", "--kubernetes", "real"],
+            ["ClusterClass", "RemoteKamajiControlPlaneTemplate", "StandInClusterTemplate", "Cluster"],
+            id="topology-real-capi",
+        ),
     ],
 )
-def test_print_cluster_prints_the_generated_objects(args: list[str], expected: list[str]) -> None:
-    done = run("--print-cluster", "c9", "--at", "site-b", *args, timeout=30)
+def test_print_cluster_prints_the_generated_objects(
+    tmp_path: Path, args: list[str], expected: list[str]
+) -> None:
+    d = tmp_path / "sb"
+    done = run("--print-cluster", "c9", "--at", "site-b", "--dir", str(d), *args, timeout=30)
     assert done.returncode == 0, done.stderr
     assert kinds(done.stdout) == expected
+    assert not d.exists()  # it started nothing
     docs = {d["kind"]: d for d in yaml.safe_load_all(done.stdout) if d}
+    cluster = docs["Cluster"]
+    assert cluster["metadata"] == {"name": "c9", "namespace": "default"}
     placed = docs.get("RemoteKamajiControlPlane", {}).get("spec") or {
-        v["name"]: v["value"] for v in docs["Cluster"]["spec"]["topology"]["variables"]
+        v["name"]: v["value"] for v in cluster["spec"]["topology"]["variables"]
     }
-    assert placed["site"] == "site-b"
-    assert docs["Cluster"]["metadata"] == {"name": "c9", "namespace": "default"}
+    assert (placed["site"], placed["targetNamespace"]) == ("site-b", "tenants")
+    if "StandInCluster" in docs:
+        assert (
+            cluster["spec"]["infrastructureRef"]["name"] == docs["StandInCluster"]["metadata"]["name"] == "c9"
+        )
+    if "ClusterClass" in docs:
+        infrastructure = docs["ClusterClass"]["spec"]["infrastructure"]["ref"]
+        assert infrastructure["kind"] == expected[2]
 
 
 @pytest.mark.parametrize(
     ("args", "said"),
     [
         pytest.param(
-            ["--at", "site-c"], "--at site-c: the sandbox's sites are site-a, site-b (--sites 2)", id="site"
+            ["--print-cluster", "c9", "--at", "site-c"],
+            "--at site-c: the sandbox's sites are site-a, site-b (--sites 2)",
+            id="site",
         ),
         pytest.param(
-            ["--capi", "real"], "--capi real runs Cluster API's own controllers on real clusters", id="capi"
+            ["--print-cluster", "c9", "--capi", "real"],
+            "--capi real runs Cluster API's own controllers on real clusters",
+            id="capi",
         ),
+        pytest.param(
+            ["--print-cluster", ""], "--print-cluster '': a Cluster's name here is a DNS label", id="empty"
+        ),
+        pytest.param(
+            ["--print-cluster", "a: b"],
+            "--print-cluster 'a: b': a Cluster's name here is a DNS label",
+            id="yaml",
+        ),
+        pytest.param(
+            ["--print-cluster", "yes"], "--print-cluster yes: YAML reads that name as True", id="bool"
+        ),
+        pytest.param(["--at", "site-b"], "--at site-b places what --print-cluster prints", id="at-alone"),
     ],
 )
-def test_print_cluster_refuses_what_the_sandbox_would_not_run(
-    tmp_path: Path, args: list[str], said: str
-) -> None:
-    done = run("--print-cluster", "c9", "--dir", str(tmp_path / "sb"), *args, timeout=30)
+def test_print_cluster_refuses_what_it_cannot_print(tmp_path: Path, args: list[str], said: str) -> None:
+    d = tmp_path / "sb"
+    done = run("--dir", str(d), *args, timeout=30)
     assert done.returncode != 0 and done.stdout == ""
     assert f"kamaji-broker sandbox: error: {said}" in done.stderr
-    assert not (tmp_path / "sb").exists()  # nothing started
+    assert not d.exists()  # nothing started: not even with --at alone
 
 
 class Output:
@@ -118,8 +150,9 @@ def test_the_ready_screens_command_makes_one_more_control_plane(tmp_path: Path) 
         ].strip()
         assert "sandbox --sites 1 --print-cluster extra-1 --at site-a | kubectl --kubeconfig" in hint, hint
         # The user's kubectl: here the pinned release's.
-        command = hint.replace("| kubectl ", f"| {shlex.quote(helpers.kubectl())} ")
-        subprocess.run(["bash", "-c", command], check=True, capture_output=True, timeout=60)
+        command = "set -o pipefail; " + hint.replace("| kubectl ", f"| {shlex.quote(helpers.kubectl())} ")
+        pasted = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60)
+        assert pasted.returncode == 0, pasted.stderr
         # Owned by the stand-in as CAPI's Cluster controller owns it, placed, Ready.
         out.until(r"\] default/extra-1 \(site-a\): .*-> Ready")
         proc.send_signal(signal.SIGINT)

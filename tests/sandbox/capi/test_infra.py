@@ -70,8 +70,10 @@ def test_with_infrastructure_names_a_stand_in_of_the_clusters_name() -> None:
 
 def test_in_class_swaps_capds_template_for_the_stand_ins_and_nothing_else() -> None:
     values = {"NAMESPACE": "default", "KAMAJI_BROKER_TARGET_NAMESPACE": "tenants"}
-    shipped = workload.rendered(workload.CLUSTER_CLASS, values)
+    workers = {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "DockerMachineTemplate"}
+    shipped = [*workload.rendered(workload.CLUSTER_CLASS, values), workers]
     made = infra.in_class(shipped)
+    assert made[-1] == workers  # a worker's machine template is not the InfraCluster's
     kinds = [d["kind"] for d in made]
     assert kinds == [d["kind"].replace("DockerClusterTemplate", "StandInClusterTemplate") for d in shipped]
     [cls] = [d for d in made if d["kind"] == "ClusterClass"]
