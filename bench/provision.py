@@ -41,8 +41,12 @@ import aiohttp  # noqa: E402
 from common import kube as ckube  # noqa: E402
 from common.kube import resources, watching  # noqa: E402
 from hub import api, cluster_api, mapping  # noqa: E402
-from sandbox import crds, launcher  # noqa: E402
-from sandbox.launcher import processes, workload  # noqa: E402
+from sandbox import (  # noqa: E402
+    crds,
+    launcher,
+    processes,
+)
+from sandbox.launcher import workload  # noqa: E402
 
 NAMESPACE = "default"
 SITE_NAMESPACE = "tenants"

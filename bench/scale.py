@@ -55,9 +55,12 @@ from common.bus import errors as bus_errors  # noqa: E402
 from kamaji_broker import sitefiles  # noqa: E402
 from protocol import errors as protocol_errors  # noqa: E402
 from protocol import keys, messages, sealing, signing, streams  # noqa: E402
-from sandbox import crds, launcher  # noqa: E402
+from sandbox import (  # noqa: E402
+    crds,
+    launcher,
+    processes,
+)
 from sandbox.kamaji import pki  # noqa: E402
-from sandbox.launcher import processes  # noqa: E402
 from sandbox.launcher.options import MGMT  # noqa: E402
 
 log = logging.getLogger("bench.scale")

@@ -33,9 +33,9 @@ from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
 from hub import fleetview
 from protocol import permissions
-from sandbox import hints, launcher, natsd, progress
+from sandbox import hints, launcher, natsd, processes, progress
 from sandbox.capi import controller
-from sandbox.launcher import processes, workload
+from sandbox.launcher import workload
 
 __all__ = ["Options", "main"]
 

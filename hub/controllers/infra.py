@@ -1,6 +1,6 @@
 """Writing the site's endpoint into the Cluster's InfraCluster, whatever its kind.
 
-Owns the outcome of the last ``rkcp.PatchInfraEndpoint`` per RKCP (``rkcp_infra.Outcome``, which
+Owns the outcome of the last ``rkcp.PatchInfraEndpoint`` per RKCP (``rkcp_actions.Outcome``, which
 the next reconcile's decision reads: done once, refused reported once) and a cache of the
 discovered resources. Talks to the management cluster: API discovery turns the reference's group
 (and version, or the group's preferred one) and kind into a resource, the object is read, and only
@@ -20,7 +20,7 @@ from common.kube import errors as kerrors
 from common.kube import resources
 from hub import api
 from hub.controllers import writing
-from hub.reconcile import rkcp, rkcp_infra
+from hub.reconcile import rkcp, rkcp_actions, rkcp_infra
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +36,11 @@ class Refused(Exception):
 class InfraEndpoints:
     def __init__(self, kube: ckube.Kube) -> None:
         self.kube = kube
-        self._outcomes: dict[Key, rkcp_infra.Outcome] = {}
+        self._outcomes: dict[Key, rkcp_actions.Outcome] = {}
         self._resources: dict[tuple[str, str, str], resources.Resource] = {}
         """(group, version, kind) → resource, as discovered (a kind not found is asked again)."""
 
-    def last(self, key: Key) -> rkcp_infra.Outcome | None:
+    def last(self, key: Key) -> rkcp_actions.Outcome | None:
         return self._outcomes.get(key)
 
     def forget(self, key: Key) -> None:
@@ -51,7 +51,7 @@ class InfraEndpoints:
         what, changed = rkcp_infra.describe(t), False
         try:
             changed = await self._attempt(t)
-            state: rkcp_infra.State = "set"
+            state: rkcp_actions.State = "set"
             reason = f"spec.controlPlaneEndpoint of {what} is {t.host}:{t.port}"
         except Refused as exc:
             state, reason = "refused", f"{what}: {exc}"
@@ -62,7 +62,7 @@ class InfraEndpoints:
                 state, reason = "waiting", f"{what}: {exc}"
         key = (r.metadata.namespace, r.metadata.name)
         now = dt.datetime.now(dt.UTC)
-        self._outcomes[key] = rkcp_infra.Outcome(target=t, state=state, reason=reason, at=now)
+        self._outcomes[key] = rkcp_actions.Outcome(target=t, state=state, reason=reason, at=now)
         about = logs.about(namespace=r.metadata.namespace, name=r.metadata.name, site=r.spec.site)
         if state == "refused":
             log.warning("InfraCluster endpoint for %s/%s not set: %s", *key, reason, extra=about)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from hub import api
-from hub.reconcile.rkcp_intents import Op, Published
+from hub.reconcile.rkcp_published import Op, Published
 
 DELETE_FOR_MOVE: Final = "clusterctl.cluster.x-k8s.io/delete-for-move"
 """What ``clusterctl move`` annotates a source object with before it removes its finalizers and

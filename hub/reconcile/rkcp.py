@@ -31,14 +31,14 @@ from hub.reconcile.rkcp_actions import Release as Release
 from hub.reconcile.rkcp_actions import RemoveFinalizer as RemoveFinalizer
 from hub.reconcile.rkcp_actions import SetEndpoint as SetEndpoint
 from hub.reconcile.rkcp_actions import WriteSecrets as WriteSecrets
-from hub.reconcile.rkcp_intents import Op as Op
-from hub.reconcile.rkcp_intents import Published as Published
 from hub.reconcile.rkcp_intents import recheck_published as recheck_published
 from hub.reconcile.rkcp_intents import spec_digest as spec_digest
 from hub.reconcile.rkcp_observed import FINALIZER as FINALIZER
 from hub.reconcile.rkcp_observed import Observed as Observed
 from hub.reconcile.rkcp_observed import Plan as Plan
 from hub.reconcile.rkcp_observed import SiteReport as SiteReport
+from hub.reconcile.rkcp_published import Op as Op
+from hub.reconcile.rkcp_published import Published as Published
 from protocol import messages
 
 RESYNC_SECONDS = 30.0

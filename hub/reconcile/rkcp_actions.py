@@ -4,11 +4,13 @@
 performs them: the Kubernetes writes (finalizers, the endpoint and the InfraCluster's, events,
 the CAPI Secrets through ``hub.controllers.writing``) and the NATS ones (topology, intents,
 purges). A plan never holds secret material: ``WriteSecrets`` names the box by checksum, the
-shell opens it (the box the hub kept, or the stream's).
+shell opens it (the box the hub kept, or the stream's). ``Outcome`` is what became of the
+last ``PatchInfraEndpoint`` (the shell records it, ``rkcp_infra`` reads it).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -105,3 +107,17 @@ Action = (
     | PatchInfraEndpoint
     | Event
 )
+
+
+State = Literal["set", "refused", "waiting"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of the last attempt for this RKCP."""
+
+    target: PatchInfraEndpoint
+    """The attempt (object and endpoint): a new target is a new attempt."""
+    state: State
+    reason: str
+    at: dt.datetime

@@ -6,7 +6,7 @@ it for any kind: once the endpoint is known and the owner Cluster is not paused,
 ``PatchInfraEndpoint`` for the Cluster's ``infrastructureRef``; the shell
 (``hub.controllers.infra``) reads the object, merge-patches only that field when it is unset or
 different (``endpoint_patch``), checks that the server kept it (``carries``) and records the
-``Outcome``. An outcome is kept per RKCP so an endpoint already written is not looked at again,
+``rkcp_actions.Outcome``. An outcome is kept per RKCP so an endpoint already written is not looked at again,
 and a refusal (the kind has no such field, RBAC, a webhook) is reported once and retried only
 after ``REFUSED_RETRY_SECONDS``: no retry storm against a kind that will never take it.
 
@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 from hub import cluster_api
 from hub.reconcile import rkcp_actions as actions
 from protocol import messages
 
 if TYPE_CHECKING:
-    from hub.reconcile.rkcp import Observed
+    from hub.reconcile.rkcp_observed import Observed
 
 REFUSED_RETRY_SECONDS: Final = 600.0
 """A refused patch is tried again after this long (a CRD upgrade or an RBAC fix may let it in)."""
@@ -41,20 +40,6 @@ GROUP: Final = "infrastructure.cluster.x-k8s.io"
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _VERSION = re.compile(r"v[0-9]+((alpha|beta)[0-9]+)?")
 _KIND = re.compile(r"[A-Z][A-Za-z0-9]*")
-
-
-State = Literal["set", "refused", "waiting"]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What became of the last attempt for this RKCP."""
-
-    target: actions.PatchInfraEndpoint
-    """The attempt (object and endpoint): a new target is a new attempt."""
-    state: State
-    reason: str
-    at: dt.datetime
 
 
 def decide_infra(o: Observed, status: messages.Status | None) -> list[actions.Action]:
@@ -104,7 +89,7 @@ def ref_problem(t: actions.PatchInfraEndpoint) -> str:
     return ""
 
 
-def due(last: Outcome | None, target: actions.PatchInfraEndpoint, *, now: dt.datetime) -> bool:
+def due(last: actions.Outcome | None, target: actions.PatchInfraEndpoint, *, now: dt.datetime) -> bool:
     """Whether ``target`` is to be attempted now, given the last outcome."""
     if last is None or last.target != target:
         return True

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hub import api, cluster_api
-from hub.reconcile import owner, rkcp_infra, rkcp_status
-from hub.reconcile.rkcp_actions import Action
-from hub.reconcile.rkcp_intents import Published
+from hub.reconcile import owner, rkcp_status
+from hub.reconcile.rkcp_actions import Action, Outcome
+from hub.reconcile.rkcp_published import Published
 from protocol import messages
 
 FINALIZER = "kamaji-broker.io/finalizer"
@@ -65,7 +65,7 @@ class Observed:
     """The TCP's propagated ``labels`` and ``annotations`` (``hub.mapping.tcp_metadata``)."""
     topology_ready: bool = True
     """The hub ensured the site's stream and consumer in this process (False: plan it first)."""
-    infra_outcome: rkcp_infra.Outcome | None = None
+    infra_outcome: Outcome | None = None
     """What became of the last InfraCluster endpoint patch for this RKCP (None: none tried)."""
     owner_claimed_by: str = ""
     """Another RKCP here that is, or claimed first, the owner identity this one's annotation names."""

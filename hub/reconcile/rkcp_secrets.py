@@ -18,7 +18,7 @@ from hub.reconcile.rkcp_status import Secrets
 from protocol import names
 
 if TYPE_CHECKING:
-    from hub.reconcile.rkcp import Observed
+    from hub.reconcile.rkcp_observed import Observed
 
 REFUSALS = (Secrets.OWNER_MISMATCH, Secrets.NOT_AUTHORIZED, Secrets.CONFLICT, Secrets.PAUSED)
 """Why sealed secrets are withheld from an RKCP; each is also its SecretsSynced reason."""

@@ -7,7 +7,8 @@ Sleeping), the endpoint, and real ``<tcp>-ca`` / ``<tcp>-admin-kubeconfig`` Secr
 written against the public API with the project's one Kubernetes client, ``common.kube``: it runs
 on the sandbox's emulator or on any real cluster, and never imports ``sandbox.kubeapi``.
 
-Modules: ``reconcile`` (pure decisions: finalizer, Secrets, deletion), ``reconcile_status`` (the
+Modules: ``observed`` (pure data: what it decides from), ``reconcile`` (pure decisions:
+finalizer, Secrets, deletion), ``reconcile_status`` (the
 pure phase lifecycle and the status written), ``pki`` (pure certificates and kubeconfigs),
 ``addresses`` (endpoint pool), ``simulator`` (the informer and the per-TCP workers), ``visiting``
 (one worker's visit: observe, reconcile, execute, write status), ``crds`` (installing CRD files

@@ -8,7 +8,7 @@ comes back after ``requeue_after`` seconds.
 Finalizer first; the ``<tcp>-ca`` and ``<tcp>-admin-kubeconfig`` Secrets (re)written when missing or
 not ours or pointing elsewhere; deleting → the finalizer is removed ``delete_delay`` after the
 deletion was first seen (:class:`Memory`). The phase lifecycle and the status it writes are
-:mod:`sandbox.kamaji.reconcile_status`'s.
+:mod:`sandbox.kamaji.reconcile_status`'s; what both decide from is :mod:`sandbox.kamaji.observed`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 from common import objects
 from sandbox.kamaji import reconcile_status
+from sandbox.kamaji.observed import DEFAULT_PORT, DEFAULT_REPLICAS, Memory, Observed, SecretsObserved, Timings
 
 __all__ = [
     "DEFAULT_PORT",
@@ -42,65 +43,6 @@ __all__ = [
 ]
 
 FINALIZER = "finalizer.kamaji.clastix.io"
-DEFAULT_PORT = 6443
-"""Kamaji's default for ``spec.networkProfile.port``."""
-DEFAULT_REPLICAS = 2
-"""Kamaji's default for ``spec.controlPlane.deployment.replicas``."""
-
-
-@dataclass(frozen=True)
-class Timings:
-    ready_delay: float = 3.0
-    """Seconds from Provisioning/Upgrading/NotReady to Ready (a real control plane takes 30-90 s)."""
-    delete_delay: float = 0.0
-    """Seconds between seeing a deletion and removing the finalizer (Kamaji's cleanup)."""
-
-
-@dataclass(frozen=True)
-class SecretsObserved:
-    """The generated Secrets as observed; only Secrets owned by this TCP (same uid) count."""
-
-    ca: bool = False
-    """``<name>-ca`` exists with an ownerReference to this TCP."""
-    admin_kubeconfig_server: str | None = None
-    """The server of ``admin.conf`` in ``<name>-admin-kubeconfig`` when owned by this TCP, else None."""
-
-
-@dataclass(frozen=True)
-class Observed:
-    """One TenantControlPlane as the simulator needs it (see :func:`new_observed`)."""
-
-    namespace: str
-    name: str
-    uid: str
-    generation: int = 1
-    deleting: bool = False
-    finalizers: tuple[str, ...] = ()
-    version: str = ""
-    replicas: int = DEFAULT_REPLICAS
-    address: str = ""
-    """``spec.networkProfile.address``; empty → :attr:`allocated_address`."""
-    port: int = DEFAULT_PORT
-    data_store: str = ""
-    status: Mapping[str, Any] = field(default_factory=dict)
-    secrets: SecretsObserved = SecretsObserved()
-    allocated_address: str = ""
-    """An address from the simulator's pool, used when the spec names none."""
-
-
-@dataclass(frozen=True)
-class Memory:
-    """What the simulator remembers about one TCP between visits (it is not in the API)."""
-
-    uid: str = ""
-    phase: str = ""
-    """The transitional phase being timed ('' when none)."""
-    target: str = ""
-    """The spec version that phase rolls out (a new version restarts the timer)."""
-    since: float | None = None
-    """Monotonic time when that phase began."""
-    deleting_since: float | None = None
-    """Monotonic time when the deletion was first seen."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +79,7 @@ class Plan:
     """To run in order, before the status write."""
     status: dict[str, Any] | None = None
     """A JSON merge patch for the status subresource; None when the status is already right."""
-    memory: Memory = Memory()
+    memory: Memory = field(default_factory=Memory)
     requeue_after: float | None = None
     """Seconds until the next visit is due even without an event; None: only on events."""
 
@@ -145,7 +87,7 @@ class Plan:
 def new_observed(
     tcp: Mapping[str, Any],
     *,
-    secrets: SecretsObserved = SecretsObserved(),
+    secrets: SecretsObserved | None = None,
     allocated_address: str = "",
 ) -> Observed:
     """Read a TenantControlPlane object (as the API returns it) into :class:`Observed`.
@@ -170,7 +112,7 @@ def new_observed(
         port=DEFAULT_PORT if not port else int(port),
         data_store=str(objects.dig(tcp, "spec", "dataStore") or ""),
         status=status if isinstance(status, Mapping) else {},
-        secrets=secrets,
+        secrets=secrets or SecretsObserved(),
         allocated_address=allocated_address,
     )
 

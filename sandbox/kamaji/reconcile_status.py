@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from common import objects
 from protocol import names
 
-if TYPE_CHECKING:  # reconcile imports this module; the types are only annotations here
-    from sandbox.kamaji.reconcile import Memory, Observed, Timings
+if TYPE_CHECKING:  # the types are only annotations here
+    from sandbox.kamaji.observed import Memory, Observed, Timings
 
 __all__ = ["DEFAULT_DATA_STORE", "Phase", "endpoint", "is_subset", "new_status", "next_phase"]
 

@@ -7,18 +7,34 @@ owner waits for the dependents that block it, ``blockOwnerDeletion``),
 dropping the dangling reference of an object that keeps another owner, deleting objects whose
 owners are all gone), namespace termination (``Terminating`` until its content is gone), and
 CRD establishment and cleanup (serving the resource; deleting its objects before the CRD goes).
-Works on a ``store.Store`` through its small internal API (``write``, ``remove``, ``defer``,
-``dependents``, ``locate``); no HTTP.
+Works on a ``store.Store`` through its small internal API, which ``Internals`` names (``write``,
+``remove``, ``defer``, ``dependents``, ``locate``...): the store calls this module, never the
+other way round; no HTTP.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from sandbox.kubeapi import objects, resources, watching
 
-if TYPE_CHECKING:
-    from sandbox.kubeapi.store import Store
+
+class Internals(Protocol):
+    """What the controllers here use of ``store.Store``."""
+
+    types: dict[watching.ResourceKey, resources.ResourceType]
+
+    def register(self, rtype: resources.ResourceType) -> None: ...
+    def unregister(self, key: watching.ResourceKey) -> None: ...
+    def objects(self, key: watching.ResourceKey) -> dict[tuple[str, str], watching.Entry]: ...
+    def locate(self, uid: str) -> tuple[watching.ResourceKey, watching.Entry] | None: ...
+    def dependents(self, uid: str) -> list[tuple[watching.ResourceKey, watching.Entry]]: ...
+    def defer(self, work: Callable[[], None]) -> None: ...
+    def write(
+        self, rtype: resources.ResourceType, obj: dict[str, Any], old: watching.Entry
+    ) -> watching.Entry: ...
+    def remove(self, rtype: resources.ResourceType, current: watching.Entry) -> watching.Entry: ...
 
 
 def crd_defaults(crd: dict[str, Any], *, finalizer: str | None) -> None:
@@ -56,7 +72,7 @@ def crd_defaults(crd: dict[str, Any], *, finalizer: str | None) -> None:
 
 
 def delete(
-    store: Store, rtype: resources.ResourceType, current: watching.Entry, *, propagation: str
+    store: Internals, rtype: resources.ResourceType, current: watching.Entry, *, propagation: str
 ) -> tuple[watching.Entry, bool]:
     """Start or finish deleting ``current``; returns the object and whether it is gone."""
     meta = current.obj["metadata"]
@@ -90,7 +106,9 @@ def delete(
     return entry, False
 
 
-def _delete_namespace(store: Store, rtype: resources.ResourceType, current: watching.Entry) -> watching.Entry:
+def _delete_namespace(
+    store: Internals, rtype: resources.ResourceType, current: watching.Entry
+) -> watching.Entry:
     if objects.terminating(current):
         return current
     new = objects.copy_obj(current)
@@ -103,7 +121,7 @@ def _delete_namespace(store: Store, rtype: resources.ResourceType, current: watc
     return entry
 
 
-def _in_namespace(store: Store, name: str) -> list[tuple[resources.ResourceType, watching.Entry]]:
+def _in_namespace(store: Internals, name: str) -> list[tuple[resources.ResourceType, watching.Entry]]:
     found = []
     for key, rtype in list(store.types.items()):
         if rtype.namespaced:
@@ -111,7 +129,7 @@ def _in_namespace(store: Store, name: str) -> list[tuple[resources.ResourceType,
     return found
 
 
-def _finish_namespace(store: Store, name: str) -> None:
+def _finish_namespace(store: Internals, name: str) -> None:
     """The namespace controller: delete the content of a Terminating namespace, then the namespace."""
     ns = store.objects(objects.NAMESPACES).get(("", name))
     if ns is None or not objects.terminating(ns):
@@ -127,7 +145,7 @@ def _finish_namespace(store: Store, name: str) -> None:
     store.write(store.types[objects.NAMESPACES], final, ns)
 
 
-def _finish_crd(store: Store, crd_name: str) -> None:
+def _finish_crd(store: Internals, crd_name: str) -> None:
     """The CRD cleanup controller: delete every object of a deleted CRD, then drop its finalizer."""
     crd = store.objects(objects.CRDS).get(("", crd_name))
     if crd is None or not objects.terminating(crd):
@@ -160,18 +178,18 @@ def _without_owner(entry: watching.Entry, uid: str) -> dict[str, Any]:
     return new
 
 
-def _orphan(store: Store, uid: str) -> None:
+def _orphan(store: Internals, uid: str) -> None:
     for key, entry in store.dependents(uid):
         store.write(store.types[key], _without_owner(entry, uid), entry)
 
 
-def _delete_dependents(store: Store, uid: str) -> None:
+def _delete_dependents(store: Internals, uid: str) -> None:
     for key, entry in store.dependents(uid):
         if key in store.types and not objects.terminating(entry):
             delete(store, store.types[key], entry, propagation="Background")
 
 
-def _collect(store: Store, uid: str) -> None:
+def _collect(store: Internals, uid: str) -> None:
     """The garbage collector, once owner ``uid`` is gone."""
     for key, entry in store.dependents(uid):
         rtype = store.types.get(key)
@@ -184,7 +202,7 @@ def _collect(store: Store, uid: str) -> None:
             delete(store, rtype, entry, propagation="Background")
 
 
-def _finish_foreground(store: Store, owner_uid: str) -> None:
+def _finish_foreground(store: Internals, owner_uid: str) -> None:
     found = store.locate(owner_uid)
     if found is None:
         return
@@ -198,7 +216,7 @@ def _finish_foreground(store: Store, owner_uid: str) -> None:
     store.write(store.types[key], new, owner)
 
 
-def _blocking(store: Store, owner_uid: str) -> bool:
+def _blocking(store: Internals, owner_uid: str) -> bool:
     """Whether a dependent still blocks its owner's foreground deletion: only a reference with
     ``blockOwnerDeletion`` does; the others are deleted too, but the owner need not wait."""
     return any(
@@ -208,7 +226,7 @@ def _blocking(store: Store, owner_uid: str) -> bool:
     )
 
 
-def _collect_if_orphaned(store: Store, uid: str) -> None:
+def _collect_if_orphaned(store: Internals, uid: str) -> None:
     """An object created (or re-owned) with owners that are all absent is garbage, as the GC finds."""
     found = store.locate(uid)
     if found is None:
@@ -220,7 +238,7 @@ def _collect_if_orphaned(store: Store, uid: str) -> None:
 
 
 def after_write(
-    store: Store, rtype: resources.ResourceType, entry: watching.Entry, old: watching.Entry | None
+    store: Internals, rtype: resources.ResourceType, entry: watching.Entry, old: watching.Entry | None
 ) -> None:
     meta = entry.obj["metadata"]
     if rtype.key == objects.CRDS and not meta.get("deletionTimestamp"):
@@ -231,7 +249,7 @@ def after_write(
         store.defer(lambda: _collect_if_orphaned(store, uid))
 
 
-def after_remove(store: Store, rtype: resources.ResourceType, entry: watching.Entry) -> None:
+def after_remove(store: Internals, rtype: resources.ResourceType, entry: watching.Entry) -> None:
     meta = entry.obj["metadata"]
     uid = meta["uid"]
     store.defer(lambda: _collect(store, uid))

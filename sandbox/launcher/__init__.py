@@ -2,7 +2,6 @@
 
 options        Options: the sites, delays, timeouts, NATS nodes and hub replicas of a topology
 layout         the sandbox directory (its marker, prepare_directory) and every path in it
-processes      one child process: start, wait until it serves (/readyz or its log), stop by PID
 children       the topology's children: spawn, stop in order, faults by name, the logs' error lines
 natsnodes      the nats-servers (one, or a JetStream cluster): ports, configuration, leaders
 clusters       emulated API servers and their clients, Site objects, a Kamaji simulator per site
@@ -13,13 +12,14 @@ topology       Topology: those layers in one object, and the order of start() an
 workload       the example Cluster + RemoteKamajiControlPlane manifests and the sandbox's names
 invariants     what a healed topology holds (every RKCP Ready with its TCP and Secrets, no orphan...)
 
-Used by ``kamaji-broker sandbox`` (``sandbox.run``), ``tests/e2e``, ``tests/faults`` and ``bench/``.
+Each process is a ``sandbox.processes.Child``. Used by ``kamaji-broker sandbox``
+(``sandbox.run``), ``tests/e2e``, ``tests/faults`` and ``bench/``.
 """
 
-from sandbox.launcher import invariants, processes, workload
+from sandbox.launcher import invariants, workload
 from sandbox.launcher.layout import prepare_directory
 from sandbox.launcher.options import Options
-from sandbox.launcher.processes import LaunchError
 from sandbox.launcher.topology import Topology
+from sandbox.processes import LaunchError
 
-__all__ = ["LaunchError", "Options", "Topology", "invariants", "prepare_directory", "processes", "workload"]
+__all__ = ["LaunchError", "Options", "Topology", "invariants", "prepare_directory", "workload"]

@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 
 from common.kube import resources
-from sandbox import ports
-from sandbox.launcher import processes
+from sandbox import ports, processes
 from sandbox.launcher.children import CLI
 from sandbox.launcher.installs import Installs
 from sandbox.launcher.options import MGMT, Options

@@ -4,7 +4,7 @@ Owns the list of ``processes.Child`` the topology started (recorded before each 
 failed start is still stopped), the stop order (whoever talks to others first, what they talk
 to last), the operator commands run once as subprocesses, the faults a test injects by child
 name (kill, pause, resume, start again) and reading the children's logs for error lines. Talks
-to the operating system through ``sandbox.launcher.processes``.
+to the operating system through ``sandbox.processes``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from sandbox.launcher import processes
+from sandbox import processes
 from sandbox.launcher.layout import Layout
 from sandbox.launcher.options import Options
 

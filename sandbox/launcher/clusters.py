@@ -29,9 +29,8 @@ from common import kube
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import crdgen
-from sandbox import crds, realcapi, realkamaji, realkube
+from sandbox import crds, processes, realcapi, realkamaji, realkube
 from sandbox.kamaji import crds as install
-from sandbox.launcher import processes
 from sandbox.launcher.children import Children
 from sandbox.launcher.layout import DEPLOY
 from sandbox.launcher.options import MGMT, Options

@@ -33,7 +33,7 @@ from common.kube import resources
 from hub import site_api
 from hub.controllers import sitecredentials
 from protocol import credentials, errors, natsjwt
-from sandbox.launcher import processes
+from sandbox import processes
 from sandbox.launcher.installs import Installs
 
 __all__ = ["CREDENTIAL_LIFETIME", "Identities"]

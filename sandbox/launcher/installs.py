@@ -18,7 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sandbox.launcher import overlays, processes
+from sandbox import processes
+from sandbox.launcher import overlays
 from sandbox.launcher.clusters import Clusters
 from sandbox.launcher.layout import DEPLOY
 from sandbox.launcher.natsnodes import NatsNodes

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from common import natsfiles, natsoperator
-from sandbox.launcher import processes
+from sandbox import processes
 from sandbox.launcher.options import MGMT, Options
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"

@@ -14,8 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from common import natsfiles
-from sandbox import natsd, natsmonitor, ports
-from sandbox.launcher import processes
+from sandbox import natsd, natsmonitor, ports, processes
 from sandbox.launcher.children import Children
 from sandbox.launcher.options import Options
 

@@ -22,7 +22,7 @@ from typing import Final
 
 import yaml
 
-from sandbox.launcher import processes
+from sandbox import processes
 from sandbox.realcapi import binaries as capi_binaries
 
 __all__ = ["PROVIDER", "Clusterctl", "config"]

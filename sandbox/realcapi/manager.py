@@ -25,9 +25,8 @@ import yaml
 
 from common import files, kube, tlsfiles
 from common.kube import resources
-from sandbox import ports, realkube
+from sandbox import ports, processes, realkube
 from sandbox.kamaji import crds as install
-from sandbox.launcher import processes
 from sandbox.realcapi import binaries as capi_binaries
 from sandbox.realkube import webhooks
 

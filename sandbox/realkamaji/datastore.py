@@ -12,7 +12,7 @@ binary is already built for the real clusters. Laid out in its directory:
 
 ``manifests`` are what the site's API server is given: the Secret of those certificates in the
 operator's namespace and the ``DataStore`` that points at them. Talks to the file system; the
-process is a ``sandbox.launcher.processes.Child`` the site runs.
+process is a ``sandbox.processes.Child`` the site runs.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from common import files, tlsfiles
+from sandbox import processes
 from sandbox.kamaji import pki as kpki
-from sandbox.launcher import processes
 
 __all__ = ["NAME", "PORT", "DataStore"]
 

@@ -15,7 +15,7 @@ In a network namespace of its own (``sandbox.sitenet``), the site is:
   endpoint Kamaji reports.
 
 ``start`` brings them up in that order and waits for each; ``stop`` ends them in reverse and
-removes the namespace. Every process is a ``sandbox.launcher.processes.Child`` named
+removes the namespace. Every process is a ``sandbox.processes.Child`` named
 ``<component>-<site>``, so faults can be injected by name like any other.
 """
 
@@ -30,9 +30,8 @@ import yaml
 
 from common import files, kube, tlsfiles
 from common.kube import resources
-from sandbox import ports, realkube
+from sandbox import ports, processes, realkube
 from sandbox.kamaji import crds as install
-from sandbox.launcher import processes
 from sandbox.realkamaji import binaries as kamaji_binaries
 from sandbox.realkamaji import datastore as store
 from sandbox.realkamaji import tenants as tenant_servers

@@ -28,7 +28,7 @@ from typing import Any
 
 from common import kube
 from common.kube import resources
-from sandbox.launcher import processes
+from sandbox import processes
 from sandbox.realkamaji import pods
 from sandbox.sitenet import Namespace
 

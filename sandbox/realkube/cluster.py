@@ -26,8 +26,7 @@ from pathlib import Path
 
 from common import files, kube
 from common.kube import resources, reviews
-from sandbox import ports
-from sandbox.launcher import processes
+from sandbox import ports, processes
 from sandbox.realkube import binaries as kbin
 from sandbox.realkube import pki, tokens
 from sandbox.sitenet import Namespace

@@ -27,9 +27,9 @@ from common import kube as ckube
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub import crdgen
-from sandbox import crds, kubeapi, realkube
+from sandbox import crds, kubeapi, processes, realkube
 from sandbox.kamaji import crds as crd_install
-from sandbox.launcher import installs, processes
+from sandbox.launcher import installs
 from tests import helpers
 from tests.deploy import manifests
 

@@ -23,7 +23,8 @@ import pytest_asyncio
 from common import bus, natsfiles
 from common.kube import resources
 from protocol import natsjwt, streams
-from sandbox.launcher import Topology, identities, processes
+from sandbox import processes
+from sandbox.launcher import Topology, identities
 from tests import helpers, topologies
 from tests.security import nats_support as ns
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hub import cluster_api
-from hub.reconcile import rkcp, rkcp_infra
+from hub.reconcile import rkcp, rkcp_actions, rkcp_infra
 from tests.hub.reconcile.test_rkcp import NOW, observed, rkcp_obj, status
 
 V1BETA1_REF = {"apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1", "kind": "FooCluster", "name": "foo"}
@@ -33,9 +33,9 @@ def cluster(
 
 
 def outcome(
-    state: rkcp_infra.State, *, ago: float, target: rkcp.PatchInfraEndpoint = TARGET
-) -> rkcp_infra.Outcome:
-    return rkcp_infra.Outcome(target=target, state=state, reason="r", at=NOW - dt.timedelta(seconds=ago))
+    state: rkcp_actions.State, *, ago: float, target: rkcp.PatchInfraEndpoint = TARGET
+) -> rkcp_actions.Outcome:
+    return rkcp_actions.Outcome(target=target, state=state, reason="r", at=NOW - dt.timedelta(seconds=ago))
 
 
 PAUSED_RKCP = rkcp_obj()

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.launcher import LaunchError, Options, Topology, layout, prepare_directory, processes, workload
+from sandbox import processes
+from sandbox.launcher import LaunchError, Options, Topology, layout, prepare_directory, workload
 from tests import helpers
 
 

@@ -1,4 +1,5 @@
-"""Child processes of the sandbox: start one command, wait until it serves, stop it by PID.
+"""Child processes of the sandbox and what runs beside it (the real clusters, Kamaji and Cluster
+API too): start one command, wait until it serves, stop it by PID.
 
 Owns the lifetime of one OS process of the topology (nats-server, an API emulator, a Kamaji
 simulator, the hub, an agent): its command line, its log file, the readiness wait (``/readyz``
