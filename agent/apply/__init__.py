@@ -6,4 +6,5 @@ intents    pure: (intent, seq, observed TCP) → Decision (action, report, settl
 applying   one delivery: verify, observe, decide, execute, report, settle
 keeper     in-progress acks for the deliveries held
 loop       bind, replay at start, fetch, one worker per TCP
+failures   pure: what the API's refusal of an action on a TCP means for its intent
 """

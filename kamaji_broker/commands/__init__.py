@@ -6,4 +6,5 @@ parser ``kamaji_broker.cli`` builds, ``run`` does the work from the parsed argum
     nats_config   a nats-server configuration, with cluster and TLS (``common.natsconfig``, ``tlsfiles``)
     observer      ``status``'s read-only NATS user: issue it again, revoke it (``common.natsfiles``)
     processes     hub, agent and sandbox: the long-lived processes
+    doctor        ``doctor hub`` and ``doctor agent``: a process's configuration checked
 """

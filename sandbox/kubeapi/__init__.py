@@ -11,6 +11,7 @@ collection) that kubectl, kubernetes_asyncio and the official client work agains
     await server.stop()
 
 Layers, bottom up: pure pieces (``errors``, ``selectors``, ``patching``, ``formats``,
+``fieldsets``, ``managedfields``,
 ``schema``, ``pruning``, ``validating``, ``resources``, ``routing``, ``discovery``, ``tables``,
 ``protobuf``, ``options``, ``authn``, ``rbac``), the state (``watching``, ``objects``,
 ``owners``, ``listing``, ``metadata``, ``admission``, ``store``, ``collecting``), HTTP

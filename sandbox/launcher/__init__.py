@@ -11,6 +11,8 @@ identities     the launcher's own NATS users (hub, a site's, the observer's): sh
 topology       Topology: those layers in one object, and the order of start() and stop()
 workload       the example Cluster + RemoteKamajiControlPlane manifests and the sandbox's names
 invariants     what a healed topology holds (every RKCP Ready with its TCP and Secrets, no orphan...)
+installs       on real clusters: the hub's manifests, the agent's chart, the ServiceAccounts they run as
+overlays       the overlay of deploy/hub for a hub that watches some namespaces
 
 Each process is a ``sandbox.processes.Child``. Used by ``kamaji-broker sandbox``
 (``sandbox.run``), ``tests/e2e``, ``tests/faults`` and ``bench/``.

@@ -7,6 +7,8 @@ datastore   the site's DataStore: an etcd with TLS, and the objects that point K
 site        Site: a real cluster, kwok with fake Nodes, the DataStore and the operator (its
             webhooks by URL: ``sandbox.realkube.webhooks``), in a network namespace of its own
             (``sandbox.sitenet``)
+pods        pure: a control plane's kube-apiserver container as a process
+tenants     a tenant API server behind every control plane
 
 The simulator (``sandbox.kamaji``) stays the fast default; this is what it is measured against.
 """

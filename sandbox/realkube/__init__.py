@@ -5,6 +5,7 @@ binaries   where etcd, kube-apiserver, kube-controller-manager, kube-scheduler a
 pki        a cluster's CA, serving certificate, token signing key and kubeconfigs
 cluster    Cluster: etcd + kube-apiserver + kube-controller-manager (+ kube-scheduler) on 127.0.0.1
 tokens     a ServiceAccount's kubeconfig (TokenRequest): a local process as that identity
+audit      what a user did, and in which namespace, from the audit log
 webhooks   pure: a controller's admission and conversion webhooks registered by URL with our
            own certificate's CA, as envtest registers them
 
