@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: sandbox test lint typecheck contracts pytest bench clean release-manifests kube-binaries
+.PHONY: sandbox test lint typecheck contracts docs pytest bench clean release-manifests kube-binaries
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -45,7 +45,12 @@ kube-binaries:
 pytest: $(VENV)/.installed-test kube-binaries
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-test: lint typecheck contracts pytest
+# The docs site from docs/ into out/site/: strict, so a broken link, a missing anchor or a page
+# left out of mkdocs.yml's navigation fails.
+docs: $(VENV)/.installed-test
+	$(BIN)/mkdocs build --strict --quiet
+
+test: lint typecheck contracts docs pytest
 
 # A clusterctl provider repository in out/release/control-plane-kamaji-broker/v<version>/
 # (metadata.yaml, control-plane-components.yaml, the cluster templates) and the Cluster API

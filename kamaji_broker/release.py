@@ -60,7 +60,7 @@ VARIABLES = (
              "with one server"),
     Variable("KAMAJI_BROKER_LOG_LEVEL", "debug, info, warning or error"),
 )  # fmt: skip
-"""The components file's variables, for the README and ``clusterctl init`` users."""
+"""The components file's variables, for the docs and ``clusterctl init`` users."""
 
 
 def metadata(version: str) -> dict[str, Any]:

@@ -31,7 +31,7 @@ def images() -> dict[str, str]:
 
 
 class Stack(DockerCompose):
-    """The compose topology on the host network, as the README's "with Docker" section runs it."""
+    """The compose topology on the host network, as the docs' "With Docker" page runs it."""
 
     def compose(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

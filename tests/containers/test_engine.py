@@ -41,7 +41,7 @@ def test_what_it_prints_is_the_env_of_every_command_in_a_project_per_checkout(
     bridge = subprocess.run(["docker", "network", "inspect", "bridge"], capture_output=True, check=False)
     # Two checkouts of the same repository: the second in a directory of another name.
     checkouts = [tmp_path / "a" / "kamaji-broker", tmp_path / "b" / "kamaji-broker-2"]
-    # What the shell may hold would win over .env: the README's reader starts without it.
+    # What the shell may hold would win over .env: the docs' reader starts without it.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COMPOSE_", "KB_"))}
     for checkout in checkouts:
         checkout.mkdir(parents=True)

@@ -143,7 +143,7 @@ def test_substituted_it_is_what_clusterctl_installs(text: str, values: dict[str,
 
 
 RESTRICTED = ("--all-namespaces", ["--namespace=team-a", "--watch-filter=blue"])
-"""README's way to restrict the manager: --all-namespaces replaced by --namespace, a --watch-filter."""
+"""The docs' way to restrict the manager: --all-namespaces replaced by --namespace, a --watch-filter."""
 
 
 @pytest.mark.parametrize(
@@ -153,7 +153,7 @@ RESTRICTED = ("--all-namespaces", ["--namespace=team-a", "--watch-filter=blue"])
         (SET, None, (), "", 1),
         ({"KAMAJI_BROKER_NATS_URL": NATS}, RESTRICTED, ("team-a",), "blue", 3),
     ],
-    ids=["defaults", "all set", "restricted as README says"],
+    ids=["defaults", "all set", "restricted as the docs say"],
 )
 def test_the_manager_runs_the_hub_as_the_variables_say(
     text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, values: dict[str, str],
@@ -275,10 +275,10 @@ async def _run(*argv: str) -> str:
     return out.decode()
 
 
-def test_the_readme_shows_the_clusterctl_way(text: str) -> None:
-    readme = (m.ROOT / "README.md").read_text()
+def test_the_docs_show_the_clusterctl_way(text: str) -> None:
+    readme = (m.ROOT / "docs" / "getting-started" / "clusterctl.md").read_text()
     section = readme[readme.index("## Install with clusterctl") :]
-    section = section[: section.index("\n## ", 1)]
+    section = section.split("\n## ", 1)[0]  # to the next section, or the page's end
     for needle in (
         "name: kamaji-broker", "type: ControlPlaneProvider", f"/{release.COMPONENTS}",
         "clusterctl init --control-plane kamaji-broker", "make release-manifests",
@@ -286,7 +286,7 @@ def test_the_readme_shows_the_clusterctl_way(text: str) -> None:
         assert needle in section, needle
     rows = dict(re.findall(r"^\| `(KAMAJI_BROKER_\w+)` \| ([^|]+) \|", section, flags=re.M))
     found = {v.name: v for v in templating.variables(text)}
-    assert set(rows) == set(found), "README's table lists exactly the components' variables"
+    assert set(rows) == set(found), "the docs' table lists exactly the components' variables"
     for name, v in found.items():
         expected = "(required)" if v.required else f"`{v.default}`" if v.default else "empty: all"
         assert rows[name].strip() == expected, name

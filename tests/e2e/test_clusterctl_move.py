@@ -1,6 +1,6 @@
 """``clusterctl move`` for real, between two management clusters each set up with ``clusterctl
 init --control-plane kamaji-broker`` and Cluster API's own controllers, the hub at both (the same
-NATS and hub keys, as the README's move section says): a generated Cluster, Available, moves
+NATS and hub keys, as the docs' move section says): a generated Cluster, Available, moves
 from the first to the second while both hubs run. The control plane keeps running at its site
 (its TenantControlPlane never deleted nor changed), no hub publishes a new intent, no Conflict;
 the Cluster is Available in the target through CAPI's conditions; then, with the first hub
@@ -114,7 +114,7 @@ async def test_clusterctl_move_hands_the_running_control_plane_to_the_target(
         refused = await refusals(world.hub_health_urls[hub])
         assert {r: n for r, n in refused.items() if r != "Paused" and n} == {}, (hub, refused)
 
-    # The first hub stopped, as the README says; the target's drives the control plane.
+    # The first hub stopped, as the docs say; the target's drives the control plane.
     await world.retire("hub")
     await target.patch(RKCP, NAME, {"spec": {"version": "1.32.0"}}, namespace=NS)
     await helpers.eventually(

@@ -2,7 +2,8 @@
 TenantControlPlane created, upgraded, downgraded and deleted as the agent writes one, and what
 each does with it observed the same way. ``SAME`` is what they must agree on; ``DIFFERENCES`` is
 every way they differ, each as (simulator, real): an observation outside both fails the test,
-and README's table ("The simulator and the real Kamaji") names exactly these rows."""
+and the docs' table (docs/getting-started/sandbox.md, "The simulator and the real Kamaji")
+names exactly these rows."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.e2e
 
 TCP = resources.TENANT_CONTROL_PLANE
 NS = "tenants"
-README = Path(__file__).resolve().parents[2] / "README.md"
+SANDBOX_PAGE = Path(__file__).resolve().parents[2] / "docs" / "getting-started" / "sandbox.md"
 
 SAME = (
     "reaches Ready",
@@ -242,8 +243,8 @@ async def test_the_simulator_differs_from_the_real_kamaji_only_as_listed(
     assert differing == DIFFERENCES
 
 
-def test_readmes_table_names_every_difference() -> None:
-    text = README.read_text()
+def test_the_docs_table_names_every_difference() -> None:
+    text = SANDBOX_PAGE.read_text()
     section = (
         text.split("### The simulator and the real Kamaji", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
     )

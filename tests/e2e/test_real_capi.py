@@ -1,5 +1,5 @@
 """End to end with Cluster API's own controllers (built from its Go module) around the hub, and
-the real Kamaji operator at the site: a Cluster and an RKCP written as the README's template
+the real Kamaji operator at the site: a Cluster and an RKCP written as the release's template
 shows, with nothing set by hand, are owned by CAPI's Cluster controller, provisioned through
 the site, and CAPI's own conditions on the Cluster turn True because of the RKCP's status; a
 version written without its ``v`` (as a KamajiControlPlane takes it) reaches the site with it;
@@ -37,7 +37,7 @@ async def world(real_capi: object, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 async def apply_template(world: Topology, name: str, *, version: str) -> None:
-    """The README's cluster template rendered as clusterctl renders it, created with the
+    """The release's cluster template rendered as clusterctl renders it, created with the
     infrastructure the template asks its user to add (Cluster API v1.14 calls a Cluster without
     one neither Available nor not: InfrastructureReady stays Unknown): the topology's
     ``create_control_plane`` with real Cluster API."""

@@ -153,7 +153,7 @@ class RealPair:
         await asyncio.gather(self.mgmt.stop(), self.site.stop())
 
     async def _install_hub(self) -> None:
-        """The CRDs, then ``kubectl apply --server-side -k deploy/hub`` as the README has it."""
+        """The CRDs, then ``kubectl apply --server-side -k deploy/hub`` as the install docs have it."""
         await _crds(self.mgmt, MGMT_CRDS)
         args = [str(self.mgmt.binaries.kubectl), "--kubeconfig", str(self.mgmt.kubeconfig), "apply"]
         args += ["--server-side", "--force-conflicts", "-k", str(installs.DEPLOY / "hub")]

@@ -296,7 +296,7 @@ async def test_a_namespace_named_like_the_victims_target_is_placed_but_gets_no_s
     world: World, how: str
 ) -> None:
     # Whoever holds management namespace "tenants" may target site namespace "tenants" by the
-    # default rule (README: set sameNamespace false when the two name spaces have different
+    # default rule (docs/security.md: set sameNamespace false when the two name spaces have different
     # owners). The conflict rule and the owner check still keep the victim's secrets its own.
     await t.victim_ready(world)
     await t.create_pair(world, "grab", namespace=t.TARGET_NS, tenantControlPlaneName=t.VICTIM)

@@ -90,7 +90,7 @@ async def test_an_upgrade_of_the_topology_reaches_the_control_plane(mgmt: ckube.
 
 
 async def test_a_hand_made_cluster_owns_its_control_plane_as_capi_makes_it(mgmt: ckube.Kube) -> None:
-    # Written as the README's template shows, with no ownerReference: the hub waits for one.
+    # Written as the release's template shows, with no ownerReference: the hub waits for one.
     values = workload.template_values("c2", namespace=NS, site="site-a", target_namespace="tenants")
     made = {o["kind"]: o for o in workload.rendered(workload.CLUSTER_TEMPLATE, values)}
     cluster = await mgmt.create(resources.CLUSTER, made["Cluster"], namespace=NS)
