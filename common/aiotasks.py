@@ -1,8 +1,11 @@
-"""Long-lived tasks that never die of a bug: supervised, restarted with backoff, logged; and
-one lock per key for work that may run concurrently except on the same object.
+"""Long-lived tasks that never die of a bug: supervised, restarted with backoff, logged; run
+together as a ``Group``; and one lock per key for work that may run concurrently except on the
+same object.
 
 Each loop of hub and agent handles its expected errors itself; ``supervise`` is the last line,
-so an unexpected exception costs a log line and a restart, never the process.
+so an unexpected exception costs a log line and a restart, never the process. ``Group`` is the
+one way tasks are run together: named, added and removed by name, stopped together (cancelled,
+then waited for), so no task outlives what started it.
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Hashable
+from typing import Any
 
 from common import backoff
 
@@ -30,6 +34,60 @@ async def supervise(name: str, run: Callable[[], Awaitable[None]], *, max_backof
             failures += 1
             log.exception("%s crashed (%d in a row); restarting it", name, failures)
         await asyncio.sleep(backoff.delay(failures + 1, base=0.5, cap=max_backoff))
+
+
+class Group:
+    """Named tasks run together: each supervised (restarted after a crash) or, with ``spawn``,
+    left to handle its own errors. ``run`` waits for them and stops them all when it ends (its
+    caller cancelled); ``stop`` cancels every one and waits until each has ended."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._ending: set[asyncio.Task[None]] = set()
+        """Tasks cancelled by name and not yet ended: ``stop`` waits for them too."""
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tasks
+
+    def names(self) -> set[str]:
+        return set(self._tasks)
+
+    def supervise(self, name: str, run: Callable[[], Awaitable[None]], *, max_backoff: float = 30.0) -> None:
+        """Start ``run`` as task ``name``, restarted with backoff whenever it crashes or returns."""
+        self._add(name, supervise(name, run, max_backoff=max_backoff))
+
+    def spawn(self, name: str, run: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Start ``run`` as task ``name``, not restarted: it handles its own errors."""
+        self._add(name, run())
+
+    def _add(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
+        if name in self._tasks:
+            coro.close()
+            raise ValueError(f"a task named {name!r} runs already")
+        self._tasks[name] = asyncio.create_task(coro, name=name)
+
+    def cancel(self, name: str) -> None:
+        """Cancel task ``name``; it ends on its own time (``stop`` waits for it too)."""
+        task = self._tasks.pop(name, None)
+        if task is not None:
+            task.cancel()
+            self._ending.add(task)
+            task.add_done_callback(self._ending.discard)
+
+    async def run(self) -> None:
+        """Until every task ended (a supervised one never does) or the caller is cancelled;
+        then every task is stopped."""
+        try:
+            await asyncio.gather(*self._tasks.values())
+        finally:
+            await self.stop()
+
+    async def stop(self) -> None:
+        tasks = [*self._tasks.values(), *self._ending]
+        self._tasks.clear()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:

@@ -30,7 +30,7 @@ class Service:
     """Base of the hub and agent processes: the resources ``stop()`` releases, in order."""
 
     def __init__(self) -> None:
-        self.tasks: list[asyncio.Task[None]] = []
+        self.tasks = aiotasks.Group()
         self.conn: bus.Connection | None = None
         self.kube: kube.Kube | None = None
         self.health_server: health.HealthServer | None = None
@@ -71,11 +71,11 @@ class Service:
         return conn
 
     def supervise(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
-        self.tasks.append(asyncio.create_task(aiotasks.supervise(name, run), name=name))
+        self.tasks.supervise(name, run)
 
     def spawn(self, name: str, run: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """A task that handles its own errors (not restarted)."""
-        self.tasks.append(asyncio.create_task(run(), name=name))
+        self.tasks.spawn(name, run)
 
     async def watch_nats(self, on: Callable[[bool], None] | None = None) -> None:
         """Keep a readiness check (and an optional gauge) in step with the NATS connection."""
@@ -94,10 +94,7 @@ class Service:
         """Hook: work to do after the tasks stopped and before the connections close."""
 
     async def stop(self) -> None:
-        for task in self.tasks:
-            task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
-        self.tasks.clear()
+        await self.tasks.stop()
         await self.before_close()
         if self.conn is not None:
             await self.conn.close()

@@ -45,6 +45,8 @@ from protocol import messages, streams, subjects
 from protocol.coordinates import Coordinates
 
 log = logging.getLogger(__name__)
+INGEST = "ingest "
+"""The name of a site's task: this, then the site."""
 
 INTERNAL_ERROR = "InternalError"
 """``kb_hub_bus_rejected`` reason of a message the hub failed on (a bug, logged with its trace)."""
@@ -90,36 +92,33 @@ class Ingest:
         """Forever: consume every known site's stream, each site in a supervised task of its
         own; sites that appear get a task, sites that go lose theirs. Also drops what is held for
         coordinates no RKCP maps to any more."""
-        tasks: dict[str, asyncio.Task[None]] = {}
+        tasks = aiotasks.Group()
         try:
             while True:
                 self._rescan(tasks)
                 self.intake.observations.retain(self.deps.maps)
                 await asyncio.sleep(self.settings.rescan_interval)
         finally:
-            for task in tasks.values():
-                task.cancel()
-            await asyncio.gather(*tasks.values(), return_exceptions=True)
+            await tasks.stop()
 
-    def _rescan(self, tasks: dict[str, asyncio.Task[None]]) -> None:
+    def _rescan(self, tasks: aiotasks.Group) -> None:
+        """A task per site, ``ingest <site>``."""
+        running = {name.removeprefix(INGEST) for name in tasks.names()}
         try:
             names = set(self.deps.sites())
         except Exception:
             log.exception("listing the known sites failed; consuming the previous ones")
-            names = set(tasks)
-        for site in sorted(set(tasks) - names):
-            tasks.pop(site).cancel()
-        for site in sorted(names - set(tasks)):
+            names = running
+        for site in sorted(running - names):
+            tasks.cancel(INGEST + site)
+        for site in sorted(names - running):
             try:
                 definition = streams.hub_consumer(site, prefix=self.intake.prefix)
             except protocol_errors.SubjectError as exc:
                 log.warning("site %r cannot be consumed: %s", site, exc, extra=logs.about(site=site))
                 continue
             consume = functools.partial(self._consume, site, definition)
-            tasks[site] = asyncio.create_task(
-                aiotasks.supervise(f"ingest {site}", consume, max_backoff=self.settings.max_backoff),
-                name=f"ingest {site}",
-            )
+            tasks.supervise(INGEST + site, consume, max_backoff=self.settings.max_backoff)
 
     async def _consume(self, site: str, definition: streams.ConsumerDef) -> None:
         """``_follow`` until cancelled (the site went) or failing (a bug; supervised, it starts

@@ -7,7 +7,6 @@ cleanly on SIGTERM/SIGINT, releasing the Lease so a standby takes over at once.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime as dt
 import functools
@@ -51,7 +50,7 @@ class Hub(service.Service):
         self.metrics = hub_metrics.Metrics()
         self.controller: rkcp_controller.Controller | None = None
         self.elector: leader.Elector | None = None
-        self.active: list[asyncio.Task[None]] = []
+        self.active = aiotasks.Group()
         self.operator: operatormode.OperatorMode | None = None
         self.system: bus.Connection | None = None
         """Operator mode: the system-account connection that pushes revocations."""
@@ -213,13 +212,11 @@ class Hub(service.Service):
         return record
 
     def _activate(self, loops: list[Loop]) -> None:
-        self.active = [asyncio.create_task(aiotasks.supervise(name, run), name=name) for name, run in loops]
+        for name, run in loops:
+            self.active.supervise(name, run)
 
     async def _deactivate(self) -> None:
-        for task in self.active:
-            task.cancel()
-        await asyncio.gather(*self.active, return_exceptions=True)
-        self.active = []
+        await self.active.stop()
         self.metrics.clear_leader_gauges()
 
     async def _follow_leadership(self, elector: leader.Elector, new_term: Callable[[], list[Loop]]) -> None:

@@ -108,10 +108,11 @@ class StatusLoop:
         for ns in self._scopes():
             for kind in WATCHED:
                 work[f"status-{kind}s-{ns}"] = functools.partial(self._inform, kind, ns)
-        async with asyncio.TaskGroup() as group:
-            for name, task in work.items():
-                # A bug in handling one object must not stop reporting: the task starts again.
-                group.create_task(aiotasks.supervise(name, task), name=name)
+        group = aiotasks.Group()
+        for name, task in work.items():
+            # A bug in handling one object must not stop reporting: the task starts again.
+            group.supervise(name, task)
+        await group.run()
 
     def deleting(self, namespace: str, name: str, intent_seq: int) -> None:
         """The apply loop deletes this TCP for the delete intent ``intent_seq``.

@@ -11,7 +11,6 @@ concern: a watch event, a message the ingest read (``on_observation``), a site's
 
 from __future__ import annotations
 
-import asyncio
 import functools
 
 from common import aiotasks, objects
@@ -63,13 +62,10 @@ class Controller:
         loops += [(f"rkcp worker {i}", self._worker) for i in range(self.settings.workers)]
         ready = self.informers.rkcps_synced
         loops.append(("released deletions", lambda: self.released.run(ready=ready, maps=self.maps)))
-        tasks = [asyncio.create_task(aiotasks.supervise(name, run), name=name) for name, run in loops]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        group = aiotasks.Group()
+        for name, run in loops:
+            group.supervise(name, run)
+        await group.run()
 
     async def _worker(self) -> None:
         while True:

@@ -1,10 +1,13 @@
-"""common.aiotasks.wait_event: a cancellation is never swallowed (CPython gh-86296 in 3.11's
-``asyncio.wait_for``: the Kamaji simulator's workers ran on after ``stop()`` cancelled them when a
-watch event woke them at the same moment, and the test teardown waiting for them hung)."""
+"""common.aiotasks: ``Group`` runs tasks together and stops every one, waiting for each;
+``wait_event`` never swallows a cancellation (CPython gh-86296 in 3.11's ``asyncio.wait_for``:
+the Kamaji simulator's workers ran on after ``stop()`` cancelled them when a watch event woke
+them at the same moment, and the test teardown waiting for them hung)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 
@@ -62,3 +65,95 @@ async def test_keyed_locks_serialise_one_key_and_let_others_run() -> None:
     await asyncio.gather(holder, waiting_a)
     assert order == ["a1 in", "b2 in", "a1 out", "a2 in"]
     assert len(locks) == 0
+
+
+class Recorder:
+    """Tasks that say when they start, and when they end by cancellation."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.ended: list[str] = []
+        self.crashes = 0
+        self.all_started = asyncio.Event()
+
+    def forever(self, name: str, *, expected: int) -> Callable[[], Coroutine[Any, Any, None]]:
+        async def run() -> None:
+            self.started.append(name)
+            if len(self.started) >= expected:
+                self.all_started.set()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                self.ended.append(name)
+
+        return run
+
+    def crashing_once(self, name: str) -> Callable[[], Coroutine[Any, Any, None]]:
+        async def run() -> None:
+            self.started.append(name)
+            if self.crashes == 0:
+                self.crashes += 1
+                raise RuntimeError("a bug")
+            self.all_started.set()
+            await asyncio.Event().wait()
+
+        return run
+
+
+async def test_a_group_stops_every_task_and_waits_for_it() -> None:
+    r = Recorder()
+    group = aiotasks.Group()
+    group.supervise("a", r.forever("a", expected=2))
+    group.spawn("b", r.forever("b", expected=2))
+    await asyncio.wait_for(r.all_started.wait(), 10)
+    assert group.names() == {"a", "b"}
+    await group.stop()
+    assert sorted(r.ended) == ["a", "b"] and group.names() == set()
+
+
+async def test_a_task_cancelled_by_name_is_waited_for_by_stop() -> None:
+    r = Recorder()
+    group = aiotasks.Group()
+    group.supervise("a", r.forever("a", expected=2))
+    group.supervise("b", r.forever("b", expected=2))
+    await asyncio.wait_for(r.all_started.wait(), 10)
+    group.cancel("a")
+    assert "a" not in group and "b" in group
+    await group.stop()
+    assert sorted(r.ended) == ["a", "b"]
+
+
+async def test_a_supervised_task_that_crashes_starts_again() -> None:
+    r = Recorder()
+    group = aiotasks.Group()
+    group.supervise("c", r.crashing_once("c"), max_backoff=0.01)
+    await asyncio.wait_for(r.all_started.wait(), 10)
+    assert r.started == ["c", "c"]
+    await group.stop()
+
+
+async def test_run_stops_every_task_when_its_caller_is_cancelled() -> None:
+    r = Recorder()
+    group = aiotasks.Group()
+    group.supervise("a", r.forever("a", expected=1))
+    running = asyncio.create_task(group.run())
+    await asyncio.wait_for(r.all_started.wait(), 10)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert r.ended == ["a"] and group.names() == set()
+
+
+async def idle() -> None:
+    await asyncio.Event().wait()
+
+
+def test_a_name_runs_once() -> None:
+    async def main() -> None:
+        group = aiotasks.Group()
+        group.supervise("a", idle)
+        with pytest.raises(ValueError, match="a task named 'a' runs already"):
+            group.supervise("a", idle)
+        await group.stop()
+
+    asyncio.run(main())
