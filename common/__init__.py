@@ -7,7 +7,7 @@ bus/         the NATS seam (see its face)
 kube/        the Kubernetes seam (see its face)
 doctor/      ``kamaji-broker doctor``'s shared checks
 
-aiotasks      the supervisor
+aiotasks      supervised tasks, ``Group`` (tasks run together), keyed locks
 backoff       the backoff
 conditions    metav1.Condition helpers
 durations     ``90s``, ``5m``

@@ -38,8 +38,8 @@ async def supervise(name: str, run: Callable[[], Awaitable[None]], *, max_backof
 
 class Group:
     """Named tasks run together: each supervised (restarted after a crash) or, with ``spawn``,
-    left to handle its own errors. ``run`` waits for them and stops them all when it ends (its
-    caller cancelled); ``stop`` cancels every one and waits until each has ended."""
+    left to handle its own errors. ``run`` waits for them and stops them all when it ends;
+    ``stop`` cancels every one and waits until each has ended."""
 
     def __init__(self) -> None:
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -75,19 +75,26 @@ class Group:
             task.add_done_callback(self._ending.discard)
 
     async def run(self) -> None:
-        """Until every task ended (a supervised one never does) or the caller is cancelled;
-        then every task is stopped."""
+        """Until the caller is cancelled or a task fails (its error is raised here); a task that
+        returns or is cancelled by name just leaves the group. Then every task is stopped."""
         try:
-            await asyncio.gather(*self._tasks.values())
+            while self._tasks:
+                await asyncio.wait(set(self._tasks.values()), return_when=asyncio.FIRST_COMPLETED)
+                for name, task in list(self._tasks.items()):
+                    if task.done():
+                        del self._tasks[name]
+                        if not task.cancelled() and (error := task.exception()) is not None:
+                            raise error
         finally:
             await self.stop()
 
     async def stop(self) -> None:
-        tasks = [*self._tasks.values(), *self._ending]
-        self._tasks.clear()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        """Cancel every task and wait until each has ended; a second ``stop`` meanwhile waits
+        for the same tasks."""
+        for name in list(self._tasks):
+            self.cancel(name)
+        while self._ending:
+            await asyncio.gather(*self._ending, return_exceptions=True)
 
 
 async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:

@@ -21,11 +21,11 @@ credentialrules     whether a request gets a credential, and what it revokes (pu
 credentialservice   operator mode: answers the agents' bootstrap and renew requests, records the key
                     in the Site
 doctor              ``doctor hub``'s checks
-fleet               every site's verdict and the fleet's problems (pure)
+fleet               every site's verdict and the fleet's problems
 fleet_rkcp          a control plane's phase and why it is not Ready (pure)
 fleetcolumns        tables and lines fitted to a terminal's width, cut at a word (pure)
 fleetreading        reading the fleet from the management cluster and the bus (the observer's user)
-fleetview           the status table, its JSON, the live view's events (pure)
+fleetview           the status table, its JSON, the live view's events
 fleetwording        why not Ready in words, timestamps as ages (pure)
 grants              where each scope must hold for the settings, and what grants it (pure)
 holdings            the subjects a stream is known to hold

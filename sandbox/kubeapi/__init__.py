@@ -14,7 +14,7 @@ Layers, bottom up: pure pieces (``errors``, ``selectors``, ``patching``, ``forma
 ``fieldsets``, ``managedfields``,
 ``schema``, ``pruning``, ``validating``, ``resources``, ``routing``, ``discovery``, ``tables``,
 ``protobuf``, ``options``, ``authn``, ``rbac``), the state (``watching``, ``objects``,
-``owners``, ``listing``, ``metadata``, ``admission``, ``store``, ``collecting``), HTTP
+``owners``, ``listing``, ``metadata``, ``admission``, ``collecting``, ``store``), HTTP
 (``rendering``, ``responses``, ``calls``, ``streaming``, ``writing``, ``deleting``,
 ``reviews``, ``handlers``, ``server``). Known deviations from a real apiserver are listed in
 ``DEVIATIONS``; tests/sandbox/kubeapi runs its contract tests against a real kube-apiserver too

@@ -75,6 +75,7 @@ class Recorder:
         self.ended: list[str] = []
         self.crashes = 0
         self.all_started = asyncio.Event()
+        self.one_ended = asyncio.Event()
 
     def forever(self, name: str, *, expected: int) -> Callable[[], Coroutine[Any, Any, None]]:
         async def run() -> None:
@@ -85,6 +86,7 @@ class Recorder:
                 await asyncio.Event().wait()
             finally:
                 self.ended.append(name)
+                self.one_ended.set()
 
         return run
 
@@ -157,3 +159,47 @@ def test_a_name_runs_once() -> None:
         await group.stop()
 
     asyncio.run(main())
+
+
+async def test_a_task_cancelled_by_name_leaves_a_running_group_running() -> None:
+    r = Recorder()
+    group = aiotasks.Group()
+    group.supervise("a", r.forever("a", expected=2))
+    group.supervise("b", r.forever("b", expected=2))
+    running = asyncio.create_task(group.run())
+    await asyncio.wait_for(r.all_started.wait(), 10)
+    group.cancel("a")
+    await asyncio.wait_for(r.one_ended.wait(), 10)
+    assert r.ended == ["a"]
+    assert not running.done() and group.names() == {"b"}
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert r.ended == ["a", "b"]
+
+
+async def test_two_stops_at_once_both_wait_for_every_task() -> None:
+    r = Recorder()
+    group = aiotasks.Group()
+    group.supervise("a", r.forever("a", expected=1))
+    await asyncio.wait_for(r.all_started.wait(), 10)
+    first = asyncio.create_task(group.stop())
+    await asyncio.sleep(0)  # the first stop has cancelled "a" and waits for it
+    await group.stop()
+    assert r.ended == ["a"]  # the second returned only once "a" had ended
+    await first
+
+
+async def test_run_raises_a_failing_task_s_error_and_stops_the_others() -> None:
+    r = Recorder()
+    group = aiotasks.Group()
+    group.supervise("a", r.forever("a", expected=1))
+
+    async def failing() -> None:
+        await r.all_started.wait()
+        raise RuntimeError("broken")
+
+    group.spawn("b", failing)
+    with pytest.raises(RuntimeError, match="broken"):
+        await asyncio.wait_for(group.run(), 10)
+    assert r.ended == ["a"] and group.names() == set()
