@@ -89,17 +89,12 @@ class ControlPlanes(Clusters):
         first, with its templates), placed at ``site``; returns the Cluster as stored."""
         if site not in self.sites:
             raise ValueError(f"unknown site {site!r}; the topology has {', '.join(self.sites)}")
-        made = workload.cluster_class(namespace=namespace, target_namespace=self.namespace)
-        for obj in infra.in_class(made) if self.options.capi == "real" else made:
+        *made, body = workload.generated(
+            name, namespace=namespace, site=site, target_namespace=self.namespace, topology=True,
+            capi=self.options.capi, version=version, replicas=replicas,
+        )  # fmt: skip
+        for obj in made:  # the ClusterClass and its templates, as kubectl apply leaves them
             await self.mgmt.create_or_replace(controller.resource_of(obj), obj, namespace=namespace)
-        body = workload.topology_cluster(
-            name,
-            namespace=namespace,
-            site=site,
-            target_namespace=self.namespace,
-            version=version,
-            replicas=replicas,
-        )
         created: dict[str, Any] = await self.mgmt.create(resources.CLUSTER, body, namespace=namespace)
         return created
 

@@ -52,14 +52,6 @@ async def world(real_capi: object, tmp_path_factory: pytest.TempPathFactory) -> 
         yield topology
 
 
-@pytest_asyncio.fixture(loop_scope="module")
-async def hub_conn(world: Topology) -> AsyncIterator[bus.Connection]:
-    """A NATS connection with the hub's identity (it may read every stream)."""
-    conn = await bus.connect(helpers.options(world.nats_url, seed_file=world.hub_credential()), deadline=10)
-    yield conn
-    await conn.close()
-
-
 @pytest.mark.timeout(600)  # two management clusters set up with clusterctl init, a Cluster's life
 async def test_clusterctl_move_hands_the_running_control_plane_to_the_target(
     world: Topology, hub_conn: bus.Connection
