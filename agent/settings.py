@@ -30,14 +30,16 @@ class AgentSettings(ProcessSettings):
     namespaces: NamespaceList = ""
     """Comma-separated target namespaces of TenantControlPlanes; empty with --all-namespaces."""
     orphan_policy: Literal["delete", "report"] = "report"
-    """What to do with a managed TCP whose intent is gone: ``report`` by default, because a
-    TenantControlPlane is never to be lost silently (and ``deletionPolicy: Orphan`` leaves them)."""
+    """What to do with a managed TCP whose intent is gone: ``report`` it (a log line, a metric and
+    a Warning Event) or ``delete`` it. ``report`` by default, because a TenantControlPlane is never
+    to be lost silently (and ``deletionPolicy: Orphan`` leaves them)."""
     orphan_grace: Duration = 3600.0
     """Seconds a TCP must stay without an intent (consumer caught up) before the orphan policy acts."""
     resync_interval: Duration = 300.0
     """Seconds between anti-entropy passes (also run on every NATS reconnect)."""
     heartbeat_interval: Duration = 10.0
-    """Seconds between heartbeats, from which the hub judges whether the site is connected."""
+    """Seconds between heartbeats, from which the hub judges whether the site is connected. Each
+    heartbeat carries it, so ``kamaji-broker status`` judges the agent by its own interval."""
     fetch_batch: int = Field(default=64, ge=1, le=1000)
     """Intents fetched from the site's consumer per request."""
     namespace_retry: Duration = 60.0

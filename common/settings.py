@@ -62,9 +62,12 @@ class ProcessSettings(BaseSettings):
     kubeconfig: ExistingFile | None = None
     """Kubeconfig of the cluster this process works in (or --in-cluster)."""
     in_cluster: bool = False
+    """Reach the cluster this process works in with the pod's service account (instead of
+    --kubeconfig)."""
     namespaces: NamespaceList = ""
     """Comma-separated namespaces to work in; empty with --all-namespaces."""
     all_namespaces: bool = False
+    """Work in every namespace (instead of --namespaces)."""
     listen: str = ":8080"
     """Address of /healthz, /readyz and /metrics."""
     prefix: str = subjects.DEFAULT_PREFIX

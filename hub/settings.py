@@ -27,7 +27,8 @@ class HubSettings(ProcessSettings):
     signing_key: ExistingFile
     """The Ed25519 key that signs intents (``keys generate``: signing.key)."""
     sealing_keys: Path
-    """Directory of X25519 private keys (``keys generate``: sealing/); all are used to open secrets."""
+    """Directory of X25519 private keys (``keys generate``: sealing/). All are kept to open sealed
+    secrets, each box by the key id it names, so boxes sealed before a rotation still open."""
     hub_public_keys: ExistingFile | None = None
     """The hub's public keys (``keys generate``: hub-public-keys.json): an intent signed by an
     earlier signing key listed there and not retired counts as the hub's (a clusterctl move after a
@@ -39,14 +40,22 @@ class HubSettings(ProcessSettings):
     --all-namespaces; given empty, every namespace (as a provider's --namespace="")."""
     watch_filter: str = ""
     """Reconcile only the RemoteKamajiControlPlanes and Clusters labelled
-    cluster.x-k8s.io/watch-filter=<value> (Cluster API providers' --watch-filter); empty: all."""
+    ``cluster.x-k8s.io/watch-filter=<value>`` (Cluster API providers' --watch-filter); empty: all.
+    Label the Cluster too: an RKCP whose Cluster the filter hides waits with ``WaitingForCluster``.
+    Sites and the Cluster API Secrets are the hub's own and never filtered."""
     sites: SiteList = ""
-    """Sites whose streams and consumers exist even before an object references them."""
+    """Sites whose streams and consumers exist even before an object references them (the hub also
+    makes them for every Site as soon as it sees it, control planes placed there or not)."""
     leader_elect: bool = False
+    """Reconcile only while holding the Lease --lease-namespace/--lease-name (Cluster API
+    providers' --leader-elect): of several replicas one leads, the others stand by."""
     lease_namespace: str = ""
     """Namespace of the leader-election Lease (required with --leader-elect)."""
     lease_name: str = "kamaji-broker-hub"
+    """Name of the leader-election Lease."""
     lease_duration: Duration = 15.0
+    """How long the Lease holds without a renewal. The leader renews every third of it; one that
+    cannot renew within it stops leading before another replica may take over."""
     identity: str = ""
     """This replica's name in the Lease (default: hostname and pid)."""
     stream_replicas: int = Field(default=1, ge=1, le=5)
@@ -63,6 +72,7 @@ class HubSettings(ProcessSettings):
     """Bytes a site's stream holds (64 MiB): the most one site can cost the store, whatever it
     sends; about twice what 2,000 control planes need."""
     workers: int = Field(default=8, ge=1, le=64)
+    """Reconciles running at once, each on a different RemoteKamajiControlPlane."""
     heartbeat_interval: Duration = 10.0
     """The agents' heartbeat interval: a site counts as connected for three of them after a beat."""
     nats_operator_dir: Path | None = None
@@ -75,10 +85,11 @@ class HubSettings(ProcessSettings):
     (Secret ``<site>-nats-bootstrap``, key ``bootstrap.creds``) for the operator to hand over;
     default: --lease-namespace (the hub's own); with neither, none (``site add`` makes them)."""
     bootstrap_lifetime: Duration = credentials.DEFAULT_BOOTSTRAP_LIFETIME.total_seconds()
-    """Operator mode: how long a bootstrap credential may be used, once (the hub's Secret is
-    minted again before it expires)."""
+    """Operator mode: how long a bootstrap credential is valid; it is single-use. The hub mints
+    its Secret again before it expires, and deletes it once the agent has bootstrapped."""
     site_credential_lifetime: Duration = credentials.DEFAULT_LIFETIME.total_seconds()
-    """Seconds a site's (and the hub's own) NATS credential is valid; agents renew well before."""
+    """How long a site's (and the hub's own) NATS credential is valid; agents renew well before
+    (the agent's --nats-renew-before)."""
 
     def _nats_identities(self) -> dict[str, bool]:
         return {**super()._nats_identities(), "--nats-operator-dir": self.nats_operator_dir is not None}
