@@ -23,6 +23,7 @@ COPY protocol/ protocol/
 COPY common/ common/
 COPY hub/ hub/
 COPY agent/ agent/
+COPY fleet/ fleet/
 COPY sandbox/ sandbox/
 COPY kamaji_broker/ kamaji_broker/
 RUN --mount=type=cache,target=/root/.cache/pip \

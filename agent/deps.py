@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent import desires as agent_desires
 from agent import metrics as agent_metrics
 from agent import publishing
+from agent.tcp import desires as agent_desires
 from common import bus, health
 from common.kube import Kube
 from protocol import keys
@@ -31,5 +31,5 @@ class Deps:
     readiness: health.Readiness
     """/readyz: each loop declares and sets its own check."""
     desires: agent_desires.Desires = field(default_factory=agent_desires.Desires)
-    """The spec last applied to each TCP (``agent.desires``): the apply and cleanup loops write
+    """The spec last applied to each TCP (``agent.tcp.desires``): the apply and cleanup loops write
     it, the status loop measures drift from it."""

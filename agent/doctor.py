@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent import credential_state, rbac
+from agent import rbac
+from agent.credential import state
 from agent.settings import AgentSettings
-from common import bus, keyfiles, natsidentity
+from common import bus
+from common.bus import identity as natsidentity
 from common.doctor import credchecks, kubechecks, livechecks, natschecks, process, results, streamchecks
 from common.doctor.results import Result
 from common.doctor.running import Step
+from common.files import keys
 from common.kube import resources, reviews
 from protocol import errors, natsjwt, permissions, streams, subjects
 
@@ -100,7 +103,7 @@ class AgentDoctor(process.Doctor):
         path = self.agent.hub_public_keys
         fix = f"copy the hub's hub-public-keys.json (`kamaji-broker keys generate`) to {path}"
         try:
-            hub = keyfiles.load_public_keys(path)
+            hub = keys.load_public_keys(path)
             sealing = hub.newest_sealing().key_id
         except (ValueError, errors.ProtocolError) as exc:
             return [results.failed(KEYS, f"--hub-public-keys: {exc}", fix)]
@@ -156,8 +159,8 @@ class AgentDoctor(process.Doctor):
         assert self.kube is not None
         namespace, name = self.agent.identity_secret
         found = await self.kube.get_or_none(resources.SECRET, name, namespace=namespace)
-        stored = credential_state.read(found)
-        life, why = credential_state.usable(stored, now=self.clock())
+        stored = state.read(found)
+        life, why = state.usable(stored, now=self.clock())
         expired = life is None and "expired" in why
         if found is None:
             why = "does not exist: no identity yet"

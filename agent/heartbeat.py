@@ -18,9 +18,10 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
-from agent import __version__, tcps
+from agent import __version__
 from agent.deps import Deps
 from agent.settings import AgentSettings
+from agent.tcp import managed as tcps
 from common import logs
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors

@@ -9,16 +9,18 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from agent import __version__, credential, heartbeat, publishing
+from agent import __version__, heartbeat, publishing
 from agent import metrics as agent_metrics
 from agent.apply import loop as apply_loop
 from agent.cleanup import loop as cleanup_loop
 from agent.cleanup import reading
+from agent.credential import keeper
 from agent.deps import Deps
 from agent.settings import AgentSettings
 from agent.status import loop as status_loop
-from common import bus, keyfiles, logs, service
+from common import bus, logs, service
 from common import kube as ckube
+from common.files import keys as keyfiles
 from common.kube import errors as kerrors
 from common.kube import resources
 from protocol import keys
@@ -46,20 +48,18 @@ class Agent(service.Service):
         self.status: status_loop.StatusLoop | None = None
         self.cleanup: cleanup_loop.CleanupLoop | None = None
         self.heartbeat: heartbeat.Heartbeat | None = None
-        self.credential: credential.Credential | None = None
+        self.credential: keeper.Credential | None = None
 
     async def start(self) -> None:
         s = self.settings
-        checks = (KUBE_CHECK, credential.CHECK) if s.operator_mode else (KUBE_CHECK,)
+        checks = (KUBE_CHECK, keeper.CHECK) if s.operator_mode else (KUBE_CHECK,)
         await self.serve_health(s.listen, self.metrics.registry, *checks)
         hub_keys = self._hub_keys()
         kube = self.kube = await ckube.connect(in_cluster=s.in_cluster, kubeconfig=s.kubeconfig)
         self.spawn("kube-probe", lambda: self._probe_kube(kube))
         identity = None
         if s.operator_mode:  # our own key, a JWT from the Secret or bootstrapped
-            self.credential = credential.Credential(
-                s, kube=kube, readiness=self.readiness, metrics=self.metrics
-            )
+            self.credential = keeper.Credential(s, kube=kube, readiness=self.readiness, metrics=self.metrics)
             identity = await self.credential.obtain()
         conn = await self.connect_bus(
             s,

@@ -29,9 +29,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from common import bus, keyfiles, natsfiles, tlsfiles  # noqa: E402
+from common import bus  # noqa: E402
 from common import kube as ckube  # noqa: E402
 from common.bus import topology  # noqa: E402
+from common.files import keys as keyfiles  # noqa: E402
+from common.files import natsserver  # noqa: E402
+from common.files import tls as tlsfiles  # noqa: E402
 from common.kube import resources  # noqa: E402
 from protocol import keys, messages, signing, streams, subjects  # noqa: E402
 from sandbox import natsd, ports  # noqa: E402
@@ -109,10 +112,10 @@ async def run(count: int, batch: int, work: Path) -> None:
     port = ports.free_port()
     # TLS as in production: the figures include its cost.
     tls = tlsfiles.generate(work / "tls")
-    main_conf, _ = natsfiles.nats_config(
+    main_conf, _ = natsserver.nats_config(
         work / "nats", host="127.0.0.1", port=port, store_dir=work / "js", tls=tls
     )
-    natsfiles.site_add(work / "nats", SITE)
+    natsserver.site_add(work / "nats", SITE)
     nats = natsd.NatsServer(
         store_dir=work / "js", port=port, config=main_conf, log_file=work / "nats.log", tls=tls
     )

@@ -43,7 +43,7 @@ import aiohttp  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from common.kube import resources  # noqa: E402
-from sandbox.launcher import Options, Topology  # noqa: E402
+from sandbox.launcher import Options, System  # noqa: E402
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 CLUSTER = resources.CLUSTER
@@ -81,7 +81,7 @@ async def _scrape(http: aiohttp.ClientSession, url: str) -> Samples | None:
     }
 
 
-async def _scrape_forever(world: Topology, rec: Recording) -> None:
+async def _scrape_forever(world: System, rec: Recording) -> None:
     async with aiohttp.ClientSession() as http:
         while True:
             t = rec.now()
@@ -101,14 +101,14 @@ async def _until(probe: Callable[[], Awaitable[bool]], *, within: float, what: s
         await asyncio.sleep(0.5)
 
 
-async def _all_ready(world: Topology, names: set[str]) -> bool:
+async def _all_ready(world: System, names: set[str]) -> bool:
     snapshot = await world.progress()
     done = {cp.name for cp in snapshot.control_planes if cp.done}
     return names <= done
 
 
 async def _scenario(
-    world: Topology, rec: Recording, per_site: int, down: float, settle: float
+    world: System, rec: Recording, per_site: int, down: float, settle: float
 ) -> dict[str, Any]:
     async def steady() -> None:
         """Hold ``settle`` seconds: each step shows as a plateau on the plot."""
@@ -176,7 +176,7 @@ async def record(
     directory: Path, *, per_site: int, down: float, settle: float
 ) -> tuple[Recording, dict[str, Any]]:
     options = Options(sites=SITES, kamaji_delay=3.0, heartbeat_interval=2.0)
-    world = Topology(directory, options)
+    world = System(directory, options)
     await world.start()
     rec = Recording()
     scraper = asyncio.create_task(_scrape_forever(world, rec))

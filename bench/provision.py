@@ -40,7 +40,9 @@ import aiohttp  # noqa: E402
 
 from common import kube as ckube  # noqa: E402
 from common.kube import resources, watching  # noqa: E402
-from hub import api, cluster_api, mapping  # noqa: E402
+from hub.api import cluster as cluster_api  # noqa: E402
+from hub.api import rkcp as api  # noqa: E402
+from hub.mapping import tcp  # noqa: E402
 from sandbox import (  # noqa: E402
     crds,
     launcher,
@@ -196,7 +198,7 @@ async def nats_totals(url: str) -> tuple[int, int]:
 async def broker(k: int, n: int, *, rate: float | None, work: Path, timeout: float) -> dict[str, Any]:
     sites = workload.site_names(n)
     names = spread(k, sites)
-    topo = launcher.Topology(
+    topo = launcher.System(
         work / "broker", launcher.Options(sites=sites, kamaji_delay=0.0, env={"KB_LOG_LEVEL": "warning"})
     )
     await topo.start()
@@ -254,7 +256,7 @@ class Direct:
             "apiVersion": TCP.api_version,
             "kind": TCP.kind,
             "metadata": {"name": name, "namespace": SITE_NAMESPACE},
-            "spec": mapping.tcp_spec(rkcp, cluster),
+            "spec": tcp.tcp_spec(rkcp, cluster),
         }
         await self.sites[site].create(TCP, body, namespace=SITE_NAMESPACE)
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import aiohttp  # noqa: E402
 
 from common.kube import resources  # noqa: E402
-from sandbox.launcher import Options, Topology  # noqa: E402
+from sandbox.launcher import Options, System  # noqa: E402
 
 VICTIM, OTHER = "site-b", "site-a"
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
@@ -57,7 +57,7 @@ async def _until(probe: Any, *, within: float = 60.0) -> float:
     return time.monotonic() - start
 
 
-async def _revoked(world: Topology, names: list[str]) -> bool:
+async def _revoked(world: System, names: list[str]) -> bool:
     for name in names:
         obj = await world.mgmt.get(RKCP, name, namespace="default")
         conds = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
@@ -67,7 +67,7 @@ async def _revoked(world: Topology, names: list[str]) -> bool:
 
 
 async def run_once(directory: Path, control_planes: int) -> dict[str, Any]:
-    world = Topology(directory, Options(sites=(OTHER, VICTIM), kamaji_delay=0.3, heartbeat_interval=2.0))
+    world = System(directory, Options(sites=(OTHER, VICTIM), kamaji_delay=0.3, heartbeat_interval=2.0))
     await world.start()
     try:
         names = [f"victim-{i}" for i in range(control_planes)]

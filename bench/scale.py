@@ -50,8 +50,10 @@ import aiohttp  # noqa: E402
 
 from agent import publishing  # noqa: E402
 from bench.provision import NAMESPACE, Tracker, drive, nats_totals, usage  # noqa: E402
-from common import bus, keyfiles, natsfiles  # noqa: E402
+from common import bus  # noqa: E402
 from common.bus import errors as bus_errors  # noqa: E402
+from common.files import keys as keyfiles  # noqa: E402
+from common.files import natsserver  # noqa: E402
 from kamaji_broker import sitefiles  # noqa: E402
 from protocol import errors as protocol_errors  # noqa: E402
 from protocol import keys, messages, sealing, signing, streams  # noqa: E402
@@ -80,7 +82,7 @@ def interleaved(sites: Sequence[str], per_site: int) -> list[tuple[str, str]]:
     return [(f"{site}-{i}", site) for i in range(1, per_site + 1) for site in sites]
 
 
-class Sites(launcher.Topology):
+class Sites(launcher.System):
     """The sandbox topology without what runs at the sites (their API servers, Kamaji
     simulators and agents): NATS, the management cluster and the hub; the simulated agents are
     started afterwards with ``start_simulators``."""
@@ -93,7 +95,7 @@ class Sites(launcher.Topology):
         await self._configure_nats()
         placements = sitefiles.placements(",".join(self.options.rkcp_namespaces), self.namespace)
         for site in self.sites:
-            sitefiles.write(self.nats_dir / natsfiles.SITES_DIR, site, placements=placements)
+            sitefiles.write(self.nats_dir / natsserver.SITES_DIR, site, placements=placements)
 
     def _start_emulators(self) -> list[processes.Child]:
         return [self._emulator(MGMT, [*self._render_crds(), crds.CLUSTER, *crds.TOPOLOGY])]

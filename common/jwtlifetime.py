@@ -1,6 +1,6 @@
 """How long a NATS user JWT has left, and the one rule for when that is too little.
 
-The agent's ``/readyz`` (``agent.credential``) and ``kamaji-broker doctor`` judge a credential
+The agent's ``/readyz`` (``agent.credential.keeper``) and ``kamaji-broker doctor`` judge a credential
 by the same rule: not ready (doctor: WARN) once less than ``CLOSE_FRACTION`` of its lifetime is
 left, not usable once expired. Pure: ``now`` is a unix timestamp passed in.
 """
@@ -15,7 +15,7 @@ from protocol import natsjwt
 
 CLOSE_FRACTION: Final = 0.1
 """Less than this fraction of the JWT's lifetime left (or none): /readyz says the credential is
-about to lapse. Renewal starts far earlier (``agent.credential_state.renew_at``); reaching this
+about to lapse. Renewal starts far earlier (``agent.credential.state.renew_at``); reaching this
 means it keeps failing."""
 
 

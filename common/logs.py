@@ -25,7 +25,7 @@ Format = Literal["json", "text"]
 FIELDS = "kb_fields"
 """The record attribute that holds ``about``'s fields."""
 
-OURS = ("agent", "common", "hub", "kamaji_broker", "protocol", "sandbox")
+OURS = ("agent", "common", "fleet", "hub", "kamaji_broker", "protocol", "sandbox")
 """Our packages' loggers: ``-v`` makes them log at debug."""
 CHATTY = ("aiohttp", "asyncio", "nats")
 """Libraries whose debug lines only ``-vv`` shows."""

@@ -12,13 +12,16 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from common import bus, keyfiles, natsidentity
+from common import bus
 from common import kube as ckube
+from common.bus import identity as natsidentity
 from common.doctor import credchecks, kubechecks, natschecks, process, results, streamchecks
 from common.doctor.results import Result
 from common.doctor.running import Step
+from common.files import keys as keyfiles
 from common.kube import resources, reviews
-from hub import grants, operatormode
+from hub import grants
+from hub.credentials import operator
 from hub.settings import HubSettings
 from protocol import errors, keys, natsjwt, permissions, streams
 
@@ -141,11 +144,11 @@ class HubDoctor(process.Doctor):
                 "`kamaji-broker nats-config --auth operator` writes it as DIR/hub"
             )
             try:
-                mode = operatormode.load(s.nats_operator_dir)
+                mode = operator.load(s.nats_operator_dir)
             except ValueError as exc:
                 return [results.failed(credchecks.CREDENTIAL, str(exc), fix)]
             lifetime = dt.timedelta(seconds=s.site_credential_lifetime)
-            self.minted = operatormode.hub_identity(mode, prefix=s.prefix, lifetime=lifetime)
+            self.minted = operator.hub_identity(mode, prefix=s.prefix, lifetime=lifetime)
             token, where = self.minted.jwt(), f"minted from {s.nats_operator_dir}"
         try:
             claims = natsjwt.decode(token, now=0)

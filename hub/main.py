@@ -17,21 +17,17 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import nacl.signing
 
-from common import aiotasks, bus, keyfiles, leader, service
+from common import aiotasks, bus, service
 from common import kube as ckube
-from hub import (
-    credentialrules,
-    credentialservice,
-    ingest,
-    intake,
-    observations,
-    operatormode,
-    revocation,
-    sites,
-)
+from common.files import keys as keyfiles
+from hub import leader
 from hub import metrics as hub_metrics
-from hub.controllers import config
-from hub.controllers import rkcp as rkcp_controller
+from hub.controllers.deps import Deps, Revoke, Settings
+from hub.controllers.rkcp import controller as rkcp_controller
+from hub.credentials import operator, revocation, rules
+from hub.credentials import service as credentialservice
+from hub.ingest import consumer, liveness, observations
+from hub.ingest import record as intake
 from hub.settings import HubSettings
 from protocol import keys, sealing
 
@@ -51,7 +47,7 @@ class Hub(service.Service):
         self.controller: rkcp_controller.Controller | None = None
         self.elector: leader.Elector | None = None
         self.active = aiotasks.Group()
-        self.operator: operatormode.OperatorMode | None = None
+        self.operator: operator.OperatorMode | None = None
         self.system: bus.Connection | None = None
         """Operator mode: the system-account connection that pushes revocations."""
         self.revoker: revocation.Revoker | None = None
@@ -93,10 +89,10 @@ class Hub(service.Service):
             await self.connect_bus(s, name="kamaji-broker-hub")
             return kube
         lifetime = dt.timedelta(seconds=s.site_credential_lifetime)
-        self.operator = operatormode.load(s.nats_operator_dir, lifetime=lifetime)
-        identity = operatormode.hub_identity(self.operator, prefix=s.prefix, lifetime=lifetime)
+        self.operator = operator.load(s.nats_operator_dir, lifetime=lifetime)
+        identity = operator.hub_identity(self.operator, prefix=s.prefix, lifetime=lifetime)
         conn = await self.connect_bus(s, name="kamaji-broker-hub", identity=identity)
-        self.spawn("nats-identity", lambda: operatormode.refresh(conn, identity))
+        self.spawn("nats-identity", lambda: operator.refresh(conn, identity))
         self.system = await bus.connect(
             bus.Options(
                 servers=s.servers, creds_file=self.operator.system_creds, ca_file=s.nats_ca_file,
@@ -132,30 +128,30 @@ class Hub(service.Service):
         assert self.conn is not None
         conn = self.conn
         seen = observations.Observations()
-        site_state = sites.Sites()
+        site_state = liveness.Sites()
         reader = intake.Intake(
             intake.Deps(conn=conn, observations=seen, keyring=keyring, metrics=self.metrics), prefix=s.prefix
         )
         earlier = keyfiles.load_public_keys(s.hub_public_keys).verify_keys() if s.hub_public_keys else {}
-        deps = config.Deps(
+        deps = Deps(
             kube=kube, conn=conn, signer=signer, observations=seen, intake=reader, sites=site_state,
             metrics=self.metrics, earlier_keys=earlier, revoke=self._revoker(),
-            mint_bootstrap=operatormode.bootstrap_minter(
+            mint_bootstrap=operator.bootstrap_minter(
                 self.operator, prefix=s.prefix, lifetime=dt.timedelta(seconds=s.bootstrap_lifetime)
             ) if self.operator is not None else None,
             issuer=revocation.issuer(self.operator.authority) if self.operator is not None else None,
         )  # fmt: skip
-        controller = rkcp_controller.Controller(config.Settings.of(s), deps)
+        controller = rkcp_controller.Controller(Settings.of(s), deps)
         # One way: the ingest tells the controller what changed; the controller knows it not.
-        consumer = ingest.Ingest(
-            ingest.Deps(
+        ingest = consumer.Ingest(
+            consumer.Deps(
                 reader, controller.known_sites, controller.maps, controller.on_observation, controller.ensured
             )
         )
         self.controller = controller
 
         async def poll_sites() -> None:
-            await sites.run(
+            await liveness.run(
                 site_state,
                 conn,
                 sites_provider=controller.known_sites,
@@ -167,7 +163,7 @@ class Hub(service.Service):
 
         return [
             ("rkcp controller", controller.run),
-            ("ingest", consumer.run),
+            ("ingest", ingest.run),
             ("sites", poll_sites),
             *self._credential_service(kube, controller),
         ]
@@ -186,11 +182,11 @@ class Hub(service.Service):
         )  # fmt: skip
         return [
             ("credential service", service.run),
-            ("nats account", lambda: operatormode.keep_account(revoker)),
+            ("nats account", lambda: operator.keep_account(revoker)),
         ]
 
-    def _revoker(self) -> config.Revoke | None:
-        """Operator mode: revoke user keys by pushing the account JWT (``hub.revocation``)."""
+    def _revoker(self) -> Revoke | None:
+        """Operator mode: revoke user keys by pushing the account JWT (``hub.credentials.revocation``)."""
         revoker = self.revoker
         if revoker is None:
             return None
@@ -204,8 +200,8 @@ class Hub(service.Service):
     @staticmethod
     def _site_record(
         controller: rkcp_controller.Controller,
-    ) -> Callable[[str], Awaitable[credentialrules.SiteRecord]]:
-        async def record(site: str) -> credentialrules.SiteRecord:
+    ) -> Callable[[str], Awaitable[rules.SiteRecord]]:
+        async def record(site: str) -> rules.SiteRecord:
             await controller.informers.sites_synced.wait()
             return controller.site_sync.record(site)
 

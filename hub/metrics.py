@@ -1,8 +1,8 @@
 """The hub's Prometheus metrics, on a registry of its own (one per hub, so tests can run several).
 
-Every module of the hub counts here: intents by the publisher, statuses by ``hub.ingest``, bus
-rejections by ``hub.intake``, sites by ``hub.sites``, secrets and reconcile errors by the
-controllers, control planes by phase and the update-to-ready time by ``hub.controllers.fleet``.
+Every module of the hub counts here: intents by the publisher, statuses by ``hub.ingest.consumer``, bus
+rejections by ``hub.ingest.record``, sites by ``hub.ingest.liveness``, secrets and reconcile errors by the
+controllers, control planes by phase and the update-to-ready time by ``hub.controllers.rkcp.gauges``.
 Labels carry sites, phases, operations, stream names and reasons only, never names of control
 planes or secrets, nor their content. prometheus_client appends ``_total`` to counter names on
 exposition. ``deploy/monitoring`` holds the dashboard and alerts built on these.

@@ -1,7 +1,7 @@
 """The ``<site>.site.yaml`` that ``kamaji-broker site add`` writes next to the site's credentials.
 
 Owns turning the ``--namespaces``/``--target-namespaces`` flags into a ``Site`` placement and
-writing the manifest (``hub.site_api.manifest``) with a comment that says what it grants. Talks
+writing the manifest (``hub.api.site.manifest``) with a comment that says what it grants. Talks
 to the file it writes and, with ``--apply KUBECONFIG``, to that management cluster (create the
 Site, or update its spec), through ``common.kube``.
 """
@@ -16,7 +16,7 @@ import yaml
 from common import kube as ckube
 from common.kube import errors as kerrors
 from common.kube import resources
-from hub import site_api
+from hub.api import site as site_api
 
 SUFFIX = ".site.yaml"
 

@@ -3,16 +3,14 @@
 Every message is a msgspec Struct encoded as JSON with ``schema: "kamaji-broker.io/v1"``.
 Schema evolution rules, which the compatibility test holds us to:
 
-- a field added later always carries a default, so older messages still decode;
-- unknown fields are ignored, so older peers decode newer messages;
+- a field added later always carries a default, so older messages still decode; unknown fields
+  are ignored, so older peers decode newer messages;
 - a message with another ``schema`` value is refused (a breaking change gets a new schema).
 
-Decoding is the one edge where foreign bytes enter: ``decode_*`` raise only
-``errors.DecodeError`` whatever the input, with a message naming the offending field. What a
-site sends (``Status``, ``SealedSecrets``, ``Heartbeat``) is also made harmless there
-(``protocol.text``): its free text escaped and bounded, a reason that is no condition reason
-and a host that is no host replaced, so no reader ever holds the raw bytes. ``Decoder.checked``
-also says which fields were replaced, for the hub to count.
+Decoding is the one edge where foreign bytes enter: ``decode_*`` raise only ``errors.DecodeError``
+whatever the input, naming the offending field. What a site sends is also made harmless there
+(``protocol.text``: free text escaped and bounded, a bad reason or host replaced), so no reader
+ever holds the raw bytes; ``Decoder.checked`` also says which fields were replaced.
 """
 
 from __future__ import annotations

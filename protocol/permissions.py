@@ -4,10 +4,10 @@ and ``intersects``, the subject-pattern test that proves them (tests/security/te
 Every grant has an exact token count: no ``>``, and no ``*`` where a longer or differently
 shaped subject could reach something else. This matters most for ack subjects. The server
 subscribes each consumer to ``$JS.ACK.<stream>.<consumer>.>``, and a ``+NXT`` body published on
-any subject that subscription matches is a pull request on that consumer. The former grant
-``$JS.ACK.*.*.<intents>.agent-<site>.>`` matched ``$JS.ACK.KB_STATUS.hub-status.KB_INTENTS.
-agent-site-a.1.1.1``, so site-a could pull (read, and starve until ack-wait) the hub's statuses
-and sealed secrets and other sites' intents.
+any subject that subscription matches is a pull request on that consumer: a grant of the form
+``$JS.ACK.*.*.<intents>.agent-<site>.>`` would also match the ack subjects of another stream's
+consumer whose name ends in those tokens, so a site could pull (read, and starve until
+ack-wait) messages that are not its own.
 
 A site may publish:
 
@@ -42,10 +42,10 @@ A site's bootstrap credential has an inbox of its own, ``_INBOX_BOOTSTRAP_<site>
 credential is handed around (a Secret, a file) and more than one may be valid at once, so an
 unused copy must not read what arrives in the agent's inbox (its intents, its renewed JWT).
 
-The hub publishes intents (``<prefix>.intent.*.*.*``), uses the whole JetStream API (it creates
-and administers the streams and every consumer) and acks its own two consumers, with the same
-exact ack form as a site. Its inbox is the default ``_INBOX``, whose first token differs from
-every site's ``_INBOX_<site>``.
+The hub publishes intents (``<prefix>.intent.*.*.*``) and uses the whole JetStream API (it
+creates and administers the streams and every consumer); its consumers of the site streams take
+no acks, so it has no ``$JS.ACK`` grant at all. Its inbox is the default ``_INBOX``, whose first
+token differs from every site's ``_INBOX_<site>``.
 """
 
 from __future__ import annotations

@@ -212,12 +212,12 @@ def agent_consumer(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Consu
 
 def hub_consumer(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> ConsumerDef:
     """The hub's durable consumer of one site's statuses and sealed secrets (heartbeats are read
-    as the stream's last message by ``hub.sites``, so they are not delivered).
+    as the stream's last message by ``hub.ingest.liveness``, so they are not delivered).
 
     Without acknowledgements: the stream keeps every control plane's latest message, which the
-    hub reads when it does not know it (``hub.intake``), so nothing needs redelivering. A
+    hub reads when it does not know it (``hub.ingest.record``), so nothing needs redelivering. A
     message delivered but never seen (lost in flight, taken by another process) is a gap in the
-    consumer sequence, which makes the hub read that site's stream again (``hub.ingest``)."""
+    consumer sequence, which makes the hub read that site's stream again (``hub.ingest.consumer``)."""
     return ConsumerDef(
         stream=site_stream_name(site, prefix=prefix),
         durable_name=HUB_CONSUMER,
@@ -227,3 +227,8 @@ def hub_consumer(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Consume
         ),
         ack_policy="none",
     )
+
+
+MISSED_HEARTBEATS: Final = 3
+"""A site is connected while its heartbeat is at most this many intervals old (the hub's rule,
+``status``'s and doctor's): one lost or late heartbeat must not flap ``SiteConnected``."""

@@ -9,7 +9,7 @@ capi/        the Cluster API stand-in and a stand-in infrastructure provider
 crds/        the CRDs the emulated clusters are given
 kamaji/      the Kamaji simulator
 kubeapi/     the Kubernetes API emulator
-launcher/    the whole topology as processes
+launcher/    the whole system as processes
 realcapi/    Cluster API's own controllers on a real management cluster
 realkamaji/  a site with the real Kamaji operator
 realkube/    real Kubernetes clusters from the binaries built from Go modules
@@ -19,7 +19,8 @@ hints        what its Ready screen says to try, and ``--print-cluster``'s genera
 natsd        the embedded nats-server
 natsmonitor  its /jsz
 ports        listener ports that two runs side by side do not collide on
-processes    one child process (of the topology, and of the real clusters beside it)
+processes    one child process (of the system, and of the real clusters beside it)
+templating   clusterctl's ``${VAR:=default}`` substitution
 progress     how far the control planes are
 run          the ``sandbox`` command
 """

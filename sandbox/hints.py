@@ -1,7 +1,7 @@
 """What the sandbox tells its user to try once every control plane is Ready: kubectl on the
 management cluster and the sites, a tenant's kubeconfig from its CAPI Secret, ``kamaji-broker
 status`` reading what the live view reads, and how to ask for one more control plane. Pure text
-from a running ``sandbox.launcher.Topology``; ``sandbox.run`` prints it.
+from a running ``sandbox.launcher.System``; ``sandbox.run`` prints it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from hub import fleet, fleetview
+from fleet import verdicts, view
 from protocol import names
 from sandbox import launcher, progress
 from sandbox.launcher import workload
@@ -28,7 +28,7 @@ def _quote(path: Path) -> str:
     return shlex.quote(str(path))
 
 
-def kubectl_commands(t: launcher.Topology, snapshot: fleet.Fleet) -> list[str]:
+def kubectl_commands(t: launcher.System, snapshot: verdicts.Fleet) -> list[str]:
     """What to try once it is ready: RKCPs and Sites in the management cluster, TCPs at each site,
     a tenant kubeconfig read from its Secret (with the real Kamaji, kubectl with it)."""
     mgmt = _quote(t.mgmt_kubeconfig)
@@ -54,7 +54,7 @@ def _program() -> list[str]:
     return [shlex.quote(sys.executable), "-m", "kamaji_broker.cli"]
 
 
-def status_command(t: launcher.Topology) -> str:
+def status_command(t: launcher.System) -> str:
     """``kamaji-broker status`` on this sandbox, reading what the live view reads: the management
     cluster, and the bus with the observer's read-only credential."""
     return " ".join([
@@ -65,8 +65,8 @@ def status_command(t: launcher.Topology) -> str:
 
 
 def print_ready(
-    t: launcher.Topology,
-    snapshot: fleet.Fleet,
+    t: launcher.System,
+    snapshot: verdicts.Fleet,
     screen: progress.Screen,
     *,
     elapsed: float,
@@ -75,7 +75,7 @@ def print_ready(
 ) -> None:
     count = len(snapshot.control_planes)
     screen.say("")
-    where = f"{fleetview.counted(count, 'control plane')} at {fleetview.counted(len(t.sites), 'site')}"
+    where = f"{view.counted(count, 'control plane')} at {view.counted(len(t.sites), 'site')}"
     screen.say(f"Ready: {where} after {elapsed:.1f}s. Try:")
     screen.say("")
     for line in kubectl_commands(t, snapshot):
@@ -116,7 +116,7 @@ def generated_yaml(name: str, *, site: str, sites: int, topology: bool, capi: st
     return yaml.safe_dump_all(made, sort_keys=False)
 
 
-def another(t: launcher.Topology, *, topology: bool) -> str:
+def another(t: launcher.System, *, topology: bool) -> str:
     """The command that asks this sandbox for one more control plane, as a user would."""
     flags = ["--sites", str(len(t.sites))]
     flags += ["--kubernetes", "real", "--capi", t.options.capi] if t.options.kubernetes == "real" else []

@@ -2,7 +2,7 @@
 
 Talks to the operating system only (a child process bound to 127.0.0.1). Used by the sandbox
 and by the test fixtures, which must run a real server, never a fake. With ``tls`` the server
-requires TLS of every client (``common.natsconfig.tls``) and ``url`` is a ``tls://`` URL.
+requires TLS of every client (``common.files.serverconf.tls``) and ``url`` is a ``tls://`` URL.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common import natsconfig, tlsfiles
+from common.files import serverconf
+from common.files import tls as tlsfiles
 from sandbox import ports
 
 
@@ -80,7 +81,7 @@ class NatsServer:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(
             f"jetstream {{\n  store_dir: {json.dumps(str(self.store_dir.absolute()))}\n}}\n"
-            + natsconfig.tls(cert_file=str(self.tls.cert.absolute()), key_file=str(self.tls.key.absolute()))
+            + serverconf.tls(cert_file=str(self.tls.cert.absolute()), key_file=str(self.tls.key.absolute()))
         )
         return path
 

@@ -1,7 +1,7 @@
 """Child processes of the sandbox and what runs beside it (the real clusters, Kamaji and Cluster
 API too): start one command, wait until it serves, stop it by PID.
 
-Owns the lifetime of one OS process of the topology (nats-server, an API emulator, a Kamaji
+Owns the lifetime of one OS process of the system (nats-server, an API emulator, a Kamaji
 simulator, the hub, an agent): its command line, its log file, the readiness wait (``/readyz``
 answers 200, or a line in its log says it serves) and the shutdown (SIGTERM, then SIGKILL after
 a timeout). Talks to the operating system and, for readiness, to the child's health port.
@@ -37,7 +37,7 @@ _ERROR = re.compile(
 
 
 class LaunchError(RuntimeError):
-    """A part of the topology could not be set up or did not become ready; the message says which
+    """A part of the system could not be set up or did not become ready; the message says which
     and points at its log."""
 
 
@@ -75,7 +75,7 @@ def last_error(path: Path) -> str:
 
 @dataclass
 class Child:
-    """One long-running child process of the topology.
+    """One long-running child process of the system.
 
     Ready when ``health_url`` + ``/readyz`` answers 200 (hub, agents) or, for processes without
     a health port, when ``ready_text`` appears in its log (emulators, simulators). Either way a
@@ -94,7 +94,7 @@ class Child:
     _log_start: int = field(default=0, init=False, repr=False)
     injected: bool = field(default=False, init=False)
     """True while the process is down (or stopped) because a fault was injected on purpose:
-    ``Topology.failures`` does not count that exit as a crash."""
+    ``System.failures`` does not count that exit as a crash."""
 
     @property
     def pid(self) -> int | None:

@@ -1,9 +1,9 @@
-"""The sandbox's live view: the fleet (``hub.fleet``) as it changes, until Ctrl-C.
+"""The sandbox's live view: the fleet (``fleet.verdicts``) as it changes, until Ctrl-C.
 
 On a terminal, a block redrawn in place: a header line, every site (connected, heartbeat age,
 backlog, control planes by phase), every control plane with its phase and why it is not Ready
-(``hub.fleetview.table``), and the latest events under it, fitted to the terminal's width.
-Otherwise (logs, pipes, CI) one line per event as it happens (``hub.fleetview.events``): a
+(``fleet.view.table``), and the latest events under it, fitted to the terminal's width.
+Otherwise (logs, pipes, CI) one line per event as it happens (``fleet.view.events``): a
 control plane's phase or version changing, a deletion, a rejection with its reason, a site
 disconnecting or reconnecting. ``sandbox.launcher.controlplanes`` reads the fleet;
 ``sandbox.run`` decides when to look.
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
-from hub import fleet, fleetcolumns, fleetview
+from fleet import columns, verdicts, view
 
 __all__ = ["Screen", "not_ready", "ready", "table"]
 
@@ -34,38 +34,38 @@ RECENT = 8
 """Events kept under the table on a terminal."""
 
 
-def ready(f: fleet.Fleet, *, expected: int) -> bool:
+def ready(f: verdicts.Fleet, *, expected: int) -> bool:
     """Whether the sandbox is Ready: ``expected`` control planes at least (with ``--topology``
     the RKCPs appear a moment after their Clusters), each Ready by the one meaning the view's
     PHASE and header use: serving, its kubeconfig written, its ``Ready`` condition True."""
     return len(f.control_planes) >= expected and f.ready == len(f.control_planes)
 
 
-def not_ready(f: fleet.Fleet, *, timeout: float, errors: list[str], logs_dir: Path) -> str:
+def not_ready(f: verdicts.Fleet, *, timeout: float, errors: list[str], logs_dir: Path) -> str:
     """Why the sandbox is not Ready after ``timeout``: the control planes missing, the latest
     errors in the logs, where the logs are. A problem may quote what a site sent and an error
     what a log line held: each line is made harmless."""
-    missing = fleetview.printable(cp.problem() for cp in f.control_planes if not cp.healthy)
+    missing = view.printable(cp.problem() for cp in f.control_planes if not cp.healthy)
     lines = [
         f"not ready after {timeout:g}s: {len(missing)} of {len(f.control_planes)} control planes missing:",
         *(f"  {m}" for m in missing),
     ]
     if errors:
-        lines += ["last errors in the logs:", *(f"  {e}" for e in fleetview.printable(errors))]
+        lines += ["last errors in the logs:", *(f"  {e}" for e in view.printable(errors))]
     return "\n".join([*lines, f"logs of every process: {logs_dir}/"])
 
 
 def table(
-    f: fleet.Fleet, *, elapsed: float, recent: list[str], limit: int = 20, width: int | None = None
+    f: verdicts.Fleet, *, elapsed: float, recent: list[str], limit: int = 20, width: int | None = None
 ) -> list[str]:
     """The view's lines, none longer than ``width``: the tables drop columns, free text is cut
-    at a word (``hub.fleetcolumns``)."""
-    # Ready: what the PHASE of a control plane says (hub.fleet_rkcp), nothing looser.
+    at a word (``fleet.columns``)."""
+    # Ready: what the PHASE of a control plane says (fleet.controlplanes), nothing looser.
     count = f"{f.ready}/{len(f.control_planes)} control planes Ready"
-    lines = [fleetcolumns.fit(f"kamaji-broker sandbox  {elapsed:6.1f}s  {count}", width), ""]
-    lines += fleetview.table(f, all_control_planes=True, limit=limit, width=width)
+    lines = [columns.fit(f"kamaji-broker sandbox  {elapsed:6.1f}s  {count}", width), ""]
+    lines += view.table(f, all_control_planes=True, limit=limit, width=width)
     if recent:
-        lines += ["", "Recent:", *(fleetcolumns.fit(f"  {line}", width) for line in recent)]
+        lines += ["", "Recent:", *(columns.fit(f"  {line}", width) for line in recent)]
     return lines
 
 
@@ -104,13 +104,11 @@ class Screen:
         self._frame: list[str] = []
         """The lines of the block on the terminal now (none: not drawn yet, or frozen)."""
         self._size: tuple[int, int] | None = None
-        self._last: fleet.Fleet | None = None
+        self._last: verdicts.Fleet | None = None
         self._recent: collections.deque[str] = collections.deque(maxlen=RECENT)
 
-    def show(self, f: fleet.Fleet, *, elapsed: float) -> None:
-        happened = fleetview.printable(
-            f"[{elapsed:6.1f}s] {line}" for line in fleetview.events(self._last, f)
-        )
+    def show(self, f: verdicts.Fleet, *, elapsed: float) -> None:
+        happened = view.printable(f"[{elapsed:6.1f}s] {line}" for line in view.events(self._last, f))
         self._last = f
         if not self.live:
             for line in happened:
@@ -122,10 +120,10 @@ class Screen:
         width, height = max(20, size.columns - 1), max(5, size.lines - 1)
         # Fitted to the width and the height: a wrapped or scrolled-off line would break the
         # count of lines to move up.
-        lines = fleetview.printable(table(f, elapsed=elapsed, recent=list(self._recent), width=width))
+        lines = view.printable(table(f, elapsed=elapsed, recent=list(self._recent), width=width))
         if len(lines) > height:
             more = f"... {len(lines) - height + 1} more lines (a taller terminal shows them)"
-            lines = [*lines[: height - 1], fleetcolumns.fit(more, width)]
+            lines = [*lines[: height - 1], columns.fit(more, width)]
         resized = self._size is not None and self._size != (width, height)
         self._size = (width, height)
         self._draw(lines, resized=resized)

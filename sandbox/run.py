@@ -1,6 +1,6 @@
 """``kamaji-broker sandbox``: the whole system on this machine, with live progress, until Ctrl-C.
 
-Owns the command's behaviour: start the ``sandbox.launcher.Topology`` (NATS, emulated clusters,
+Owns the command's behaviour: start the ``sandbox.launcher.System`` (NATS, emulated clusters,
 Kamaji simulators, hub, agents as processes) and the topology simulator ``sandbox.capi`` (CAPI's
 topology controller's stand-in, for ClusterClass-based Clusters), create one Cluster +
 RemoteKamajiControlPlane per control plane from ``deploy/templates/cluster-template.yaml`` (with
@@ -31,7 +31,7 @@ from typing import TextIO
 from common import aiotasks, bus
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
-from hub import fleetview
+from fleet import view
 from protocol import permissions
 from sandbox import hints, launcher, natsd, processes, progress
 from sandbox.capi import controller
@@ -86,7 +86,7 @@ class Options:
             raise ValueError(f"--timeout must be more than 0 seconds, got {self.timeout:g}")
 
 
-async def _create(t: launcher.Topology, options: Options) -> None:
+async def _create(t: launcher.System, options: Options) -> None:
     """Ask for every control plane, as a CAPI user would."""
     for name, site in workload.control_plane_names(t.sites, per_site=options.control_planes):
         if options.topology:
@@ -95,7 +95,7 @@ async def _create(t: launcher.Topology, options: Options) -> None:
             await t.create_control_plane(name, site=site)
 
 
-async def _observe(t: launcher.Topology) -> bus.Connection:
+async def _observe(t: launcher.System) -> bus.Connection:
     """The bus as ``kamaji-broker status`` reads it: the observer's read-only credential."""
     options = bus.Options(
         servers=t.nats_urls,
@@ -108,7 +108,7 @@ async def _observe(t: launcher.Topology) -> bus.Connection:
 
 
 async def _watch(
-    t: launcher.Topology, options: Options, screen: progress.Screen, stop: asyncio.Event, conn: bus.Connection
+    t: launcher.System, options: Options, screen: progress.Screen, stop: asyncio.Event, conn: bus.Connection
 ) -> int:
     loop = asyncio.get_running_loop()
     began = loop.time()
@@ -119,7 +119,7 @@ async def _watch(
         failures = t.failures()
         if failures:
             screen.freeze()
-            for line in fleetview.printable(failures):
+            for line in view.printable(failures):
                 print(f"kamaji-broker sandbox: error: {line}", file=sys.stderr)
             return 1
         snapshot = await t.progress(conn)
@@ -156,8 +156,8 @@ async def _watch(
     return 130 if options.exit_when_ready and not ready else 0
 
 
-async def _work(t: launcher.Topology, options: Options, screen: progress.Screen, stop: asyncio.Event) -> int:
-    """On the started topology: the topology simulator beside (unless Cluster API's own
+async def _work(t: launcher.System, options: Options, screen: progress.Screen, stop: asyncio.Event) -> int:
+    """On the started system: the topology simulator beside (unless Cluster API's own
     controllers run), the control planes, their progress."""
 
     def report(message: str) -> None:
@@ -168,9 +168,9 @@ async def _work(t: launcher.Topology, options: Options, screen: progress.Screen,
     )
     n = options.control_planes * len(t.sites)
     asked = (
-        fleetview.counted(n, "Cluster") + " of the ClusterClass kamaji-broker"
+        view.counted(n, "Cluster") + " of the ClusterClass kamaji-broker"
         if options.topology
-        else fleetview.counted(n, "Cluster + RKCP pair")
+        else view.counted(n, "Cluster + RKCP pair")
     )
     screen.say(f"started: NATS {t.nats_url}, hub {t.hub_health_url}; creating {asked} from deploy/templates/")
     conn: bus.Connection | None = None
@@ -200,14 +200,14 @@ async def _run(options: Options, out: TextIO) -> int:
 KAMAJI_NOUN = {"simulator": "Kamaji simulator", "real": "real Kamaji operator"}
 
 
-def _starting(options: Options, t: launcher.Topology) -> str:
+def _starting(options: Options, t: launcher.System) -> str:
     sites = t.sites
     kind = "emulated" if options.kubernetes == "emulator" else "real"
     return (
         f"kamaji-broker sandbox: starting nats-server, {len(sites) + 1} {kind} clusters (mgmt, "
-        f"{', '.join(sites)}), {fleetview.counted(len(sites), KAMAJI_NOUN[options.kamaji])}, "
+        f"{', '.join(sites)}), {view.counted(len(sites), KAMAJI_NOUN[options.kamaji])}, "
         + ("Cluster API's own controllers (clusterctl init), " if options.capi == "real" else "")
-        + f"the hub and {fleetview.counted(len(sites), 'agent')} "
+        + f"the hub and {view.counted(len(sites), 'agent')} "
         f"in {options.directory}/ (logs in {t.logs_dir}/)"
     )
 
@@ -225,14 +225,14 @@ async def _session(options: Options, screen: progress.Screen, stop: asyncio.Even
         kamaji=options.kamaji,
         capi=options.capi,
     )
-    t = launcher.Topology(options.directory, made)
+    t = launcher.System(options.directory, made)
     screen.say(_starting(options, t))
     try:
         starting = asyncio.create_task(t.start())
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if not starting.done():
-            starting.cancel()  # Topology.start stops whatever it had started when cancelled.
+            starting.cancel()  # System.start stops whatever it had started when cancelled.
             with contextlib.suppress(asyncio.CancelledError, processes.LaunchError):
                 await starting
             screen.say("interrupted while starting; everything stopped")

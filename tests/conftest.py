@@ -22,14 +22,15 @@ import hypothesis
 import pytest
 import yaml
 
-from common import bus, natsfiles, natsoperator
+from common import bus
 from common import kube as ckube
+from common.files import natsserver, operator
 from protocol import credentials, natsjwt
 from sandbox import kubeapi, natsd, ports, realkube
 from sandbox.realcapi import binaries as realcapi_binaries
 from sandbox.realkamaji import binaries as realkamaji_binaries
 from sandbox.realkube import binaries as kube_binaries
-from tests import topologies
+from tests import systems
 from tests.helpers import nats_tls, options
 from tests.hub import clusters as hub_clusters
 
@@ -207,12 +208,12 @@ def real_pair(
     asyncio.run(pair.stop())
 
 
-@pytest.fixture(params=topologies.BACKENDS)
+@pytest.fixture(params=systems.BACKENDS)
 def real_backend(request: pytest.FixtureRequest) -> hub_clusters.RealPair | None:
-    """Runs a test on both backends (``tests.topologies.BACKENDS``): the session's ``real_pair``
+    """Runs a test on both backends (``tests.systems.BACKENDS``): the session's ``real_pair``
     on ``real``, None on the emulator's. A plain fixture, so that the real clusters start
     outside any test's event loop."""
-    if topologies.backend(request) != "real":
+    if systems.backend(request) != "real":
         return None
     pair: hub_clusters.RealPair = request.getfixturevalue("real_pair")
     return pair
@@ -233,11 +234,11 @@ def static_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[nats
     (server, config dir holding hub.nk and sites/<site>.nk)."""
     d = tmp_path_factory.mktemp("static")
     port = ports.free_port()
-    main, _ = natsfiles.nats_config(
+    main, _ = natsserver.nats_config(
         d / "conf", host="127.0.0.1", port=port, store_dir=d / "store", tls=nats_tls()
     )
     for site in ("site-a", "site-b"):
-        natsfiles.site_add(d / "conf", site)
+        natsserver.site_add(d / "conf", site)
     server = natsd.NatsServer(
         store_dir=d / "store", port=port, config=main, log_file=d / "nats.log", tls=nats_tls()
     )
@@ -254,10 +255,10 @@ def operator_mode_server(
     them (``protocol.credentials``), signed by the account's signing key."""
     port = ports.free_port()
     conf = d / "conf"
-    main, _ = natsfiles.nats_config(
+    main, _ = natsserver.nats_config(
         conf, host="127.0.0.1", port=port, store_dir=d / "store", tls=nats_tls(), auth="operator"
     )
-    keys = natsoperator.Keys.load_or_create(conf)
+    keys = operator.Keys.load_or_create(conf)
     now = dt.datetime.now(dt.UTC)
     hub_seed = natsjwt.new_seed("user")
     hub = credentials.hub_user(natsjwt.public_of(hub_seed), account=keys.account_public, now=now)

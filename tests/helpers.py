@@ -15,6 +15,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import tomllib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar, overload
@@ -22,7 +23,8 @@ from typing import Any, TypeVar, overload
 import aiohttp
 import yaml
 
-from common import bus, tlsfiles
+from common import bus
+from common.files import tls
 from protocol import messages, natsjwt, streams, subjects
 from sandbox.realkube import binaries as kube_binaries
 
@@ -30,6 +32,10 @@ T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository's root."""
+PACKAGES: tuple[str, ...] = tuple(
+    tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["packages"]
+)
+"""The product's packages, as pyproject.toml lists them for the type checker."""
 KAMAJI_CRD = ROOT.parent / "shared" / "fixtures" / "kamaji-tenantcontrolplane-crd.yaml"
 """Kamaji's real TenantControlPlane CRD, from ../shared beside the repository (CI has it)."""
 
@@ -62,13 +68,13 @@ T0 = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
 
 
 @functools.cache
-def nats_tls() -> tlsfiles.Paths:
+def nats_tls() -> tls.Paths:
     """The test session's CA and server certificate (SANs 127.0.0.1, localhost), made once by
     ``kamaji-broker nats-config``'s own code: every nats-server of the tests serves it, and
     ``options`` trusts its CA for ``tls://`` URLs."""
     directory = Path(tempfile.mkdtemp(prefix="kb-test-tls-"))
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
-    return tlsfiles.generate(directory)
+    return tls.generate(directory)
 
 
 def tls_context(url: str) -> ssl.SSLContext | None:
@@ -92,7 +98,7 @@ _TRUSTED: dict[str, Path] = {}
 
 def trust(url: str, ca_file: Path) -> None:
     """Verify the server at ``url`` with ``ca_file`` from now on (a server with a CA of its own,
-    such as the sandbox topology's, made by ``nats-config --tls-generate``)."""
+    such as the sandbox system's, made by ``nats-config --tls-generate``)."""
     _TRUSTED[url] = ca_file
 
 

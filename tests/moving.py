@@ -1,6 +1,6 @@
 """``clusterctl move`` of one Cluster between two (emulated) management clusters, step by step as
 clusterctl's mover does it (cmd/clusterctl/client/cluster/mover.go), for the tests that prove a
-control plane survives it (tests/hub/controllers/test_move.py, tests/faults/test_move.py).
+control plane survives it (tests/hub/controllers/rkcp/test_move.py, tests/faults/test_move.py).
 
 The steps: pause the Cluster in the source (``spec.paused``); read the Cluster, its RKCPs and the
 Secrets labelled with its name, and create each in the target in owner order (Cluster, then

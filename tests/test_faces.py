@@ -12,7 +12,7 @@ import pytest
 
 from tests import helpers
 
-PACKAGES = ("protocol", "common", "hub", "agent", "sandbox", "kamaji_broker")
+PACKAGES = helpers.PACKAGES
 MAP_LINE = re.compile(r"^ {0,4}([a-z][a-z_0-9]*)/? {2,}\S", re.M)
 """A map line: a name at the start (up to 4 spaces in), then two spaces or more, then what it holds."""
 

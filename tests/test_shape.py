@@ -1,22 +1,25 @@
-"""The code stays readable in an afternoon: small modules, short functions, few parameters.
+"""The code stays readable in an afternoon: small modules, short functions, few parameters, folders
+a reader takes in at a glance.
 
 Measured on the product packages (not tests, not bench): a module over ``MODULE_LINES`` lines, a
-function over ``FUNCTION_LINES`` lines or a constructor taking more than ``CONSTRUCTOR_PARAMS``
-parameters fails here, naming the place and what it measures.
+function over ``FUNCTION_LINES`` lines, a constructor taking more than ``CONSTRUCTOR_PARAMS``
+parameters or a folder holding more than ``FOLDER_MODULES`` modules (its face, ``__init__.py``,
+and its sub-packages not counted) fails here, naming the place and what it measures. A module
+that reaches a limit becomes a folder, not a prefixed sibling.
 """
 
 from __future__ import annotations
 
 import ast
-import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-PACKAGES = ("agent", "common", "hub", "kamaji_broker", "protocol", "sandbox")
+from tests.helpers import PACKAGES, ROOT
+
 MODULE_LINES = 300
 FUNCTION_LINES = 50
 CONSTRUCTOR_PARAMS = 6
+FOLDER_MODULES = 15
 
 
 def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
@@ -40,6 +43,11 @@ def excesses() -> dict[str, str]:
     → what it measures."""
     found: dict[str, str] = {}
     for package in PACKAGES:
+        for folder in sorted({p.parent for p in (ROOT / package).rglob("__init__.py")}):
+            modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+            if len(modules) > FOLDER_MODULES:
+                rel = folder.relative_to(ROOT).as_posix()
+                found[f"folder {rel}/"] = f"{len(modules)} modules (at most {FOLDER_MODULES})"
         for path in sorted((ROOT / package).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
             source = path.read_text()

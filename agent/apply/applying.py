@@ -5,7 +5,7 @@ The apply loop's workers hand each delivery to ``Applier.handle``. Deciding is
 and never acks before the API has persisted the change and its Status was published.
 
 Talks to the site's API server (``common.kube``: get, create (dry run), apply, delete TCPs, and
-patch the managedFields of one an older agent wrote: ``agent.legacy``), NATS through
+patch the managedFields of one an older agent wrote: ``agent.tcp.legacy``), NATS through
 the delivery (ack, nak, term) and ``agent.publishing.Publisher`` (Status). Asks the status
 loop's cache, through the ``Known`` it is given, whether there is a TCP to read at all.
 """
@@ -19,11 +19,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agent import tcps
 from agent.apply import failures, intake, intents
 from agent.apply.outcomes import Result, Settle
 from agent.deps import Deps
 from agent.settings import AgentSettings
+from agent.tcp import managed
 from common import backoff, bus, logs
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
@@ -116,7 +116,7 @@ class Applier:
                 decision = await self._unread(intent, delivery)
                 if decision is not None:
                     return decision
-            observed = await self.kube.get_or_none(tcps.TCP, intent.name, namespace=intent.namespace)
+            observed = await self.kube.get_or_none(managed.TCP, intent.name, namespace=intent.namespace)
             decision = intents.decide(intent, delivery.stream_seq, observed, ctx=self.ctx)
             return await self._execute(decision, intent, delivery)
         except kerrors.KubeError as exc:
@@ -190,9 +190,9 @@ class Applier:
         if isinstance(action, intents.Create):
             # A dry run first: an apply would take over a TCP of that name that is not ours
             # (the cache knows only managed ones), a create is refused AlreadyExists (or Invalid).
-            await self.kube.create(tcps.TCP, action.body, namespace=intent.namespace, dry_run=True)
+            await self.kube.create(managed.TCP, action.body, namespace=intent.namespace, dry_run=True)
         if isinstance(action, intents.Apply) and action.handover is not None:
-            await self.kube.patch(tcps.TCP, intent.name, action.handover, namespace=intent.namespace)
+            await self.kube.patch(managed.TCP, intent.name, action.handover, namespace=intent.namespace)
             log.info(
                 "TenantControlPlane %s/%s: took over the fields an older agent applied (intent seq %d)",
                 intent.namespace,
@@ -201,7 +201,9 @@ class Applier:
                 extra=self._about(intent, delivery),
             )
         if isinstance(action, intents.Create | intents.Apply):
-            await self.kube.apply(tcps.TCP, action.body, manager=tcps.MANAGER, namespace=intent.namespace)
+            await self.kube.apply(
+                managed.TCP, action.body, manager=managed.MANAGER, namespace=intent.namespace
+            )
             self.desires.record(intent, seq=delivery.stream_seq)
         elif isinstance(action, intents.Delete):
             return await self._delete(decision, action, intent, delivery)
@@ -225,7 +227,7 @@ class Applier:
             self.on_delete(intent.namespace, intent.name, delivery.stream_seq)
         elif decision.report is not None and not await self._reported(intent, delivery, decision.report):
             return _retry(delivery)
-        await self.kube.delete(tcps.TCP, intent.name, namespace=intent.namespace, uid=action.uid or None)
+        await self.kube.delete(managed.TCP, intent.name, namespace=intent.namespace, uid=action.uid or None)
         if not await self._wait_gone(intent, uid=action.uid, delivery=delivery):
             return intents.Decision(Result.SUPERSEDED)
         self.desires.forget(intent.namespace, intent.name, up_to=delivery.stream_seq)
@@ -246,8 +248,8 @@ class Applier:
         The delivery stays held meanwhile: the keeper's in-progress acks keep it ours."""
         polls = 0
         while True:
-            found = await self.kube.get_or_none(tcps.TCP, intent.name, namespace=intent.namespace)
-            if found is None or tcps.uid(found) != uid:
+            found = await self.kube.get_or_none(managed.TCP, intent.name, namespace=intent.namespace)
+            if found is None or managed.uid(found) != uid:
                 return True
             if self.superseded(delivery.subject):
                 return False

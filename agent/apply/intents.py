@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent import legacy, propagation, tcps
 from agent.apply import intake
 from agent.apply.outcomes import Result, Settle
+from agent.tcp import legacy, managed, propagation
 from protocol import messages
 
 
@@ -28,12 +28,12 @@ class Create:
 
 @dataclass(frozen=True)
 class Apply:
-    """Server-side apply of every field we own (``tcps.desired``) to the TCP observed: its uid
+    """Server-side apply of every field we own (``managed.desired``) to the TCP observed: its uid
     is in the body, so another TCP of that name is never written."""
 
     body: dict[str, Any]
     handover: dict[str, Any] | None = None
-    """Patched first when an older agent wrote the TCP (``agent.legacy``)."""
+    """Patched first when an older agent wrote the TCP (``agent.tcp.legacy``)."""
 
 
 @dataclass(frozen=True)
@@ -167,8 +167,8 @@ def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, 
             ),
         )
     if observed is None:
-        return Decision(Result.APPLIED, action=Create(tcps.desired(intent, seq=seq)))
-    ours = tcps.applied(observed, site=intent.site)
+        return Decision(Result.APPLIED, action=Create(managed.desired(intent, seq=seq)))
+    ours = managed.applied(observed, site=intent.site)
     where = f"TenantControlPlane {intent.namespace}/{intent.name}"
     if ours is None:
         return Decision(
@@ -188,24 +188,24 @@ def _decide_provision(intent: messages.Intent, seq: int, observed: Mapping[str, 
         return Decision(Result.STALE)
     if (refused := _older_generation(intent, ours, where=where)) is not None:
         return refused
-    if tcps.deleting(observed):
+    if managed.deleting(observed):
         # Being deleted (Kamaji's finalizers): wait until it is gone, then create it anew.
         return _BEING_DELETED
     if (
         ours.intent_seq == seq
-        and not tcps.drift(intent.spec, observed)
+        and not managed.drift(intent.spec, observed)
         and not propagation.differs(intent.labels, intent.annotations, observed)
     ):
         return Decision(Result.UNCHANGED)
-    body = tcps.desired(intent, seq=seq, observed=observed)
+    body = managed.desired(intent, seq=seq, observed=observed)
     # To the TCP observed only: if it was replaced meanwhile by another of the same name (or
     # deleted), the apply is refused and the redelivery decides again on what is there.
-    body["metadata"]["uid"] = tcps.uid(observed)
+    body["metadata"]["uid"] = managed.uid(observed)
     return Decision(Result.APPLIED, action=Apply(body, handover=legacy.handover(observed)))
 
 
 def _replace(
-    intent: messages.Intent, observed: Mapping[str, Any], ours: tcps.Applied, *, where: str
+    intent: messages.Intent, observed: Mapping[str, Any], ours: managed.Applied, *, where: str
 ) -> Decision:
     """Delete the TCP of an earlier owner the hub released, then apply the intent.
 
@@ -213,7 +213,7 @@ def _replace(
     deletion it released and the site never applied, nobody else. Settled with an immediate
     ``nak``: once the old TCP is gone (Kamaji's finalizers), the redelivery creates the new one.
     """
-    uid = tcps.uid(observed)
+    uid = managed.uid(observed)
     return Decision(
         Result.REPLACING,
         action=Delete(uid=uid, replacing=True),
@@ -235,11 +235,11 @@ def _decide_delete(intent: messages.Intent, seq: int, observed: Mapping[str, Any
     gone = _gone(intent)
     if observed is None:
         return Decision(Result.DELETED, report=gone)
-    ours = tcps.applied(observed, site=intent.site)
+    ours = managed.applied(observed, site=intent.site)
     if ours is not None and ours.owner_uid != intent.owner.uid and ours.owner_uid in intent.replaces:
         # An earlier owner's TCP the hub released and names: it goes too (the status loop's
         # Deleted for it answers this intent, which the hub accepts for the owner it replaced).
-        uid = tcps.uid(observed)
+        uid = managed.uid(observed)
         return Decision(Result.DELETED, action=Delete(uid=uid), report=gone)
     if ours is None or ours.owner_uid != intent.owner.uid:
         # Not the intent owner's TCP (never ours, or a newer owner's): leave it alone. The
@@ -250,11 +250,11 @@ def _decide_delete(intent: messages.Intent, seq: int, observed: Mapping[str, Any
     where = f"TenantControlPlane {intent.namespace}/{intent.name}"
     if (refused := _older_generation(intent, ours, where=where)) is not None:
         return refused
-    uid = tcps.uid(observed)
+    uid = managed.uid(observed)
     return Decision(Result.DELETED, action=Delete(uid=uid), report=gone)
 
 
-def _older_generation(intent: messages.Intent, ours: tcps.Applied, *, where: str) -> Decision | None:
+def _older_generation(intent: messages.Intent, ours: managed.Applied, *, where: str) -> Decision | None:
     """Refuse an intent of the TCP's owner older (lower generation) than the one applied.
 
     The stream-sequence fence cannot catch this: an old, genuinely signed intent published

@@ -6,7 +6,7 @@ asks whether the consumer is caught up, lets the pure ``orphans.decide`` choose,
 it: a server-side apply that reverts drift (``reapplying``), a Warning Event then a
 uid-preconditioned delete for an orphan (policy ``delete``), or a log line, a metric and an
 Event (policy ``report``). Then it asks the status loop to republish. Every intent it reads
-is recorded in ``agent.desires``, what the status loop measures drift from.
+is recorded in ``agent.tcp.desires``, what the status loop measures drift from.
 
 Passes run at start, every ``interval`` seconds (with jitter) and on ``trigger()`` (on every
 NATS reconnect); a failed one is logged. Between passes, the status loop's watch calls
@@ -28,10 +28,10 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from agent import tcps
 from agent.cleanup import orphans, reading, reapplying
 from agent.deps import Deps
 from agent.settings import AgentSettings
+from agent.tcp import managed
 from common import aiotasks, logs, objects
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
@@ -83,7 +83,7 @@ class CleanupLoop:
         """For ``bus.Connection.on_reconnect``, which takes coroutine functions."""
         self.trigger()
 
-    async def restore(self, namespace: str, name: str, vanished: tcps.Applied | None) -> bool:
+    async def restore(self, namespace: str, name: str, vanished: managed.Applied | None) -> bool:
         """Recreate a TCP that vanished from the site while its latest intent still says provision.
 
         Called by the status loop from its watch (so within a second, not at the next pass) for
@@ -98,8 +98,8 @@ class CleanupLoop:
         try:
             # By apply, so that the agent owns its fields; the dry run refuses a TCP of that
             # name made meanwhile, which the apply would take over.
-            await self.kube.create(tcps.TCP, body, namespace=namespace, dry_run=True)
-            await self.kube.apply(tcps.TCP, body, manager=tcps.MANAGER, namespace=namespace)
+            await self.kube.create(managed.TCP, body, namespace=namespace, dry_run=True)
+            await self.kube.apply(managed.TCP, body, manager=managed.MANAGER, namespace=namespace)
             self.desires.record(latest.intent, seq=latest.seq)
         except kerrors.Conflict as exc:
             if exc.reason != "AlreadyExists":
@@ -119,7 +119,7 @@ class CleanupLoop:
         the apply loop's. True when a patch reverted something.
         Raises BusError (Direct Get) or KubeError (the patch kept conflicting, or failed).
         """
-        tcp = await self.kube.get_or_none(tcps.TCP, name, namespace=namespace)
+        tcp = await self.kube.get_or_none(managed.TCP, name, namespace=namespace)
         if tcp is None:
             return False
         latest = await self.intents.latest(namespace, name)
@@ -195,7 +195,7 @@ class CleanupLoop:
         found: list[dict[str, Any]] = []
         for namespace in self.namespaces or (None,):
             listing = await self.kube.list(
-                tcps.TCP, namespace=namespace, label_selector=tcps.selector(self.site)
+                managed.TCP, namespace=namespace, label_selector=managed.selector(self.site)
             )
             found.extend(listing.items)
         return found
@@ -237,7 +237,10 @@ class CleanupLoop:
             log.info("%s has an intent again; not deleting it", where, extra=self._about(action))
             return
         await self._event(action, where)
-        if await self.kube.delete(tcps.TCP, action.name, namespace=action.namespace, uid=action.uid) is None:
+        if (
+            await self.kube.delete(managed.TCP, action.name, namespace=action.namespace, uid=action.uid)
+            is None
+        ):
             return  # already gone
         self.metrics.orphans.labels(action="deleted").inc()
         log.warning("deleted orphan: %s", action.message, extra=self._about(action))

@@ -5,9 +5,9 @@ intent stream keeps one message per subject, so that is the hub's current desire
 ``decide`` answers with actions:
 
 - ``Reapply`` when the latest intent is the provision already applied (same stream sequence as
-  the TCP's annotation) and applying it would change the TCP (``tcps.drift``: a site admin
+  the TCP's annotation) and applying it would change the TCP (``managed.drift``: a site admin
   edited a field we own, or the TCP was never applied by this agent, as an older agent's, whose
-  fields are handed over first: ``agent.legacy``).
+  fields are handed over first: ``agent.tcp.legacy``).
 - Nothing when the latest intent is newer (the apply loop owns it) or a delete (likewise).
 - ``DeleteOrphan`` / ``ReportOrphan`` when the subject has had no message for longer than the
   grace period **and** the consumer is caught up. A TCP can look orphaned while its fresh
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from agent import legacy, propagation, tcps
+from agent.tcp import legacy, managed, propagation
 from common import objects
 from common.kube import events
 from protocol import messages
@@ -91,7 +91,7 @@ class Reapply:
     """Paths that drifted (never their values: a spec may hold anything)."""
     seq: int
     handover: dict[str, Any] | None = None
-    """Patched first when an older agent wrote the TCP (``agent.legacy``): its fields become
+    """Patched first when an older agent wrote the TCP (``agent.tcp.legacy``): its fields become
     the apply's, which then needs the resourceVersion the patch answers."""
 
 
@@ -124,7 +124,7 @@ class Plan:
 
 
 def key_of(tcp: Mapping[str, Any]) -> Key:
-    return *objects.key(tcp), tcps.uid(tcp)
+    return *objects.key(tcp), managed.uid(tcp)
 
 
 def decide(
@@ -142,14 +142,14 @@ def decide(
     reported: set[Key] = set()
     waiting = 0
     for item in observed:
-        ours = tcps.applied(item.tcp, site=site)
+        ours = managed.applied(item.tcp, site=site)
         if ours is None:
             continue  # not this site's (the label selector should have kept it out)
         key = key_of(item.tcp)
         if item.latest is not None:
             # Any message on the subject (even one we cannot verify) means the hub still
             # speaks about this TCP: not an orphan, and the clock starts over if it empties again.
-            if isinstance(item.latest, Latest) and not tcps.deleting(item.tcp):
+            if isinstance(item.latest, Latest) and not managed.deleting(item.tcp):
                 reapply = _reapply(item.tcp, item.latest, ours)
                 if reapply is not None:
                     actions.append(reapply)
@@ -158,7 +158,7 @@ def decide(
         since[key] = first
         if key in clocks.reported:
             reported.add(key)
-        if tcps.deleting(item.tcp):
+        if managed.deleting(item.tcp):
             continue  # already going (our delete, or a site admin's): only keep the clock
         if not caught_up or now - first <= grace:
             waiting += 1
@@ -176,7 +176,7 @@ def decide(
     )
 
 
-def recreate(latest: Found, vanished: tcps.Applied | None) -> dict[str, Any] | None:
+def recreate(latest: Found, vanished: managed.Applied | None) -> dict[str, Any] | None:
     """The TCP to create again for one that vanished (annotations ``vanished``), or None.
 
     Only the latest intent's word counts: a provision for the vanished TCP's owner, as new as
@@ -192,24 +192,24 @@ def recreate(latest: Found, vanished: tcps.Applied | None) -> dict[str, Any] | N
         return None
     if latest.seq < vanished.intent_seq or intent.generation < vanished.generation:
         return None
-    return tcps.desired(intent, seq=latest.seq)
+    return managed.desired(intent, seq=latest.seq)
 
 
-def _reapply(tcp: Mapping[str, Any], latest: Latest, ours: tcps.Applied) -> Reapply | None:
+def _reapply(tcp: Mapping[str, Any], latest: Latest, ours: managed.Applied) -> Reapply | None:
     intent = latest.intent
     if intent.op != "provision" or latest.seq != ours.intent_seq or intent.owner.uid != ours.owner_uid:
         # A newer intent (or a delete) is the apply loop's to handle; an older one cannot be
         # the subject's latest unless the stream was recreated, and then it is not ours to judge.
         return None
-    fields = tcps.drift(intent.spec, tcp)
+    fields = managed.drift(intent.spec, tcp)
     handover = legacy.handover(tcp)
     older = handover is not None or legacy.marked(tcp)
     if not fields and not propagation.differs(intent.labels, intent.annotations, tcp) and not older:
         # Also applied: a propagated label or annotation changed or removed at the site, and
         # a TCP an older agent wrote (handed over, then applied until its annotations are gone).
         return None
-    body = tcps.desired(intent, seq=latest.seq, observed=tcp)
-    version = str(tcps.meta(tcp).get("resourceVersion") or "")
+    body = managed.desired(intent, seq=latest.seq, observed=tcp)
+    version = str(managed.meta(tcp).get("resourceVersion") or "")
     if version:
         # Optimistic concurrency: if the apply loop applied a newer intent in meanwhile, this
         # apply fails with Conflict instead of writing the older spec over it.
@@ -226,7 +226,7 @@ def _reapply(tcp: Mapping[str, Any], latest: Latest, ours: tcps.Applied) -> Reap
 
 
 def _orphan_message(tcp: Mapping[str, Any], key: Key, *, seconds: float, grace: float, policy: Policy) -> str:
-    owner = str((tcps.meta(tcp).get("annotations") or {}).get(tcps.OWNER) or "unknown")
+    owner = str((managed.meta(tcp).get("annotations") or {}).get(managed.OWNER) or "unknown")
     what = "deleting it" if policy == "delete" else "leaving it in place (orphan policy report)"
     return (
         f"TenantControlPlane {key[0]}/{key[1]} (owner {owner}) has had no intent for {seconds:.0f}s "
@@ -237,7 +237,7 @@ def _orphan_message(tcp: Mapping[str, Any], key: Key, *, seconds: float, grace: 
 def new_event(action: DeleteOrphan | ReportOrphan, *, site: str, now: dt.datetime) -> dict[str, Any]:
     """The Warning Event about an orphaned TCP the shell records (deleted, or reported)."""
     return events.new_event(
-        tcps.TCP,
+        managed.TCP,
         namespace=action.namespace,
         name=action.name,
         uid=action.uid,

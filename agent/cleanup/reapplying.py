@@ -1,7 +1,7 @@
 """Applying a TCP's intent again where it drifted: the cleanup loop's pass, and its ``revert``.
 
 ``Reapplier.reapply`` performs one ``orphans.Reapply``: the handover of an older agent's fields
-first (``agent.legacy``), then a forced server-side apply fenced by the resourceVersion it
+first (``agent.tcp.legacy``), then a forced server-side apply fenced by the resourceVersion it
 read. A Conflict (Kamaji writes status often) is decided again on a fresh read, a few times
 per pass. Talks to the site's API server only (get, patch and apply TCPs).
 """
@@ -12,9 +12,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agent import tcps
 from agent.cleanup import orphans
 from agent.deps import Deps
+from agent.tcp import managed
 from common import logs
 from common.kube import errors as kerrors
 from protocol.coordinates import Coordinates
@@ -41,7 +41,9 @@ class Reapplier:
             try:
                 if action.handover is not None:
                     await self._hand_over(action, where)
-                await self.kube.apply(tcps.TCP, action.body, manager=tcps.MANAGER, namespace=action.namespace)
+                await self.kube.apply(
+                    managed.TCP, action.body, manager=managed.MANAGER, namespace=action.namespace
+                )
                 break
             except kerrors.Conflict:
                 # Kamaji writes status often (every write bumps the resourceVersion), so a stale
@@ -49,7 +51,7 @@ class Reapplier:
                 # moved the TCP to a newer intent meanwhile, ``decide`` now says to leave it.
                 if attempt == REAPPLY_ATTEMPTS:
                     raise
-            fresh = await self.kube.get_or_none(tcps.TCP, action.name, namespace=action.namespace)
+            fresh = await self.kube.get_or_none(managed.TCP, action.name, namespace=action.namespace)
             again = self.redecide(fresh, latest)
             if again is None:
                 return
@@ -65,8 +67,8 @@ class Reapplier:
         """Give an older agent's fields to our Apply; the apply is then fenced by the new version.
         Said at once: the apply after it may find the apply loop was there first."""
         assert action.handover is not None
-        patched = await self.kube.patch(tcps.TCP, action.name, action.handover, namespace=action.namespace)
-        action.body["metadata"]["resourceVersion"] = tcps.meta(patched)["resourceVersion"]
+        patched = await self.kube.patch(managed.TCP, action.name, action.handover, namespace=action.namespace)
+        action.body["metadata"]["resourceVersion"] = managed.meta(patched)["resourceVersion"]
         what = "took over the fields an older agent applied"
         log.info("%s: %s (intent seq %d)", where, what, action.seq, extra=self._about(action))
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent import tcps
 from agent.status import report
+from agent.tcp import managed
 from common import objects
 
 Key = objects.Key
@@ -25,7 +25,7 @@ Changed = Callable[[Key], None]
 
 def version(obj: Mapping[str, Any] | None) -> str:
     """The object's resourceVersion ("" for none)."""
-    return str(tcps.meta(obj).get("resourceVersion") or "") if obj is not None else ""
+    return str(managed.meta(obj).get("resourceVersion") or "") if obj is not None else ""
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Entry:
     tcp: dict[str, Any] | None = None
     """The latest object; None once it is gone (then ``gone`` says a Deleted is owed)."""
     gone: bool = False
-    applied: tcps.Applied | None = None
+    applied: managed.Applied | None = None
     """The last annotations seen: a Deleted names the owner of the TCP that disappeared."""
     uid: str = ""
     sent: report.Significant | None = None
@@ -62,8 +62,8 @@ class Tcps:
     def upsert(self, key: Key, obj: dict[str, Any]) -> None:
         entry = self.entries.setdefault(key, Entry())
         entry.tcp, entry.gone = obj, False
-        entry.uid = str(tcps.meta(obj).get("uid") or "")
-        entry.applied = tcps.applied(obj, site=self.site) or entry.applied
+        entry.uid = str(managed.meta(obj).get("uid") or "")
+        entry.applied = managed.applied(obj, site=self.site) or entry.applied
         self.changed(key)
 
     def delete(self, key: Key) -> None:
@@ -84,7 +84,7 @@ class Tcps:
 class Secrets:
     """The Secrets named like a TCP's generated ones, by key: an informer ``Sink``.
 
-    A change reaches the TCP the Secret's name points at, if that TCP is known (``tcps``).
+    A change reaches the TCP the Secret's name points at, if that TCP is known (``agent.tcp.managed``).
     """
 
     def __init__(self, tcps: Tcps) -> None:

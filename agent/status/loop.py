@@ -19,7 +19,7 @@ Publisher. Logs name coordinates and subjects only, never Secret content.
 A managed TCP that vanishes without a delete intent (a site admin deleted it) is not reported
 Deleted while the latest intent still says provision: ``restore`` (the cleanup loop's) creates
 it again, right from the watch event. Likewise a TCP whose owned fields were edited at the site
-(``tcps.drifted``) is reported NotReady/Drifted and ``revert`` (the cleanup loop's) applies the
+(``managed.drifted``) is reported NotReady/Drifted and ``revert`` (the cleanup loop's) applies the
 latest intent again, right from the watch event.
 """
 
@@ -32,11 +32,11 @@ import math
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Final
 
-from agent import tcps
 from agent.deps import Deps
 from agent.settings import AgentSettings
 from agent.status import cache, report, syncing
 from agent.status.schedule import Schedule
+from agent.tcp import managed
 from common import aiotasks
 from common.kube import informer, resources
 
@@ -48,7 +48,7 @@ together, instead of one round trip each."""
 WATCHED: Final = ("tcp", "secret")
 """The kinds the loop watches in each target namespace: managed TCPs and Kamaji's Secrets."""
 
-Restore = Callable[[str, str, tcps.Applied | None], Awaitable[bool]]
+Restore = Callable[[str, str, managed.Applied | None], Awaitable[bool]]
 Revert = Callable[[str, str], Awaitable[bool]]
 
 
@@ -64,7 +64,7 @@ class StatusLoop:
         self.namespaces = settings.target_namespaces
         self.kube = deps.kube
         self.desires = deps.desires
-        """What drift is measured from (``agent.desires``): the apply and cleanup loops fill it."""
+        """What drift is measured from (``agent.tcp.desires``): the apply and cleanup loops fill it."""
         self._tcps = cache.Tcps(site=settings.site, changed=self._schedule)
         self._secrets = cache.Secrets(self._tcps)
         self._due = Schedule(settings.status_min_interval)
@@ -91,7 +91,7 @@ class StatusLoop:
     @property
     def revert(self) -> Revert | None:
         """Asked (namespace, name) when a managed TCP's owned fields no longer hold what we
-        applied (``tcps.drifted``, checked on every watch event): it reverts them to the latest
+        applied (``managed.drifted``, checked on every watch event): it reverts them to the latest
         intent (the cleanup loop's ``revert``), so an edit at the site is undone within a second,
         not at the next anti-entropy pass. None: drift waits for that pass."""
         return self._syncer.revert
@@ -183,7 +183,7 @@ class StatusLoop:
     async def _inform(self, kind: str, ns: str | None) -> None:
         """Feed the cache of ``kind`` (``WATCHED``) from its resource in ``ns``."""
         watched: dict[str, tuple[resources.Resource, informer.Sink, str]] = {
-            "tcp": (tcps.TCP, self._tcps, tcps.selector(self.site)),
+            "tcp": (managed.TCP, self._tcps, managed.selector(self.site)),
             "secret": (resources.SECRET, self._secrets, SECRET_SELECTOR),
         }
         r, sink, selector = watched[kind]

@@ -21,7 +21,7 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agent import tcps
+from agent.tcp import managed
 from common import objects
 from protocol import keys, messages, names, sealing
 
@@ -61,7 +61,7 @@ def _count(value: Any) -> int:
 
 def phase_of(tcp: Mapping[str, Any]) -> tuple[messages.Phase, str]:
     """(phase, reason) of a TCP. A deletion wins over any status; no status yet is Pending."""
-    if tcps.deleting(tcp):
+    if managed.deleting(tcp):
         return "Deleting", "DeletionRequested"
     kamaji = objects.dig(tcp, "status", "kubernetesResources", "version", "status")
     if not kamaji:
@@ -114,12 +114,12 @@ def new_status(
     desired: Mapping[str, Any] | None = None,
 ) -> messages.Status:
     """The Status of an observed TCP (its owner, generation and intent from our annotations);
-    ``desired``: the spec of the intent it runs, when known (``agent.desires``), to tell drift."""
-    meta = tcps.meta(tcp)
-    applied = tcps.applied(tcp, site=site)
+    ``desired``: the spec of the intent it runs, when known (``agent.tcp.desires``), to tell drift."""
+    meta = managed.meta(tcp)
+    applied = managed.applied(tcp, site=site)
     phase, reason = phase_of(tcp)
     message = ""
-    if phase != "Deleting" and applied is not None and tcps.drifted(tcp, desired):
+    if phase != "Deleting" and applied is not None and managed.drifted(tcp, desired):
         # Whatever Kamaji says, this is not the control plane the hub asked for:
         # never Ready with the wanted version while a site admin's edit is being reverted.
         phase, reason = "NotReady", DRIFTED
@@ -203,10 +203,10 @@ def belongs(secret: Mapping[str, Any], tcp: Mapping[str, Any]) -> bool:
     another uid is a leftover of an earlier TCP of the same name (garbage collection pending),
     and sealing it would hand the new owner a stale CA. A Secret without owners is accepted.
     """
-    refs = tcps.meta(secret).get("ownerReferences") or ()
+    refs = managed.meta(secret).get("ownerReferences") or ()
     if not refs:
         return True
-    uid = tcps.meta(tcp).get("uid")
+    uid = managed.meta(tcp).get("uid")
     return any(isinstance(r, Mapping) and r.get("uid") == uid for r in refs)
 
 
@@ -253,8 +253,8 @@ def new_sealed(
     now: dt.datetime,
 ) -> messages.SealedSecrets:
     """The payload sealed to ``recipient`` (randomized: each call gives another ciphertext)."""
-    meta = tcps.meta(tcp)
-    applied = tcps.applied(tcp, site=site)
+    meta = managed.meta(tcp)
+    applied = managed.applied(tcp, site=site)
     encoded = messages.encode(plaintext)
     return messages.SealedSecrets(
         site=site,

@@ -16,10 +16,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agent import tcps
 from agent.deps import Deps
 from agent.status import cache, report
 from agent.status.schedule import Schedule, retry_delay
+from agent.tcp import managed
 from common import aiotasks, logs
 from common.bus import errors
 from common.kube import errors as kerrors
@@ -53,7 +53,7 @@ class Syncer:
         self.locks = aiotasks.KeyedLocks()
         """One per TCP, held for its sync: syncs of different TCPs run concurrently (their
         publishes share the connection's writes), two of one TCP never interleave."""
-        self.restore: Callable[[str, str, tcps.Applied | None], Awaitable[bool]] | None = None
+        self.restore: Callable[[str, str, managed.Applied | None], Awaitable[bool]] | None = None
         """See ``StatusLoop.restore``."""
         self.revert: Callable[[str, str], Awaitable[bool]] | None = None
         """See ``StatusLoop.revert``."""
@@ -125,8 +125,8 @@ class Syncer:
         tcp = entry.tcp
         now = messages.utcnow()
         checksum = await self._sync_secrets(key, entry, tcp, now=now)
-        applied = tcps.applied(tcp, site=self.site)
-        desires, ours = self.deps.desires, applied or tcps.Applied("", 0, 0, "")
+        applied = managed.applied(tcp, site=self.site)
+        desires, ours = self.deps.desires, applied or managed.Applied("", 0, 0, "")
         desired = desires.spec(*key, seq=ours.intent_seq, owner_uid=ours.owner_uid) if applied else None
         status = report.new_status(tcp, site=self.site, now=now, secrets_checksum=checksum, desired=desired)
         published = 0
@@ -195,7 +195,7 @@ class Syncer:
     ) -> str:
         """Publish the sealed Secrets if their plaintext changed; the plaintext's checksum ("" if none)."""
         namespace, name = key
-        applied = tcps.applied(tcp, site=self.site)
+        applied = managed.applied(tcp, site=self.site)
         if applied is None:
             return ""
         kubeconfig = self.secret_cache.owned(namespace, names.kamaji_kubeconfig(name), tcp)

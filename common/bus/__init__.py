@@ -11,6 +11,8 @@ publishing   publish with Nats-Msg-Id and optional expected-last-subject-sequenc
 consuming    bind / fetch / ack / nak / term / in-progress / replay, consumer info
 pulling      the pull requests behind fetch: one left open serves many fetches
 storage      stream info, last message per subject, purge, subjects
+identity     a JWT identity held in memory (an agent's, renewed) or minted by the process itself
+             (the hub's)
 """
 
 from common.bus.connecting import connect

@@ -110,7 +110,7 @@ async def ensure_consumer(conn: Connection, d: streams.ConsumerDef) -> None:
 
     The hub's own consumer of an earlier release, which acknowledged, is deleted and created
     again without acks: what it had delivered is lost to it, which the hub's first reads after
-    a start cover anyway (``hub.intake.Intake.load``). No other consumer is ever deleted here
+    a start cover anyway (``hub.ingest.record.Intake.load``). No other consumer is ever deleted here
     (an agent's holds its site's place in the intents). Going back to a release whose hub
     consumer acknowledges needs ``nats consumer rm <stream> hub`` first (docs/operations.md, Troubleshooting).
     """

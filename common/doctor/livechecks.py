@@ -35,10 +35,6 @@ READYZ_TIMEOUT = 5.0
 """Seconds to wait for /readyz: a running process answers in milliseconds (it reads its state);
 one that has not answered in this long is stopped or hung."""
 
-MISSED_HEARTBEATS = 3
-"""A beat older than this many intervals is a FAIL: the hub's rule too, which then calls the
-site disconnected (one lost or late beat is not yet a stopped agent)."""
-
 
 @dataclass(frozen=True)
 class LastBeat:
@@ -83,7 +79,7 @@ def heartbeat(beat: LastBeat, *, now: float, interval: float, site: str, regrant
     # The agent's own word on its interval wins over the flag, which is for agents too old to say.
     interval = beat.interval or interval
     age = max(0.0, now - beat.arrived)
-    if age > MISSED_HEARTBEATS * interval:
+    if age > streams.MISSED_HEARTBEATS * interval:
         started = f" (the agent started {_at(beat.started)})" if beat.started is not None else ""
         return results.failed(
             HEARTBEAT,

@@ -35,7 +35,7 @@ import yaml
 from common import kube
 from common.kube import errors as kerrors
 from common.kube import resources
-from hub import crdgen
+from hub.api import crds as crdgen
 from sandbox import crds
 from sandbox.kamaji import simulator
 from sandbox.kubeapi.server import Server

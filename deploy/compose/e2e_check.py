@@ -23,7 +23,7 @@ from typing import Any
 from common import kube
 from common.kube import errors as kerrors
 from common.kube import resources
-from hub import site_api
+from hub.api import site as site_api
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 CLUSTER = resources.CLUSTER

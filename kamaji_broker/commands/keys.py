@@ -1,5 +1,5 @@
-"""``kamaji-broker keys generate|retire``: the hub's key pairs, through ``common.keyfiles``
-and ``common.keyretire``.
+"""``kamaji-broker keys generate|retire``: the hub's key pairs, through ``common.files.keys``
+and ``common.files.retire``.
 
 Reports go to stderr; stdout carries only the Secret manifest of ``--print-secret``, which holds
 the private keys and exists to do exactly that.
@@ -11,7 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from common import keyfiles, keyretire
+from common.files import keys as keyfiles
+from common.files import retire
 
 
 def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _retire(args: argparse.Namespace) -> int:
-    retired = keyretire.retire(args.out, args.kid)
+    retired = retire.retire(args.out, args.kid)
     for path in retired.removed:
         print(f"deleted {path}", file=sys.stderr)
     state = "was already retired" if retired.already else "retired"

@@ -2,8 +2,8 @@
 site's), optionally one node of a cluster and with TLS.
 
 Checks what the flags combine to (``_cluster``: all three cluster flags or none; ``_tls``:
-generated, brought by the operator, or none) and hands the files to ``common.natsfiles``
-(configuration) and ``common.tlsfiles`` (certificates).
+generated, brought by the operator, or none) and hands the files to ``common.files.natsserver``
+(configuration) and ``common.files.tls`` (certificates).
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from common import durations, natsconfig, natsfiles, natsoperator, natsrotation, tlsfiles
+from common import durations
+from common.files import natsserver, operator, rotation, serverconf
+from common.files import tls as tlsfiles
 from protocol import credentials, subjects
 
 
@@ -29,9 +31,9 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     nc.add_argument(
         "--config-file",
-        default=natsfiles.MAIN_FILE,
+        default=natsserver.MAIN_FILE,
         metavar="NAME",
-        help=f"the configuration's file name in DIR (default: {natsfiles.MAIN_FILE}); nodes of a "
+        help=f"the configuration's file name in DIR (default: {natsserver.MAIN_FILE}); nodes of a "
         "cluster on one host each get their own, beside the one auth.conf they share",
     )
     nc.add_argument(
@@ -137,7 +139,7 @@ def _tls(args: argparse.Namespace) -> tlsfiles.Paths | None:
     return tlsfiles.Paths(cert=args.tls_cert, key=args.tls_key, ca=args.tls_ca)
 
 
-def _cluster(args: argparse.Namespace) -> natsconfig.Cluster | None:
+def _cluster(args: argparse.Namespace) -> serverconf.Cluster | None:
     """The cluster flags: all three or none; a node of a cluster must be named."""
     given = {
         "--cluster-name": args.cluster_name,
@@ -156,14 +158,14 @@ def _cluster(args: argparse.Namespace) -> natsconfig.Cluster | None:
             "every node of a cluster needs its own --server-name (JetStream tells the nodes apart by it)"
         )
     routes = tuple(u.strip() for u in args.routes.split(",") if u.strip())
-    return natsconfig.Cluster(name=args.cluster_name, listen=args.cluster_listen, routes=routes)
+    return serverconf.Cluster(name=args.cluster_name, listen=args.cluster_listen, routes=routes)
 
 
 def _rotate(args: argparse.Namespace) -> None:
     """``--rotate-signing-key`` / ``--retire-previous-signing-keys``, before the files are written."""
     if not (args.rotate_signing_key or args.retire_previous_signing_keys):
         return
-    if args.auth != "operator" or not natsfiles.operator_mode(args.dir):
+    if args.auth != "operator" or not natsserver.operator_mode(args.dir):
         raise ValueError(
             f"--rotate-signing-key and --retire-previous-signing-keys need {args.dir} in operator mode"
         )
@@ -172,13 +174,13 @@ def _rotate(args: argparse.Namespace) -> None:
             "rotate first, retire later: give --rotate-signing-key or --retire-previous-signing-keys"
         )
     for role in args.rotate_signing_key:
-        new = natsrotation.rotate(args.dir, role)
+        new = rotation.rotate(args.dir, role)
         print(f"new {role} signing key {new}; the previous one stays trusted until retired", file=sys.stderr)
     if args.retire_previous_signing_keys:
-        gone = natsrotation.retire_previous(args.dir)
+        gone = rotation.retire_previous(args.dir)
         print(f"retired signing keys: {', '.join(gone) or 'none'}", file=sys.stderr)
     print(
-        f"next: give the hub {args.dir / natsoperator.HUB_DIR} again (it pushes the account at its start)"
+        f"next: give the hub {args.dir / operator.HUB_DIR} again (it pushes the account at its start)"
         + (
             "; update operator.conf on every server and restart them one by one"
             if "operator" in args.rotate_signing_key or args.retire_previous_signing_keys
@@ -194,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     _rotate(args)
     cluster = _cluster(args)
     tls = _tls(args)
-    main, hub = natsfiles.nats_config(
+    main, hub = natsserver.nats_config(
         args.dir,
         host=args.host,
         port=args.port,
@@ -211,9 +213,9 @@ def run(args: argparse.Namespace) -> int:
     if hub is not None:
         print(f"wrote {main}; hub NKey {hub.public_key}, seed {hub.seed_file}", file=sys.stderr)
     else:
-        d = args.dir / natsoperator.KEYS_DIR
+        d = args.dir / operator.KEYS_DIR
         print(
-            f"wrote {main} (operator mode); give the hub the directory {args.dir / natsoperator.HUB_DIR} "
+            f"wrote {main} (operator mode); give the hub the directory {args.dir / operator.HUB_DIR} "
             f"(--nats-operator-dir); keep {d / 'operator.nk'}, {d / 'account.nk'} and "
             f"{d / 'system.nk'} offline",
             file=sys.stderr,

@@ -3,10 +3,10 @@ user, ``observer.creds`` (operator mode) or ``observer.nk`` (static users), in a
 ``nats-config`` directory.
 
 ``issue`` signs ``observer.creds`` again for the observer's key, valid for ``--lifetime``
-(``common.natsfiles.observer_issue``): nothing else in the directory changes, so it can run
+(``common.files.natsserver.observer_issue``): nothing else in the directory changes, so it can run
 from cron or before each ``status``. ``revoke`` ends every credential of the observer's
 current key and gives it a new key: in operator mode it pushes the account with the revocation
-to the servers' resolver (``hub.revocation``, with the hub's system user ``hub/system.creds``;
+to the servers' resolver (``hub.credentials.revocation``, with the hub's system user ``hub/system.creds``;
 every server disconnects a connected observer at once), then issues ``observer.creds`` for the
 new key; with static users it renders auth.conf with the new key (reload the server).
 
@@ -27,9 +27,10 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from common import bus, durations, natsfiles, natsoperator
+from common import bus, durations
 from common.bus import errors as bus_errors
-from hub import revocation
+from common.files import natsserver, operator
+from hub.credentials import revocation
 from protocol import credentials, errors, natsjwt, subjects
 
 KEEP_EVERY_REVOCATION = dt.timedelta(days=3650)
@@ -65,11 +66,11 @@ def run(args: argparse.Namespace) -> int:
     config_dir: Path = args.nats_config_dir
     lifetime = dt.timedelta(seconds=args.lifetime)
     if args.observer_command == "issue":
-        path = natsfiles.observer_issue(config_dir, prefix=args.prefix, lifetime=lifetime)
+        path = natsserver.observer_issue(config_dir, prefix=args.prefix, lifetime=lifetime)
         print(f"{path}: valid until {_expiry(path)}", file=sys.stderr)
         return 0
-    if not natsfiles.operator_mode(config_dir):
-        identity = natsfiles.observer_new_key(config_dir, prefix=args.prefix)
+    if not natsserver.operator_mode(config_dir):
+        identity = natsserver.observer_new_key(config_dir, prefix=args.prefix)
         print(
             f"observer: new NKey {identity.public_key} ({identity.seed_file}); the old one is out of "
             "auth.conf: reload the server (nats-server --signal reload)",
@@ -88,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"kamaji-broker observer: error: revoking {keys}: {exc}", file=sys.stderr)
             return 1
         print(f"observer: revoked key {keys} (every server refuses its credentials now)", file=sys.stderr)
-    identity = natsfiles.observer_new_key(config_dir, prefix=args.prefix)
-    path = natsfiles.observer_issue(config_dir, prefix=args.prefix, lifetime=lifetime)
+    identity = natsserver.observer_new_key(config_dir, prefix=args.prefix)
+    path = natsserver.observer_issue(config_dir, prefix=args.prefix, lifetime=lifetime)
     print(f"observer: new key {identity.public_key}; {path} valid until {_expiry(path)}", file=sys.stderr)
     return 0
 
@@ -101,13 +102,13 @@ def _current(config_dir: Path) -> dict[str, int]:
     now = dt.datetime.now(dt.UTC)
     keys: dict[str, int] = {}
     try:
-        text = (config_dir / natsfiles.OBSERVER_CREDS).read_text()
+        text = (config_dir / natsserver.OBSERVER_CREDS).read_text()
         creds = natsjwt.decode(natsjwt.jwt_of_creds(text), now=0)
         keys[creds.sub] = max(creds.exp, int(now.timestamp()))
     except (OSError, errors.JWTError):
         pass
     try:
-        seed_key = natsjwt.public_of((config_dir / natsfiles.OBSERVER_SEED).read_bytes())
+        seed_key = natsjwt.public_of((config_dir / natsserver.OBSERVER_SEED).read_bytes())
     except (OSError, errors.JWTError):
         return keys
     keys.setdefault(seed_key, int((now + KEEP_EVERY_REVOCATION).timestamp()))
@@ -124,7 +125,7 @@ async def _push(
 ) -> None:
     """Revoke the ``old`` keys on the servers, each until its time, and make sure the account
     keeps them."""
-    keys = natsoperator.Keys.load_or_create(config_dir)
+    keys = operator.Keys.load_or_create(config_dir)
     authority = revocation.Authority(
         account=keys.account_public,
         account_signing=keys.account_signing,
@@ -135,7 +136,7 @@ async def _push(
     now = dt.datetime.now(dt.UTC)
     options = bus.Options(
         servers=servers,
-        creds_file=config_dir / natsoperator.HUB_SYSTEM_CREDS,
+        creds_file=config_dir / operator.HUB_SYSTEM_CREDS,
         ca_file=ca_file,
         name="kamaji-broker-observer-revoke",
     )

@@ -1,5 +1,5 @@
 """``kamaji-broker site add|remove|list``: a site's NATS identity and permissions
-(``common.natsfiles``) and its Site object for the management cluster (``kamaji_broker.sitefiles``).
+(``common.files.natsserver``) and its Site object for the management cluster (``kamaji_broker.sitefiles``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from common import durations, natsfiles
+from common import durations
+from common.files import natsserver
 from kamaji_broker import sitefiles
 from protocol import credentials, natsjwt, subjects
 
@@ -70,21 +71,21 @@ def _add_placement_flags(a: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     config_dir: Path = args.nats_config_dir
     if args.site_command == "list":
-        for identity in natsfiles.site_list(config_dir):
+        for identity in natsserver.site_list(config_dir):
             print(f"{identity.name}\t{identity.public_key}")
         return 0
     if args.site_command == "add":
         _add(args, config_dir)
     else:
         _remove(args, config_dir)
-    if not natsfiles.operator_mode(config_dir):
+    if not natsserver.operator_mode(config_dir):
         print("reload the server to apply: nats-server --signal reload", file=sys.stderr)
     return 0
 
 
 def _remove(args: argparse.Namespace, config_dir: Path) -> None:
-    natsfiles.site_remove(config_dir, args.site, prefix=args.prefix)
-    sitefiles.remove(config_dir / natsfiles.SITES_DIR, args.site)
+    natsserver.site_remove(config_dir, args.site, prefix=args.prefix)
+    sitefiles.remove(config_dir / natsserver.SITES_DIR, args.site)
     print(f"site {args.site} removed", file=sys.stderr)
     if args.apply is not None:
         done = asyncio.run(sitefiles.delete(args.apply, args.site))
@@ -93,21 +94,21 @@ def _remove(args: argparse.Namespace, config_dir: Path) -> None:
         print(
             f"delete its Site in the management cluster too: kubectl delete site {args.site}", file=sys.stderr
         )
-    if natsfiles.operator_mode(config_dir):
+    if natsserver.operator_mode(config_dir):
         print("operator mode: the hub revokes the site's agent when its Site is deleted", file=sys.stderr)
 
 
 def _add(args: argparse.Namespace, config_dir: Path) -> None:
     placements = sitefiles.placements(args.namespaces, args.target_namespaces)
     bootstrap_jwt = ""
-    if natsfiles.operator_mode(config_dir):
+    if natsserver.operator_mode(config_dir):
         lifetime = dt.timedelta(seconds=args.bootstrap_lifetime)
         if lifetime > credentials.DEFAULT_LIFETIME:
             raise ValueError(
                 f"--bootstrap-lifetime {lifetime} is longer than a site credential's "
                 f"({credentials.DEFAULT_LIFETIME}), which is how long the hub keeps revocations"
             )
-        boot = natsfiles.site_bootstrap(config_dir, args.site, lifetime=lifetime, prefix=args.prefix)
+        boot = natsserver.site_bootstrap(config_dir, args.site, lifetime=lifetime, prefix=args.prefix)
         print(
             f"site {args.site}: bootstrap credential {boot} (single use, valid {lifetime}); give it to "
             "this site's agent (--nats-bootstrap-creds): it makes its own key and asks the hub for "
@@ -117,7 +118,7 @@ def _add(args: argparse.Namespace, config_dir: Path) -> None:
         directory = boot.parent
         bootstrap_jwt = natsjwt.jwt_of_creds(boot.read_text())
     else:
-        identity = natsfiles.site_add(config_dir, args.site, prefix=args.prefix)
+        identity = natsserver.site_add(config_dir, args.site, prefix=args.prefix)
         print(f"site {identity.name}: NKey {identity.public_key}", file=sys.stderr)
         print(f"agent seed file (give it to this site's agent only): {identity.seed_file}", file=sys.stderr)
         directory = identity.seed_file.parent

@@ -30,10 +30,11 @@ from common import bus
 from common.bus import errors as bus_errors
 from common.kube import Kube, connect
 from common.kube import errors as kube_errors
-from hub import fleet, fleetreading, fleetview
-from hub.sites import HEARTBEAT_INTERVAL, MISSED_HEARTBEATS
+from fleet import reading, verdicts, view
+from hub.ingest.liveness import HEARTBEAT_INTERVAL
 from protocol import errors as protocol_errors
 from protocol import natsjwt, permissions, subjects
+from protocol.streams import MISSED_HEARTBEATS
 
 
 def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -157,11 +158,11 @@ def check(args: argparse.Namespace) -> Path:
     return kubeconfig
 
 
-async def read(args: argparse.Namespace, kubeconfig: Path) -> fleet.Fleet:
+async def read(args: argparse.Namespace, kubeconfig: Path) -> verdicts.Fleet:
     kube = await _kube(kubeconfig)
     conn, notes = await _open_bus(args)
     try:
-        return await fleetreading.read(
+        return await reading.read(
             kube,
             conn,
             prefix=args.prefix,
@@ -175,19 +176,19 @@ async def read(args: argparse.Namespace, kubeconfig: Path) -> fleet.Fleet:
                 await conn.close()
 
 
-def render(f: fleet.Fleet, *, output: str) -> str:
+def render(f: verdicts.Fleet, *, output: str) -> str:
     if output == "json":
-        return json.dumps(fleetview.to_json(f), indent=2)
-    verdict = "healthy" if f.healthy else f"UNHEALTHY: {fleetview.counted(len(f.problems()), 'problem')}"
+        return json.dumps(view.to_json(f), indent=2)
+    verdict = "healthy" if f.healthy else f"UNHEALTHY: {view.counted(len(f.problems()), 'problem')}"
     if f.bus:
         source = "management cluster and bus"
     else:
         source = "management cluster only: " + ("the bus could not be read" if f.notes else "no --nats-url")
-    # Ready: what the PHASE of a control plane says (hub.fleet_rkcp), nothing looser.
+    # Ready: what the PHASE of a control plane says (fleet.controlplanes), nothing looser.
     cps = f"{f.ready}/{len(f.control_planes)} control planes Ready"
-    head = f"kamaji-broker status: {fleetview.counted(len(f.sites), 'site')}, {cps}; "
-    lines = [head + verdict, f"  (read from the {source})", "", *fleetview.table(f)]
-    return "\n".join(fleetview.printable(lines))
+    head = f"kamaji-broker status: {view.counted(len(f.sites), 'site')}, {cps}; "
+    lines = [head + verdict, f"  (read from the {source})", "", *view.table(f)]
+    return "\n".join(view.printable(lines))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from sandbox.capi.ownership import CLUSTER_NAME_LABEL
-from sandbox.kubeapi import patching
+from sandbox.kubeapi.apply import patching
 
 __all__ = [
     "TopologyError", "control_plane", "drift", "infrastructure_cluster", "reconciled", "references",

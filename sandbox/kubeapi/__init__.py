@@ -10,15 +10,20 @@ collection) that kubectl, kubernetes_asyncio and the official client work agains
     server.write_kubeconfig(".sandbox/mgmt.kubeconfig")
     await server.stop()
 
-Layers, bottom up: pure pieces (``errors``, ``selectors``, ``patching``, ``formats``,
-``fieldsets``, ``managedfields``,
-``schema``, ``pruning``, ``validating``, ``resources``, ``routing``, ``discovery``, ``tables``,
-``protobuf``, ``options``, ``authn``, ``rbac``), the state (``watching``, ``objects``,
-``owners``, ``listing``, ``metadata``, ``admission``, ``collecting``, ``store``), HTTP
-(``rendering``, ``responses``, ``calls``, ``streaming``, ``writing``, ``deleting``,
-``reviews``, ``handlers``, ``server``). Known deviations from a real apiserver are listed in
-``DEVIATIONS``; tests/sandbox/kubeapi runs its contract tests against a real kube-apiserver too
-and probes that each deviation listed there still holds.
+Layers, bottom up (each imports only those below it):
+
+errors    ``ApiError``: one exception type that renders as a ``metav1.Status``
+authn     who is asking: the token auth file and ServiceAccount tokens, for access reviews
+options   a server's settings (watch timing, token users) and a request's query parameters
+kinds/    the kinds served and what a custom object is checked against (pure)
+apply/    patches and server-side apply (pure)
+state/    one cluster's state: objects, history, watches, what a write does
+serving/  the REST API over HTTP
+server    ``Server``: one emulated cluster on 127.0.0.1, with its kubeconfig and CRD loading
+
+``python -m sandbox.kubeapi`` (``__main__``) runs one until Ctrl-C. Known deviations from a real
+apiserver are listed in ``DEVIATIONS``; tests/sandbox/kubeapi runs its contract tests against a
+real kube-apiserver too and probes that each deviation listed there still holds.
 """
 
 from __future__ import annotations

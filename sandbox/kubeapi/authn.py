@@ -7,7 +7,7 @@ The file is the real server's static token CSV: ``token,user,uid,"group1,group2"
 kubeconfig's own ``sandbox``) is the admin, in ``system:masters``, as every request was before
 this file existed: nothing that worked stops working. The admin may impersonate a user
 (``impersonated``). Only SelfSubjectAccessReviews look at the
-user (``reviews``); ordinary requests are not authorized (see ``DEVIATIONS``). Pure.
+user (``serving.reviews``); ordinary requests are not authorized (see ``DEVIATIONS``). Pure.
 """
 
 from __future__ import annotations

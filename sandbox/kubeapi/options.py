@@ -3,7 +3,7 @@
 Owns ``Settings`` (watch timing), ``Write`` and ``Deletion`` (the options of one write or
 delete), the Go-compatible parsing of boolean, integer, ``dryRun``, ``fieldValidation`` and
 ``resourceVersion`` query parameters, and the list ``continue`` token format; shared by the
-HTTP modules, ``store`` and ``listing``. Pure.
+HTTP modules (``serving``), ``state.store`` and ``state.listing``. Pure.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Write:
     manager: str = ""
     """The field manager (``fieldManager``, else the User-Agent's product) its Update is recorded under."""
     operation: str = "Update"
-    """``Apply`` when the body carries managedFields ``managedfields.applied`` computed."""
+    """``Apply`` when the body carries managedFields ``apply.managedfields.applied`` computed."""
 
 
 #: A plain write: not a dry run, the server's default fieldValidation, warnings dropped.

@@ -18,7 +18,9 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from sandbox.kubeapi import authn, errors, handlers, objects, options, store
+from sandbox.kubeapi import authn, errors, options
+from sandbox.kubeapi.serving import handlers
+from sandbox.kubeapi.state import objects, store
 
 Request = handlers.Request
 

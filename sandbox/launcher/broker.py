@@ -1,9 +1,9 @@
-"""kamaji-broker's own processes in the topology: the hub (one or more replicas) and an agent per site.
+"""kamaji-broker's own processes in the system: the hub (one or more replicas) and an agent per site.
 
 Owns their command lines (``kamaji-broker hub`` / ``agent`` with every path, URL and interval as
 a flag, as a deployment would pass them), their health ports and, with ``hub_replicas`` > 1,
 leader election through the Lease ``kamaji-broker-hub`` in ``default`` of ``mgmt`` (``leader()``
-reads its holder). A layer of ``sandbox.launcher.topology.Topology``, on top of the NATS nodes
+reads its holder). A layer of ``sandbox.launcher.system.System``, on top of the NATS nodes
 (their URLs) and the clusters (their kubeconfigs, ``mgmt``).
 """
 

@@ -1,6 +1,6 @@
-"""The topology's child processes: starting them, stopping them in order, and faults by name.
+"""The system's child processes: starting them, stopping them in order, and faults by name.
 
-Owns the list of ``processes.Child`` the topology started (recorded before each starts, so a
+Owns the list of ``processes.Child`` the system started (recorded before each starts, so a
 failed start is still stopped), the stop order (whoever talks to others first, what they talk
 to last), the operator commands run once as subprocesses, the faults a test injects by child
 name (kill, pause, resume, start again) and reading the children's logs for error lines. Talks
@@ -39,7 +39,7 @@ _TIERS: dict[str, int] = {
 
 
 class Children(Layout):
-    """Every child process of the topology, by name: ``nats-server`` (``nats-0``... with
+    """Every child process of the system, by name: ``nats-server`` (``nats-0``... with
     ``nats_nodes`` > 1), ``hub`` (``hub-1``... for more replicas), ``agent-<site>``,
     ``kamaji-<site>``, ``kubeapi-<cluster>`` (or, for a real cluster, ``etcd-<cluster>``,
     ``kube-apiserver-<cluster>``, ``kube-controller-manager-<cluster>``)."""
@@ -87,7 +87,7 @@ class Children(Layout):
         self.children.clear()
 
     def failures(self) -> list[str]:
-        """Children that exited although the topology runs (not by an injected fault): a line
+        """Children that exited although the system runs (not by an injected fault): a line
         each, with its log."""
         return [
             f"{c.name} (pid {c.pid}) exited with code {c.returncode}; see {c.log}"
@@ -102,7 +102,7 @@ class Children(Layout):
         for child in self.children:
             if child.name == name:
                 return child
-        raise KeyError(f"no child {name!r}; the topology has {', '.join(c.name for c in self.children)}")
+        raise KeyError(f"no child {name!r}; the system has {', '.join(c.name for c in self.children)}")
 
     async def kill(self, name: str) -> None:
         """SIGKILL child ``name`` and reap it: a crash, no cleanup, its Lease and consumers left

@@ -1,4 +1,4 @@
-"""The topology's clusters: API servers, their clients, and a Kamaji simulator per site.
+"""The system's clusters: API servers, their clients, and a Kamaji simulator per site.
 
 Owns one cluster per name, ``sandbox.kubeapi``'s emulator or, with ``Options.kubernetes``
 ``"real"``, a real one of ``sandbox.realkube`` (``mgmt`` with the RKCP, RKCP template, Site,
@@ -11,7 +11,7 @@ the ``common.kube`` client of each, what an operator applies before the broker s
 namespace of its own, running the real Kamaji operator. With ``Options.capi`` ``"real"`` each
 management cluster is set up by ``clusterctl init`` in a network namespace of its own, with
 Cluster API's manager (``sandbox.realcapi``) and a stand-in infrastructure provider. A layer of
-``sandbox.launcher.topology.Topology``.
+``sandbox.launcher.system.System``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import yaml
 from common import kube
 from common.kube import errors as kerrors
 from common.kube import resources
-from hub import crdgen
+from hub.api import crds as crdgen
 from sandbox import crds, processes, realcapi, realkamaji, realkube
 from sandbox.kamaji import crds as install
 from sandbox.launcher.children import Children
@@ -78,7 +78,7 @@ class Clusters(Children):
         try:
             return self._kubes[cluster]
         except KeyError:
-            raise RuntimeError(f"no client for cluster {cluster!r}: is the topology started?") from None
+            raise RuntimeError(f"no client for cluster {cluster!r}: is the system started?") from None
 
     def _crds(self, cluster: str) -> list[Path]:
         """What each cluster is given: ``mgmt`` (and another management cluster) the RKCP,
@@ -111,7 +111,7 @@ class Clusters(Children):
 
     async def _start_kamaji_sites(self) -> None:
         """Every site with the real Kamaji operator (``sandbox.realkamaji.Site``), side by side;
-        its processes children of the topology, its admin kubeconfig at DIR/<site>.kubeconfig."""
+        its processes children of the system, its admin kubeconfig at DIR/<site>.kubeconfig."""
         made = [
             realkamaji.Site(self.directory / "sites" / s, name=s, index=i) for i, s in enumerate(self.sites)
         ]
@@ -151,7 +151,7 @@ class Clusters(Children):
         return [self._emulator(cluster, self._crds(cluster)) for cluster in (MGMT, *self.sites)]
 
     async def _start_real(self, names: list[str]) -> None:
-        """Real clusters ``names`` side by side, their processes children of the topology (faults
+        """Real clusters ``names`` side by side, their processes children of the system (faults
         by name: ``kube-apiserver-site-a``...), the admin's kubeconfig at DIR/<cluster>.kubeconfig
         and the CRDs of each installed."""
         binaries = realkube.binaries.find()
@@ -273,7 +273,7 @@ class Clusters(Children):
         return [self._simulator(i, site) for i, site in enumerate(self.sites)]
 
     def _render_crds(self) -> list[Path]:
-        """The RKCP, RKCP template and Site CRDs, as ``python -m hub.crdgen`` renders them, in DIR/crds/."""
+        """The RKCP, RKCP template and Site CRDs, as ``python -m hub.api.crds`` renders them, in DIR/crds/."""
         rendered = {
             crdgen.FILENAME: crdgen.render,
             crdgen.TEMPLATE_FILENAME: crdgen.render_template,

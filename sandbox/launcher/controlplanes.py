@@ -1,10 +1,10 @@
-"""The workload on a running topology: Cluster + RKCP pairs created in ``mgmt``, and progress.
+"""The workload on a running system: Cluster + RKCP pairs created in ``mgmt``, and progress.
 
 Owns what a CAPI user would do to ask for a control plane at a site (a ``Cluster`` and its
 ``RemoteKamajiControlPlane``, from ``sandbox.launcher.workload``'s manifests; or the ClusterClass
 ``kamaji-broker`` once and a Cluster of that class, whose RKCP the topology simulator
-``sandbox.capi`` makes) and reading how far every control plane is (``hub.fleetreading``). Talks
-to ``mgmt`` through ``common.kube``. A layer of ``sandbox.launcher.topology.Topology``.
+``sandbox.capi`` makes) and reading how far every control plane is (``fleet.reading``). Talks
+to ``mgmt`` through ``common.kube``. A layer of ``sandbox.launcher.system.System``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from typing import Any
 
 from common import bus, objects
 from common.kube import resources
-from hub import fleet, fleetreading, sites
-from hub.controllers import writing
+from fleet import reading, verdicts
+from hub.controllers.rkcp import writing
+from protocol import streams
 from sandbox.capi import controller, infra
 from sandbox.launcher import workload
 from sandbox.launcher.clusters import Clusters
@@ -37,7 +38,7 @@ class ControlPlanes(Clusters):
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Create Cluster ``name`` and its RKCP ``name`` (placed at ``site``); returns both as stored."""
         if site not in self.sites:
-            raise ValueError(f"unknown site {site!r}; the topology has {', '.join(self.sites)}")
+            raise ValueError(f"unknown site {site!r}; the system has {', '.join(self.sites)}")
         if self.options.capi == "real":
             return await self._create_as_generated(
                 name, site=site, namespace=namespace, version=version, replicas=replicas, **spec
@@ -88,7 +89,7 @@ class ControlPlanes(Clusters):
         """Create Cluster ``name`` of the ClusterClass ``kamaji-broker`` (applied to ``namespace``
         first, with its templates), placed at ``site``; returns the Cluster as stored."""
         if site not in self.sites:
-            raise ValueError(f"unknown site {site!r}; the topology has {', '.join(self.sites)}")
+            raise ValueError(f"unknown site {site!r}; the system has {', '.join(self.sites)}")
         *made, body = workload.generated(
             name, namespace=namespace, site=site, target_namespace=self.namespace, topology=True,
             capi=self.options.capi, version=version, replicas=replicas,
@@ -98,13 +99,13 @@ class ControlPlanes(Clusters):
         created: dict[str, Any] = await self.mgmt.create(resources.CLUSTER, body, namespace=namespace)
         return created
 
-    async def progress(self, conn: bus.Connection | None = None) -> fleet.Fleet:
+    async def progress(self, conn: bus.Connection | None = None) -> verdicts.Fleet:
         """Every site and every RKCP's phase, as the management cluster shows them now (and the
         bus, through ``conn``, the observer's: ``observer_credential()``). A control plane is done
         once its ``<cluster>-kubeconfig`` Secret exists, as a CAPI user would see it."""
         # The CAPI Secrets carry this label (the hub writes it); existence is enough here.
         secrets = await self.mgmt.list(resources.SECRET, label_selector=writing.CLUSTER_NAME_LABEL)
         names = {objects.key(s) for s in secrets.items}
-        stale_after = sites.MISSED_HEARTBEATS * self.options.heartbeat_interval
+        stale_after = streams.MISSED_HEARTBEATS * self.options.heartbeat_interval
         # Every Cluster here is the sandbox's: one of a ClusterClass still without its RKCP shows too.
-        return await fleetreading.read(self.mgmt, conn, secrets=names, stale_after=stale_after, clusters=True)
+        return await reading.read(self.mgmt, conn, secrets=names, stale_after=stale_after, clusters=True)

@@ -1,5 +1,5 @@
 """The launcher's own NATS users (operator mode), for whoever looks at the bus from outside the
-topology: the tests, the benches, the sandbox's live view.
+system: the tests, the benches, the sandbox's live view.
 
 No command a production install runs writes them: ``nats-config`` and ``site add`` leave no
 site or hub credential on disk. The launcher signs them when asked, with the account's signing
@@ -17,7 +17,7 @@ key of the sandbox's own ``nats-config`` directory, and each is short-lived:
     observer_credential()          DIR/nats/observer.creds, signed again once half of its day
                                    has passed (as ``kamaji-broker observer issue`` does)
 
-A layer of ``sandbox.launcher.topology.Topology``, on top of the clusters (``mgmt``, and each
+A layer of ``sandbox.launcher.system.System``, on top of the clusters (``mgmt``, and each
 site's, where the agent keeps its key).
 """
 
@@ -27,11 +27,11 @@ import datetime as dt
 import time
 from pathlib import Path
 
-from agent import credential_state
-from common import files, natsfiles, natsoperator
+from agent.credential import state
+from common.files import atomic, natsserver, operator
 from common.kube import resources
-from hub import site_api
-from hub.controllers import sitecredentials
+from hub.api import site as site_api
+from hub.controllers.site import credentials as sitecredentials
 from protocol import credentials, errors, natsjwt
 from sandbox import processes
 from sandbox.launcher.installs import Installs
@@ -53,8 +53,8 @@ def _fresh(path: Path, *, now: float) -> bool:
 
 
 class Identities(Installs):
-    def _keys(self) -> natsoperator.Keys:
-        return natsoperator.Keys.load_or_create(self.nats_dir)
+    def _keys(self) -> operator.Keys:
+        return operator.Keys.load_or_create(self.nats_dir)
 
     def hub_credential(self) -> Path:
         """A user with the hub's permissions (read every stream, the JetStream API): the path of
@@ -68,7 +68,7 @@ class Identities(Installs):
                 now=dt.datetime.now(dt.UTC),
                 lifetime=CREDENTIAL_LIFETIME,
             )
-            files.write_private(path, keys.user_creds(claims, seed))
+            atomic.write_private(path, keys.user_creds(claims, seed))
         return path
 
     def observer_credential(self) -> Path:
@@ -77,7 +77,7 @@ class Identities(Installs):
         server drops the old one at its expiry)."""
         path = self.observer_credential_file
         if not _fresh(path, now=time.time()):
-            natsfiles.observer_issue(self.nats_dir)
+            natsserver.observer_issue(self.nats_dir)
         return path
 
     async def site_credential(self, site: str) -> Path:
@@ -88,7 +88,7 @@ class Identities(Installs):
         recorded = sitecredentials.record(await self.mgmt.get_or_none(resources.SITE, site))
         namespace, _, name = self.agent_identity_secret(site).partition("/")
         secret = await self.site_kube(site).get_or_none(resources.SECRET, name, namespace=namespace)
-        seed = credential_state.read(secret).seed
+        seed = state.read(secret).seed
         if not recorded.exists or not recorded.key or seed is None or natsjwt.public_of(seed) != recorded.key:
             raise processes.LaunchError(
                 f"site {site}: its Site records no key its agent holds (Site deleted, or the agent has "
@@ -125,5 +125,5 @@ class Identities(Installs):
         )
         path = self.site_credential_file(site)
         path.parent.mkdir(exist_ok=True)
-        files.write_private(path, keys.user_creds(claims, seed))
+        atomic.write_private(path, keys.user_creds(claims, seed))
         return path

@@ -7,7 +7,7 @@ helm-python-sdk, as ``helm install`` does). With no kubelet their Deployments ne
 the hub and agents run as local processes instead, but as the ServiceAccounts those installs
 created (a token from the TokenRequest API), bound by exactly the RBAC they installed. On the
 emulator every process is the admin and nothing is installed. A layer of
-``sandbox.launcher.topology.Topology``, on top of the clusters and the NATS nodes (their URLs
+``sandbox.launcher.system.System``, on top of the clusters and the NATS nodes (their URLs
 are in the chart's values).
 """
 

@@ -1,6 +1,6 @@
-"""The invariants a running topology ends with after any fault, read from it.
+"""The invariants a running system ends with after any fault, read from it.
 
-``findings`` lists what does not hold now, each with its kind; a converged topology has none:
+``findings`` lists what does not hold now, each with its kind; a converged system has none:
 
 - ``stuck``: a live RKCP that is not Ready, or one still being deleted;
 - ``lost``: a live RKCP with no TCP at its site, or without its CAPI Secrets;
@@ -11,7 +11,7 @@
 - ``orphaned``: a TCP at a site without a live owner, or the TCP of an RKCP the scenario deleted
   (which must itself be gone);
 - ``duplicated``: more than one TCP for one owner;
-- ``crashed``: a process of the topology exited without an injected fault;
+- ``crashed``: a process of the system exited without an injected fault;
 - ``errors``: a line logged at error level since a mark, not explained by an injected cause.
 
 Used by tests/faults (which wait for ``converged``, a condition, never a fixed sleep, then assert
@@ -31,17 +31,19 @@ import yaml
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
-from agent import tcps
+from agent.tcp import managed
 from common.kube import resources
-from hub import api, cluster_api, mapping
+from hub.api import cluster as cluster_api
+from hub.api import rkcp as api
+from hub.mapping import tcp as tcp_mapping
 from protocol import names
-from sandbox.launcher.topology import Topology
+from sandbox.launcher.system import System
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE
 SECRET = resources.SECRET
 CLUSTER = resources.CLUSTER
-OWNER_UID = tcps.OWNER_UID
+OWNER_UID = managed.OWNER_UID
 
 Deleted = tuple[str, str, str]
 """(namespace, name, site) of an RKCP the scenario deleted."""
@@ -69,7 +71,7 @@ MISSING_SECRETS = "CAPI Secrets missing"
 
 
 def owner_identity(rkcp: dict[str, Any]) -> str:
-    """The owner the site knows an RKCP by: its stamped identity (``hub.reconcile.owner``; the
+    """The owner the site knows an RKCP by: its stamped identity (``hub.reconcile.rkcp.owner``; the
     uid it had before a ``clusterctl move``), or its uid until the hub stamped it."""
     meta = rkcp["metadata"]
     return str((meta.get("annotations") or {}).get(api.OWNER_UID_ANNOTATION) or meta["uid"])
@@ -83,7 +85,7 @@ def _b64(secret: dict[str, Any], key: str) -> bytes:
     return base64.b64decode((secret.get("data") or {}).get(key) or "")
 
 
-async def _wanted_spec(world: Topology, rkcp: dict[str, Any]) -> dict[str, Any]:
+async def _wanted_spec(world: System, rkcp: dict[str, Any]) -> dict[str, Any]:
     """The TCP spec the hub's mapping gives for ``rkcp`` and its owner Cluster (what it publishes)."""
     model = api.RemoteKamajiControlPlane.parse(rkcp)
     cluster = None
@@ -91,17 +93,17 @@ async def _wanted_spec(world: Topology, rkcp: dict[str, Any]) -> dict[str, Any]:
         if ref.kind == "Cluster" and ref.api_version.startswith("cluster.x-k8s.io/"):
             found = await world.mgmt.get_or_none(CLUSTER, ref.name, namespace=model.metadata.namespace)
             cluster = cluster_api.Cluster.parse(found) if found is not None else None
-    return mapping.tcp_spec(model, cluster)
+    return tcp_mapping.tcp_spec(model, cluster)
 
 
 def _spec_differs(want: dict[str, Any], tcp: dict[str, Any]) -> str:
     """The fields we own where the TCP does not run ``want`` (a value differs or is missing, or a
     field we applied before and no longer want is still there); Kamaji's own fields are not ours."""
-    paths = tcps.drift(want, tcp)
+    paths = managed.drift(want, tcp)
     return f"differs from the RKCP's spec at {', '.join(paths)}" if paths else ""
 
 
-async def _secrets(world: Topology, rkcp: dict[str, Any], site: str, target: str) -> str:
+async def _secrets(world: System, rkcp: dict[str, Any], site: str, target: str) -> str:
     namespace, name = rkcp["metadata"]["namespace"], rkcp["metadata"]["name"]
     kubeconfig = await world.mgmt.get_or_none(SECRET, names.capi_kubeconfig(name), namespace=namespace)
     ca = await world.mgmt.get_or_none(SECRET, names.capi_ca(name), namespace=namespace)
@@ -121,7 +123,7 @@ async def _secrets(world: Topology, rkcp: dict[str, Any], site: str, target: str
     return ""
 
 
-async def _live(world: Topology, rkcp: dict[str, Any]) -> list[Finding]:
+async def _live(world: System, rkcp: dict[str, Any]) -> list[Finding]:
     """What is wrong with one live RKCP: not Ready, no TCP, another owner's, other spec, secrets."""
     meta = rkcp["metadata"]
     where = f"RKCP {meta['namespace']}/{meta['name']}"
@@ -143,7 +145,7 @@ async def _live(world: Topology, rkcp: dict[str, Any]) -> list[Finding]:
     return found
 
 
-async def _tcps(world: Topology, owners: set[str]) -> list[Finding]:
+async def _tcps(world: System, owners: set[str]) -> list[Finding]:
     """Every TCP at every site has one live owner, and no owner has two."""
     found: list[Finding] = []
     seen: dict[str, str] = {}
@@ -178,7 +180,7 @@ class Expected(TypedDict, total=False):
     """The causes the scenario injected: error lines matching one are expected."""
 
 
-async def _rkcps(world: Topology) -> tuple[list[Finding], set[str]]:
+async def _rkcps(world: System) -> tuple[list[Finding], set[str]]:
     """What is wrong with each RKCP in ``mgmt``, and the uids of the live ones."""
     found: list[Finding] = []
     owners: set[str] = set()
@@ -194,7 +196,7 @@ async def _rkcps(world: Topology) -> tuple[list[Finding], set[str]]:
     return found, owners
 
 
-async def _gone(world: Topology, deleted: Iterable[Deleted]) -> list[Finding]:
+async def _gone(world: System, deleted: Iterable[Deleted]) -> list[Finding]:
     """Each RKCP the scenario deleted is gone, and so is its TCP."""
     found: list[Finding] = []
     for namespace, name, site in deleted:
@@ -205,7 +207,7 @@ async def _gone(world: Topology, deleted: Iterable[Deleted]) -> list[Finding]:
     return found
 
 
-async def findings(world: Topology, **expected: Unpack[Expected]) -> list[Finding]:
+async def findings(world: System, **expected: Unpack[Expected]) -> list[Finding]:
     """Everything that does not hold now, given what the scenario did (``Expected``)."""
     found, owners = await _rkcps(world)
     found += await _gone(world, expected.get("deleted", ()))
@@ -218,10 +220,10 @@ async def findings(world: Topology, **expected: Unpack[Expected]) -> list[Findin
     return found
 
 
-async def violations(world: Topology, **expected: Unpack[Expected]) -> list[str]:
+async def violations(world: System, **expected: Unpack[Expected]) -> list[str]:
     """``findings`` as lines (``<kind>: <what>``), for assertions that name what is wrong."""
     return [str(f) for f in await findings(world, **expected)]
 
 
-async def converged(world: Topology, **expected: Unpack[Expected]) -> bool:
+async def converged(world: System, **expected: Unpack[Expected]) -> bool:
     return not await findings(world, **expected)

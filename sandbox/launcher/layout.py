@@ -1,9 +1,9 @@
 """The sandbox directory: making it safe to (re)use, and where everything in it lives.
 
 Owns the directory's marker (only a sandbox's own directory is ever wiped) and every path the
-topology writes or hands to a process: keys, NATS credentials and TLS files, kubeconfigs, CRDs,
+system writes or hands to a process: keys, NATS credentials and TLS files, kubeconfigs, CRDs,
 logs. Pure paths, no I/O but ``prepare_directory``. ``Layout`` is the first layer of
-``sandbox.launcher.topology.Topology``, which every other layer reads its paths from.
+``sandbox.launcher.system.System``, which every other layer reads its paths from.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-from common import natsfiles, natsoperator
+from common.files import natsserver, operator
 from sandbox import processes
 from sandbox.launcher.options import MGMT, Options
 
@@ -65,7 +65,7 @@ def prepare_directory(directory: Path) -> None:
 
 
 class Layout:
-    """``options`` and the paths under ``directory``, fixed when the topology is made."""
+    """``options`` and the paths under ``directory``, fixed when the system is made."""
 
     def __init__(self, directory: Path, options: Options) -> None:
         self.directory = directory
@@ -76,17 +76,17 @@ class Layout:
         """What ``nats-config`` and ``site add`` wrote: server configuration, seeds, Site manifests."""
         self.logs_dir = directory / "logs"
         self.crds_dir = directory / "crds"
-        """The RKCP, RKCP template and Site CRDs as ``hub.crdgen`` renders them."""
+        """The RKCP, RKCP template and Site CRDs as ``hub.api.crds`` renders them."""
         self.tls_dir = self.nats_dir / "tls"
         """The CA (ca.crt, ca.key) and the server certificate ``nats-config --tls-generate`` made."""
         self.nats_ca_file = self.tls_dir / "ca.crt"
-        """What hub and agents (and any client of this topology) verify the server with."""
-        self.hub_operator_dir = self.nats_dir / natsoperator.HUB_DIR
+        """What hub and agents (and any client of this system) verify the server with."""
+        self.hub_operator_dir = self.nats_dir / operator.HUB_DIR
         """What ``nats-config --auth operator`` wrote for the hub (``--nats-operator-dir``)."""
         self.hub_credential_file = self.nats_dir / "launcher-hub.creds"
         """Where ``identities.Identities.hub_credential`` writes the launcher's user with the
         hub's permissions (the hub itself mints its own)."""
-        self.observer_credential_file = self.nats_dir / natsfiles.OBSERVER_CREDS
+        self.observer_credential_file = self.nats_dir / natsserver.OBSERVER_CREDS
         """``kamaji-broker status``'s read-only user, as ``nats-config`` wrote it."""
         self.hub_public_keys = self.keys_dir / "hub-public-keys.json"
         self.mgmt_kubeconfig = self.kubeconfig(MGMT)
@@ -102,15 +102,15 @@ class Layout:
 
     def bootstrap_creds(self, site: str) -> Path:
         """The single-use bootstrap credential ``site add`` wrote: the agent's first start."""
-        return self.nats_dir / natsfiles.SITES_DIR / f"{site}{natsfiles.BOOTSTRAP_SUFFIX}"
+        return self.nats_dir / natsserver.SITES_DIR / f"{site}{natsserver.BOOTSTRAP_SUFFIX}"
 
     def site_credential_file(self, site: str) -> Path:
         """Where ``identities.Identities.site_credential`` writes a credential of ``site``'s."""
-        return self.nats_dir / natsfiles.SITES_DIR / f"{site}.creds"
+        return self.nats_dir / natsserver.SITES_DIR / f"{site}.creds"
 
     def site_manifest(self, site: str) -> Path:
         """The ``Site`` object ``site add`` wrote for ``site``."""
-        return self.nats_dir / natsfiles.SITES_DIR / f"{site}.site.yaml"
+        return self.nats_dir / natsserver.SITES_DIR / f"{site}.site.yaml"
 
     def kubeconfig(self, cluster: str) -> Path:
         """DIR/<cluster>.kubeconfig for ``mgmt`` or a site."""

@@ -1,10 +1,10 @@
-"""The topology's nats-servers: one, or a JetStream cluster, and what the monitoring says of it.
+"""The system's nats-servers: one, or a JetStream cluster, and what the monitoring says of it.
 
 Owns the node names (``nats-server``, or ``nats-0``.. with ``nats_nodes`` > 1), their client,
 monitoring and route ports (free ports on 127.0.0.1), their configuration (``kamaji-broker
 nats-config``, one file per node in the shared DIR/nats/, TLS required of every client and, in a
 cluster, mutual TLS on the routes) and their start. Reads leaders and catch-up from each node's
-HTTP monitoring through ``sandbox.natsmonitor``. A layer of ``sandbox.launcher.topology.Topology``.
+HTTP monitoring through ``sandbox.natsmonitor``. A layer of ``sandbox.launcher.system.System``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from common import natsfiles
+from common.files import natsserver
 from sandbox import natsd, natsmonitor, ports, processes
 from sandbox.launcher.children import Children
 from sandbox.launcher.options import Options
@@ -51,14 +51,14 @@ class NatsNodes(Children):
     def nats_url(self) -> str:
         """The first node's URL (nats-py learns the others from it; see ``nats_urls``)."""
         if not self.nats_port:
-            raise RuntimeError("the topology is not started")
+            raise RuntimeError("the system is not started")
         return f"tls://127.0.0.1:{self.nats_port}"
 
     @property
     def nats_urls(self) -> tuple[str, ...]:
         """Every node's URL: what hub and agents are given, so any one of them is enough."""
         if not self.nats_ports:
-            raise RuntimeError("the topology is not started")
+            raise RuntimeError("the system is not started")
         return tuple(f"tls://127.0.0.1:{port}" for port in self.nats_ports.values())
 
     @property
@@ -118,7 +118,7 @@ class NatsNodes(Children):
     # -- configuring and starting ------------------------------------------------------------
 
     def _nats_config(self, name: str) -> Path:
-        return self.nats_dir / (natsfiles.MAIN_FILE if self.options.nats_nodes == 1 else f"{name}.conf")
+        return self.nats_dir / (natsserver.MAIN_FILE if self.options.nats_nodes == 1 else f"{name}.conf")
 
     def _cluster_flags(self, name: str, route_ports: Mapping[str, int]) -> list[str]:
         """``nats-config``'s flags that make node ``name`` one of the cluster: its own file in

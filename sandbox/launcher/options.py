@@ -1,8 +1,8 @@
-"""``Options``: what a sandbox topology is made of and how long it waits for its parts.
+"""``Options``: what a sandbox system is made of and how long it waits for its parts.
 
-Pure data, checked when made. Given to ``sandbox.launcher.topology.Topology`` whole, which reads
-it where it needs it (``topology.options``) rather than copying fields across. Made by
-``sandbox.run`` (the ``kamaji-broker sandbox`` command), ``tests/topologies.py`` and ``bench/``.
+Pure data, checked when made. Given to ``sandbox.launcher.system.System`` whole, which reads
+it where it needs it (``system.options``) rather than copying fields across. Made by
+``sandbox.run`` (the ``kamaji-broker sandbox`` command), ``tests/systems.py`` and ``bench/``.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class Options:
 
     def __post_init__(self) -> None:
         if not self.sites:
-            raise ValueError("a topology needs at least one site")
+            raise ValueError("a system needs at least one site")
         if self.kubernetes not in KUBERNETES:
             raise ValueError(f"kubernetes must be one of {', '.join(KUBERNETES)}, got {self.kubernetes!r}")
         if self.kamaji not in KAMAJI:

@@ -3,7 +3,7 @@
 A CAPI ``Cluster`` + ``RemoteKamajiControlPlane`` pair per control plane from
 ``cluster-template.yaml`` (the RKCP then owned by its Cluster, as CAPI's Cluster controller sets
 it); with ``--topology``, a Cluster of ``cluster-template-topology.yaml`` and the ClusterClass
-``clusterclass-kamaji-broker.yaml`` it names. Variables are substituted by ``common.templating``
+``clusterclass-kamaji-broker.yaml`` it names. Variables are substituted by ``sandbox.templating``
 (clusterctl's rules) from the sandbox's values. Also the sandbox's naming scheme. Reads the
 template files, talks to nothing; ``sandbox.launcher.controlplanes`` creates the objects through
 ``common.kube``.
@@ -18,8 +18,8 @@ from typing import Any, Final
 
 import yaml
 
-from common import templating
 from common.kube import resources
+from sandbox import templating
 from sandbox.capi import infra, ownership
 
 __all__ = [

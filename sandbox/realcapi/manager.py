@@ -23,7 +23,8 @@ from typing import Final
 
 import yaml
 
-from common import files, kube, tlsfiles
+from common import kube
+from common.files import atomic, tls
 from common.kube import resources
 from sandbox import ports, processes, realkube
 from sandbox.kamaji import crds as install
@@ -69,12 +70,12 @@ class CoreManager:
 
     def _certs(self) -> tuple[Path, bytes]:
         """Our serving certificate for the manager's webhooks, as it reads them, and its CA."""
-        made = tlsfiles.generate(self.directory / "webhook-pki", hosts=(self.host,))
+        made = tls.generate(self.directory / "webhook-pki", hosts=(self.host,))
         certs = self.directory / "webhook-certs"
         certs.mkdir(parents=True, exist_ok=True)
-        files.write_public(certs / "tls.crt", made.cert.read_text())
-        files.write_private(certs / "tls.key", made.key.read_text())
-        return certs, (self.directory / "webhook-pki" / tlsfiles.CA_CERT).read_bytes()
+        atomic.write_public(certs / "tls.crt", made.cert.read_text())
+        atomic.write_private(certs / "tls.key", made.key.read_text())
+        return certs, (self.directory / "webhook-pki" / tls.CA_CERT).read_bytes()
 
     async def _crds(
         self, client: kube.Kube, cb: capi_binaries.CapiBinaries, ca_pem: bytes, timeout: float

@@ -27,7 +27,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from common import files, tlsfiles
+from common.files import atomic
+from common.files import tls as tlsfiles
 from sandbox import processes
 from sandbox.kamaji import pki as kpki
 
@@ -60,21 +61,21 @@ class DataStore:
         self.directory.mkdir(parents=True, exist_ok=True)
         if not self._file("ca.key").is_file():
             ca = kpki.new_ca("kamaji-datastore-ca", now=now)
-            files.write_private(self._file("ca.key"), ca.key_pem.decode())
-            files.write_public(self._file("ca.crt"), ca.cert_pem.decode())
+            atomic.write_private(self._file("ca.key"), ca.key_pem.decode())
+            atomic.write_public(self._file("ca.crt"), ca.cert_pem.decode())
         ca = kpki.load_ca(self._file("ca.crt").read_bytes(), self._file("ca.key").read_bytes())
         ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
         assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
         key, cert = tlsfiles.new_server_certificate(
             ca_key, x509.load_pem_x509_certificate(ca.cert_pem), hosts=(self.host,), now=now
         )
-        files.write_private(self._file("server.key"), tlsfiles.pem_key(key))
-        files.write_public(self._file("server.crt"), tlsfiles.pem_cert(cert))
+        atomic.write_private(self._file("server.key"), tlsfiles.pem_key(key))
+        atomic.write_public(self._file("server.crt"), tlsfiles.pem_cert(cert))
         root_cert, root_key = kpki.new_client_certificate(
             ca, kpki.ClientIdentity(user="root", groups=()), now=now
         )
-        files.write_private(self._file("root.key"), root_key.decode())
-        files.write_public(self._file("root.crt"), root_cert.decode())
+        atomic.write_private(self._file("root.key"), root_key.decode())
+        atomic.write_public(self._file("root.crt"), root_cert.decode())
 
     def child(self, *, log: Path) -> processes.Child:
         d = self.directory

@@ -28,7 +28,8 @@ from typing import Any
 
 import yaml
 
-from common import files, kube, tlsfiles
+from common import kube
+from common.files import atomic, tls
 from common.kube import resources
 from sandbox import ports, processes, realkube
 from sandbox.kamaji import crds as install
@@ -211,13 +212,13 @@ class Site:
         WEBHOOK_CERT_DIR.mkdir(parents=True, exist_ok=True)
         (self.directory / "kamaji-tmp").mkdir(parents=True, exist_ok=True)
         pki = self.directory / "webhook-pki"
-        made = tlsfiles.generate(pki, hosts=("127.0.0.1",))
-        ca = pki / tlsfiles.CA_CERT
+        made = tls.generate(pki, hosts=("127.0.0.1",))
+        ca = pki / tls.CA_CERT
         certs = self.directory / "webhook-certs"
         certs.mkdir(parents=True, exist_ok=True)
         for source, name in ((made.cert, "tls.crt"), (ca, "ca.crt")):
-            files.write_public(certs / name, source.read_text())
-        files.write_private(certs / "tls.key", made.key.read_text())
+            atomic.write_public(certs / name, source.read_text())
+        atomic.write_private(certs / "tls.key", made.key.read_text())
         return certs, ca.read_bytes()
 
     async def _start_operator(

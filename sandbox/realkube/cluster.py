@@ -24,7 +24,8 @@ import ssl
 import time
 from pathlib import Path
 
-from common import files, kube
+from common import kube
+from common.files import atomic
 from common.kube import resources, reviews
 from sandbox import ports, processes
 from sandbox.realkube import binaries as kbin
@@ -119,7 +120,7 @@ class Cluster:
             await admin.close()
         ca_pem = await asyncio.to_thread(self.pki.ca.read_bytes)
         text = tokens.kubeconfig(server=self.url, ca_pem=ca_pem, namespace=namespace, name=name, token=token)
-        files.write_private(path, text)
+        atomic.write_private(path, text)
         return path
 
     def _child(self, component: str, args: list[str], **probe: object) -> processes.Child:

@@ -9,7 +9,7 @@
                              as the user Kubernetes' bootstrap RBAC grants its rights to
 
 Made once per directory and kept (a cluster restarted on its etcd keeps trusting its clients).
-Talks to the file system; the certificates come from ``common.tlsfiles`` and ``sandbox.kamaji.pki``.
+Talks to the file system; the certificates come from ``common.files.tls`` and ``sandbox.kamaji.pki``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from common import files, tlsfiles
+from common.files import atomic, tls
 from sandbox.kamaji import pki as kpki
 
 __all__ = ["COMPONENTS", "Paths", "generate"]
@@ -38,19 +38,19 @@ class Paths:
 
     @property
     def ca(self) -> Path:
-        return self.directory / tlsfiles.CA_CERT
+        return self.directory / tls.CA_CERT
 
     @property
     def ca_key(self) -> Path:
-        return self.directory / tlsfiles.CA_KEY
+        return self.directory / tls.CA_KEY
 
     @property
     def server_cert(self) -> Path:
-        return self.directory / tlsfiles.SERVER_CERT
+        return self.directory / tls.SERVER_CERT
 
     @property
     def server_key(self) -> Path:
-        return self.directory / tlsfiles.SERVER_KEY
+        return self.directory / tls.SERVER_KEY
 
     @property
     def service_account_key(self) -> Path:
@@ -92,20 +92,20 @@ def generate(
     now = now or dt.datetime.now(dt.UTC)
     paths = Paths(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    tlsfiles.generate(directory, hosts=(*tlsfiles.DEFAULT_HOSTS, *hosts), now=now)
+    tls.generate(directory, hosts=(*tls.DEFAULT_HOSTS, *hosts), now=now)
     if not paths.service_account_key.is_file():
         key = ec.generate_private_key(ec.SECP256R1())
         pem = key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         )
-        files.write_private(paths.service_account_key, pem.decode())
+        atomic.write_private(paths.service_account_key, pem.decode())
         spki = serialization.PublicFormat.SubjectPublicKeyInfo
         public = key.public_key().public_bytes(serialization.Encoding.PEM, spki)
-        files.write_public(paths.service_account_public_key, public.decode())
-    files.write_private(
+        atomic.write_public(paths.service_account_public_key, public.decode())
+    atomic.write_private(
         paths.admin_kubeconfig, _kubeconfig(paths, kpki.ADMIN, cluster=cluster, server=server, now=now)
     )
     for component, identity in COMPONENTS.items():
         text = _kubeconfig(paths, identity, cluster=cluster, server=server, now=now)
-        files.write_private(paths.kubeconfig(component), text)
+        atomic.write_private(paths.kubeconfig(component), text)
     return paths

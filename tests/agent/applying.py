@@ -1,6 +1,6 @@
 """TCPs with the managedFields a real server gives them, for the agent's pure tests: applied by
 the agent, then changed by others. The server's part is the emulator's pure core
-(``sandbox.kubeapi.managedfields``), which tests/sandbox/kubeapi/test_applying holds to
+(``sandbox.kubeapi.apply.managedfields``), which tests/sandbox/kubeapi/test_applying holds to
 kube-apiserver's behaviour."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from agent import tcps
-from sandbox.kubeapi import managedfields
+from agent.tcp import managed as tcps
+from sandbox.kubeapi.apply import managedfields
 
 NOW = "2026-01-01T00:00:00Z"
 API_VERSION = tcps.TCP.api_version

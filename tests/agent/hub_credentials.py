@@ -1,5 +1,5 @@
 """The hub's credential service as the agent's operator-mode tests meet it: the real
-``hub.credentialservice.CredentialService`` on a real nats-server, with the hub's users of a conf
+``hub.credentials.service.CredentialService`` on a real nats-server, with the hub's users of a conf
 dir made by ``tests.conftest.operator_mode_server``, the Site of ``site-a`` in an emulated
 cluster (the site's own emulator plays the management cluster here), and switches the tests
 need: no Site (``remove_site``: every request refused by name), the hub down (``stop``), a
@@ -14,13 +14,16 @@ import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common import bus, natsoperator
+from common import bus
 from common import kube as ckube
+from common.files import operator
 from common.kube import errors as kerrors
 from common.kube import resources
-from hub import credentialrules, credentialservice, revocation, site_api
 from hub import metrics as hub_metrics
-from hub.controllers import sitecredentials
+from hub.api import site as site_api
+from hub.controllers.site import credentials as sitecredentials
+from hub.credentials import revocation, rules
+from hub.credentials import service as credentialservice
 from protocol import credentials, subjects
 from tests import helpers
 
@@ -32,7 +35,7 @@ class Responder:
     conn: bus.Connection
     system: bus.Connection
     kube: ckube.Kube
-    keys: natsoperator.Keys
+    keys: operator.Keys
     prefix: str = subjects.DEFAULT_PREFIX
     metrics: hub_metrics.Metrics = field(default_factory=hub_metrics.Metrics)
     service: credentialservice.CredentialService | None = None
@@ -68,7 +71,7 @@ class Responder:
     async def remove_site(self) -> None:
         await self.kube.delete(resources.SITE, SITE)
 
-    async def _record(self, site: str) -> credentialrules.SiteRecord:
+    async def _record(self, site: str) -> rules.SiteRecord:
         return sitecredentials.record(await self.kube.get_or_none(resources.SITE, site))
 
     async def start(self) -> Responder:
@@ -101,10 +104,8 @@ class Responder:
 async def responder(url: str, conf: Path, kube: ckube.Kube) -> Responder:
     """A started service for ``site-a`` (its Site created), connected with ``conf``'s users."""
     conn = await bus.connect(helpers.options(url, seed_file=conf / "hub.creds"), deadline=10)
-    system = await bus.connect(
-        helpers.options(url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
-    )
-    r = Responder(conn, system, kube, natsoperator.Keys.load_or_create(conf))
+    system = await bus.connect(helpers.options(url, seed_file=conf / operator.HUB_SYSTEM_CREDS), deadline=10)
+    r = Responder(conn, system, kube, operator.Keys.load_or_create(conf))
     await r.add_site()
     return await r.start()
 
@@ -119,7 +120,7 @@ def bootstrap_creds(
 ) -> Path:
     """A bootstrap .creds for ``site`` issued ``age`` ago (valid for an hour), as ``kamaji-broker
     site add`` hands it over."""
-    keys = natsoperator.Keys.load_or_create(conf)
+    keys = operator.Keys.load_or_create(conf)
     now = dt.datetime.now(dt.UTC) - age
     path.write_text(keys.bootstrap_creds(site, now=now, lifetime=dt.timedelta(hours=1), prefix=prefix))
     return path

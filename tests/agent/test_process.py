@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from agent import legacy, tcps
-from common import bus, keyfiles
+from agent.tcp import legacy, managed
+from common import bus
 from common import kube as ckube
+from common.files import keys as keyfiles
 from common.kube import resources
 from protocol import keys, messages, sealing, signing, subjects
 from sandbox import kamaji, natsd
@@ -198,7 +199,7 @@ async def test_a_tcp_an_older_agent_wrote_is_handed_over_and_what_it_no_longer_w
         msg_id="older-1",
     )
     # The TCP as the older agent left it for that intent: one more certSAN, its annotations.
-    body = tcps.desired(want, seq=ack.seq)
+    body = managed.desired(want, seq=ack.seq)
     body["spec"]["networkProfile"] = {"certSANs": ["old.example.com"]}
     notes = {
         legacy.APPLIED_FIELDS: "spec.kubernetes.version,spec.networkProfile.certSANs",
@@ -225,7 +226,7 @@ async def test_a_tcp_an_older_agent_wrote_is_handed_over_and_what_it_no_longer_w
     assert obj is not None and not set(notes) & set(obj["metadata"]["annotations"])
     managers = {(e["manager"], e["operation"]): e["fieldsV1"] for e in obj["metadata"]["managedFields"]}
     assert (older, "Update") not in managers
-    ours = managers[(tcps.MANAGER, "Apply")]
+    ours = managers[(managed.MANAGER, "Apply")]
     assert "f:version" in ours["f:spec"]["f:kubernetes"] and "f:networkProfile" not in ours["f:spec"]
     assert "took over the fields an older agent applied" in proc.log.read_text()
 

@@ -10,7 +10,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import bus, keyfiles
+from common import bus
+from common.files import keys as keyfiles
 from protocol import subjects
 from sandbox import kubeapi, natsd, ports
 from tests import helpers

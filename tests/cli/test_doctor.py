@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from agent import credential_state
-from common import bus, keyfiles, natsoperator, tlsfiles
+from agent.credential import state
+from common import bus
 from common import kube as ckube
+from common.files import keys as keyfiles
+from common.files import operator, tls
 from hub import rbac as hub_rbac
 from protocol import credentials, natsjwt, subjects
 from sandbox import kubeapi, natsd, ports
@@ -43,7 +45,7 @@ async def admin(kubeconfig: Path) -> AsyncIterator[ckube.Kube]:
 
 def minted(conf: Path, site: str, *, now: dt.datetime, lifetime: dt.timedelta) -> tuple[bytes, str]:
     """A site user's seed and JWT, minted as the hub mints them (by the account's signing key)."""
-    keys = natsoperator.Keys.load_or_create(conf)
+    keys = operator.Keys.load_or_create(conf)
     seed = natsjwt.new_seed("user")
     claims = credentials.site_user(
         site, natsjwt.public_of(seed), account=keys.account_public, now=now, lifetime=lifetime
@@ -67,7 +69,7 @@ async def test_agent_nats_unreachable(setup: Setup) -> None:
 
 
 async def test_agent_wrong_ca(setup: Setup, tmp_path: Path) -> None:
-    other = tlsfiles.generate(tmp_path / "other-ca")
+    other = tls.generate(tmp_path / "other-ca")
     run = await doctor("agent", *setup.agent(over={"--nats-ca-file": str(other.ca)}))
     assert run.code == 1
     assert "tls: " in run.line("FAIL", "nats reachable")
@@ -82,7 +84,7 @@ async def test_agent_expired_credential_in_its_identity_secret(setup: Setup) -> 
     seed, token = minted(setup.conf, "site-a", now=long_ago, lifetime=dt.timedelta(hours=1))
     async with admin(setup.kubeconfig) as kube:
         await kube.create(ckube.resources.NAMESPACE, {"metadata": {"name": "kb"}})
-        secret = credential_state.body("kb", "agent-identity", seed=seed, jwt=token, resource_version=None)
+        secret = state.body("kb", "agent-identity", seed=seed, jwt=token, resource_version=None)
         await kube.create(ckube.resources.SECRET, secret, namespace="kb")
     flags = setup.agent(over={"--nats-identity-secret": "kb/agent-identity"})
     at = flags.index("--nats-creds")
@@ -293,7 +295,7 @@ async def test_hub_healthy_then_operator_mode(setup: Setup) -> None:
         "publish to $JS.API.STREAM.INFO.KB_INTENTS\n",
         "subscribe to _INBOX.doctor\n",
     ]
-    operator_dir = str(setup.conf / natsoperator.HUB_DIR)
+    operator_dir = str(setup.conf / operator.HUB_DIR)
     run = await doctor("hub", *hub_flags(setup, **{"--nats-creds": "-", "--nats-operator-dir": operator_dir}))
     assert run.code == 0, run.out + run.err
     assert f"minted from {operator_dir}" in run.line("PASS", "credential valid")

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from common import files, keyfiles, keyretire
+from common.files import atomic
+from common.files import keys as keyfiles
+from common.files import retire as keyretire
 from kamaji_broker import cli
 from protocol import keys, messages, sealing, signing
 from tests import helpers
@@ -177,7 +179,7 @@ def test_a_restored_retired_key_is_refused_then_retired_again(
     old_file = rotated.out / "sealing" / f"{rotated.old_sealing}.key"
     backup = old_file.read_text()
     assert retire(rotated.out, rotated.old_sealing, capsys)[0] == 0
-    files.write_private(old_file, backup)  # restored from a backup
+    atomic.write_private(old_file, backup)  # restored from a backup
     code = cli.main(["keys", "generate", "--out", str(rotated.out)])
     assert code == 2 and f"{old_file}: holds retired key id {rotated.old_sealing}" in capsys.readouterr().err
     code, err = retire(rotated.out, rotated.old_sealing, capsys)

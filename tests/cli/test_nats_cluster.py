@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from common import bus, natsoperator, tlsfiles
+from common import bus
 from common.bus import errors as bus_errors
-from hub import revocation
+from common.files import operator, tls
+from hub.credentials import revocation
 from kamaji_broker import cli
 from protocol import credentials, natsjwt, streams
 from sandbox import natsd, natsmonitor, ports
@@ -46,7 +47,7 @@ def _configure(directory: Path, *extra: str) -> list[natsd.NatsServer]:
                 port=client_ports[name],
                 config=directory / f"{name}.conf",
                 log_file=directory / f"{name}.log",
-                tls=tlsfiles.Paths(
+                tls=tls.Paths(
                     cert=directory / "tls" / "server.crt",
                     key=directory / "tls" / "server.key",
                     ca=directory / "tls" / "ca.crt",
@@ -84,7 +85,7 @@ async def test_three_nodes_form_a_cluster_and_hold_r3_streams(cluster: list[nats
         return bool(leader[0])
 
     await helpers.eventually(meta_leader, within=30, every=0.2)
-    # Every node requires mutual TLS on its routes (tests/common/test_natsconfig.py): the cluster
+    # Every node requires mutual TLS on its routes (tests/common/files/test_serverconf.py): the cluster
     # formed over them.
     assert leader[0] in NODES
 
@@ -126,7 +127,7 @@ async def _meta_leader(servers: list[natsd.NatsServer]) -> None:
 
 
 def _site_creds(directory: Path, site: str) -> Path:
-    keys = natsoperator.Keys.load_or_create(directory)
+    keys = operator.Keys.load_or_create(directory)
     seed = natsjwt.new_seed("user")
     claims = credentials.site_user(
         site, natsjwt.public_of(seed), account=keys.account_public, now=dt.datetime.now(dt.UTC)
@@ -149,7 +150,7 @@ async def test_a_revocation_reaches_every_node_and_survives_a_full_outage(
     on_last = await bus.connect(
         bus.Options(servers=(operator_cluster[2].url,), creds_file=site_a, ca_file=ca), deadline=10
     )
-    keys = natsoperator.Keys.load_or_create(directory)
+    keys = operator.Keys.load_or_create(directory)
     authority = revocation.Authority(
         account=keys.account_public,
         account_signing=keys.account_signing,
@@ -158,7 +159,7 @@ async def test_a_revocation_reaches_every_node_and_survives_a_full_outage(
     system = await bus.connect(
         bus.Options(
             servers=(operator_cluster[0].url,),
-            creds_file=directory / natsoperator.HUB_SYSTEM_CREDS,
+            creds_file=directory / operator.HUB_SYSTEM_CREDS,
             ca_file=ca,
         ),
         deadline=10,
@@ -222,7 +223,7 @@ def test_cluster_flags_refused(
 def test_route_tls_needs_the_ca_of_an_own_certificate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    made = tlsfiles.generate(tmp_path / "tls")
+    made = tls.generate(tmp_path / "tls")
     argv = [
         "nats-config", "--dir", str(tmp_path / "nats"), "--server-name", "n0",
         "--tls-cert", str(made.cert), "--tls-key", str(made.key),

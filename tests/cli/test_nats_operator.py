@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from common import natsoperator
-from hub import operatormode, site_api
+from common.files import operator as natsoperator
+from hub.api import site as site_api
+from hub.credentials import operator as operatormode
 from kamaji_broker import cli
 from protocol import natsjwt
 from tests import helpers

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from common import natsfiles, natsoperator
+from common.files import natsserver, operator
 from kamaji_broker import cli
 from kamaji_broker.commands import status
 from protocol import credentials, natsjwt
@@ -16,7 +16,7 @@ from tests import helpers
 
 
 def _claims(conf: Path) -> natsjwt.Claims:
-    return natsjwt.decode(helpers.creds_jwt(conf / natsfiles.OBSERVER_CREDS), now=0)
+    return natsjwt.decode(helpers.creds_jwt(conf / natsserver.OBSERVER_CREDS), now=0)
 
 
 def test_nats_config_gives_the_observer_the_lifetime_asked_for(tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ def test_nats_config_gives_the_observer_the_lifetime_asked_for(tmp_path: Path) -
 def test_issue_signs_the_same_key_again_and_touches_nothing_else(tmp_path: Path) -> None:
     assert cli.main(["nats-config", "--dir", str(tmp_path)]) == 0
     before = {
-        p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and p.name != natsfiles.OBSERVER_CREDS
+        p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and p.name != natsserver.OBSERVER_CREDS
     }
     key = _claims(tmp_path).sub
     assert cli.main(["observer", "issue", "--nats-config-dir", str(tmp_path), "--lifetime", "30m"]) == 0
@@ -70,8 +70,8 @@ def test_revoke_in_operator_mode_needs_the_servers(
 
 def test_status_says_plainly_that_the_observers_credential_expired(tmp_path: Path) -> None:
     assert cli.main(["nats-config", "--dir", str(tmp_path)]) == 0
-    keys = natsoperator.Keys.load_or_create(tmp_path)
-    seed = (tmp_path / natsfiles.OBSERVER_SEED).read_bytes().strip()
+    keys = operator.Keys.load_or_create(tmp_path)
+    seed = (tmp_path / natsserver.OBSERVER_SEED).read_bytes().strip()
     old = credentials.observer_user(
         natsjwt.public_of(seed),
         account=keys.account_public,
@@ -81,4 +81,4 @@ def test_status_says_plainly_that_the_observers_credential_expired(tmp_path: Pat
     expired.write_text(keys.user_creds(old, seed))
     said = status._expired(expired)
     assert "expired at" in said and "kamaji-broker observer issue" in said
-    assert status._expired(tmp_path / natsfiles.OBSERVER_CREDS) == ""
+    assert status._expired(tmp_path / natsserver.OBSERVER_CREDS) == ""

@@ -11,32 +11,32 @@ from pathlib import Path
 import pytest
 
 from agent.settings import AgentSettings
-from common import keyfiles
+from common.files import keys
 from hub.settings import HubSettings
 from kamaji_broker import cli, flags
 
 
 def _hub_args(tmp_path: Path) -> list[str]:
-    keyfiles.generate(tmp_path / "keys")
+    keys.generate(tmp_path / "keys")
     for name in ("seed.nk", "kubeconfig"):
         (tmp_path / name).write_text("not read by the settings")
     return [
         "hub", "--nats-url", "nats://127.0.0.1:1", "--nats-seed", str(tmp_path / "seed.nk"),
         "--kubeconfig", str(tmp_path / "kubeconfig"), "--all-namespaces",
-        "--signing-key", str(tmp_path / "keys" / keyfiles.SIGNING_FILE),
-        "--sealing-keys", str(tmp_path / "keys" / keyfiles.SEALING_DIR),
+        "--signing-key", str(tmp_path / "keys" / keys.SIGNING_FILE),
+        "--sealing-keys", str(tmp_path / "keys" / keys.SEALING_DIR),
     ]  # fmt: skip
 
 
 def _agent_args(tmp_path: Path) -> list[str]:
-    keyfiles.generate(tmp_path / "keys")
+    keys.generate(tmp_path / "keys")
     for name in ("seed.nk", "kubeconfig"):
         (tmp_path / name).write_text("not read by the settings")
     return [
         "agent", "--site", "site-a", "--nats-url", "nats://127.0.0.1:1",
         "--nats-seed", str(tmp_path / "seed.nk"), "--kubeconfig", str(tmp_path / "kubeconfig"),
         "--namespaces", "tenants",
-        "--hub-public-keys", str(tmp_path / "keys" / keyfiles.PUBLIC_FILE),
+        "--hub-public-keys", str(tmp_path / "keys" / keys.PUBLIC_FILE),
     ]  # fmt: skip
 
 

@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from common import natsfiles
+from common.files import natsserver
 from common.kube import resources
-from hub import site_api
+from hub.api import site as site_api
 from kamaji_broker import cli
 from sandbox import kubeapi
 from tests.hub.conftest import open_kube
 
 
 def manifest(tmp_path: Path, site: str = "site-a") -> dict[str, object]:
-    path = tmp_path / natsfiles.SITES_DIR / f"{site}.site.yaml"
+    path = tmp_path / natsserver.SITES_DIR / f"{site}.site.yaml"
     text = path.read_text()
     assert text.startswith(f"# The Site {site} for the management cluster: kubectl apply -f {site}.site.yaml")
     loaded: dict[str, object] = yaml.safe_load(text)
@@ -63,7 +63,7 @@ def test_a_bad_placement_names_the_flag_and_writes_nothing(
 ) -> None:
     assert cli.main(["site", "add", "site-a", "--nats-config-dir", str(tmp_path), *args]) == 2
     assert message in capsys.readouterr().err
-    assert not (tmp_path / natsfiles.SITES_DIR).exists()
+    assert not (tmp_path / natsserver.SITES_DIR).exists()
 
 
 async def test_the_manifest_applies_to_the_management_cluster(tmp_path: Path) -> None:
@@ -79,7 +79,7 @@ def test_site_remove_deletes_the_manifest_and_says_to_delete_the_site(
 ) -> None:
     assert cli.main(["site", "add", "site-a", "--nats-config-dir", str(tmp_path)]) == 0
     assert cli.main(["site", "remove", "site-a", "--nats-config-dir", str(tmp_path)]) == 0
-    assert not (tmp_path / natsfiles.SITES_DIR / "site-a.site.yaml").exists()
+    assert not (tmp_path / natsserver.SITES_DIR / "site-a.site.yaml").exists()
     assert "kubectl delete site site-a" in capsys.readouterr().err
 
 

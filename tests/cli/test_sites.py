@@ -9,7 +9,7 @@ from pathlib import Path
 import nkeys
 import pytest
 
-from common import natsfiles
+from common.files import natsserver
 from kamaji_broker import cli
 from sandbox import natsd
 
@@ -44,7 +44,7 @@ def test_nats_config_writes_a_valid_server_config(tmp_path: Path) -> None:
 
 
 def test_site_add_writes_seed_and_permissions(tmp_path: Path) -> None:
-    natsfiles.nats_config(tmp_path, port=4334)
+    natsserver.nats_config(tmp_path, port=4334)
     assert cli.main(["site", "add", "site-a", "--nats-config-dir", str(tmp_path)]) == 0
     seed = (tmp_path / "sites" / "site-a.nk").read_bytes().strip()
     assert stat.S_IMODE((tmp_path / "sites" / "site-a.nk").stat().st_mode) == 0o600
@@ -63,10 +63,10 @@ def test_site_add_writes_seed_and_permissions(tmp_path: Path) -> None:
 
 
 def test_site_add_is_idempotent(tmp_path: Path) -> None:
-    natsfiles.nats_config(tmp_path)
-    first = natsfiles.site_add(tmp_path, "site-a")
+    natsserver.nats_config(tmp_path)
+    first = natsserver.site_add(tmp_path, "site-a")
     auth = (tmp_path / "auth.conf").read_text()
-    second = natsfiles.site_add(tmp_path, "site-a")
+    second = natsserver.site_add(tmp_path, "site-a")
     assert first == second
     assert (tmp_path / "auth.conf").read_text() == auth
 
@@ -82,16 +82,16 @@ def test_site_add_refuses_a_non_dns_name(
 
 
 def test_site_list_and_remove(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    natsfiles.nats_config(tmp_path)
-    a = natsfiles.site_add(tmp_path, "site-a")
-    b = natsfiles.site_add(tmp_path, "site-b")
+    natsserver.nats_config(tmp_path)
+    a = natsserver.site_add(tmp_path, "site-a")
+    b = natsserver.site_add(tmp_path, "site-b")
     assert cli.main(["site", "list", "--nats-config-dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines() == [f"site-a\t{a.public_key}", f"site-b\t{b.public_key}"]
     assert cli.main(["site", "remove", "site-a", "--nats-config-dir", str(tmp_path)]) == 0
     auth = (tmp_path / "auth.conf").read_text()
     assert a.public_key not in auth and b.public_key in auth
     assert not (tmp_path / "sites" / "site-a.nk").exists()
-    assert [i.name for i in natsfiles.site_list(tmp_path)] == ["site-b"]
+    assert [i.name for i in natsserver.site_list(tmp_path)] == ["site-b"]
     assert valid(tmp_path / "nats-server.conf")
     assert cli.main(["site", "remove", "site-a", "--nats-config-dir", str(tmp_path)]) == 2
     assert "not configured" in capsys.readouterr().err

@@ -13,6 +13,7 @@ import pytest
 
 from common import logs
 from protocol.coordinates import Coordinates
+from tests import helpers
 
 
 class _Collect(logging.Handler):
@@ -135,7 +136,10 @@ def test_name_is_a_field_and_the_logger_name_stays_logger() -> None:
             "2026-12-02T07:30:00.123Z info  hub.controllers.rkcp  published provision intent"
             "  namespace=default name=cp-1 site=site-a seq=42",
         ),
-        (lambda: _record("no fields"), "2026-12-02T07:30:00.123Z info  hub.controllers.rkcp  no fields"),
+        (
+            lambda: _record("no fields"),
+            "2026-12-02T07:30:00.123Z info  hub.controllers.rkcp  no fields",
+        ),
         (
             lambda: _record("kind first", **logs.about(kind="Secret", namespace="ns", name="s")),
             "2026-12-02T07:30:00.123Z info  hub.controllers.rkcp  kind first"
@@ -282,3 +286,8 @@ def test_configure_writes_the_chosen_format(capsys: pytest.CaptureFixture[str]) 
     first, second = capsys.readouterr().err.splitlines()
     assert json.loads(first)["seq"] == 5 and json.loads(first)["name"] == "cp-1"
     assert second.endswith(" debug agent.apply  applied  namespace=t name=cp-1 seq=5")
+
+
+def test_every_package_of_ours_is_ours() -> None:
+    """``-v`` reaches every product package's loggers, a new package's too."""
+    assert sorted(logs.OURS) == sorted(helpers.PACKAGES)

@@ -22,7 +22,7 @@ import pytest
 
 from common import kube
 from common.kube import resources
-from hub import site_api
+from hub.api import site as site_api
 from tests import helpers
 from tests.containers import engine
 from tests.containers.conftest import Stack

@@ -30,7 +30,7 @@ CRD = resources.CUSTOM_RESOURCE_DEFINITION
 OURS: tuple[Path, ...] = tuple(
     sorted(p for p in (m.DEPLOY / "crds").glob("*.yaml") if p.name != "kustomization.yaml")
 )
-"""Every CRD of deploy/crds (the kustomization aside): ``hub.crdgen``'s output."""
+"""Every CRD of deploy/crds (the kustomization aside): ``hub.api.crds``'s output."""
 SANDBOX: tuple[Path, ...] = tuple(sorted(Path(sandbox_crds.__file__).parent.glob("*.yaml")))
 """The third-party CRDs the sandbox installs (Cluster API's, CAPD's, a compact TenantControlPlane)."""
 # libyaml's loader when PyYAML has it: Kamaji's real CRD is 800 kB of YAML.

@@ -29,6 +29,7 @@ from agent.settings import AgentSettings
 from hub.settings import HubSettings
 from kamaji_broker import cli
 from sandbox import natsd, ports
+from tests import helpers
 from tests.deploy import compose as c
 from tests.deploy import manifests as m
 
@@ -175,7 +176,7 @@ def test_dockerfile_builds_what_compose_uses() -> None:
     assert any("[server]" in r for r in stages["sandbox"].instructions("RUN"))
     # The build stage copies every package pyproject installs, none of it ignored.
     copied = [line.split()[0].rstrip("/") for line in stages["build"].instructions("COPY")]
-    packages = {"protocol", "common", "hub", "agent", "sandbox", "kamaji_broker"}
+    packages = set(helpers.PACKAGES)
     assert packages | {"pyproject.toml"} <= {p for line in copied for p in line.split()} | set(copied)
     for source in [*packages, "pyproject.toml", "README.md", "deploy/compose"]:
         assert (m.ROOT / source).exists() and not c.ignored(source), source

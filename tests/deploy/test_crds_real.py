@@ -1,7 +1,7 @@
 """Our CRDs on a real kube-apiserver: accepted as written, defaulting as the models do, printed
 by the real kubectl with their columns, and scaled through the scale subresource.
 
-The emulator's tests of the same files are in tests/hub/test_crd.py; this is the ground truth
+The emulator's tests of the same files are in tests/hub/api/test_crds.py; this is the ground truth
 they stand for. The CEL rules have their own file, test_crds_real_cel.py.
 """
 
@@ -19,7 +19,7 @@ import pytest
 
 from common import kube as ckube
 from common.kube import resources
-from hub import api
+from hub.api import rkcp as api
 from sandbox import realkube
 from tests import helpers
 from tests.deploy import realcrds

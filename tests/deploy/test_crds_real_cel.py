@@ -24,7 +24,8 @@ import pytest
 
 from common import kube as ckube
 from common.kube import resources
-from hub import api, template_api
+from hub.api import rkcp
+from hub.api import template as template_api
 from sandbox import realkube
 from tests.deploy import realcrds
 
@@ -64,7 +65,7 @@ class Kind:
     def body(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
         kind = self.resource.kind
         meta = {"name": name}
-        return {"apiVersion": api.API_VERSION, "kind": kind, "metadata": meta, "spec": self.fields(spec)}
+        return {"apiVersion": rkcp.API_VERSION, "kind": kind, "metadata": meta, "spec": self.fields(spec)}
 
     @functools.cached_property
     def rules(self) -> dict[str, realcrds.Rule]:
@@ -75,7 +76,7 @@ class Kind:
 
 
 RKCP_TEMPLATE = resources.Resource(
-    api.NAMES.group, api.NAMES.version, template_api.NAMES.plural, template_api.KIND
+    rkcp.NAMES.group, rkcp.NAMES.version, template_api.NAMES.plural, template_api.KIND
 )
 RKCP = Kind(
     realcrds.crd_file("_remotekamajicontrolplanes.yaml"),

@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from hub import crdgen, grants, operatormode, rbac
+from hub import grants, rbac
+from hub.api import crds
+from hub.credentials import operator
 from hub.settings import HubSettings
 from kamaji_broker import cli, flags
 from tests.deploy import manifests as m
@@ -51,9 +53,9 @@ def test_every_document_validates(docs: list[dict[str, Any]]) -> None:
 @pytest.mark.parametrize(
     ("filename", "render"),
     [
-        (crdgen.FILENAME, crdgen.render),
-        (crdgen.SITE_FILENAME, crdgen.render_site),
-        (crdgen.TEMPLATE_FILENAME, crdgen.render_template),
+        (crds.FILENAME, crds.render),
+        (crds.SITE_FILENAME, crds.render_site),
+        (crds.TEMPLATE_FILENAME, crds.render_template),
     ],
 )
 def test_the_crds_are_the_generated_ones(
@@ -67,7 +69,7 @@ def test_the_crds_are_the_generated_ones(
     ]
     assert crd["spec"] == rendered["spec"]
     committed = m.DEPLOY / "crds" / filename
-    assert committed.read_text() == render(), "run: python -m hub.crdgen"
+    assert committed.read_text() == render(), "run: python -m hub.api.crds"
 
 
 def _aggregated(role: Mapping[str, Any]) -> bool:
@@ -189,7 +191,7 @@ def test_deployment_flags_load_with_the_operator_secrets(
     (volume,) = [v for v in pod["volumes"] if v["name"] == "nats"]
     for path in settings.nats_operator_dir.iterdir():
         path.chmod(volume["secret"]["defaultMode"])
-    assert operatormode.load(settings.nats_operator_dir).authority.account.startswith("A")
+    assert operator.load(settings.nats_operator_dir).authority.account.startswith("A")
     # TLS verified against the CA nats-config made (mounted from the ConfigMap).
     assert settings.nats_ca_file is not None
     assert settings.nats_ca_file.read_text().startswith("-----BEGIN CERTIFICATE-----")

@@ -26,11 +26,10 @@ import pytest
 import yaml
 
 from common import kube as ckube
-from common import templating
 from common.kube import resources
 from hub.settings import HubSettings
 from kamaji_broker import __version__, cli, flags, kustomizing, release
-from sandbox import kubeapi
+from sandbox import kubeapi, templating
 from tests import helpers
 from tests.deploy import manifests as m
 

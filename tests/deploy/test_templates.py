@@ -1,5 +1,5 @@
 """deploy/templates/ read as clusterctl reads them: the variables it lists, the substitution it does
-(``common.templating``, clusterctl's rules), and the result applied to an API server carrying our
+(``sandbox.templating``, clusterctl's rules), and the result applied to an API server carrying our
 CRDs and CAPI's, which must accept every object as it is."""
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ import pytest
 import yaml
 
 from common import kube as ckube
-from common import templating
 from common.kube import resources
-from common.templating import Variable
-from hub import api, crdgen, template_api
-from sandbox import crds, kubeapi
+from hub.api import crds as crdgen
+from hub.api import rkcp as api
+from hub.api import template as template_api
+from sandbox import crds, kubeapi, templating
 from sandbox.capi import controller
+from sandbox.templating import Variable
 from tests.deploy import manifests as m
 
 TEMPLATES = m.DEPLOY / "templates"

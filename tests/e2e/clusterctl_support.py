@@ -17,13 +17,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from common import kube
 from common.kube import resources
-from hub import cluster_api
+from hub.api import cluster
 from sandbox.capi import infra
-from sandbox.launcher import Topology
+from sandbox.launcher import System
 from tests import helpers
 
 NS = "default"
-CLUSTER = cluster_api.resource(cluster_api.V1BETA2)
+CLUSTER = cluster.resource(cluster.V1BETA2)
 STAND_IN = infra.STAND_IN_CLUSTER
 AVAILABLE = ("ControlPlaneInitialized", "ControlPlaneAvailable", "InfrastructureReady", "Available")
 
@@ -41,7 +41,7 @@ async def refusals(hub_health_url: str) -> dict[str, float]:
     }
 
 
-async def site_version(world: Topology, site: str, name: str) -> str | None:
+async def site_version(world: System, site: str, name: str) -> str | None:
     """The version the TenantControlPlane ``name`` at ``site`` reports."""
     tcp = await world.site_kube(site).get(resources.TENANT_CONTROL_PLANE, name, namespace=world.namespace)
     found = ((tcp.get("status") or {}).get("kubernetesResources") or {}).get("version") or {}
@@ -68,7 +68,7 @@ async def kubectl_apply(kubeconfig: Path, text: str) -> None:
     await asyncio.to_thread(_kubectl, kubeconfig, "apply", "-f", "-", text=text)
 
 
-async def generate(world: Topology, site: str, name: str, template: str, **env: str) -> list[dict[str, Any]]:
+async def generate(world: System, site: str, name: str, template: str, **env: str) -> list[dict[str, Any]]:
     """``clusterctl generate cluster NAME --from <release>/TEMPLATE`` at Kubernetes 1.31.0 (its
     ``v`` left out, as a KamajiControlPlane user writes it), placed at ``site``."""
     release = world.clusterctl.release()

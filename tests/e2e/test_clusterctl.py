@@ -1,5 +1,5 @@
 """clusterctl as users run it, against Cluster API's own controllers and the real Kamaji
-operator: ``clusterctl init --control-plane kamaji-broker`` (the topology's set-up) installed the
+operator: ``clusterctl init --control-plane kamaji-broker`` (the system's set-up) installed the
 providers from file:// repositories; ``clusterctl generate cluster`` from the release's
 templates, applied with kubectl, reaches ``Available``; ``clusterctl describe cluster`` shows the
 RKCP; ``clusterctl upgrade plan`` reads the release's metadata; the ClusterClass through Cluster
@@ -16,8 +16,8 @@ import yaml
 
 from common.kube import resources
 from sandbox.capi import infra
-from sandbox.launcher import Topology
-from tests import helpers, topologies
+from sandbox.launcher import System
+from tests import helpers, systems
 from tests.e2e.clusterctl_support import (
     CLUSTER,
     NS,
@@ -36,9 +36,9 @@ TCP = resources.TENANT_CONTROL_PLANE
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(real_capi: object, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
+async def world(real_capi: object, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[System]:
     directory = tmp_path_factory.mktemp("clusterctl") / "sandbox"
-    async with topologies.running(
+    async with systems.running(
         directory, sites=(SITE,), base=(), kubernetes="real", kamaji="real", capi="real"
     ) as topology:
         yield topology
@@ -61,7 +61,7 @@ def tree_conditions(lines: list[str], row: int) -> dict[str, tuple[str, str]]:
 
 
 @pytest.mark.timeout(300)  # the module's world is set up in it: clusters, Kamaji, clusterctl init
-async def test_init_installed_the_providers_and_upgrade_plan_reads_the_release(world: Topology) -> None:
+async def test_init_installed_the_providers_and_upgrade_plan_reads_the_release(world: System) -> None:
     log = world.clusterctl.log.read_text()
     assert 'Installing provider="control-plane-kamaji-broker" version="v0.1.0"' in log
     assert 'Installing provider="cluster-api" version="v1.14.2"' in log
@@ -77,7 +77,7 @@ async def test_init_installed_the_providers_and_upgrade_plan_reads_the_release(w
     assert row.split()[4:] == ["Already", "up", "to", "date"]
 
 
-async def test_a_generated_cluster_reaches_available_and_describe_shows_it(world: Topology) -> None:
+async def test_a_generated_cluster_reaches_available_and_describe_shows_it(world: System) -> None:
     docs = await generate(world, SITE, "gen1", "cluster-template.yaml")
     by_kind = {d["kind"]: d for d in docs}
     assert set(by_kind) == {"Cluster", "RemoteKamajiControlPlane"}
@@ -109,7 +109,7 @@ async def test_a_generated_cluster_reaches_available_and_describe_shows_it(world
     assert any("StandInCluster" in line and "default/gen1" in line for line in lines), described
 
 
-async def test_the_clusterclass_through_capis_topology_controller(world: Topology) -> None:
+async def test_the_clusterclass_through_capis_topology_controller(world: System) -> None:
     release = world.clusterctl.release()
     text = await world.clusterctl.run(
         "generate", "yaml", "--from", str(release / "clusterclass-kamaji-broker.yaml"), env={"NAMESPACE": NS}

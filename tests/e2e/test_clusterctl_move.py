@@ -18,11 +18,11 @@ import yaml
 
 from common import bus
 from common.kube import resources
-from hub import api
+from hub.api import rkcp
 from protocol import names
 from sandbox.capi import infra
-from sandbox.launcher import Topology
-from tests import helpers, moving, topologies
+from sandbox.launcher import System
+from tests import helpers, moving, systems
 from tests.e2e.clusterctl_support import (
     CLUSTER,
     NS,
@@ -44,9 +44,9 @@ TCP = resources.TENANT_CONTROL_PLANE
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(real_capi: object, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
+async def world(real_capi: object, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[System]:
     directory = tmp_path_factory.mktemp("clusterctl-move") / "sandbox"
-    async with topologies.running(
+    async with systems.running(
         directory, sites=(SITE,), base=(), kubernetes="real", kamaji="real", capi="real"
     ) as topology:
         yield topology
@@ -54,7 +54,7 @@ async def world(real_capi: object, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @pytest.mark.timeout(600)  # two management clusters set up with clusterctl init, a Cluster's life
 async def test_clusterctl_move_hands_the_running_control_plane_to_the_target(
-    world: Topology, hub_conn: bus.Connection
+    world: System, hub_conn: bus.Connection
 ) -> None:
     docs = await generate(world, SITE, NAME, "cluster-template.yaml")
     await kubectl_apply(
@@ -63,7 +63,7 @@ async def test_clusterctl_move_hands_the_running_control_plane_to_the_target(
     await available(world.mgmt, NAME)
     before = await world.mgmt.get(RKCP, NAME, namespace=NS)
     identity = before["metadata"]["uid"]
-    assert before["metadata"]["annotations"][api.OWNER_UID_ANNOTATION] == identity
+    assert before["metadata"]["annotations"][rkcp.OWNER_UID_ANNOTATION] == identity
     site = world.site_kube(SITE)
     tcp = await site.get(TCP, NAME, namespace=world.namespace)
     on_the_bus = await moving.on_the_bus(hub_conn, SITE, world.namespace, NAME)
@@ -88,7 +88,7 @@ async def test_clusterctl_move_hands_the_running_control_plane_to_the_target(
     }
     after = await target.get(RKCP, NAME, namespace=NS)
     assert after["metadata"]["uid"] != identity  # a new object, speaking for the same owner
-    assert after["metadata"]["annotations"][api.OWNER_UID_ANNOTATION] == identity
+    assert after["metadata"]["annotations"][rkcp.OWNER_UID_ANNOTATION] == identity
     assert moving.conflicts(after) == []
     # The control plane kept running at its site, untouched; nothing new was published.
     now = await site.get(TCP, NAME, namespace=world.namespace)

@@ -15,27 +15,27 @@ import pytest_asyncio
 
 from common import bus
 from protocol import streams, subjects
-from sandbox.launcher import Topology
-from tests import helpers, topologies
+from sandbox.launcher import System
+from tests import helpers, systems
 from tests.cli.doctor_support import Run
 
 pytestmark = pytest.mark.e2e
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module", params=topologies.BACKENDS)
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=systems.BACKENDS)
 async def world(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Topology]:
+) -> AsyncIterator[System]:
     """On both backends: on real clusters doctor's RBAC checks are the real authorizer's
     SelfSubjectAccessReviews, for the ServiceAccounts hub and agent run as."""
-    kubernetes = topologies.backend(request)
+    kubernetes = systems.backend(request)
     directory = tmp_path_factory.mktemp("doctor") / "sandbox"
     base = [("site-a-1", "site-a")]
-    async with topologies.running(directory, sites=("site-a",), base=base, kubernetes=kubernetes) as topology:
+    async with systems.running(directory, sites=("site-a",), base=base, kubernetes=kubernetes) as topology:
         yield topology
 
 
-async def doctor(world: Topology, process: str, *extra: str) -> Run:
+async def doctor(world: System, process: str, *extra: str) -> Run:
     """doctor with the process's own command line: ``... kamaji-broker <role> FLAGS`` →
     ``... kamaji-broker doctor <role> FLAGS``."""
     args = list(world.child(process).args)
@@ -52,7 +52,7 @@ READYZ_BOUND = 5.0
 """Seconds within which a running agent's /readyz must answer: it is computed from state."""
 
 
-async def readyz(world: Topology, site: str) -> tuple[int, str]:
+async def readyz(world: System, site: str) -> tuple[int, str]:
     """The agent's /readyz; a TimeoutError when it does not answer within ``READYZ_BOUND``."""
     timeout = aiohttp.ClientTimeout(total=READYZ_BOUND)
     url = f"{world.agent_health_urls[site]}/readyz"
@@ -61,7 +61,7 @@ async def readyz(world: Topology, site: str) -> tuple[int, str]:
 
 
 @pytest.mark.asyncio(loop_scope="module")
-async def test_readyz_answers_and_says_so_while_the_sites_api_server_hangs(world: Topology) -> None:
+async def test_readyz_answers_and_says_so_while_the_sites_api_server_hangs(world: System) -> None:
     """The site's API server stopped (SIGSTOP): it takes connections and answers nothing. The
     agent's /readyz answers at once, every time, and within a probe's bound says why it is not
     ready, instead of the "reachable" of its last answer."""
@@ -82,7 +82,7 @@ async def test_readyz_answers_and_says_so_while_the_sites_api_server_hangs(world
     await helpers.eventually(lambda: readyz(world, "site-a"), lambda got: got[0] == 200, within=60)
 
 
-async def heartbeat_age(world: Topology, site: str) -> float:
+async def heartbeat_age(world: System, site: str) -> float:
     """Seconds since ``site``'s latest heartbeat reached the bus (read with the hub's user)."""
     options = bus.Options(
         servers=tuple(world.nats_urls), creds_file=world.hub_credential(), ca_file=world.nats_ca_file
@@ -97,7 +97,7 @@ async def heartbeat_age(world: Topology, site: str) -> float:
 
 
 @pytest.mark.asyncio(loop_scope="module")
-async def test_doctor_tells_a_stopped_agent_from_a_live_one(world: Topology) -> None:
+async def test_doctor_tells_a_stopped_agent_from_a_live_one(world: System) -> None:
     """SIGSTOP: the agent's connections, its consumer and its pod stay; it answers nothing."""
     interval = world.options.heartbeat_interval
     world.pause("agent-site-a")
@@ -129,7 +129,7 @@ async def test_doctor_tells_a_stopped_agent_from_a_live_one(world: Topology) -> 
 
 
 @pytest.mark.asyncio(loop_scope="module")
-async def test_doctor_in_the_sandbox(world: Topology) -> None:
+async def test_doctor_in_the_sandbox(world: System) -> None:
     hub = await doctor(world, "hub")
     assert hub.code == 0, hub.out + hub.err
     assert hub.out.endswith("13 PASS, 0 WARN, 0 FAIL, 1 SKIP\n"), hub.out  # 1: the grants not probed

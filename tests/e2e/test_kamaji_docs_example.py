@@ -18,7 +18,7 @@ import yaml
 
 from common import objects
 from common.kube import resources
-from sandbox.launcher import Topology
+from sandbox.launcher import System
 from tests import helpers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -79,7 +79,7 @@ def fields(spec: dict[str, Any], prefix: str = "") -> set[str]:
     return out
 
 
-async def test_the_kamaji_docs_example_reaches_ready_with_every_field_on_the_tcp(world: Topology) -> None:
+async def test_the_kamaji_docs_example_reaches_ready_with_every_field_on_the_tcp(world: System) -> None:
     rkcp, cluster = documents()
     assert (rkcp["kind"], cluster["kind"]) == (RKCP.kind, resources.CLUSTER.kind)
     created = await world.mgmt.create(resources.CLUSTER, cluster, namespace=NS)

@@ -15,9 +15,9 @@ import pytest
 import pytest_asyncio
 
 from hub import rbac as hub_rbac
-from sandbox.launcher import Topology, installs
+from sandbox.launcher import System, installs
 from sandbox.realkube import audit
-from tests import helpers, topologies
+from tests import helpers, systems
 from tests.e2e.test_doctor import doctor
 from tests.e2e.test_rbac_real import BASELINE, HUB, can_i_list
 
@@ -28,20 +28,20 @@ UNWATCHED = "kube-system"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(real_binaries: Any, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
+async def world(real_binaries: Any, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[System]:
     directory = tmp_path_factory.mktemp("rbac-namespaced") / "sandbox"
-    async with topologies.running(
+    async with systems.running(
         directory, sites=(SITE,), base=[("c1", SITE)], kubernetes="real", hub_replicas=2,
         hub_namespaces=(WATCHED,),
     ) as w:  # fmt: skip
         yield w
 
 
-def _audit(w: Topology) -> list[str]:
+def _audit(w: System) -> list[str]:
     return w.real_clusters["mgmt"].audit_log.read_text().splitlines()
 
 
-def _kubectl(w: Topology, *args: str, kubeconfig: str = "") -> subprocess.CompletedProcess[str]:
+def _kubectl(w: System, *args: str, kubeconfig: str = "") -> subprocess.CompletedProcess[str]:
     kubectl = str(w.real_clusters["mgmt"].binaries.kubectl)
     config = kubeconfig or str(w.kubeconfig("mgmt"))
     return subprocess.run(
@@ -60,9 +60,9 @@ def _ours(use: audit.Use) -> bool:
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_a_control_plane_in_the_watched_namespace_is_ready_and_nothing_was_refused(
-    world: Topology,
+    world: System,
 ) -> None:
-    rkcp = await world.mgmt.get(topologies.RKCP, "c1", namespace=WATCHED)
+    rkcp = await world.mgmt.get(systems.RKCP, "c1", namespace=WATCHED)
     assert (rkcp.get("status") or {}).get("ready") is True
     lines = _audit(world)
     assert audit.refused(lines, HUB) == set()
@@ -84,7 +84,7 @@ async def test_a_control_plane_in_the_watched_namespace_is_ready_and_nothing_was
     ids=["watched", "own-namespace", "unwatched"],
 )
 def test_kubectl_auth_can_i_lists_exactly_the_rules_we_ship(
-    world: Topology, namespace: str, rules: Any
+    world: System, namespace: str, rules: Any
 ) -> None:
     assert can_i_list(world, "mgmt", HUB, namespace) == audit.expand(rules)
 
@@ -101,13 +101,13 @@ def test_kubectl_auth_can_i_lists_exactly_the_rules_we_ship(
     ],
     ids=["get-unwatched", "list-unwatched", "list-everywhere", "watch-everywhere", "delete-watched", "rkcps"],
 )
-def test_the_hub_may_not_touch_secrets_beyond_its_namespaces(world: Topology, args: tuple[str, ...]) -> None:
+def test_the_hub_may_not_touch_secrets_beyond_its_namespaces(world: System, args: tuple[str, ...]) -> None:
     done = _kubectl(world, "auth", "can-i", *args, f"--as={HUB}")
     assert (done.returncode, done.stdout.strip()) == (1, "no"), done
 
 
 @pytest.mark.asyncio(loop_scope="module")
-async def test_a_cluster_wide_secret_list_as_the_hub_is_refused(world: Topology) -> None:
+async def test_a_cluster_wide_secret_list_as_the_hub_is_refused(world: System) -> None:
     """With the hub's own token: the server answers 403, and the audit log shows it as the only
     refusal, so the first test's empty set of refusals was not an audit log that misses them."""
     denied = audit.Use("", "secrets", "list")
@@ -120,7 +120,7 @@ async def test_a_cluster_wide_secret_list_as_the_hub_is_refused(world: Topology)
 
 
 @pytest.mark.asyncio(loop_scope="module")
-async def test_doctor_checks_the_watched_namespaces(world: Topology) -> None:
+async def test_doctor_checks_the_watched_namespaces(world: System) -> None:
     """doctor asks the real authorizer in each watched namespace: the hub's passes; the same hub
     told to watch one more namespace, whose RoleBinding is missing, fails naming it and the fix."""
     run = await doctor(world, "hub")

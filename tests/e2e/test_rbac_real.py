@@ -17,9 +17,9 @@ import pytest_asyncio
 from agent import rbac as agent_rbac
 from common.kube import resources
 from hub import rbac as hub_rbac
-from sandbox.launcher import Topology, installs, workload
+from sandbox.launcher import System, installs, workload
 from sandbox.realkube import audit, tokens
-from tests import helpers, topologies
+from tests import helpers, systems
 from tests.e2e.test_doctor import doctor
 
 SITE = "site-a"
@@ -48,31 +48,29 @@ NOT_REACHED = {
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(real_binaries: Any, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
+async def world(real_binaries: Any, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[System]:
     directory = tmp_path_factory.mktemp("rbac") / "sandbox"
     base = [("c1", SITE), ("c2", SITE)]
-    async with topologies.running(
-        directory, sites=(SITE,), base=base, kubernetes="real", hub_replicas=2
-    ) as w:
+    async with systems.running(directory, sites=(SITE,), base=base, kubernetes="real", hub_replicas=2) as w:
         await _lifecycle(w)
         yield w
 
 
-async def _lifecycle(w: Topology) -> None:
+async def _lifecycle(w: System) -> None:
     """Everything the hub and an agent do in a control plane's life, on the real clusters."""
-    await topologies.update_control_plane(w, "c1", version="v1.32.0", replicas=3)
+    await systems.update_control_plane(w, "c1", version="v1.32.0", replicas=3)
     await _with_infrastructure(w, "c3")
     await _rotated_kubeconfig(w, "c1")
-    await topologies.delete_control_plane(w, "c2")
+    await systems.delete_control_plane(w, "c2")
 
     async def settled() -> bool:
-        gone = await w.mgmt.get_or_none(topologies.RKCP, "c2", namespace="default") is None
+        gone = await w.mgmt.get_or_none(systems.RKCP, "c2", namespace="default") is None
         return gone and (await w.progress()).done
 
     await helpers.eventually(settled, within=90, every=0.2, what="c2 deleted, the others Ready")
 
 
-async def _with_infrastructure(w: Topology, name: str) -> None:
+async def _with_infrastructure(w: System, name: str) -> None:
     """A Cluster with an InfraCluster: the hub writes the site's endpoint into it."""
     infra = {"apiVersion": DOCKER_CLUSTER.api_version, "kind": "DockerCluster", "metadata": {"name": name}}
     await w.mgmt.create(DOCKER_CLUSTER, infra, namespace="default")
@@ -90,7 +88,7 @@ async def _with_infrastructure(w: Topology, name: str) -> None:
         site=SITE,
         target_namespace=w.namespace,
     )
-    await w.mgmt.create(topologies.RKCP, rkcp, namespace="default")
+    await w.mgmt.create(systems.RKCP, rkcp, namespace="default")
 
     async def endpoint() -> Any:
         found = await w.mgmt.get(DOCKER_CLUSTER, name, namespace="default")
@@ -99,7 +97,7 @@ async def _with_infrastructure(w: Topology, name: str) -> None:
     await helpers.eventually(endpoint, within=60, what="the InfraCluster's endpoint")
 
 
-async def _rotated_kubeconfig(w: Topology, name: str) -> None:
+async def _rotated_kubeconfig(w: System, name: str) -> None:
     """Kamaji writes a new admin kubeconfig at the site: the hub replaces ``<cluster>-kubeconfig``."""
     site = w.site_kube(SITE)
     tcp = f"{name}-admin-kubeconfig"
@@ -116,7 +114,7 @@ async def _rotated_kubeconfig(w: Topology, name: str) -> None:
     await helpers.eventually(replaced, within=60, what="the rotated kubeconfig in the management cluster")
 
 
-def _audit(w: Topology, cluster: str) -> list[str]:
+def _audit(w: System, cluster: str) -> list[str]:
     return w.real_clusters[cluster].audit_log.read_text().splitlines()
 
 
@@ -127,7 +125,7 @@ def _audit(w: Topology, cluster: str) -> list[str]:
     ids=["hub", "agent"],
 )
 async def test_every_request_was_allowed_and_every_shipped_verb_used(
-    world: Topology, cluster: str, user: str, rules: Any
+    world: System, cluster: str, user: str, rules: Any
 ) -> None:
     lines = _audit(world, cluster)
     assert audit.refused(lines, user) == set(), "a verb missing from what we ship"
@@ -144,7 +142,7 @@ async def test_every_request_was_allowed_and_every_shipped_verb_used(
     assert {u for who, u in NOT_REACHED if who == user} & reached == set(), "NOT_REACHED is out of date"
 
 
-def can_i_list(w: Topology, cluster: str, user: str, namespace: str) -> set[audit.Use]:
+def can_i_list(w: System, cluster: str, user: str, namespace: str) -> set[audit.Use]:
     """``kubectl auth can-i --list --as=<user> -n <namespace>``'s resource rows, as ``Use``s."""
     kubectl = str(w.real_clusters[cluster].binaries.kubectl)
     args = [kubectl, "--kubeconfig", str(w.kubeconfig(cluster)), "auth", "can-i", "--list", f"--as={user}"]
@@ -172,13 +170,13 @@ def can_i_list(w: Topology, cluster: str, user: str, namespace: str) -> set[audi
     ids=["hub", "hub-own-namespace", "agent-targets", "agent-own-namespace"],
 )
 def test_kubectl_auth_can_i_lists_exactly_the_rules_we_ship(
-    world: Topology, cluster: str, user: str, namespace: str, rules: Any
+    world: System, cluster: str, user: str, namespace: str, rules: Any
 ) -> None:
     assert can_i_list(world, cluster, user, namespace) == audit.expand(rules)
 
 
 @pytest.mark.asyncio(loop_scope="module")
-async def test_doctor_names_the_verb_a_cluster_role_lacks(world: Topology) -> None:
+async def test_doctor_names_the_verb_a_cluster_role_lacks(world: System) -> None:
     """doctor's RBAC check is the real authorizer's answer: a rule taken out of the ClusterRole
     the install made is named, with the fix; put back, doctor passes again."""
     role = await world.mgmt.get(CLUSTER_ROLE, "kamaji-broker-hub")

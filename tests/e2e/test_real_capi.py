@@ -15,8 +15,8 @@ import pytest_asyncio
 
 from common.kube import resources
 from sandbox.capi import infra
-from sandbox.launcher import Topology
-from tests import helpers, topologies
+from sandbox.launcher import System
+from tests import helpers, systems
 from tests.e2e.clusterctl_support import CLUSTER, NS, available, conditions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -28,25 +28,25 @@ INFRA = infra.STAND_IN_CLUSTER
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(real_capi: object, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
+async def world(real_capi: object, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[System]:
     directory = tmp_path_factory.mktemp("capi") / "sandbox"
-    async with topologies.running(
+    async with systems.running(
         directory, sites=(SITE,), base=(), kubernetes="real", kamaji="real", capi="real"
     ) as topology:
         yield topology
 
 
-async def apply_template(world: Topology, name: str, *, version: str) -> None:
+async def apply_template(world: System, name: str, *, version: str) -> None:
     """The release's cluster template rendered as clusterctl renders it, created with the
     infrastructure the template asks its user to add (Cluster API v1.14 calls a Cluster without
-    one neither Available nor not: InfrastructureReady stays Unknown): the topology's
+    one neither Available nor not: InfrastructureReady stays Unknown): the system's
     ``create_control_plane`` with real Cluster API."""
     _, rkcp = await world.create_control_plane(name, site=SITE, namespace=NS, version=version)
     assert "ownerReferences" not in rkcp["metadata"]  # CAPI's Cluster controller sets it
 
 
 @pytest.mark.timeout(300)  # the module's world is set up in it: clusters, Kamaji, clusterctl init
-async def test_capi_owns_provisions_and_calls_the_cluster_available(world: Topology) -> None:
+async def test_capi_owns_provisions_and_calls_the_cluster_available(world: System) -> None:
     await apply_template(world, "c1", version="1.31.0")
     cluster = await world.mgmt.get(CLUSTER, "c1", namespace=NS)
 
@@ -87,7 +87,7 @@ async def test_capi_owns_provisions_and_calls_the_cluster_available(world: Topol
     assert standin["spec"]["controlPlaneEndpoint"] == done["spec"]["controlPlaneEndpoint"]
 
 
-async def test_deleting_the_cluster_takes_the_control_plane_away(world: Topology) -> None:
+async def test_deleting_the_cluster_takes_the_control_plane_away(world: System) -> None:
     await apply_template(world, "c2", version="v1.31.0")
 
     async def phase() -> str:

@@ -18,9 +18,9 @@ import pytest_asyncio
 import yaml
 
 from common.kube import resources
-from sandbox.launcher import Topology
+from sandbox.launcher import System
 from sandbox.realkamaji import tenants
-from tests import helpers, topologies
+from tests import helpers, systems
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -47,11 +47,11 @@ KAMAJI_SECRETS = (
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(
     real_binaries: object, real_kamaji: object, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Topology]:
+) -> AsyncIterator[System]:
     directory = tmp_path_factory.mktemp("kamaji") / "sandbox"
     # A refused intent is tried again after --namespace-retry: long here, so that "tried once"
     # does not depend on how fast the rest of a test runs.
-    async with topologies.running(
+    async with systems.running(
         directory,
         sites=(SITE,),
         base=(("cp1", SITE),),
@@ -66,7 +66,7 @@ def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or ()}
 
 
-async def ready(world: Topology, name: str, **status: Any) -> dict[str, Any]:
+async def ready(world: System, name: str, **status: Any) -> dict[str, Any]:
     """The RKCP once Ready with ``status`` fields as given."""
 
     async def probe() -> dict[str, Any]:
@@ -81,7 +81,7 @@ async def ready(world: Topology, name: str, **status: Any) -> dict[str, Any]:
     return await helpers.eventually(probe, done, within=90, every=0.3, what=f"{name} Ready with {status}")
 
 
-async def test_the_control_plane_is_kamajis_deployment_service_and_secrets(world: Topology) -> None:
+async def test_the_control_plane_is_kamajis_deployment_service_and_secrets(world: System) -> None:
     obj = await ready(world, "cp1")
     assert obj["status"]["version"] == "v1.31.0" and obj["status"]["readyReplicas"] == 2
     site = world.site_kube(SITE)
@@ -100,7 +100,7 @@ async def test_the_control_plane_is_kamajis_deployment_service_and_secrets(world
 
 
 async def test_kubectl_with_the_kubeconfig_the_hub_wrote_lists_the_tenants_namespaces(
-    world: Topology, tmp_path: Path
+    world: System, tmp_path: Path
 ) -> None:
     await ready(world, "cp1")
     secret = await world.mgmt.get(resources.SECRET, "cp1-kubeconfig", namespace=NS)
@@ -142,10 +142,10 @@ async def test_kubectl_with_the_kubeconfig_the_hub_wrote_lists_the_tenants_names
     )
 
 
-async def test_an_upgrade_and_a_scale_reach_kamaji_and_come_back_ready(world: Topology) -> None:
+async def test_an_upgrade_and_a_scale_reach_kamaji_and_come_back_ready(world: System) -> None:
     await world.create_control_plane("up", site=SITE)
     await ready(world, "up", version="v1.31.0")
-    await topologies.update_control_plane(world, "up", version="v1.32.0", replicas=3)
+    await systems.update_control_plane(world, "up", version="v1.32.0", replicas=3)
     obj = await ready(world, "up", version="v1.32.0", readyReplicas=3)
     assert conditions(obj)["TenantControlPlaneReady"]["status"] == "True"
     site = world.site_kube(SITE)
@@ -158,11 +158,11 @@ async def test_an_upgrade_and_a_scale_reach_kamaji_and_come_back_ready(world: To
 
 
 async def test_a_downgrade_kamajis_webhook_denies_shows_on_the_rkcp_and_is_not_tried_again_at_once(
-    world: Topology,
+    world: System,
 ) -> None:
     await world.create_control_plane("down", site=SITE, version="v1.32.0")
     await ready(world, "down", version="v1.32.0")
-    await topologies.update_control_plane(world, "down", version="v1.31.0")
+    await systems.update_control_plane(world, "down", version="v1.31.0")
 
     async def probe() -> dict[str, Any]:
         return await world.mgmt.get(RKCP, "down", namespace=NS)
@@ -184,7 +184,7 @@ async def test_a_downgrade_kamajis_webhook_denies_shows_on_the_rkcp_and_is_not_t
     assert tcp["spec"]["kubernetes"]["version"] == "v1.32.0", "Kamaji kept what it had"
 
 
-async def test_a_delete_takes_away_everything_kamaji_made(world: Topology) -> None:
+async def test_a_delete_takes_away_everything_kamaji_made(world: System) -> None:
     await world.create_control_plane("gone", site=SITE)
     await ready(world, "gone")
     site = world.site_kube(SITE)
@@ -194,7 +194,7 @@ async def test_a_delete_takes_away_everything_kamaji_made(world: Topology) -> No
     await helpers.eventually(
         lambda: (world.namespace, "gone") in running, within=30, what="its tenant API server"
     )
-    await topologies.delete_control_plane(world, "gone")
+    await systems.delete_control_plane(world, "gone")
 
     async def leftovers() -> list[str]:
         left = []

@@ -23,7 +23,7 @@ import pyte
 import pytest
 
 from tests import helpers
-from tests.topologies import alive
+from tests.systems import alive
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sandbox import ports
-from sandbox.launcher import Topology
+from sandbox.launcher import System
 from tests import helpers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -40,9 +40,7 @@ async def run(*command: str, stdin: str = "") -> Done:
     return Done(proc.returncode, out.decode(), err.decode())
 
 
-def flags(
-    world: Topology, *, creds: str | None = None, url: str | None = None, told: bool = True
-) -> list[str]:
+def flags(world: System, *, creds: str | None = None, url: str | None = None, told: bool = True) -> list[str]:
     """``told``: with ``--heartbeat-interval`` (else status learns it from the heartbeats)."""
     interval = ["--heartbeat-interval", str(world.options.heartbeat_interval)] if told else []
     return [
@@ -58,20 +56,20 @@ async def status(*args: str) -> Done:
     return await run(*STATUS, *args)
 
 
-async def as_json(world: Topology, *, quiet: bool = True, **given: Any) -> tuple[int, dict[str, Any]]:
+async def as_json(world: System, *, quiet: bool = True, **given: Any) -> tuple[int, dict[str, Any]]:
     done = await status(*flags(world, **given), "-o", "json")
     assert done.stderr == "" or not quiet, done.stderr
     doc: dict[str, Any] = json.loads(done.stdout)
     return done.returncode, doc
 
 
-async def kubectl(world: Topology, *args: str, stdin: str = "") -> None:
+async def kubectl(world: System, *args: str, stdin: str = "") -> None:
     binary = helpers.kubectl()
     done = await run(binary, "--kubeconfig", str(world.mgmt_kubeconfig), *args, stdin=stdin)
     assert done.returncode == 0, done.stderr
 
 
-async def until_status(world: Topology, *, healthy: bool) -> Done:
+async def until_status(world: System, *, healthy: bool) -> Done:
     """Run ``status`` until its verdict is ``healthy``; the last run."""
     runs: list[Done] = []
 
@@ -87,7 +85,7 @@ def row(done: Done, site: str) -> list[str]:
     return next(line.split() for line in done.stdout.splitlines() if line.startswith(f"  {site} "))
 
 
-async def test_a_healthy_fleet_exits_zero_with_every_site_on_one_screen(world: Topology) -> None:
+async def test_a_healthy_fleet_exits_zero_with_every_site_on_one_screen(world: System) -> None:
     done = await until_status(world, healthy=True)
     lines = done.stdout.splitlines()
     assert lines[0] == "kamaji-broker status: 2 sites, 4/4 control planes Ready; healthy"
@@ -107,7 +105,7 @@ async def test_a_healthy_fleet_exits_zero_with_every_site_on_one_screen(world: T
     }  # fmt: skip
 
 
-async def test_a_stopped_agent_is_reported_then_its_recovery(world: Topology) -> None:
+async def test_a_stopped_agent_is_reported_then_its_recovery(world: System) -> None:
     world.pause("agent-site-b")
     try:
         done = await until_status(world, healthy=False)
@@ -130,7 +128,7 @@ def counted_and_listed(done: Done) -> tuple[int, int]:
     return counted, len(listed) - len(more) + sum(more)
 
 
-async def test_untold_it_learns_each_agents_interval_from_its_heartbeats(world: Topology) -> None:
+async def test_untold_it_learns_each_agents_interval_from_its_heartbeats(world: System) -> None:
     """The agents beat every 2 s; ``status`` without ``--heartbeat-interval`` judges them by that,
     not by production's 10 s, and whatever it finds, it lists as many problems as it counts."""
     _, doc = await as_json(world, told=False)
@@ -158,7 +156,7 @@ async def test_untold_it_learns_each_agents_interval_from_its_heartbeats(world: 
     await until_status(world, healthy=True)
 
 
-async def test_a_site_with_no_agent_says_so(world: Topology) -> None:
+async def test_a_site_with_no_agent_says_so(world: System) -> None:
     site = {"apiVersion": "kamaji-broker.io/v1alpha1", "kind": "Site", "metadata": {"name": "site-c"}}
     await kubectl(world, "apply", "-f", "-", stdin=json.dumps(site))
     try:
@@ -182,7 +180,7 @@ async def test_a_site_with_no_agent_says_so(world: Topology) -> None:
         await kubectl(world, "delete", "site", "site-c", "--wait=true")
 
 
-async def test_a_credential_that_is_not_the_observers_is_refused_naming_the_subject(world: Topology) -> None:
+async def test_a_credential_that_is_not_the_observers_is_refused_naming_the_subject(world: System) -> None:
     code, doc = await as_json(world, creds=str(await world.site_credential("site-a")), quiet=False)
     assert code == 1 and doc["healthy"] is False
     site_b = next(s for s in doc["sites"] if s["name"] == "site-b")
@@ -191,7 +189,7 @@ async def test_a_credential_that_is_not_the_observers_is_refused_naming_the_subj
     assert "permission" in problem["message"].lower() and "KB_SITE_site-b" in problem["message"]
 
 
-async def test_an_unreachable_bus_is_a_problem_and_the_hubs_view_is_still_shown(world: Topology) -> None:
+async def test_an_unreachable_bus_is_a_problem_and_the_hubs_view_is_still_shown(world: System) -> None:
     closed = f"tls://127.0.0.1:{ports.free_port()}"
     done = await status(*flags(world, url=closed), "--nats-timeout", "1")
     assert done.returncode == 1, done.stderr
@@ -216,7 +214,7 @@ async def test_an_unreachable_bus_is_a_problem_and_the_hubs_view_is_still_shown(
     ],
 )
 async def test_flags_it_cannot_work_with_exit_2_naming_the_flag(
-    world: Topology, args: list[str], error: str
+    world: System, args: list[str], error: str
 ) -> None:
     done = await status("--kubeconfig", str(world.mgmt_kubeconfig), *args)
     assert done.returncode == 2, done.stdout
@@ -224,7 +222,7 @@ async def test_flags_it_cannot_work_with_exit_2_naming_the_flag(
 
 
 @pytest.mark.parametrize("garbage", ["observer.creds", "nats-server.conf"])
-async def test_a_file_that_is_not_a_kubeconfig_is_named(world: Topology, garbage: str) -> None:
+async def test_a_file_that_is_not_a_kubeconfig_is_named(world: System, garbage: str) -> None:
     path = world.nats_dir / garbage
     done = await status("--kubeconfig", str(path))
     assert done.returncode == 2, done.stdout

@@ -24,8 +24,8 @@ from protocol import streams, subjects
 from sandbox import kubeapi
 from sandbox.kamaji import crds as kamaji_crds
 from sandbox.kamaji import reconcile_status as kamaji_status
-from sandbox.launcher import Topology
-from tests import helpers, topologies
+from sandbox.launcher import System
+from tests import helpers, systems
 from tests.e2e.conftest import BASE, SITES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -44,7 +44,7 @@ def b64(secret: dict[str, Any], key: str) -> bytes:
     return base64.b64decode(secret["data"][key])
 
 
-async def test_every_control_plane_is_ready_at_its_own_site_only(world: Topology) -> None:
+async def test_every_control_plane_is_ready_at_its_own_site_only(world: System) -> None:
     pools = {site: ipaddress.ip_network(f"10.{i + 1}.0.0/16") for i, site in enumerate(SITES)}
     for name, site in BASE:
         obj = await world.mgmt.get(RKCP, name, namespace=NS)
@@ -74,7 +74,7 @@ async def test_every_control_plane_is_ready_at_its_own_site_only(world: Topology
     await helpers.eventually(connected_and_ready, within=30, every=0.2)
 
 
-async def test_every_site_tcp_validates_against_the_real_kamaji_crd(world: Topology) -> None:
+async def test_every_site_tcp_validates_against_the_real_kamaji_crd(world: System) -> None:
     # Kamaji's own schema in a cluster of its own: a 422 there means a field Kamaji would refuse,
     # and a field missing from what comes back is one its API server would prune silently.
     [crd] = kamaji_crds.load([helpers.kamaji_crd_path()])
@@ -111,7 +111,7 @@ async def test_every_site_tcp_validates_against_the_real_kamaji_crd(world: Topol
 
 
 async def test_cluster_kubeconfig_is_the_sites_admin_kubeconfig_and_verifies_against_its_ca(
-    world: Topology,
+    world: System,
 ) -> None:
     for name, site in BASE:
         kubeconfig = await world.mgmt.get(SECRET, f"{name}-kubeconfig", namespace=NS)
@@ -132,7 +132,7 @@ async def test_cluster_kubeconfig_is_the_sites_admin_kubeconfig_and_verifies_aga
         assert cluster["cluster"]["server"] == f"https://{endpoint['host']}:{endpoint['port']}", name
 
 
-async def test_site_a_credentials_cannot_read_site_b_intents(world: Topology) -> None:
+async def test_site_a_credentials_cannot_read_site_b_intents(world: System) -> None:
     site_a = helpers.options(
         world.nats_url,
         seed_file=await world.site_credential("site-a"),
@@ -149,7 +149,7 @@ async def test_site_a_credentials_cannot_read_site_b_intents(world: Topology) ->
         await conn.close()
 
 
-async def test_kubectl_lists_rkcps_with_the_printer_columns(world: Topology) -> None:
+async def test_kubectl_lists_rkcps_with_the_printer_columns(world: System) -> None:
     kubectl = helpers.kubectl()
     if not kubectl:
         pytest.skip("kubectl is not installed (looked for it on PATH)")
@@ -171,7 +171,7 @@ async def test_kubectl_lists_rkcps_with_the_printer_columns(world: Topology) -> 
         assert cells[:9] + cells[10:] == [NS, name, name, "true", "true", "2", "2", "2", "0", "v1.31.0", site]
 
 
-async def _gone(world: Topology, deleted: list[tuple[str, str]]) -> bool:
+async def _gone(world: System, deleted: list[tuple[str, str]]) -> bool:
     for name, site in deleted:
         if await world.mgmt.get_or_none(RKCP, name, namespace=NS) is not None:
             return False
@@ -184,7 +184,7 @@ async def _gone(world: Topology, deleted: list[tuple[str, str]]) -> bool:
 
 
 async def test_updates_reach_the_site_and_deletes_purge_the_site_and_the_bus(
-    world: Topology, hub_conn: bus.Connection
+    world: System, hub_conn: bus.Connection
 ) -> None:
     mine = [("life-a-1", "site-a"), ("life-b-1", "site-b"), ("life-a-2", "site-a"), ("life-b-2", "site-b")]
     for name, site in mine:
@@ -197,8 +197,8 @@ async def test_updates_reach_the_site_and_deletes_purge_the_site_and_the_bus(
     await helpers.eventually(mine_ready, every=0.2, within=60)
 
     # Update: a version at site-a, replicas at site-b.
-    await topologies.update_control_plane(world, "life-a-1", version="v1.32.0")
-    await topologies.update_control_plane(world, "life-b-1", replicas=3)
+    await systems.update_control_plane(world, "life-a-1", version="v1.32.0")
+    await systems.update_control_plane(world, "life-b-1", replicas=3)
 
     async def updated() -> bool:
         tcp_a = await world.site_kube("site-a").get(TCP, "life-a-1", namespace=world.namespace)
@@ -219,7 +219,7 @@ async def test_updates_reach_the_site_and_deletes_purge_the_site_and_the_bus(
     # Delete: gone from the management cluster and the site, and every subject purged.
     deleted = [("life-a-2", "site-a"), ("life-b-2", "site-b")]
     for name, _ in deleted:
-        await topologies.delete_control_plane(world, name)
+        await systems.delete_control_plane(world, name)
 
     await helpers.eventually(lambda: _gone(world, deleted), every=0.2, within=60)
     for name, site in deleted:
@@ -236,8 +236,8 @@ async def test_updates_reach_the_site_and_deletes_purge_the_site_and_the_bus(
         assert stored is not None, name
 
 
-async def test_each_site_object_shows_the_agents_inventory(world: Topology) -> None:
-    from common import keyfiles
+async def test_each_site_object_shows_the_agents_inventory(world: System) -> None:
+    from common.files import keys as keyfiles
     from kamaji_broker import __version__
     from protocol import keys
 
@@ -272,7 +272,7 @@ async def _scrape(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], floa
     }
 
 
-async def test_the_processes_export_what_the_dashboard_reads(world: Topology) -> None:
+async def test_the_processes_export_what_the_dashboard_reads(world: System) -> None:
     """The hub's and the agents' /metrics, as Prometheus scrapes them: every site connected with a
     fresh heartbeat, the base control planes Ready, their Secrets synced, an update timed."""
     await world.create_control_plane("metrics-a", site="site-a")
@@ -282,7 +282,7 @@ async def test_the_processes_export_what_the_dashboard_reads(world: Topology) ->
         return all(cp.done for cp in snapshot.control_planes if cp.name == "metrics-a")
 
     await helpers.eventually(ready, every=0.2, within=60)
-    await topologies.update_control_plane(world, "metrics-a", version="v1.32.0")
+    await systems.update_control_plane(world, "metrics-a", version="v1.32.0")
     hub: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
 
     def sample(name: str, **labels: str) -> float | None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox.launcher import Topology, invariants
+from sandbox.launcher import System, invariants
 from tests import helpers
 
 REPORT_ENV = "KB_FAULTS_REPORT"
@@ -40,19 +40,19 @@ class Measure:
     at_lift: dict[str, int] = field(default_factory=dict)
     """The invariants' counts when the fault was lifted: what there was to heal."""
 
-    def inject(self, world: Topology, *, fault: str = "", workload: str = "") -> None:
+    def inject(self, world: System, *, fault: str = "", workload: str = "") -> None:
         self.fault = fault or self.fault
         self.workload = workload or self.workload
         self.marks = world.log_marks()
         self.injected_at = time.monotonic()
 
-    async def lifted(self, world: Topology) -> None:
+    async def lifted(self, world: System) -> None:
         self.lifted_at = time.monotonic()
         self.at_lift = invariants.counts(await invariants.findings(world))
 
     async def converges(
         self,
-        world: Topology,
+        world: System,
         *,
         deleted: Iterable[invariants.Deleted] = (),
         allowed_errors: Sequence[str | re.Pattern[str]] = (),

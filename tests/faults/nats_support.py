@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import aiohttp
 
 from common.kube import resources
-from sandbox.launcher import Topology
+from sandbox.launcher import System
 from tests import helpers
 
 SERVER_ERRORS = re.compile(
@@ -32,7 +32,7 @@ class Burst:
     """``count`` Cluster + RKCP pairs created one after another, alternating between the sites,
     in a task of their own (creating goes to the management cluster, not to NATS)."""
 
-    world: Topology
+    world: System
     prefix: str
     count: int
     created: list[str] = field(default_factory=list)

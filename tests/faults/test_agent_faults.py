@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from agent import tcps
+from agent.tcp import managed
 from common import bus
 from common.kube import resources
 from protocol import streams, subjects
-from sandbox.launcher import Topology, invariants
-from tests import helpers, topologies
+from sandbox.launcher import System, invariants
+from tests import helpers, systems
 from tests.faults.measure import Measure
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), topologies.BOTH]
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), systems.BOTH]
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE
@@ -35,7 +35,7 @@ RESTART_BOUND = 20.0
 
 
 @contextlib.asynccontextmanager
-async def _hub_bus(world: Topology) -> AsyncIterator[bus.Connection]:
+async def _hub_bus(world: System) -> AsyncIterator[bus.Connection]:
     """A NATS connection with the hub's identity: consumer info, last messages, publishing intents."""
     conn = await bus.connect(
         bus.Options(
@@ -57,7 +57,7 @@ async def _consumer(conn: bus.Connection, site: str) -> bus.ConsumerState:
     return await bus.consumer_info(conn, d.stream, d.durable_name)
 
 
-async def _rkcp(world: Topology, name: str) -> dict[str, Any]:
+async def _rkcp(world: System, name: str) -> dict[str, Any]:
     return await world.mgmt.get(RKCP, name, namespace=NS)
 
 
@@ -68,7 +68,7 @@ def _condition(obj: dict[str, Any], kind: str) -> tuple[str, str]:
     return "", ""
 
 
-async def _all_ready(world: Topology, names: Sequence[str]) -> None:
+async def _all_ready(world: System, names: Sequence[str]) -> None:
     async def ready() -> bool:
         for name in names:
             obj = await world.mgmt.get_or_none(RKCP, name, namespace=NS)
@@ -79,14 +79,14 @@ async def _all_ready(world: Topology, names: Sequence[str]) -> None:
     await helpers.eventually(ready, within=90, every=0.3)
 
 
-async def _tcp(world: Topology, name: str, site: str) -> dict[str, Any]:
+async def _tcp(world: System, name: str, site: str) -> dict[str, Any]:
     return await world.site_kube(site).get(TCP, name, namespace=world.namespace)
 
 
-async def _delete_all(world: Topology, names: Sequence[str], site: str) -> None:
+async def _delete_all(world: System, names: Sequence[str], site: str) -> None:
     """Leave the world as the scenario found it: its control planes deleted, the invariants hold."""
     for name in names:
-        await topologies.delete_control_plane(world, name)
+        await systems.delete_control_plane(world, name)
     deleted = [(NS, name, site) for name in names]
 
     async def gone() -> bool:
@@ -96,7 +96,7 @@ async def _delete_all(world: Topology, names: Sequence[str], site: str) -> None:
     assert await invariants.violations(world, deleted=deleted) == []
 
 
-async def test_agent_killed_mid_burst_converges_after_restart(world: Topology, fault: Measure) -> None:
+async def test_agent_killed_mid_burst_converges_after_restart(world: System, fault: Measure) -> None:
     site, agent = "site-a", "agent-site-a"
     names = [f"burst-{i}" for i in range(BURST)]
     async with _hub_bus(world) as nc:
@@ -148,7 +148,7 @@ async def test_agent_killed_mid_burst_converges_after_restart(world: Topology, f
 
 
 async def test_agent_paused_past_the_heartbeat_timeout_shows_the_site_unavailable_then_converges(
-    world: Topology, fault: Measure
+    world: System, fault: Measure
 ) -> None:
     site, agent = "site-b", "agent-site-b"
     names = ["paused-1", "paused-2"]
@@ -160,7 +160,7 @@ async def test_agent_paused_past_the_heartbeat_timeout_shows_the_site_unavailabl
     world.pause(agent)
     try:
         # An edit while the agent cannot answer: applied once it continues.
-        await topologies.update_control_plane(world, names[0], replicas=3)
+        await systems.update_control_plane(world, names[0], replicas=3)
 
         async def unavailable() -> bool:
             for name in names:
@@ -196,7 +196,7 @@ CHANGES: tuple[dict[str, Any], ...] = (
 
 
 async def test_agent_offline_across_several_changes_applies_only_the_last(
-    world: Topology, fault: Measure
+    world: System, fault: Measure
 ) -> None:
     site, agent, name = "site-a", "agent-site-a", "offline"
     await world.create_control_plane(name, site=site)
@@ -213,7 +213,7 @@ async def test_agent_offline_across_several_changes_applies_only_the_last(
     async with _hub_bus(world) as nc:
         last_seq = 0
         for change in CHANGES:
-            await topologies.update_control_plane(world, name, **change)
+            await systems.update_control_plane(world, name, **change)
             # Each change is published before the next, so the agent could have seen each one.
 
             async def published(seen: int = last_seq) -> bool:
@@ -235,11 +235,11 @@ async def test_agent_offline_across_several_changes_applies_only_the_last(
     # One spec change: the stream keeps only the latest intent per control plane, so no
     # intermediate spec was ever applied, before or after the final one.
     assert tcp["metadata"]["generation"] == generation + 1
-    assert tcp["metadata"]["annotations"][tcps.INTENT_SEQ] == str(latest.seq)
+    assert tcp["metadata"]["annotations"][managed.INTENT_SEQ] == str(latest.seq)
     await _delete_all(world, [name], site)
 
 
-async def test_replayed_identical_intent_changes_nothing(world: Topology, fault: Measure) -> None:
+async def test_replayed_identical_intent_changes_nothing(world: System, fault: Measure) -> None:
     site, name = "site-b", "replayed"
     await world.create_control_plane(name, site=site)
     await _all_ready(world, [name])

@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from agent import tcps
+from agent.tcp import managed
 from common import bus
 from common.kube import resources
 from protocol import messages, streams, subjects
-from sandbox.launcher import Topology, invariants
-from tests import helpers, topologies
+from sandbox.launcher import System, invariants
+from tests import helpers, systems
 from tests.faults.measure import Measure
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module")]
@@ -32,14 +32,14 @@ KINDS = (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET)
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def hub_conn(world: Topology) -> AsyncIterator[bus.Connection]:
+async def hub_conn(world: System) -> AsyncIterator[bus.Connection]:
     """A NATS connection with the hub's generated identity (it may read every stream)."""
     conn = await bus.connect(helpers.options(world.nats_url, seed_file=world.hub_credential()), deadline=10)
     yield conn
     await conn.close()
 
 
-async def owners_in_streams(conn: bus.Connection, world: Topology, name: str) -> dict[str, str]:
+async def owners_in_streams(conn: bus.Connection, world: System, name: str) -> dict[str, str]:
     """The owner uid of the last message on each subject of control plane ``name`` at SITE."""
     out: dict[str, str] = {}
     for kind in KINDS:
@@ -59,7 +59,7 @@ async def owners_in_streams(conn: bus.Connection, world: Topology, name: str) ->
     return out
 
 
-async def ready(world: Topology, name: str) -> dict[str, object]:
+async def ready(world: System, name: str) -> dict[str, object]:
     found: list[dict[str, object]] = []
 
     async def check() -> bool:
@@ -71,7 +71,7 @@ async def ready(world: Topology, name: str) -> dict[str, object]:
     return found[0]
 
 
-async def release_while_dark(world: Topology, fault: Measure, name: str, *, workload: str) -> str:
+async def release_while_dark(world: System, fault: Measure, name: str, *, workload: str) -> str:
     """``name`` Ready at SITE; the agent killed; the RKCP deleted and released by the timeout.
     Returns its uid."""
     await world.create_control_plane(name, site=SITE, siteUnavailableDeletionTimeout=TIMEOUT)
@@ -80,7 +80,7 @@ async def release_while_dark(world: Topology, fault: Measure, name: str, *, work
         world, fault=f"agent-{SITE} SIGKILL, RKCP deleted past the {TIMEOUT} site timeout", workload=workload
     )
     await world.kill(f"agent-{SITE}")
-    await topologies.delete_control_plane(world, name)
+    await systems.delete_control_plane(world, name)
 
     async def released() -> bool:
         return await world.mgmt.get_or_none(RKCP, name, namespace=NS) is None
@@ -91,7 +91,7 @@ async def release_while_dark(world: Topology, fault: Measure, name: str, *, work
 
 
 async def test_released_deletion_is_applied_and_purged_when_the_site_returns(
-    world: Topology, fault: Measure, hub_conn: bus.Connection
+    world: System, fault: Measure, hub_conn: bus.Connection
 ) -> None:
     name = "released"
     uid = await release_while_dark(
@@ -110,7 +110,7 @@ async def test_released_deletion_is_applied_and_purged_when_the_site_returns(
 
 
 async def test_recreated_under_the_same_name_before_the_site_returns(
-    world: Topology, fault: Measure, hub_conn: bus.Connection
+    world: System, fault: Measure, hub_conn: bus.Connection
 ) -> None:
     name = "recreated"
     old_uid = await release_while_dark(
@@ -139,7 +139,7 @@ async def test_recreated_under_the_same_name_before_the_site_returns(
         return (
             tcp is not None
             and tcp["metadata"]["uid"] != old_tcp["metadata"]["uid"]
-            and tcp["metadata"]["annotations"][tcps.OWNER_UID] == new_uid
+            and tcp["metadata"]["annotations"][managed.OWNER_UID] == new_uid
             and old_uid not in left.values()
         )
 
@@ -147,7 +147,7 @@ async def test_recreated_under_the_same_name_before_the_site_returns(
     await fault.converges(world)
     await ready(world, name)
     # Left as every scenario leaves the topology: only the base control planes and its own.
-    await topologies.delete_control_plane(world, name)
+    await systems.delete_control_plane(world, name)
     deleted = [(NS, name, SITE)]
     await helpers.eventually(lambda: invariants.converged(world, deleted=deleted), within=60, every=0.3)
     assert await owners_in_streams(hub_conn, world, name) == {}

@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from agent import tcps
+from agent.tcp import managed
 from common.kube import resources
-from sandbox.launcher import Topology, invariants
-from tests import helpers, topologies
+from sandbox.launcher import System, invariants
+from tests import helpers, systems
 from tests.faults.measure import Measure
 
 # The timeout covers the module's topology start too (pytest-timeout counts fixture setup in
 # the first test): it took 106 s on the shared 2-core machine with two busy loops beside it.
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), topologies.BOTH, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), systems.BOTH, pytest.mark.timeout(300)]
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE
@@ -33,7 +33,7 @@ LABELS = {"team.example.com/owner": "drift", "tier": "gold"}
 SANS = ["drift.example.com", "10.0.0.42"]
 
 
-async def kubectl(world: Topology, site: str, *args: str, editor: str = "") -> None:
+async def kubectl(world: System, site: str, *args: str, editor: str = "") -> None:
     """``kubectl -n <target namespace> <args>`` against ``site`` (``editor``: KUBE_EDITOR for edit)."""
     env = {**os.environ, **({"KUBE_EDITOR": editor} if editor else {})}
     proc = await asyncio.create_subprocess_exec(
@@ -45,7 +45,7 @@ async def kubectl(world: Topology, site: str, *args: str, editor: str = "") -> N
     assert proc.returncode == 0, out.decode()
 
 
-async def ready(world: Topology, *names: str) -> None:
+async def ready(world: System, *names: str) -> None:
     async def all_ready() -> bool:
         for name in names:
             obj = await world.mgmt.get_or_none(RKCP, name, namespace=NS)
@@ -56,7 +56,7 @@ async def ready(world: Topology, *names: str) -> None:
     await helpers.eventually(all_ready, within=60, every=0.2)
 
 
-async def tcp(world: Topology, name: str, site: str) -> dict[str, Any] | None:
+async def tcp(world: System, name: str, site: str) -> dict[str, Any] | None:
     return await world.site_kube(site).get_or_none(TCP, name, namespace=world.namespace)
 
 
@@ -79,7 +79,7 @@ def _same(old: dict[str, Any] | None, now: dict[str, Any]) -> bool:
     return fields(old) == fields(now)
 
 
-async def test_a_field_removed_from_the_rkcp_is_removed_at_the_site(world: Topology, fault: Measure) -> None:
+async def test_a_field_removed_from_the_rkcp_is_removed_at_the_site(world: System, fault: Measure) -> None:
     name, site = "drift-removed", "site-b"
     await world.create_control_plane(name, site=site, network={"certSANs": SANS, "serviceLabels": LABELS})
     await ready(world, name)
@@ -88,7 +88,7 @@ async def test_a_field_removed_from_the_rkcp_is_removed_at_the_site(world: Topol
     assert before["spec"]["networkProfile"]["certSANs"] == SANS and service_labels(before) == LABELS
 
     fault.inject(world, fault="certSANs and service labels removed from the RKCP", workload="1 Ready RKCP")
-    await topologies.update_control_plane(world, name, network={"certSANs": None, "serviceLabels": None})
+    await systems.update_control_plane(world, name, network={"certSANs": None, "serviceLabels": None})
     await fault.lifted(world)
 
     async def removed() -> bool:
@@ -107,7 +107,7 @@ async def test_a_field_removed_from_the_rkcp_is_removed_at_the_site(world: Topol
 
 
 async def test_edits_and_deletions_at_the_site_while_the_hub_is_offline_are_undone(
-    world: Topology, fault: Measure
+    world: System, fault: Measure
 ) -> None:
     site = "site-a"
     names = [f"drift-{what}" for what in ("deleted", "version", "edited", "label")]
@@ -153,6 +153,7 @@ async def test_edits_and_deletions_at_the_site_while_the_hub_is_offline_are_undo
         recreated = name == "drift-deleted"
         assert (now["metadata"]["uid"] != old["metadata"]["uid"]) is recreated
         assert (
-            now["metadata"]["annotations"][tcps.INTENT_SEQ] == old["metadata"]["annotations"][tcps.INTENT_SEQ]
+            now["metadata"]["annotations"][managed.INTENT_SEQ]
+            == old["metadata"]["annotations"][managed.INTENT_SEQ]
         )
     assert service_labels(await tcp(world, "drift-label", site)) == LABELS

@@ -21,14 +21,14 @@ import pytest
 import pytest_asyncio
 
 from common.kube import resources
-from hub.controllers.writing import CLUSTER_NAME_LABEL
-from sandbox.launcher import Topology, invariants
+from hub.controllers.rkcp.writing import CLUSTER_NAME_LABEL
+from sandbox.launcher import System, invariants
 from sandbox.launcher.broker import HUB_LEASE
-from tests import helpers, topologies
+from tests import helpers, systems
 from tests.faults.conftest import BASE, SITES
 from tests.faults.measure import Measure
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), topologies.BOTH]
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), systems.BOTH]
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE
@@ -40,12 +40,12 @@ Names = list[tuple[str, str]]
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Topology]:
+) -> AsyncIterator[System]:
     """This module's topology: two hub replicas electing a leader (the conftest's has one)."""
-    kubernetes = topologies.backend(request)
+    kubernetes = systems.backend(request)
     directory = tmp_path_factory.mktemp("hub-faults") / "sandbox"
     settings = {"hub_replicas": 2, "kamaji_delay": 1.0, "kubernetes": kubernetes}
-    async with topologies.running(directory, sites=SITES, base=BASE, **settings) as w:
+    async with systems.running(directory, sites=SITES, base=BASE, **settings) as w:
         yield w
 
 
@@ -53,11 +53,11 @@ def burst(prefix: str, per_site: int) -> Names:
     return [(f"{prefix}-{site}-{i}", site) for site in SITES for i in range(1, per_site + 1)]
 
 
-async def create(world: Topology, names: Names) -> None:
+async def create(world: System, names: Names) -> None:
     await asyncio.gather(*(world.create_control_plane(name, site=site) for name, site in names))
 
 
-async def conditions_of(world: Topology, names: Names) -> dict[str, dict[str, str]]:
+async def conditions_of(world: System, names: Names) -> dict[str, dict[str, str]]:
     wanted = {name for name, _ in names}
     return {
         obj["metadata"]["name"]: invariants.conditions(obj)
@@ -66,32 +66,32 @@ async def conditions_of(world: Topology, names: Names) -> dict[str, dict[str, st
     }
 
 
-async def mid_burst(world: Topology, names: Names) -> bool:
+async def mid_burst(world: System, names: Names) -> bool:
     """Some of the burst has its CAPI Secrets written: the hub is acknowledging and writing
     boxes while, with a Kamaji delay of 1 s, most of the burst is still being provisioned."""
     states = (await conditions_of(world, names)).values()
     return any(c.get("SecretsSynced") == "True" for c in states)
 
 
-async def remove(world: Topology, names: Names) -> None:
+async def remove(world: System, names: Names) -> None:
     """Delete the scenario's control planes and wait until they are gone with their TCPs, so
     the next scenario starts from the base alone."""
     for name, _ in names:
-        await topologies.delete_control_plane(world, name)
+        await systems.delete_control_plane(world, name)
     deleted = [(NS, name, site) for name, site in names]
     await helpers.eventually(lambda: invariants.converged(world, deleted=deleted), within=120, every=0.5)
 
 
-async def kill_hubs(world: Topology) -> None:
+async def kill_hubs(world: System) -> None:
     """SIGKILL every hub replica at once: no standby left, the hub is down."""
     await asyncio.gather(*(world.kill(name) for name in HUBS))
 
 
-async def start_hubs(world: Topology) -> None:
+async def start_hubs(world: System) -> None:
     await asyncio.gather(*(world.start_again(name) for name in HUBS))
 
 
-async def ready_conditions(world: Topology) -> dict[str, list[dict[str, Any]]]:
+async def ready_conditions(world: System) -> dict[str, list[dict[str, Any]]]:
     """Every RKCP's Ready condition (its lastTransitionTime moves if it flaps)."""
     return {
         obj["metadata"]["name"]: [c for c in obj["status"]["conditions"] if c["type"] == "Ready"]
@@ -99,17 +99,17 @@ async def ready_conditions(world: Topology) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-async def capi_secret_versions(world: Topology) -> dict[str, str]:
+async def capi_secret_versions(world: System) -> dict[str, str]:
     """Every CAPI Secret's resourceVersion (it moves if the Secret is written again)."""
     found = await world.mgmt.list(resources.SECRET, namespace=NS, label_selector=CLUSTER_NAME_LABEL)
     return {s["metadata"]["name"]: s["metadata"]["resourceVersion"] for s in found.items}
 
 
-async def lease(world: Topology) -> dict[str, Any]:
+async def lease(world: System) -> dict[str, Any]:
     return dict((await world.mgmt.get(resources.LEASE, HUB_LEASE, namespace=world.lease_namespace))["spec"])
 
 
-async def test_hub_killed_mid_burst_converges(world: Topology, fault: Measure) -> None:
+async def test_hub_killed_mid_burst_converges(world: System, fault: Measure) -> None:
     names = burst("crash", per_site=6)
     await create(world, names)
     await helpers.eventually(lambda: mid_burst(world, names), within=60, every=0.1)
@@ -125,7 +125,7 @@ async def test_hub_killed_mid_burst_converges(world: Topology, fault: Measure) -
     await remove(world, names)
 
 
-async def test_hub_leader_killed_mid_burst_the_standby_takes_over(world: Topology, fault: Measure) -> None:
+async def test_hub_leader_killed_mid_burst_the_standby_takes_over(world: System, fault: Measure) -> None:
     names = burst("takeover", per_site=6)
     await create(world, names)
     await helpers.eventually(lambda: mid_burst(world, names), within=60, every=0.1)
@@ -147,7 +147,7 @@ async def test_hub_leader_killed_mid_burst_the_standby_takes_over(world: Topolog
     await world.start_again(leader)
     # The leader renews every third of the Lease duration: two renewals after the restart mean
     # the returned replica has watched a live Lease for a while (its elector polls it). The
-    # renewTime is fixed-width RFC 3339 with microseconds (common.leader): strings compare.
+    # renewTime is fixed-width RFC 3339 with microseconds (hub.leader): strings compare.
     for _ in range(2):
         await _renewed_after(world, str((await lease(world)).get("renewTime")))
     after = await lease(world)
@@ -164,25 +164,25 @@ async def test_hub_leader_killed_mid_burst_the_standby_takes_over(world: Topolog
     await remove(world, names)
 
 
-async def _renewed_after(world: Topology, seen: str) -> None:
+async def _renewed_after(world: System, seen: str) -> None:
     async def later() -> bool:
         return str((await lease(world)).get("renewTime")) > seen
 
     await helpers.eventually(later, within=15, every=0.2)
 
 
-async def _tcp(world: Topology, name: str, site: str) -> dict[str, Any] | None:
+async def _tcp(world: System, name: str, site: str) -> dict[str, Any] | None:
     return await world.site_kube(site).get_or_none(TCP, name, namespace=world.namespace)
 
 
-async def _site_kubeconfig(world: Topology, name: str, site: str) -> str:
+async def _site_kubeconfig(world: System, name: str, site: str) -> str:
     secret = await world.site_kube(site).get_or_none(
         resources.SECRET, f"{name}-admin-kubeconfig", namespace=world.namespace
     )
     return str(((secret or {}).get("data") or {}).get("admin.conf") or "")
 
 
-async def _capi_kubeconfig(world: Topology, name: str) -> str:
+async def _capi_kubeconfig(world: System, name: str) -> str:
     secret = await world.mgmt.get_or_none(resources.SECRET, f"{name}-kubeconfig", namespace=NS)
     return str(((secret or {}).get("data") or {}).get("value") or "")
 
@@ -199,7 +199,7 @@ def _tcp_ready(tcp: dict[str, Any] | None) -> bool:
     return bool(version.get("status") == "Ready")
 
 
-async def test_hub_offline_while_the_sites_report(world: Topology, fault: Measure) -> None:
+async def test_hub_offline_while_the_sites_report(world: System, fault: Measure) -> None:
     """Statuses and sealed secrets reach the streams while no hub
     runs (the burst still provisioning; two TCPs deleted at their sites and recreated by their
     agents with new certificates, so their CAPI Secrets are stale); then the hub starts."""

@@ -17,10 +17,10 @@ import pytest_asyncio
 from common import bus
 from common import kube as ckube
 from common.kube import resources
-from hub import api
+from hub.api import rkcp as api
 from protocol import names
-from sandbox.launcher import Topology, invariants
-from tests import helpers, moving, topologies
+from sandbox.launcher import System, invariants
+from tests import helpers, moving, systems
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module")]
 
@@ -33,15 +33,15 @@ TARGET = "mgmt-2"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
+async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[System]:
     """One site, one base control plane: the first management cluster's world."""
     directory = tmp_path_factory.mktemp("move") / "sandbox"
-    async with topologies.running(directory, sites=(SITE,), base=(("base-a", SITE),)) as w:
+    async with systems.running(directory, sites=(SITE,), base=(("base-a", SITE),)) as w:
         yield w
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def hub_conn(world: Topology) -> AsyncIterator[bus.Connection]:
+async def hub_conn(world: System) -> AsyncIterator[bus.Connection]:
     """A NATS connection with the hub's identity (it may read every stream)."""
     conn = await bus.connect(helpers.options(world.nats_url, seed_file=world.hub_credential()), deadline=10)
     yield conn
@@ -63,7 +63,7 @@ async def ready(management: ckube.Kube) -> dict[str, Any]:
 
 
 async def test_the_target_management_cluster_takes_over_the_running_control_plane(
-    world: Topology, hub_conn: bus.Connection
+    world: System, hub_conn: bus.Connection
 ) -> None:
     site = world.site_kube(SITE)
     await world.create_control_plane(NAME, site=SITE)

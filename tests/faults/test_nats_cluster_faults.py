@@ -21,8 +21,8 @@ import pytest
 import pytest_asyncio
 
 from protocol import streams
-from sandbox.launcher import Topology
-from tests import helpers, topologies
+from sandbox.launcher import System
+from tests import helpers, systems
 from tests.faults.conftest import BASE, SITES
 from tests.faults.measure import Measure
 from tests.faults.nats_support import SERVER_ERRORS, Burst
@@ -36,13 +36,13 @@ STREAMS = (INTENTS, *(streams.site_stream_name(site) for site in SITES))
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
+async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[System]:
     directory = tmp_path_factory.mktemp("nats-cluster") / "sandbox"
-    async with topologies.running(directory, sites=SITES, base=BASE, nats_nodes=3) as topology:
+    async with systems.running(directory, sites=SITES, base=BASE, nats_nodes=3) as topology:
         yield topology
 
 
-async def whole(world: Topology) -> None:
+async def whole(world: System) -> None:
     """Every node up, caught up, agreeing on the meta leader and every stream's leader."""
 
     async def settled() -> bool:
@@ -51,7 +51,7 @@ async def whole(world: Topology) -> None:
     await helpers.eventually(settled, within=60, every=0.2)
 
 
-async def killed_mid_burst(world: Topology, fault: Measure, victim: str, *, prefix: str, what: str) -> None:
+async def killed_mid_burst(world: System, fault: Measure, victim: str, *, prefix: str, what: str) -> None:
     """Kill ``victim`` in the middle of a burst; converge with it away, then again once it is
     started again (and caught up)."""
     burst = Burst(world, prefix, 12)
@@ -73,7 +73,7 @@ async def killed_mid_burst(world: Topology, fault: Measure, victim: str, *, pref
     await fault.converges(world, allowed_errors=[SERVER_ERRORS])
 
 
-async def test_a_node_killed_mid_burst(cluster: Topology, fault: Measure) -> None:
+async def test_a_node_killed_mid_burst(cluster: System, fault: Measure) -> None:
     await whole(cluster)
     leaders = {await cluster.meta_leader(), await cluster.stream_leader(INTENTS)}
     # A node that leads neither the meta group nor KB_INTENTS (there is one unless both are on
@@ -82,7 +82,7 @@ async def test_a_node_killed_mid_burst(cluster: Topology, fault: Measure) -> Non
     await killed_mid_burst(cluster, fault, victim, prefix="nn", what=f"{victim} (no leader)")
 
 
-async def test_the_stream_leader_killed_mid_burst(cluster: Topology, fault: Measure) -> None:
+async def test_the_stream_leader_killed_mid_burst(cluster: System, fault: Measure) -> None:
     await whole(cluster)
     leader = await cluster.stream_leader(INTENTS)
     assert leader in cluster.nats_names

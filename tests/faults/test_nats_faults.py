@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.launcher import Topology
+from sandbox.launcher import System
 from tests.faults.measure import Measure
 from tests.faults.nats_support import SERVER_ERRORS, Burst, noticed_nats_down
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-async def test_nats_server_killed_mid_burst_and_started_again(world: Topology, fault: Measure) -> None:
+async def test_nats_server_killed_mid_burst_and_started_again(world: System, fault: Measure) -> None:
     burst = Burst(world, "nk", 12)
     fault.inject(
         world, fault="nats-server SIGKILL mid-burst, started again on its store", workload=burst.workload

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from agent import tcps
+from agent.tcp import managed
 from common.kube import resources
-from sandbox.launcher import Topology, invariants, workload
-from tests import helpers, topologies
+from sandbox.launcher import System, invariants, workload
+from tests import helpers, systems
 from tests.faults.measure import Measure
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), topologies.BOTH]
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), systems.BOTH]
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
 TCP = resources.TENANT_CONTROL_PLANE
@@ -25,12 +25,12 @@ UNSERVED = "elsewhere"
 """A target namespace the Site grants but the agents do not serve (they serve ``world.namespace``)."""
 
 
-async def _tcp_uid(world: Topology, name: str, site: str) -> str | None:
+async def _tcp_uid(world: System, name: str, site: str) -> str | None:
     tcp = await world.site_kube(site).get_or_none(TCP, name, namespace=world.namespace)
     return None if tcp is None else str(tcp["metadata"]["uid"])
 
 
-async def _ready_tcp(world: Topology, name: str, site: str) -> str | None:
+async def _ready_tcp(world: System, name: str, site: str) -> str | None:
     """Create control plane ``name`` at ``site``, wait until it is Ready; its TCP's uid."""
     await world.create_control_plane(name, site=site)
 
@@ -42,12 +42,12 @@ async def _ready_tcp(world: Topology, name: str, site: str) -> str | None:
     return await _tcp_uid(world, name, site)
 
 
-async def _intent_seq(world: Topology, name: str, site: str) -> str:
+async def _intent_seq(world: System, name: str, site: str) -> str:
     tcp = await world.site_kube(site).get(TCP, name, namespace=world.namespace)
-    return str(tcp["metadata"]["annotations"][tcps.INTENT_SEQ])
+    return str(tcp["metadata"]["annotations"][managed.INTENT_SEQ])
 
 
-async def _kubectl_delete(world: Topology, site: str, name: str) -> None:
+async def _kubectl_delete(world: System, site: str, name: str) -> None:
     kubectl = helpers.kubectl()
     proc = await asyncio.create_subprocess_exec(
         kubectl, "--kubeconfig", str(world.kubeconfig(site)), "-n", world.namespace,
@@ -60,7 +60,7 @@ async def _kubectl_delete(world: Topology, site: str, name: str) -> None:
 
 
 @pytest.mark.parametrize("how", ["kubectl", "api"])
-async def test_tcp_deleted_at_the_site_is_recreated(world: Topology, fault: Measure, how: str) -> None:
+async def test_tcp_deleted_at_the_site_is_recreated(world: System, fault: Measure, how: str) -> None:
     name, site = f"gone-{how}", "site-a"
     before = await _ready_tcp(world, name, site)
     assert before is not None
@@ -85,13 +85,13 @@ async def test_tcp_deleted_at_the_site_is_recreated(world: Topology, fault: Meas
     # Deleted to answer, so it published nothing new.
     assert await _intent_seq(world, name, site) == seq
 
-    await topologies.delete_control_plane(world, name)
+    await systems.delete_control_plane(world, name)
     deleted = [(NS, name, site)]
     await helpers.eventually(lambda: invariants.converged(world, deleted=deleted), within=60, every=0.3)
     assert await invariants.violations(world, deleted=deleted) == []
 
 
-async def _grant_unserved(world: Topology, site: str) -> None:
+async def _grant_unserved(world: System, site: str) -> None:
     """Let the Site place control planes in ``UNSERVED`` too: the hub then sends the intent and
     the agent, which serves only ``world.namespace``, is the one that refuses it."""
     obj = await world.mgmt.get(resources.SITE, site)
@@ -102,7 +102,7 @@ async def _grant_unserved(world: Topology, site: str) -> None:
     await world.mgmt.patch(resources.SITE, site, {"spec": {"placements": placements}})
 
 
-async def test_rkcp_the_site_refused_is_deleted(world: Topology, fault: Measure) -> None:
+async def test_rkcp_the_site_refused_is_deleted(world: System, fault: Measure) -> None:
     name, site = "refused", "site-b"
     await _grant_unserved(world, site)
     cluster = await world.mgmt.create(resources.CLUSTER, workload.cluster(name, namespace=NS), namespace=NS)
@@ -129,7 +129,7 @@ async def test_rkcp_the_site_refused_is_deleted(world: Topology, fault: Measure)
     await helpers.eventually(refused, within=60, every=0.2)
 
     fault.inject(world, fault="refused RKCP deleted", workload="1 RKCP refused by site-b")
-    await topologies.delete_control_plane(world, name)
+    await systems.delete_control_plane(world, name)
     await fault.lifted(world)
     deleted = [(NS, name, site)]
 
@@ -140,7 +140,7 @@ async def test_rkcp_the_site_refused_is_deleted(world: Topology, fault: Measure)
     await fault.converges(world, deleted=deleted)
 
 
-async def test_tcp_deleted_while_the_agent_is_down_is_recreated(world: Topology, fault: Measure) -> None:
+async def test_tcp_deleted_while_the_agent_is_down_is_recreated(world: System, fault: Measure) -> None:
     """No watch event reaches an agent that is not running: it must find out when it starts."""
     name, site = "gone-while-down", "site-b"
     before = await _ready_tcp(world, name, site)

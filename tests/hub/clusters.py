@@ -26,7 +26,7 @@ import yaml
 from common import kube as ckube
 from common.kube import errors as kerrors
 from common.kube import resources
-from hub import crdgen
+from hub.api import crds as crdgen
 from sandbox import crds, kubeapi, processes, realkube
 from sandbox.kamaji import crds as crd_install
 from sandbox.launcher import installs
@@ -67,7 +67,7 @@ class Clusters:
     """Kubeconfigs of one World, by who uses them."""
 
     backend: str
-    """``emulator`` or ``real`` (``tests.topologies.BACKENDS``)."""
+    """``emulator`` or ``real`` (``tests.systems.BACKENDS``)."""
     mgmt: Path
     """The management cluster's admin: the test itself, and the operator (Site objects)."""
     site: Path

@@ -22,9 +22,9 @@ from common import bus
 from common import kube as ckube
 from common.kube import resources
 from hub import metrics as hub_metrics
-from hub.controllers import config
-from hub.controllers import rkcp as rkcp_controller
-from hub.reconcile import rkcp as rkcp_reconcile
+from hub.controllers import deps as config
+from hub.controllers.rkcp import controller as rkcp_controller
+from hub.reconcile.rkcp import decide as rkcp_reconcile
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi
 from tests import helpers

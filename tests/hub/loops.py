@@ -9,10 +9,10 @@ from typing import Any
 
 from common import bus
 from common import kube as ckube
-from hub import ingest, intake, observations, sites
 from hub import metrics as hub_metrics
-from hub.controllers import config
-from hub.controllers import rkcp as rkcp_controller
+from hub.controllers import deps as config
+from hub.controllers.rkcp import controller as rkcp_controller
+from hub.ingest import consumer, liveness, observations, record
 from protocol import sealing
 
 
@@ -29,24 +29,24 @@ def start(
     """Start the three loops; the controller and their tasks (the caller cancels them).
     ``earlier_keys``: the signing keys of ``--hub-public-keys``."""
     seen = observations.Observations()
-    state = sites.Sites()
-    reader = intake.Intake(
-        intake.Deps(conn=conn, observations=seen, keyring=keyring, metrics=metrics), prefix=settings.prefix
+    state = liveness.Sites()
+    reader = record.Intake(
+        record.Deps(conn=conn, observations=seen, keyring=keyring, metrics=metrics), prefix=settings.prefix
     )
     deps = config.Deps(
         kube=kube, conn=conn, signer=signer, observations=seen, intake=reader, sites=state, metrics=metrics,
         earlier_keys=earlier_keys or {},
     )  # fmt: skip
     c = rkcp_controller.Controller(settings, deps)
-    ing = ingest.Ingest(
-        ingest.Deps(
+    ing = consumer.Ingest(
+        consumer.Deps(
             intake=reader, sites=c.known_sites, maps=c.maps, on_change=c.on_observation, ensured=c.ensured
         ),
-        ingest.Settings(rescan_interval=0.2),
+        consumer.Settings(rescan_interval=0.2),
     )
 
     async def poll() -> None:
-        await sites.run(state, conn, sites_provider=c.known_sites, prefix=settings.prefix, metrics=metrics,
+        await liveness.run(state, conn, sites_provider=c.known_sites, prefix=settings.prefix, metrics=metrics,
                         interval=0.3, heartbeat_interval=settings.heartbeat_interval,
                         on_change=c.on_site_change)  # fmt: skip
 

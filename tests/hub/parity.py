@@ -3,7 +3,7 @@
 Each row is a KamajiControlPlane ``spec`` fragment, written as in the Kamaji CAPI provider's
 API (an RKCP takes it unchanged, beside ``site``), and what the provider puts into the
 TenantControlPlane ``spec`` for it (merged into the minimal TCP of test_mapping's ``expected``).
-``tests/hub/test_mapping.py`` checks the mapping gives it, and that the site's API server,
+``tests/hub/mapping/test_tcp.py`` checks the mapping gives it, and that the site's API server,
 carrying Kamaji's real CRD, stores every field of it.
 """
 

@@ -14,11 +14,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from common import bus, keyfiles, natsfiles, natsoperator
+from common import bus
 from common import kube as ckube
+from common.files import keys, natsserver
+from common.files import operator as natsoperator
 from common.kube import resources
-from hub import operatormode
-from hub.controllers import sitecredentials
+from hub.controllers.site import credentials as sitecredentials
+from hub.credentials import operator as operatormode
 from protocol import credentials, natsjwt, permissions
 from sandbox import natsd
 from tests import conftest, helpers
@@ -43,8 +45,8 @@ def _args(server: natsd.NatsServer, conf: Path, keys_dir: Path, mgmt: Mgmt) -> l
         "--kubeconfig", str(mgmt.hub_kubeconfig), "--nats-url", server.url,
         "--nats-ca-file", str(helpers.nats_tls().ca),
         "--nats-operator-dir", str(conf / natsoperator.HUB_DIR),
-        "--signing-key", str(keys_dir / keyfiles.SIGNING_FILE),
-        "--sealing-keys", str(keys_dir / keyfiles.SEALING_DIR),
+        "--signing-key", str(keys_dir / keys.SIGNING_FILE),
+        "--sealing-keys", str(keys_dir / keys.SEALING_DIR),
         "--all-namespaces", "--heartbeat-interval", "1", "--bootstrap-namespace", mgmt.lease_namespace,
     ]  # fmt: skip
 
@@ -62,7 +64,7 @@ async def test_bootstrap_then_deleting_the_site_revokes_its_agent(
 ) -> None:
     server, conf = operator
     kube = mgmt.kube
-    keyfiles.generate(tmp_path / "keys")
+    keys.generate(tmp_path / "keys")
     hub = hub_process(_args(server, conf, tmp_path / "keys", mgmt), tmp_path / "hub.log", "hub-1")
     try:
         await helpers.eventually(
@@ -136,7 +138,7 @@ async def test_a_site_deleted_before_its_agent_came_takes_its_bootstrap_credenti
 ) -> None:
     server, conf = operator
     kube = mgmt.kube
-    keyfiles.generate(tmp_path / "keys")
+    keys.generate(tmp_path / "keys")
     hub = hub_process(_args(server, conf, tmp_path / "keys", mgmt), tmp_path / "hub.log", "hub-1")
     try:
         boot = await _handed_over(mgmt, tmp_path / "boot.creds")
@@ -154,8 +156,8 @@ async def _gone(kube: ckube.Kube) -> bool:
 
 
 def test_the_operator_dir_is_checked_file_by_file(tmp_path: Path) -> None:
-    natsfiles.nats_config(tmp_path / "a", auth="operator")
-    natsfiles.nats_config(tmp_path / "b", auth="operator")
+    natsserver.nats_config(tmp_path / "a", auth="operator")
+    natsserver.nats_config(tmp_path / "b", auth="operator")
     good = tmp_path / "a" / natsoperator.HUB_DIR
     assert (
         operatormode.load(good).authority.account

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from common import bus, keyfiles
+from common import bus
 from common import kube as ckube
+from common.files import keys
 from common.kube import resources
 from protocol import messages, streams, subjects
 from sandbox import natsd
@@ -75,8 +76,8 @@ def hub_args(server: natsd.NatsServer, conf: Path, keys_dir: Path, mgmt: Mgmt) -
     return [
         "--kubeconfig", str(mgmt.hub_kubeconfig), "--nats-url", server.url,
         *helpers.identity_flag(helpers.identity_file(conf, "hub")),
-        "--signing-key", str(keys_dir / keyfiles.SIGNING_FILE),
-        "--sealing-keys", str(keys_dir / keyfiles.SEALING_DIR),
+        "--signing-key", str(keys_dir / keys.SIGNING_FILE),
+        "--sealing-keys", str(keys_dir / keys.SEALING_DIR),
         "--all-namespaces", "--sites", "site-a", "--leader-elect",
         "--lease-namespace", mgmt.lease_namespace, "--lease-duration", "2",
     ]  # fmt: skip
@@ -87,7 +88,7 @@ async def test_two_replicas_one_leader_and_a_takeover_publishes_nothing_twice(
 ) -> None:
     server, conf = nats_of_its_own
     kube = mgmt.kube
-    keyfiles.generate(tmp_path / "keys")
+    keys.generate(tmp_path / "keys")
     args = hub_args(server, conf, tmp_path / "keys", mgmt)
     hubs = {name: hub_process(args, tmp_path / f"{name}.log", name) for name in ("hub-1", "hub-2")}
     reader = await bus.connect(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hub.controllers import config
+from hub.controllers import deps
 from hub.settings import HubSettings
 from kamaji_broker import cli, flags
 
@@ -41,7 +41,7 @@ SCOPES = [
 def test_where_the_hub_watches(base: list[str], argv: list[str], watched: tuple[str, ...]) -> None:
     settings = _load(base + argv)
     assert settings.watch_namespaces == watched
-    assert config.Settings.of(settings).namespaces == watched
+    assert deps.Settings.of(settings).namespaces == watched
 
 
 REFUSED = [
@@ -77,7 +77,7 @@ def test_watch_filter_becomes_the_label_selector(
     base: list[str], argv: list[str], selector: str | None
 ) -> None:
     settings = _load([*base, "--all-namespaces", *argv])
-    assert config.Settings.of(settings).label_selector == selector
+    assert deps.Settings.of(settings).label_selector == selector
 
 
 def test_the_environment_says_it_too(base: list[str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -194,7 +194,7 @@ def test_replaced_owners_are_bounded(replaces: Any, mentions: str) -> None:
 )
 def test_intent_metadata_is_bounded(field: str, value: Any, mentions: str) -> None:
     """The labels and annotations an intent carries to the TCP are bounded at the
-    edge; what Kubernetes would refuse beyond the sizes, the agent refuses (agent.propagation)."""
+    edge; what Kubernetes would refuse beyond the sizes, the agent refuses (agent.tcp.propagation)."""
     doc = msgspec.to_builtins(helpers.intent())
     doc[field] = value
     with pytest.raises(errors.DecodeError) as exc:
@@ -203,7 +203,7 @@ def test_intent_metadata_is_bounded(field: str, value: Any, mentions: str) -> No
 
 
 def test_an_intent_whose_body_fills_its_budget_fits_the_stream_with_the_largest_envelope() -> None:
-    """``MAX_INTENT_BODY`` is what the hub lets spec, labels and annotations take (hub.mapping):
+    """``MAX_INTENT_BODY`` is what the hub lets spec, labels and annotations take (hub.mapping.tcp):
     with every other field at its largest, signed, and the publish headers, the intent still fits
     the intents stream's ``max_msg_size``."""
     body = messages.MAX_INTENT_BODY - len(b'{"a":""}') * 3

@@ -13,8 +13,8 @@ from typing import Any
 import pyte
 import pytest
 
-from hub import fleet
-from hub.fleet_rkcp import ControlPlane
+from fleet import verdicts
+from fleet.controlplanes import ControlPlane
 from sandbox import progress
 
 
@@ -31,15 +31,15 @@ def cp(phase: str, *, version: str = "v1.31.0") -> ControlPlane:
     )  # fmt: skip
 
 
-def site(phase: str) -> fleet.SiteRow:
-    return fleet.SiteRow(
+def site(phase: str) -> verdicts.SiteRow:
+    return verdicts.SiteRow(
         name="site-a", connected=True, heartbeat_age=1, backlog=0, phases={phase: 1}, agent_version="0.9.0",
         trusted_key_ids=("k1",), problems=(),
     )  # fmt: skip
 
 
-def look(phase: str, *, version: str = "v1.31.0") -> fleet.Fleet:
-    return fleet.Fleet(sites=(site(phase),), control_planes=(cp(phase, version=version),))
+def look(phase: str, *, version: str = "v1.31.0") -> verdicts.Fleet:
+    return verdicts.Fleet(sites=(site(phase),), control_planes=(cp(phase, version=version),))
 
 
 def shown(written: str, *, columns: int = 100, lines: int = 40) -> list[str]:
@@ -139,7 +139,7 @@ def rkcp(name: str, *, ready: str) -> dict[str, Any]:
 
 def test_ready_means_one_thing_the_header_the_phase_and_when_the_sandbox_says_so() -> None:
     now = dt.datetime(2026, 12, 2, 8, 0, tzinfo=dt.UTC)
-    half = fleet.new_fleet([], [rkcp("a", ready="True"), rkcp("b", ready="False")], now=now)
+    half = verdicts.new_fleet([], [rkcp("a", ready="True"), rkcp("b", ready="False")], now=now)
     lines = progress.table(half, elapsed=1, recent=[])
     assert lines[0].endswith("  1/2 control planes Ready")
     head = next(i for i, line in enumerate(lines) if line.startswith("  CONTROL PLANE "))
@@ -147,7 +147,7 @@ def test_ready_means_one_thing_the_header_the_phase_and_when_the_sandbox_says_so
     assert sorted(phases) == ["Ready", "Serving"]
     # Serving, its kubeconfig there, but its Ready condition not True: the sandbox is not Ready yet.
     assert not progress.ready(half, expected=2)
-    whole = fleet.new_fleet([], [rkcp("a", ready="True"), rkcp("b", ready="True")], now=now)
+    whole = verdicts.new_fleet([], [rkcp("a", ready="True"), rkcp("b", ready="True")], now=now)
     assert progress.ready(whole, expected=2) and not progress.ready(whole, expected=3)
 
 
@@ -205,9 +205,9 @@ HEADERS = {"SITE", "CONNECTED", "HEARTBEAT", "BACKLOG", "AGENT", "KEYS", "CONTRO
            "PHASE", "VERSION", "WHY", "NOT", "READY"}  # fmt: skip
 
 
-def narrow() -> fleet.Fleet:
+def narrow() -> verdicts.Fleet:
     """A fleet whose rows are wider than 80 columns: long key ids, names and why."""
-    gone = fleet.Problem(
+    gone = verdicts.Problem(
         "HeartbeatMissing", "agent not connected: its last heartbeat is 12s old (it beats every 2s)"
     )
     row = replace(site("Serving"), trusted_key_ids=("c9fde5bbf2011e3c",), phases={"Ready": 1, "Serving": 1},
@@ -216,7 +216,7 @@ def narrow() -> fleet.Fleet:
         "site site-a not connected (last heartbeat 12s ago); waiting for the sealed secrets of its kubeconfig"
     )
     serving = replace(cp("Ready"), name="site-a-1-x7k2p", phase="Serving", reason=why)
-    return fleet.Fleet(sites=(row,), control_planes=(serving, replace(cp("Ready"), name="site-a-2")))
+    return verdicts.Fleet(sites=(row,), control_planes=(serving, replace(cp("Ready"), name="site-a-2")))
 
 
 def test_at_80_columns_nothing_is_cut_inside_a_word(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -241,7 +241,9 @@ def test_at_80_columns_nothing_is_cut_inside_a_word(monkeypatch: pytest.MonkeyPa
 
 def test_not_ready_says_what_is_missing_harmlessly_and_where_the_logs_are(tmp_path: Any) -> None:
     hostile = replace(cp("Failed"), reason="\x1b[2J\x1b[32mall healthy\x1b[0m")
-    f = fleet.Fleet(sites=(site("Failed"),), control_planes=(hostile, replace(cp("Ready"), name="site-a-2")))
+    f = verdicts.Fleet(
+        sites=(site("Failed"),), control_planes=(hostile, replace(cp("Ready"), name="site-a-2"))
+    )
     message = progress.not_ready(f, timeout=2, errors=["agent: boom \x1b]0;PWNED\x07"], logs_dir=tmp_path)
     assert message.splitlines() == [
         "not ready after 2s: 1 of 2 control planes missing:",

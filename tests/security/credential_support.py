@@ -1,5 +1,5 @@
 """A world for the credential service's attack cases: a nats-server in operator mode, the
-management cluster's emulator with the Site CRD, and ``hub.credentialservice`` running on the
+management cluster's emulator with the Site CRD, and ``hub.credentials.service`` running on the
 hub's own connection (minted the way the hub mints it) with its system-account connection.
 
 An asker is a raw nats-py client (``ns.Raw``) with a bootstrap credential or a site's; it
@@ -17,14 +17,17 @@ from pathlib import Path
 
 import msgspec
 
-from common import bus, natsoperator
+from common import bus
 from common import kube as ckube
+from common.files import operator
 from common.kube import errors as kerrors
 from common.kube import resources
-from hub import credentialrules, credentialservice, revocation, site_api
 from hub import metrics as hub_metrics
-from hub.controllers import sitecredentials
-from hub.crdgen import SITE_FILENAME
+from hub.api import site as site_api
+from hub.api.crds import SITE_FILENAME
+from hub.controllers.site import credentials as sitecredentials
+from hub.credentials import revocation, rules
+from hub.credentials import service as credentialservice
 from protocol import credentials, natsjwt, permissions
 from sandbox import kubeapi, natsd
 from tests import conftest, helpers
@@ -37,7 +40,7 @@ CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 class World:
     server: natsd.NatsServer
     conf: Path
-    keys: natsoperator.Keys
+    keys: operator.Keys
     kube: ckube.Kube
     metrics: hub_metrics.Metrics
     work: Path
@@ -58,7 +61,7 @@ class World:
         await self.sites.sync(await self.kube.get(resources.SITE, site))
         assert await self.kube.get_or_none(resources.SITE, site) is None
 
-    async def record(self, site: str) -> credentialrules.SiteRecord:
+    async def record(self, site: str) -> rules.SiteRecord:
         """What the hub's Site cache would say (read from the API here); then ``after_record``,
         if set (a test's way to change the world between the hub's look and its write)."""
         try:
@@ -118,10 +121,10 @@ async def world(tmp_path: Path, *, bootstrap_grace: float = 0) -> AsyncIterator[
     await cluster.start(port=0)
     cluster.apply_crd_files([CRDS / SITE_FILENAME])
     kube = await ckube.connect(in_cluster=False, kubeconfig=cluster.write_kubeconfig(tmp_path / "kubeconfig"))
-    keys = natsoperator.Keys.load_or_create(conf)
+    keys = operator.Keys.load_or_create(conf)
     hub = await bus.connect(helpers.options(server.url, seed_file=conf / "hub.creds"), deadline=10)
     system = await bus.connect(
-        helpers.options(server.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+        helpers.options(server.url, seed_file=conf / operator.HUB_SYSTEM_CREDS), deadline=10
     )
     (tmp_path / "askers").mkdir()
     authority = revocation.Authority(

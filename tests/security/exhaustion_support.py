@@ -25,7 +25,7 @@ SITE_MAX_MSGS = 200
 SITE_MAX_BYTES = 8 * MIB
 HUB_FLAGS = ("--site-max-msgs", str(SITE_MAX_MSGS), "--site-max-bytes", str(SITE_MAX_BYTES))
 HUB_FETCH_BATCH = 16
-"""``hub.ingest.Settings.batch``: messages in flight per site."""
+"""``hub.ingest.consumer.Settings.batch``: messages in flight per site."""
 
 HALF_MIB = 512 * 1024
 """The attack: 150 statuses and 150 sealed boxes of about 0.5 MB."""

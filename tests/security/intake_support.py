@@ -27,10 +27,12 @@ import nkeys
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from common import bus, keyfiles, natsfiles
+from common import bus
 from common import kube as ckube
+from common.files import keys as keyfiles
+from common.files import natsserver
 from common.kube import resources
-from hub import crdgen
+from hub.api import crds as crdgen
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kubeapi, natsd, ports
 from tests import helpers
@@ -273,9 +275,9 @@ async def stand(work: Path, *, hub_flags: tuple[str, ...] = ()) -> AsyncIterator
     """Start everything; stop every process by its handle at the end."""
     conf = work / "conf"
     port = ports.free_port()
-    main, _ = natsfiles.nats_config(conf, host="127.0.0.1", port=port, store_dir=work / "store")
+    main, _ = natsserver.nats_config(conf, host="127.0.0.1", port=port, store_dir=work / "store")
     for site in SITES:
-        natsfiles.site_add(conf, site)
+        natsserver.site_add(conf, site)
     nats = natsd.NatsServer(store_dir=work / "store", port=port, config=main, log_file=work / "nats.log")
     nats.start()
     mgmt = kubeapi.Server(name="mgmt")

@@ -15,10 +15,11 @@ import nacl.signing
 
 from agent import metrics as agent_metrics
 from agent.apply import loop
-from common import bus, health, keyfiles
+from common import bus, health
 from common import kube as ckube
-from hub import ingest, intake, observations
+from common.files import keys as keyfiles
 from hub import metrics as hub_metrics
+from hub.ingest import consumer, observations, record
 from kamaji_broker import cli
 from protocol import keys, messages, sealing
 from tests.agent import wiring
@@ -128,7 +129,7 @@ async def running_agent(
 
 @dataclass
 class HubIngest:
-    ingest: ingest.Ingest
+    ingest: consumer.Ingest
     obs: observations.Observations
     metrics: hub_metrics.Metrics
     task: asyncio.Task[None]
@@ -145,19 +146,19 @@ async def running_ingest(conn: bus.Connection, *, sealing_dir: Path, prefix: str
     """The hub's ingest of site-a's stream, as if an RKCP mapped every control plane there (the
     hub opens boxes only for coordinates an RKCP maps to)."""
     obs, metrics = observations.Observations(), hub_metrics.Metrics()
-    reader = intake.Intake(
-        intake.Deps(conn=conn, observations=obs, keyring=keyfiles.keyring(sealing_dir), metrics=metrics),
+    reader = record.Intake(
+        record.Deps(conn=conn, observations=obs, keyring=keyfiles.keyring(sealing_dir), metrics=metrics),
         prefix=prefix,
     )
-    ing = ingest.Ingest(
-        ingest.Deps(
+    ing = consumer.Ingest(
+        consumer.Deps(
             intake=reader,
             sites=lambda: frozenset({"site-a"}),
             maps=lambda coords: True,
             on_change=lambda coords: None,
             ensured=lambda site: True,
         ),
-        ingest.Settings(rescan_interval=0.2),
+        consumer.Settings(rescan_interval=0.2),
     )
     task = asyncio.create_task(ing.run())
     try:

@@ -136,7 +136,7 @@ async def refusal(server: natsd.NatsServer, **options: Any) -> str:
 
 
 async def refusal_at(url: str, **options: Any) -> str:
-    """``refusal`` by the server's URL (a topology's server)."""
+    """``refusal`` by the server's URL (a system's server)."""
     nc = Client()
     given: dict[str, Any] = {**helpers.tls_options(url), **options}
     try:

@@ -11,7 +11,7 @@ import nats
 import nats.js.api
 from nats.aio.client import Client
 
-from agent import tcps
+from agent.tcp import managed
 from common.kube import resources, watching
 from protocol import messages, subjects
 from tests import helpers
@@ -49,7 +49,7 @@ async def rkcp_ready_at(w: s.World, name: str, *, seq: int) -> dict[str, Any]:
             and status.get("observedGeneration") == obj["metadata"]["generation"]
             and condition(obj, "Ready")[0] == "True"
             and condition(obj, "IntentDelivered") == ("True", "Acknowledged")
-            and annotation(tcp, tcps.INTENT_SEQ) == str(seq)
+            and annotation(tcp, managed.INTENT_SEQ) == str(seq)
         )
         found[:] = [obj] if ok and obj is not None else []
         return ok

@@ -28,10 +28,10 @@ from agent.status import loop as status_loop
 from common import bus
 from common import kube as ckube
 from common.kube import resources
-from hub import crdgen
 from hub import metrics as hub_metrics
-from hub.controllers import config
-from hub.controllers import rkcp as rkcp_controller
+from hub.api import crds as crdgen
+from hub.controllers import deps as config
+from hub.controllers.rkcp import controller as rkcp_controller
 from protocol import keys, messages, sealing, streams, subjects
 from sandbox import kamaji, kubeapi, natsd
 from tests import helpers

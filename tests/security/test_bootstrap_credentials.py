@@ -5,7 +5,7 @@ A bootstrap credential is handed around (the hub's Secret, `site add`'s file) an
 may be valid at once. Whatever their holder does, it must read nothing of the agent's (its
 inbox: its intents, its renewed JWT), and get nothing minted once its purpose is past.
 
-Real nats-server in operator mode, real management-cluster emulator, ``hub.credentialservice``
+Real nats-server in operator mode, real management-cluster emulator, ``hub.credentials.service``
 as the hub runs it (``credential_support``).
 """
 

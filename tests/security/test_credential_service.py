@@ -1,7 +1,7 @@
 """The hub's credential service under attack: bootstrap like a CSR, renewal in band,
 and every way a site or a holder of a bootstrap credential could try to get more.
 
-Real nats-server in operator mode, real management-cluster emulator, ``hub.credentialservice``
+Real nats-server in operator mode, real management-cluster emulator, ``hub.credentials.service``
 as the hub runs it (``credential_support``).
 """
 

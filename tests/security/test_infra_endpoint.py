@@ -16,7 +16,7 @@ from common import bus
 from common.kube import resources
 from tests import helpers
 from tests.hub.conftest import RKCP, World, cluster_obj, open_world, rkcp_obj, until_ready
-from tests.hub.controllers.test_infra import events, infra_crd, infra_ref, register
+from tests.hub.controllers.rkcp.test_infra import events, infra_crd, infra_ref, register
 
 EVIL = {"host": "evil.example", "port": 443}
 

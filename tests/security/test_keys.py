@@ -23,8 +23,9 @@ import msgspec
 import pytest
 import yaml
 
-from common import bus, keyfiles
+from common import bus
 from common import kube as ckube
+from common.files import keys as keyfiles
 from common.kube import resources
 from kamaji_broker import cli
 from protocol import keys, messages, signing, streams, subjects

@@ -26,9 +26,9 @@ import pytest
 import pytest_asyncio
 
 from common.kube import resources
-from sandbox.launcher import Topology
+from sandbox.launcher import System
 from sandbox.launcher.installs import EMULATED_IDENTITY_SECRET
-from tests import topologies
+from tests import systems
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -75,7 +75,7 @@ class Run:
         self.secrets[where] = found
 
 
-async def _secrets(world: Topology, run: Run) -> None:
+async def _secrets(world: System, run: Run) -> None:
     site_kube = world.site_kube(SITE)
     for namespace in ("tenants", "default"):
         for secret in (await site_kube.list(resources.SECRET, namespace=namespace)).items:
@@ -96,7 +96,7 @@ async def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     result = Run(request.param)
     directory = tmp_path_factory.mktemp(f"logs-{request.param}") / "sandbox"
     args = ("-vv", "--log-format", request.param)
-    async with topologies.running(directory, sites=(SITE,), base=[(NAME, SITE)], args=args) as world:
+    async with systems.running(directory, sites=(SITE,), base=[(NAME, SITE)], args=args) as world:
         await _secrets(world, result)
         for process in PROCESSES:
             result.lines[process] = world.log(process).read_text().splitlines()

@@ -3,7 +3,7 @@ checker, with an error naming the field and the name.
 
 ``re.match`` with a pattern ending in ``$`` accepted ``site-c\\n`` (Python's ``$`` also matches
 before a final newline): `site add $'site-c\\n'` wrote an ``auth.conf`` that nats-server
-refuses, and ``hub.apimachinery.dns1035_label`` took ``cp1\\n`` for a TenantControlPlane name. Each
+refuses, and ``hub.api.machinery.dns1035_label`` took ``cp1\\n`` for a TenantControlPlane name. Each
 name below is tried on each checker: the subject builders and parser, ``labels.check``, the
 site permissions, `kamaji-broker site add`, the hub's API validators and the agent's ``--site``,
 and the Kubernetes emulator's name and schema-pattern validation (which must refuse what a real
@@ -23,12 +23,13 @@ import pydantic
 import pytest
 
 from agent import settings as agent_settings
-from common import natsfiles
-from hub import api, apimachinery
+from common.files import natsserver
+from hub.api import machinery, rkcp
 from kamaji_broker import cli
 from protocol import errors, labels, messages, permissions, subjects
 from sandbox import natsd
-from sandbox.kubeapi import admission, formats, resources, schema
+from sandbox.kubeapi.kinds import formats, resources, schema
+from sandbox.kubeapi.state import admission
 from tests import helpers
 
 BAD = {
@@ -87,21 +88,21 @@ def refused_by_permissions(name: str, _: Path) -> None:
 
 
 def refused_by_site_add(name: str, tmp_path: Path) -> None:
-    natsfiles.nats_config(tmp_path, port=4399)
+    natsserver.nats_config(tmp_path, port=4399)
     auth = (tmp_path / "auth.conf").read_text()
     with pytest.raises(errors.SubjectError, match=re.escape(f"site name {name!r} is not a DNS-1123 label")):
-        natsfiles.site_add(tmp_path, name)
+        natsserver.site_add(tmp_path, name)
     assert (tmp_path / "auth.conf").read_text() == auth
     assert not (tmp_path / "sites").exists() or not any((tmp_path / "sites").iterdir())
 
 
 def refused_by_hub_validators(name: str, _: Path) -> None:
-    assert not apimachinery.dns1123_label(name)
-    assert not apimachinery.dns1035_label(name)
+    assert not machinery.dns1123_label(name)
+    assert not machinery.dns1035_label(name)
     for field, value in (("site", name), ("targetNamespace", name), ("tenantControlPlaneName", name)):
         spec = {"site": "site-a", "version": "v1.31.0", field: value}
         with pytest.raises(pydantic.ValidationError) as exc:
-            api.Spec.model_validate(spec)
+            rkcp.Spec.model_validate(spec)
         assert [e["loc"] for e in exc.value.errors()] == [(field,)]
 
 
@@ -151,8 +152,8 @@ def test_every_checker_refuses_the_name(name: str, checker: str, tmp_path: Path)
 
 def test_site_add_refuses_a_trailing_newline_and_the_server_config_stays_valid(tmp_path: Path) -> None:
     """The attack end to end: `kamaji-broker site add $'site-c\\n'` as a process."""
-    natsfiles.nats_config(tmp_path, port=4398)
-    natsfiles.site_add(tmp_path, "site-a")
+    natsserver.nats_config(tmp_path, port=4398)
+    natsserver.site_add(tmp_path, "site-a")
     before = (tmp_path / "auth.conf").read_text()
     out = subprocess.run(
         [

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from common import bus, natsfiles, natsoperator
-from hub import revocation
+from common import bus
+from common.files import natsserver, operator
+from hub.credentials import revocation
 from kamaji_broker import cli
 from protocol import credentials, natsjwt, permissions
 from sandbox import natsd
@@ -42,7 +43,7 @@ def _copy(source: Path, target: Path) -> Path:
 
 
 def _claims(conf: Path) -> natsjwt.Claims:
-    return natsjwt.decode(helpers.creds_jwt(conf / natsfiles.OBSERVER_CREDS), now=0)
+    return natsjwt.decode(helpers.creds_jwt(conf / natsserver.OBSERVER_CREDS), now=0)
 
 
 async def _observer(srv: natsd.NatsServer, creds: Path) -> ns.Raw:
@@ -71,7 +72,7 @@ async def test_an_expired_observer_credential_is_refused_and_issue_signs_it_agai
     srv, conf = server
     dir_ = ["--nats-config-dir", str(conf)]
     assert await _observer_cli("issue", *dir_, "--lifetime", "2s") == 0
-    short = _copy(conf / natsfiles.OBSERVER_CREDS, tmp_path / "copied-observer.creds")
+    short = _copy(conf / natsserver.OBSERVER_CREDS, tmp_path / "copied-observer.creds")
     connected = await _observer(srv, short)
     await helpers.eventually(lambda: not connected.nc.is_connected, within=10, what="dropped at expiry")
     # the server refuses a JWT once its expiry (whole seconds) is in the past, not during that second
@@ -81,7 +82,7 @@ async def test_an_expired_observer_credential_is_refused_and_issue_signs_it_agai
 
     assert await _observer_cli("issue", *dir_) == 0
     assert _claims(conf).sub == natsjwt.decode(helpers.creds_jwt(short), now=0).sub  # the same key
-    again = await _observer(srv, conf / natsfiles.OBSERVER_CREDS)
+    again = await _observer(srv, conf / natsserver.OBSERVER_CREDS)
     await again.close()
 
 
@@ -92,10 +93,10 @@ async def test_revoking_the_observer_throws_every_copy_out_and_gives_it_a_new_ke
     both are out at once; the new credential reads what status reads."""
     srv, conf = server
     dir_ = ["--nats-config-dir", str(conf)]
-    earlier = _copy(conf / natsfiles.OBSERVER_CREDS, tmp_path / "earlier.creds")
+    earlier = _copy(conf / natsserver.OBSERVER_CREDS, tmp_path / "earlier.creds")
     await asyncio.sleep(1.1)  # a JWT's issue time is in whole seconds
     assert await _observer_cli("issue", *dir_) == 0
-    copy = _copy(conf / natsfiles.OBSERVER_CREDS, tmp_path / "copy.creds")
+    copy = _copy(conf / natsserver.OBSERVER_CREDS, tmp_path / "copy.creds")
     connected = await _observer(srv, copy)
     old_key = _claims(conf).sub
 
@@ -108,7 +109,7 @@ async def test_revoking_the_observer_throws_every_copy_out_and_gives_it_a_new_ke
         refused = await ns.refusal(srv, user_credentials=str(stale), inbox_prefix=permissions.OBSERVER_INBOX)
         assert "authorization violation" in refused
     assert _claims(conf).sub != old_key
-    fresh = await _observer(srv, conf / natsfiles.OBSERVER_CREDS)
+    fresh = await _observer(srv, conf / natsserver.OBSERVER_CREDS)
     await fresh.close()
 
 
@@ -118,21 +119,21 @@ async def test_the_hubs_next_push_keeps_the_observers_revocation(
     """The hub is the account's usual writer: what it pushes next (a site's revocation, its
     periodic sync) carries the observer's revocation along, and the revoked copy stays out."""
     srv, conf = server
-    revoked = _copy(conf / natsfiles.OBSERVER_CREDS, conf / "revoked-observer.creds")
+    revoked = _copy(conf / natsserver.OBSERVER_CREDS, conf / "revoked-observer.creds")
     ca = helpers.ca_for(srv.url)
     assert ca is not None
     code = await _observer_cli(
         "revoke", "--nats-config-dir", str(conf), "--nats-url", srv.url, "--nats-ca-file", str(ca)
     )
     assert code == 0
-    keys = natsoperator.Keys.load_or_create(conf)
+    keys = operator.Keys.load_or_create(conf)
     authority = revocation.Authority(
         account=keys.account_public,
         account_signing=keys.account_signing,
         operator_signing=keys.operator_signing,
     )
     system = await bus.connect(
-        helpers.options(srv.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+        helpers.options(srv.url, seed_file=conf / operator.HUB_SYSTEM_CREDS), deadline=10
     )
     try:
         hub = revocation.Revoker(system, authority)
@@ -152,9 +153,9 @@ async def test_with_observer_creds_lost_revoke_ends_the_key_in_observer_nk(
     """The operator lost ``observer.creds`` (a copy of it may be out there): ``revoke`` takes the
     key from ``observer.nk``, and the copy is refused."""
     srv, conf = server
-    copy = _copy(conf / natsfiles.OBSERVER_CREDS, tmp_path / "copy.creds")
+    copy = _copy(conf / natsserver.OBSERVER_CREDS, tmp_path / "copy.creds")
     old_key = _claims(conf).sub
-    (conf / natsfiles.OBSERVER_CREDS).unlink()
+    (conf / natsserver.OBSERVER_CREDS).unlink()
     ca = helpers.ca_for(srv.url)
     assert ca is not None
     code = await _observer_cli(
@@ -164,5 +165,5 @@ async def test_with_observer_creds_lost_revoke_ends_the_key_in_observer_nk(
     refused = await ns.refusal(srv, user_credentials=str(copy), inbox_prefix=permissions.OBSERVER_INBOX)
     assert "authorization violation" in refused
     assert _claims(conf).sub != old_key
-    fresh = await _observer(srv, conf / natsfiles.OBSERVER_CREDS)
+    fresh = await _observer(srv, conf / natsserver.OBSERVER_CREDS)
     await fresh.close()

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from common import bus, natsfiles, natsoperator
+from common import bus
 from common.bus import errors as bus_errors
-from hub import revocation
+from common.files import natsserver, operator
+from hub.credentials import revocation
 from protocol import credentials, natsjwt
 from sandbox import natsd
 from tests import conftest, helpers
@@ -36,7 +37,7 @@ def server(tmp_path: Path) -> Iterator[tuple[natsd.NatsServer, Path]]:
 
 
 def _authority(conf: Path) -> revocation.Authority:
-    keys = natsoperator.Keys.load_or_create(conf)
+    keys = operator.Keys.load_or_create(conf)
     return revocation.Authority(
         account=keys.account_public,
         account_signing=keys.account_signing,
@@ -55,7 +56,7 @@ async def _refused(srv: natsd.NatsServer, creds: Path) -> str:
 
 
 async def _site_claims(conf: Path, site: str, **kw: object) -> tuple[natsjwt.Claims, bytes]:
-    keys = natsoperator.Keys.load_or_create(conf)
+    keys = operator.Keys.load_or_create(conf)
     seed = natsjwt.new_seed("user")
     now = kw.pop("now", dt.datetime.now(dt.UTC))
     claims = credentials.site_user(site, natsjwt.public_of(seed), account=keys.account_public, now=now)  # type: ignore[arg-type]
@@ -75,7 +76,7 @@ async def test_an_expired_jwt_is_refused_without_the_hub(
     server: tuple[natsd.NatsServer, Path], tmp_path: Path
 ) -> None:
     srv, conf = server
-    keys = natsoperator.Keys.load_or_create(conf)
+    keys = operator.Keys.load_or_create(conf)
     claims, seed = await _site_claims(conf, "site-a", now=dt.datetime.now(dt.UTC) - dt.timedelta(hours=25))
     assert claims.exp < time.time()
     assert "authorization violation" in await _refused(
@@ -90,7 +91,7 @@ async def test_a_jwt_the_site_signs_itself_is_refused(
     """A site holds only its user seed: whatever it signs, with that or with an account key of
     its own making, claiming every grant, the server does not trust."""
     srv, conf = server
-    keys = natsoperator.Keys.load_or_create(conf)
+    keys = operator.Keys.load_or_create(conf)
     seed, stranger = natsjwt.new_seed("user"), natsjwt.new_seed("account")
     issuer_account = (
         natsjwt.public_of(stranger) if signer == "stranger-as-issuer-account" else keys.account_public
@@ -114,7 +115,7 @@ async def test_a_tampered_jwt_asking_for_more_is_refused(
 ) -> None:
     """The site's real JWT with its grants widened: the signature no longer matches."""
     srv, conf = server
-    keys = natsoperator.Keys.load_or_create(conf)
+    keys = operator.Keys.load_or_create(conf)
     claims, seed = await _site_claims(conf, "site-a")
     token = natsjwt.encode(claims, natsjwt.key_pair(keys.account_signing))
     wider = natsjwt.encode(
@@ -137,7 +138,7 @@ async def test_a_tampered_jwt_asking_for_more_is_refused(
 async def test_a_jwt_without_its_seed_is_refused(server: tuple[natsd.NatsServer, Path]) -> None:
     """The account disallows bearer tokens: a stolen JWT alone (it is not secret) is worthless."""
     srv, conf = server
-    keys = natsoperator.Keys.load_or_create(conf)
+    keys = operator.Keys.load_or_create(conf)
     claims, _seed = await _site_claims(conf, "site-a")
     token = natsjwt.encode(claims, natsjwt.key_pair(keys.account_signing))
     other = natsjwt.key_pair(natsjwt.new_seed("user"))
@@ -157,7 +158,7 @@ async def test_revocation_disconnects_the_site_at_once_and_survives_a_restart(
     site_a = await ns.connect_site(srv, conf, "site-a")
     site_b = await ns.connect_site(srv, conf, "site-b")
     system = await bus.connect(
-        helpers.options(srv.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+        helpers.options(srv.url, seed_file=conf / operator.HUB_SYSTEM_CREDS), deadline=10
     )
     a_key = natsjwt.decode(helpers.creds_jwt(helpers.identity_file(conf, "sites/site-a"))).sub
     try:
@@ -184,7 +185,7 @@ async def test_revocations_accumulate_and_old_ones_are_pruned(server: tuple[nats
     srv, conf = server
     authority = _authority(conf)
     system = await bus.connect(
-        helpers.options(srv.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+        helpers.options(srv.url, seed_file=conf / operator.HUB_SYSTEM_CREDS), deadline=10
     )
     try:
         now = dt.datetime.now(dt.UTC)
@@ -211,7 +212,7 @@ def test_merged_keeps_the_later_time_and_drops_what_has_expired() -> None:
 
 async def test_the_hubs_system_user_cannot_do_anything_else(server: tuple[natsd.NatsServer, Path]) -> None:
     srv, conf = server
-    system = await ns.connect(srv, conf / natsoperator.HUB_SYSTEM_CREDS)
+    system = await ns.connect(srv, conf / operator.HUB_SYSTEM_CREDS)
     try:
         for subject in (
             "$SYS.REQ.SERVER.PING",
@@ -229,7 +230,7 @@ async def test_concurrent_revocations_are_all_kept(server: tuple[natsd.NatsServe
     drop the other's entry."""
     srv, conf = server
     system = await bus.connect(
-        helpers.options(srv.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+        helpers.options(srv.url, seed_file=conf / operator.HUB_SYSTEM_CREDS), deadline=10
     )
     revoker = revocation.Revoker(system, _authority(conf))
     keys = [natsjwt.public_of(natsjwt.new_seed("user")) for _ in range(4)]
@@ -250,13 +251,13 @@ async def test_a_node_restored_from_the_preload_gets_the_revocations_back(
     a_creds = helpers.identity_file(conf, "sites/site-a")
     a_key = natsjwt.decode(helpers.creds_jwt(a_creds)).sub
     system = await bus.connect(
-        helpers.options(srv.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+        helpers.options(srv.url, seed_file=conf / operator.HUB_SYSTEM_CREDS), deadline=10
     )
     revoker = revocation.Revoker(system, _authority(conf))
     try:
         await revoker.revoke({a_key: int(time.time())}, now=dt.datetime.now(dt.UTC))
         srv.stop()
-        shutil.rmtree(srv.store_dir / natsfiles.RESOLVER_DIR)
+        shutil.rmtree(srv.store_dir / natsserver.RESOLVER_DIR)
         srv.start()
         held = await helpers.eventually(
             lambda: _held(system, revoker.authority.account), lambda h: h is not None, what="an answer"
@@ -282,7 +283,7 @@ async def test_a_revocation_that_cannot_be_pushed_stays_pending_until_the_next_s
 ) -> None:
     srv, conf = server
     system = await bus.connect(
-        helpers.options(srv.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+        helpers.options(srv.url, seed_file=conf / operator.HUB_SYSTEM_CREDS), deadline=10
     )
     revoker = revocation.Revoker(system, _authority(conf))
     key = natsjwt.public_of(natsjwt.new_seed("user"))

@@ -17,8 +17,8 @@ import pytest
 
 from common import bus
 from common.kube import resources
-from hub import api
-from hub.reconcile import rkcp
+from hub.api import rkcp as api
+from hub.reconcile.rkcp import vocabulary
 from tests import helpers
 from tests.hub.conftest import RKCP, World, open_world
 from tests.security import tenants_support as t
@@ -41,7 +41,7 @@ async def claim(w: World, name: str, identity: str, *, namespace: str, finalized
     body = t.rkcp_obj(name, namespace=namespace, cluster=cl, tenantControlPlaneName=t.VICTIM)
     body["metadata"]["annotations"] = {api.OWNER_UID_ANNOTATION: identity}
     if finalized:
-        body["metadata"]["finalizers"] = [rkcp.FINALIZER]
+        body["metadata"]["finalizers"] = [vocabulary.FINALIZER]
     return await w.mgmt.create(RKCP, body, namespace=namespace)
 
 

@@ -27,7 +27,7 @@ import pytest_asyncio
 import yaml
 
 from common.kube import resources
-from sandbox.launcher import Options, Topology, workload
+from sandbox.launcher import Options, System, workload
 from tests import helpers
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -39,7 +39,7 @@ NAMESPACE = "tenants"
 class Scan:
     """The running topology and the material that must not leak, by (site, secret, form)."""
 
-    def __init__(self, topology: Topology) -> None:
+    def __init__(self, topology: System) -> None:
         self.topology = topology
         self.needles: dict[tuple[str, str, str], list[bytes]] = {}
 
@@ -56,7 +56,7 @@ class Scan:
             self.needles.setdefault((site, what, form), []).extend(values)
 
 
-async def _secret_material(topology: Topology, scan: Scan) -> None:
+async def _secret_material(topology: System, scan: Scan) -> None:
     for site in SITES:
         items = (await topology.site_kube(site).list(resources.SECRET, namespace=NAMESPACE)).items
         for secret in items:
@@ -72,7 +72,7 @@ async def _secret_material(topology: Topology, scan: Scan) -> None:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def scan(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Scan]:
-    topology = Topology(
+    topology = System(
         tmp_path_factory.mktemp("plaintext") / "sandbox", Options(sites=SITES, kamaji_delay=0.2)
     )
     await topology.start()
@@ -96,7 +96,7 @@ async def scan(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Scan]:
         await topology.stop()
 
 
-def _files(topology: Topology, place: str) -> list[Path]:
+def _files(topology: System, place: str) -> list[Path]:
     if place == "JetStream store":
         found = [p for p in (topology.directory / "jetstream").rglob("*") if p.is_file()]
     elif place == "nats-server log":

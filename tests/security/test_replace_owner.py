@@ -18,7 +18,7 @@ import msgspec
 import pytest
 from nats.aio.client import Client
 
-from agent import tcps
+from agent.tcp import managed
 from common.kube import resources
 from protocol import messages, signing
 from sandbox import natsd
@@ -103,7 +103,7 @@ async def test_an_intent_that_does_not_name_the_owner_never_deletes_its_tcp(
     await tap.stop()
     seen = await watch.stop()
     assert untouched(seen, tcp)
-    assert annotation(await w.tcp(name), tcps.OWNER_UID) == owner_uid
+    assert annotation(await w.tcp(name), managed.OWNER_UID) == owner_uid
     assert w.dead() == []
 
 
@@ -136,7 +136,7 @@ async def test_replayed_intents_of_a_replacement_never_delete_the_new_owners_tcp
         tcp = await w.tcp(name)
         return (
             tcp is not None
-            and annotation(tcp, tcps.OWNER_UID) not in ("", old_uid)
+            and annotation(tcp, managed.OWNER_UID) not in ("", old_uid)
             and replicas(tcp) == 3
             and (tcp.get("status") or {}).get("kubernetesResources", {}).get("version", {}).get("status")
             == "Ready"
@@ -169,7 +169,7 @@ async def test_replayed_intents_of_a_replacement_never_delete_the_new_owners_tcp
     await tap.stop()
     seen = await watch.stop()
     assert untouched(seen, tcp)
-    assert annotation(await w.tcp(name), tcps.OWNER_UID) == annotation(tcp, tcps.OWNER_UID)
+    assert annotation(await w.tcp(name), managed.OWNER_UID) == annotation(tcp, managed.OWNER_UID)
     assert w.dead() == []
 
 

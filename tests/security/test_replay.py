@@ -16,7 +16,7 @@ import msgspec
 import pytest
 from nats.aio.client import Client
 
-from agent import tcps
+from agent.tcp import managed
 from common.kube import resources
 from protocol import messages, streams
 from sandbox import natsd
@@ -62,7 +62,9 @@ async def test_a_replayed_older_intent_never_rolls_the_tcp_back_and_the_hub_publ
     obj, current, current_seq = await settled(w, "replay", replicas_=5)
     generation = obj["metadata"]["generation"]
     assert (
-        old_intent.generation < current.generation == int(annotation(await w.tcp("replay"), tcps.GENERATION))
+        old_intent.generation
+        < current.generation
+        == int(annotation(await w.tcp("replay"), managed.GENERATION))
     )
 
     watch = Watch(w, "replay")
@@ -84,7 +86,7 @@ async def test_a_replayed_older_intent_never_rolls_the_tcp_back_and_the_hub_publ
 
     await helpers.eventually(settled_by_agent, within=15)
     tcp = await w.tcp("replay")
-    assert replicas(tcp) == 5 and annotation(tcp, tcps.GENERATION) == str(current.generation)
+    assert replicas(tcp) == 5 and annotation(tcp, managed.GENERATION) == str(current.generation)
     # ... refuses it (terminated, counted) and says so in a Status naming both generations.
     assert w.rejected("stale_generation") == 1
 
@@ -122,9 +124,9 @@ async def test_a_replayed_older_intent_never_rolls_the_tcp_back_and_the_hub_publ
     await tap.stop()
     seen = await watch.stop()
     assert seen and {replicas(t) for t in seen} == {5}
-    assert {annotation(t, tcps.GENERATION) for t in seen} == {str(current.generation)}
+    assert {annotation(t, managed.GENERATION) for t in seen} == {str(current.generation)}
     tcp = await w.tcp("replay")
-    assert replicas(tcp) == 5 and annotation(tcp, tcps.INTENT_SEQ) == str(again.seq)
+    assert replicas(tcp) == 5 and annotation(tcp, managed.INTENT_SEQ) == str(again.seq)
     assert w.dead() == []
 
 
@@ -248,7 +250,7 @@ async def test_a_replayed_intent_of_a_previous_owner_leaves_the_new_tcp_and_the_
     assert fresh.generation == final["metadata"]["generation"] >= current.generation
     await tap.stop()
     seen = await watch.stop()
-    assert seen and {(t["metadata"]["uid"], replicas(t), annotation(t, tcps.OWNER_UID)) for t in seen} == {
+    assert seen and {(t["metadata"]["uid"], replicas(t), annotation(t, managed.OWNER_UID)) for t in seen} == {
         (tcp["metadata"]["uid"], 4, current.owner.uid)
     }
     assert not any(t["metadata"].get("deletionTimestamp") for t in seen)

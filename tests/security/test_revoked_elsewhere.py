@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from common import bus, natsoperator
-from hub import revocation
+from common import bus
+from common.files import operator
+from hub.credentials import revocation
 from protocol import natsjwt
 from sandbox import natsd
 from tests import conftest, helpers
@@ -28,14 +29,14 @@ async def test_a_key_another_writer_revoked_is_revoked_here_too(
     server: tuple[natsd.NatsServer, Path],
 ) -> None:
     srv, conf = server
-    keys = natsoperator.Keys.load_or_create(conf)
+    keys = operator.Keys.load_or_create(conf)
     authority = revocation.Authority(
         account=keys.account_public,
         account_signing=keys.account_signing,
         operator_signing=keys.operator_signing,
     )
     system = await bus.connect(
-        helpers.options(srv.url, seed_file=conf / natsoperator.HUB_SYSTEM_CREDS), deadline=10
+        helpers.options(srv.url, seed_file=conf / operator.HUB_SYSTEM_CREDS), deadline=10
     )
     try:
         here, elsewhere = revocation.Revoker(system, authority), revocation.Revoker(system, authority)

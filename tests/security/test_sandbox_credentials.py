@@ -7,7 +7,7 @@ key no Site recorded: it still connected after ``kubectl delete site``) and
 is asked for, every such user lives an hour, and a site's is for the key its Site records, so
 deleting the Site ends it with the agent's.
 
-Runs ``sandbox.launcher.Topology`` with one site (nats-server, emulated clusters, hub, agent) as
+Runs ``sandbox.launcher.System`` with one site (nats-server, emulated clusters, hub, agent) as
 processes. The last case deletes the Site: it runs last.
 """
 
@@ -20,12 +20,13 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from common import bus, natsfiles
+from common import bus
+from common.files import natsserver
 from common.kube import resources
 from protocol import natsjwt, streams
 from sandbox import processes
-from sandbox.launcher import Topology, identities
-from tests import helpers, topologies
+from sandbox.launcher import System, identities
+from tests import helpers, systems
 from tests.security import nats_support as ns
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -35,9 +36,9 @@ HOUR = int(identities.CREDENTIAL_LIFETIME.total_seconds())
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Topology]:
+async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[System]:
     directory = tmp_path_factory.mktemp("sandbox-credentials") / "sandbox"
-    async with topologies.running(directory, sites=(SITE,), base=[]) as topology:
+    async with systems.running(directory, sites=(SITE,), base=[]) as topology:
         yield topology
 
 
@@ -46,19 +47,19 @@ def _claims(path: Path) -> natsjwt.Claims:
 
 
 async def test_the_sandbox_leaves_no_site_or_hub_credential_of_its_own_before_one_is_asked_for(
-    world: Topology,
+    world: System,
 ) -> None:
     """What the production commands wrote (``nats-config``, ``site add``) is all there is: the
     agent bootstrapped with its single-use credential, and no other user of the site exists."""
     assert not world.site_credential_file(SITE).exists()
     assert not world.hub_credential_file.exists()
-    assert sorted(p.name for p in (world.nats_dir / natsfiles.SITES_DIR).glob("*.creds")) == [
-        f"{SITE}{natsfiles.BOOTSTRAP_SUFFIX}"
+    assert sorted(p.name for p in (world.nats_dir / natsserver.SITES_DIR).glob("*.creds")) == [
+        f"{SITE}{natsserver.BOOTSTRAP_SUFFIX}"
     ]
 
 
 async def test_the_launchers_hub_user_lives_an_hour_and_is_signed_again_when_half_gone(
-    world: Topology,
+    world: System,
 ) -> None:
     path = world.hub_credential()
     first = _claims(path)
@@ -68,7 +69,7 @@ async def test_the_launchers_hub_user_lives_an_hour_and_is_signed_again_when_hal
     await conn.close()
 
 
-async def test_a_site_credential_is_for_the_key_its_site_records_and_lives_an_hour(world: Topology) -> None:
+async def test_a_site_credential_is_for_the_key_its_site_records_and_lives_an_hour(world: System) -> None:
     path = await world.site_credential(SITE)
     claims = _claims(path)
     site = await world.mgmt.get(resources.SITE, SITE)
@@ -77,7 +78,7 @@ async def test_a_site_credential_is_for_the_key_its_site_records_and_lives_an_ho
     await _bind_own_consumer(world, path)
 
 
-async def _bind_own_consumer(world: Topology, path: Path) -> None:
+async def _bind_own_consumer(world: System, path: Path) -> None:
     options = helpers.options(world.nats_url, seed_file=path, inbox_prefix=bus.site_inbox_prefix(SITE))
     conn = await bus.connect(options, deadline=10)
     try:
@@ -86,7 +87,7 @@ async def _bind_own_consumer(world: Topology, path: Path) -> None:
         await conn.close()
 
 
-async def test_deleting_the_site_ends_its_credential_and_none_is_signed_again(world: Topology) -> None:
+async def test_deleting_the_site_ends_its_credential_and_none_is_signed_again(world: System) -> None:
     """The attack: the site's credential from the sandbox's directory, after ``kubectl delete
     site``: refused, like the agent's own; and the launcher signs no new one."""
     path = await world.site_credential(SITE)

@@ -1,6 +1,6 @@
 """Rotating the account's and the operator's signing keys (`nats-config --rotate-signing-key`,
 `--retire-previous-signing-keys`) against a real nats-server in operator mode, with the hub's
-account sync (``hub.revocation.sync_account``): users keep working through a rotation, those
+account sync (``hub.credentials.revocation.sync_account``): users keep working through a rotation, those
 signed by a retired key are thrown out, and revocations survive every step and restart."""
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from common import bus, natsoperator
-from hub import operatormode, revocation
+from common import bus
+from common.files import operator as natsoperator
+from hub.credentials import operator as operatormode
+from hub.credentials import revocation
 from kamaji_broker import cli
 from protocol import credentials, natsjwt
 from sandbox import natsd

@@ -23,8 +23,10 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from common import bus, keyfiles, natsconfig, natsfiles, tlsfiles
+from common import bus
 from common.bus import errors
+from common.files import keys, natsserver, serverconf
+from common.files import tls as tlsfiles
 from sandbox import kubeapi, natsd, ports
 from tests import helpers
 from tests.security import tls_support as ts
@@ -182,7 +184,7 @@ async def test_client_with_a_ca_refuses_a_plaintext_server(tmp_path: Path) -> No
 
 @pytest.fixture
 def process_files(tmp_path: Path, cluster: kubeapi.Server) -> dict[str, Path]:
-    keyfiles.generate(tmp_path / "keys")
+    keys.generate(tmp_path / "keys")
     return {"keys": tmp_path / "keys", "kubeconfig": cluster.write_kubeconfig(tmp_path / "kubeconfig")}
 
 
@@ -194,12 +196,12 @@ def _process(
     common += ["--kubeconfig", str(files["kubeconfig"])]
     if kind == "hub":
         args = [
-            *common, "--signing-key", str(files["keys"] / keyfiles.SIGNING_FILE),
-            "--sealing-keys", str(files["keys"] / keyfiles.SEALING_DIR), "--all-namespaces",
+            *common, "--signing-key", str(files["keys"] / keys.SIGNING_FILE),
+            "--sealing-keys", str(files["keys"] / keys.SEALING_DIR), "--all-namespaces",
         ]  # fmt: skip
     else:
         args = [
-            *common, "--site", "site-a", "--hub-public-keys", str(files["keys"] / keyfiles.PUBLIC_FILE),
+            *common, "--site", "site-a", "--hub-public-keys", str(files["keys"] / keys.PUBLIC_FILE),
             "--namespaces", "tenants",
         ]  # fmt: skip
     return helpers.CliProcess(kind, args, log=log)
@@ -293,7 +295,7 @@ def test_generated_config_requires_tls_and_is_valid(generated: Path) -> None:
     text = (generated / "nats-server.conf").read_text()
     assert f'cert_file: "{generated / "tls" / "server.crt"}"' in text
     assert f'key_file: "{generated / "tls" / "server.key"}"' in text
-    assert f"handshake_first: {json.dumps(natsconfig.TLS_FIRST_FALLBACK)}" in text
+    assert f"handshake_first: {json.dumps(serverconf.TLS_FIRST_FALLBACK)}" in text
     done = subprocess.run(
         [natsd.find_binary(), "-t", "-c", str(generated / "nats-server.conf")], capture_output=True, text=True
     )
@@ -348,7 +350,7 @@ def test_nats_config_refuses_tls_files_that_cannot_work(
     done = subprocess.run([*CLI, "nats-config", "--dir", str(out), *args], capture_output=True, text=True)
     assert done.returncode == 2
     assert f"kamaji-broker nats-config: error: {expected.format(**values)}" in done.stderr
-    assert not (out / natsfiles.MAIN_FILE).exists(), "nothing written"
+    assert not (out / natsserver.MAIN_FILE).exists(), "nothing written"
     assert "PRIVATE KEY" not in done.stderr, "a key's content is never echoed"
 
 
@@ -407,10 +409,10 @@ async def test_agent_facing_an_impostor_after_a_restart_says_why_and_stops_clean
     stops it at once (nats-py's close would wait forever on the failed TLS transport)."""
     port = ports.free_port()
     conf = tmp_path / "conf"
-    main, _ = natsfiles.nats_config(
+    main, _ = natsserver.nats_config(
         conf, host="127.0.0.1", port=port, store_dir=tmp_path / "store", tls=helpers.nats_tls()
     )
-    natsfiles.site_add(conf, "site-a")
+    natsserver.site_add(conf, "site-a")
     real = natsd.NatsServer(store_dir=tmp_path / "store", port=port, config=main, tls=helpers.nats_tls())
     impostor = natsd.NatsServer(
         store_dir=tmp_path / "impostor",

@@ -1,7 +1,7 @@
 """Helpers of the TLS attack cases: certificates that must not be trusted, servers that serve
 them, a raw plaintext client, and the server's own view of its connections (/connz).
 
-Certificates come from ``common.tlsfiles`` (the code ``nats-config`` uses), bent where an
+Certificates come from ``common.files.tls`` (the code ``nats-config`` uses), bent where an
 attacker would bend them: another CA with the very same name, a certificate for other names,
 an expired one.
 """
@@ -18,18 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common import files, tlsfiles
+from common.files import atomic, tls
 from sandbox import natsd
 
 NOW = dt.datetime.now(dt.UTC)
 
 
-def write_ca(directory: Path) -> tuple[tlsfiles.Key, Any, Path]:
+def write_ca(directory: Path) -> tuple[tls.Key, Any, Path]:
     """A fresh CA in ``directory`` (same subject as ours, other key): (key, cert, ca.crt path)."""
-    key, cert = tlsfiles.new_ca(now=NOW)
-    path = directory / tlsfiles.CA_CERT
-    files.write_public(path, tlsfiles.pem_cert(cert))
-    files.write_private(directory / tlsfiles.CA_KEY, tlsfiles.pem_key(key))
+    key, cert = tls.new_ca(now=NOW)
+    path = directory / tls.CA_CERT
+    atomic.write_public(path, tls.pem_cert(cert))
+    atomic.write_private(directory / tls.CA_KEY, tls.pem_key(key))
     return key, cert, path
 
 
@@ -37,20 +37,18 @@ def server_files(
     directory: Path,
     *,
     hosts: tuple[str, ...] = (),
-    defaults: tuple[str, ...] = tlsfiles.DEFAULT_HOSTS,
+    defaults: tuple[str, ...] = tls.DEFAULT_HOSTS,
     now: dt.datetime = NOW,
     days: int = 30,
-) -> tlsfiles.Paths:
+) -> tls.Paths:
     """A CA and a server certificate for ``defaults`` + ``hosts``, issued at ``now``."""
     ca_key, ca_cert, ca_path = write_ca(directory)
-    key, cert = tlsfiles.new_server_certificate(
+    key, cert = tls.new_server_certificate(
         ca_key, ca_cert, hosts=hosts, now=now, days=days, defaults=defaults
     )
-    files.write_public(directory / tlsfiles.SERVER_CERT, tlsfiles.pem_cert(cert))
-    files.write_private(directory / tlsfiles.SERVER_KEY, tlsfiles.pem_key(key))
-    return tlsfiles.Paths(
-        cert=directory / tlsfiles.SERVER_CERT, key=directory / tlsfiles.SERVER_KEY, ca=ca_path
-    )
+    atomic.write_public(directory / tls.SERVER_CERT, tls.pem_cert(cert))
+    atomic.write_private(directory / tls.SERVER_KEY, tls.pem_key(key))
+    return tls.Paths(cert=directory / tls.SERVER_CERT, key=directory / tls.SERVER_KEY, ca=ca_path)
 
 
 @contextmanager

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from agent import tcps
 from agent.apply import applying
 from agent.apply import loop as apply_loop
 from agent.status import loop as status_loop
+from agent.tcp import managed
 from common import bus
 from common import kube as ckube
 from common.kube import resources
@@ -133,7 +133,7 @@ async def test_a_first_provision_creates_without_reading_the_tcp(
         assert (calls.reads(), calls.creates()) == (0, 1)
         assert agent.count("provision", "applied") == 1
         created = await site.get(TCP, "cp1", namespace=NAMESPACE)
-        assert created["metadata"]["annotations"][tcps.INTENT_SEQ] == str(seq)
+        assert created["metadata"]["annotations"][managed.INTENT_SEQ] == str(seq)
 
         # Once the cache shows the TCP, the next intent reads it first and patches it.
         await helpers.eventually(lambda: agent.status.known(NAMESPACE, "cp1") is True)
@@ -146,12 +146,12 @@ async def test_a_first_provision_creates_without_reading_the_tcp(
 
 def unmanaged(name: str) -> dict[str, Any]:
     """A TCP of that name nobody manages (no labels)."""
-    return {**tcps.desired(intent(name), seq=1), "metadata": {"name": name, "namespace": NAMESPACE}}
+    return {**managed.desired(intent(name), seq=1), "metadata": {"name": name, "namespace": NAMESPACE}}
 
 
 def another_sites(name: str) -> dict[str, Any]:
     """A TCP of that name the agent of site-b manages: not in this site's cache either."""
-    return tcps.desired(intent(name, site="site-b"), seq=1)
+    return managed.desired(intent(name, site="site-b"), seq=1)
 
 
 @pytest.mark.parametrize("theirs", [unmanaged, another_sites], ids=["unmanaged", "another site's"])
@@ -214,7 +214,7 @@ async def test_a_cache_that_lags_costs_a_refused_create_then_reads_and_applies(
         assert agent.count("provision", "applied") == 2
     obj = await site.get(TCP, "cp1", namespace=NAMESPACE)
     assert obj["spec"]["kubernetes"]["version"] == "v1.32.0"
-    assert obj["metadata"]["annotations"][tcps.INTENT_SEQ] == str(seq)
+    assert obj["metadata"]["annotations"][managed.INTENT_SEQ] == str(seq)
 
 
 async def test_known_is_what_the_status_loops_complete_cache_holds(
@@ -230,7 +230,7 @@ async def test_known_is_what_the_status_loops_complete_cache_holds(
     try:
         await asyncio.wait_for(status.wait_synced(), timeout=10)
         assert (status.known(NAMESPACE, "cp1"), status.known("elsewhere", "cp1")) == (False, None)
-        await site.create(TCP, tcps.desired(intent(), seq=1), namespace=NAMESPACE)
+        await site.create(TCP, managed.desired(intent(), seq=1), namespace=NAMESPACE)
         await helpers.eventually(lambda: status.known(NAMESPACE, "cp1") is True)
         assert status.known(NAMESPACE, "theirs") is False
         await site.delete(TCP, "cp1", namespace=NAMESPACE)

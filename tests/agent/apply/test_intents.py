@@ -7,8 +7,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from agent import legacy, tcps
 from agent.apply import failures, intents
+from agent.tcp import legacy
+from agent.tcp import managed as tcps
 from common.kube import errors as kerrors
 from protocol import messages
 from tests import helpers

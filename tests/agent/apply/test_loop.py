@@ -10,8 +10,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from agent import tcps
 from agent.apply import loop
+from agent.tcp import managed
 from common import bus
 from common import kube as ckube
 from common.bus import topology
@@ -92,11 +92,11 @@ async def test_provision_creates_the_tcp_with_the_exact_spec_labels_and_annotati
     seq = await hub.send(sent)
     obj = await tcp_where(site, "cp1", lambda o: o is not None)
     assert obj is not None
-    assert obj["metadata"]["labels"] == {tcps.MANAGED_BY: "kamaji-broker", tcps.SITE: SITE}
+    assert obj["metadata"]["labels"] == {managed.MANAGED_BY: "kamaji-broker", managed.SITE: SITE}
     notes = obj["metadata"]["annotations"]
-    assert notes[tcps.OWNER_UID] == sent.owner.uid and notes[tcps.INTENT_SEQ] == str(seq)
-    assert notes[tcps.GENERATION] == "3" and notes[tcps.OWNER] == "default/cp1"
-    assert tcps.drift(sent.spec, obj) == []
+    assert notes[managed.OWNER_UID] == sent.owner.uid and notes[managed.INTENT_SEQ] == str(seq)
+    assert notes[managed.GENERATION] == "3" and notes[managed.OWNER] == "default/cp1"
+    assert managed.drift(sent.spec, obj) == []
     await helpers.eventually(lambda: agent.count("provision", "applied") == 1)
     await helpers.eventually(lambda: agent.readiness.ready)
 
@@ -140,14 +140,14 @@ async def test_fields_removed_from_the_intent_are_removed_from_the_tcp(
 
     await hub.send(msgspec.structs.replace(intent(), generation=2))
     after = await tcp_where(
-        site, "cp1", lambda o: o is not None and o["metadata"]["annotations"][tcps.GENERATION] == "2"
+        site, "cp1", lambda o: o is not None and o["metadata"]["annotations"][managed.GENERATION] == "2"
     )
     assert after is not None
     assert "dataStore" not in after["spec"]
     assert "additionalMetadata" not in after["spec"]["controlPlane"]["service"]
     network = after["spec"]["networkProfile"]
     assert "certSANs" not in network and "address" not in network and network["port"] == 6443
-    assert tcps.drift(intent().spec, after) == [] and not tcps.drifted(after, intent().spec)
+    assert managed.drift(intent().spec, after) == [] and not managed.drifted(after, intent().spec)
 
 
 async def test_propagated_labels_and_annotations_merge_with_what_others_set(
@@ -165,8 +165,8 @@ async def test_propagated_labels_and_annotations_merge_with_what_others_set(
     assert created["metadata"]["labels"] == {
         "team": "blue",
         "env": "prod",
-        tcps.MANAGED_BY: "kamaji-broker",
-        tcps.SITE: SITE,
+        managed.MANAGED_BY: "kamaji-broker",
+        managed.SITE: SITE,
     }
     assert created["metadata"]["annotations"]["example.com/note"] == "n1"
     # Somebody else labels the TCP at the site: not ours to remove.
@@ -180,26 +180,26 @@ async def test_propagated_labels_and_annotations_merge_with_what_others_set(
     second = msgspec.structs.replace(first, generation=2, labels={"team": "red"}, annotations={})
     await hub.send(second)
     after = await tcp_where(
-        site, "cp1", lambda o: o is not None and o["metadata"]["annotations"][tcps.GENERATION] == "2"
+        site, "cp1", lambda o: o is not None and o["metadata"]["annotations"][managed.GENERATION] == "2"
     )
     assert after is not None
     assert after["metadata"]["labels"] == {
         "team": "red",
         "site-admin": "x",
-        tcps.MANAGED_BY: "kamaji-broker",
-        tcps.SITE: SITE,
+        managed.MANAGED_BY: "kamaji-broker",
+        managed.SITE: SITE,
     }
     notes = after["metadata"]["annotations"]
     assert notes["theirs"] == "y" and "example.com/note" not in notes
-    assert notes[tcps.OWNER_UID] == first.owner.uid
+    assert notes[managed.OWNER_UID] == first.owner.uid
 
-    hijack = msgspec.structs.replace(second, generation=3, labels={tcps.SITE: "site-b"})
+    hijack = msgspec.structs.replace(second, generation=3, labels={managed.SITE: "site-b"})
     await hub.send(hijack)
     refused = await hub.status_is("cp1", "Rejected", "InvalidMetadata")
     assert "label key 'kamaji-broker.io/site'" in refused.message
     still = await site.get(TCP, "cp1", namespace=NAMESPACE)
-    assert still["metadata"]["labels"][tcps.SITE] == SITE
-    assert still["metadata"]["annotations"][tcps.GENERATION] == "2"
+    assert still["metadata"]["labels"][managed.SITE] == SITE
+    assert still["metadata"]["annotations"][managed.GENERATION] == "2"
 
 
 async def test_delete_of_an_absent_tcp_is_deleted_at_once(agent: Agent, hub: Hub) -> None:
@@ -256,14 +256,14 @@ async def test_bad_intents_are_terminated_and_the_agent_lives_on(
 async def test_rejections_are_reported_and_acked(agent: Agent, hub: Hub, site: ckube.Kube) -> None:
     await site.create(
         TCP,
-        {**tcps.desired(intent("theirs"), seq=1), "metadata": {"name": "theirs", "namespace": NAMESPACE}},
+        {**managed.desired(intent("theirs"), seq=1), "metadata": {"name": "theirs", "namespace": NAMESPACE}},
         namespace=NAMESPACE,
     )
     await hub.send(intent("theirs"))
     conflict = await hub.status_is("theirs", "Rejected", "Conflict")
     assert "not managed by kamaji-broker" in conflict.message
     untouched = await site.get(TCP, "theirs", namespace=NAMESPACE)
-    assert tcps.MANAGED_BY not in (untouched["metadata"].get("labels") or {})
+    assert managed.MANAGED_BY not in (untouched["metadata"].get("labels") or {})
 
     bad = intent(
         "invalid",
@@ -317,7 +317,7 @@ async def test_stopped_before_ack_converges_with_one_write(
         await helpers.eventually(lambda: second.count("provision", "unchanged") == 1, within=15)
         again = await site.get(TCP, "cp1", namespace=NAMESPACE)
         assert again["metadata"]["generation"] == created["metadata"]["generation"] == 1
-        assert again["metadata"]["annotations"][tcps.INTENT_SEQ] == str(seq)
+        assert again["metadata"]["annotations"][managed.INTENT_SEQ] == str(seq)
         assert second.count("provision", "applied") == 0
     finally:
         await second.stop()
@@ -334,7 +334,7 @@ async def test_offline_agent_applies_only_the_latest_of_three(
     try:
         obj = await tcp_where(site, "cp1", lambda o: o is not None)
         assert obj is not None and obj["spec"]["kubernetes"]["version"] == "v1.32.0"
-        assert obj["metadata"]["annotations"][tcps.INTENT_SEQ] == str(last)
+        assert obj["metadata"]["annotations"][managed.INTENT_SEQ] == str(last)
         await helpers.eventually(lambda: a.count("provision", "applied") == 1)
         assert obj["metadata"]["generation"] == 1  # created once at the last spec, never patched
     finally:
@@ -367,7 +367,9 @@ async def test_an_older_generation_at_a_newer_sequence_is_refused_and_reported(
     await hub.send(old)
     applied = await hub.send(new)
     before = await tcp_where(
-        site, "cp1", lambda o: o is not None and o["metadata"]["annotations"][tcps.INTENT_SEQ] == str(applied)
+        site,
+        "cp1",
+        lambda o: o is not None and o["metadata"]["annotations"][managed.INTENT_SEQ] == str(applied),
     )
     replayed = await hub.send(old)  # the same signed intent again: a higher sequence, an older generation
     refused = await hub.status_is("cp1", "Rejected", "StaleGeneration")
@@ -376,7 +378,7 @@ async def test_an_older_generation_at_a_newer_sequence_is_refused_and_reported(
     after = await site.get(TCP, "cp1", namespace=NAMESPACE)
     assert before is not None and after["metadata"]["generation"] == before["metadata"]["generation"]
     assert after["spec"]["controlPlane"]["deployment"]["replicas"] == 5
-    assert after["metadata"]["annotations"][tcps.INTENT_SEQ] == str(applied)
+    assert after["metadata"]["annotations"][managed.INTENT_SEQ] == str(applied)
 
     async def settled() -> bool:
         # The status goes out before the message is settled and counted: wait for those too.

@@ -13,7 +13,7 @@ import asyncio
 
 import pytest
 
-from agent import tcps
+from agent.tcp import managed
 from common import bus
 from common import kube as ckube
 from common.bus import topology
@@ -67,7 +67,7 @@ async def test_intents_fetched_by_a_killed_agent_are_applied_soon_after_the_rest
         async def all_applied() -> bool:
             found = await asyncio.gather(*(site.get_or_none(TCP, n, namespace=NAMESPACE) for n in names))
             return all(
-                obj is not None and obj["metadata"]["annotations"][tcps.INTENT_SEQ] == str(seqs[n])
+                obj is not None and obj["metadata"]["annotations"][managed.INTENT_SEQ] == str(seqs[n])
                 for n, obj in zip(names, found, strict=True)
             )
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from agent import tcps
 from agent.cleanup import loop, orphans, reading
+from agent.tcp import managed
 from common import bus
 from common import kube as ckube
 from common.kube import resources
@@ -80,7 +80,7 @@ async def applied(site: ckube.Kube, name: str, seq: int) -> dict[str, Any]:
     obj = await tcp_where(
         site,
         name,
-        lambda o: o is not None and o["metadata"]["annotations"].get(tcps.INTENT_SEQ) == str(seq),
+        lambda o: o is not None and o["metadata"]["annotations"].get(managed.INTENT_SEQ) == str(seq),
     )
     assert obj is not None
     return obj
@@ -97,7 +97,7 @@ async def events(kube: ckube.Kube, reason: str, name: str) -> list[dict[str, Any
 
 async def orphan(kube: ckube.Kube, name: str) -> dict[str, Any]:
     """A TCP managed by this site that no intent ever asked for (its subject has no message)."""
-    return await kube.create(TCP, tcps.desired(intent(name), seq=1), namespace=NAMESPACE)
+    return await kube.create(TCP, managed.desired(intent(name), seq=1), namespace=NAMESPACE)
 
 
 def version(obj: dict[str, Any] | None) -> str:
@@ -123,7 +123,7 @@ async def test_a_site_admins_edit_is_reverted(
     after = await site.get(TCP, "cp1", namespace=NAMESPACE)
     assert version(after) == "v1.31.0" and after["spec"]["controlPlane"]["deployment"]["replicas"] == 2
     assert after["metadata"]["uid"] == before["metadata"]["uid"]
-    assert after["metadata"]["annotations"][tcps.INTENT_SEQ] == str(seq)
+    assert after["metadata"]["annotations"][managed.INTENT_SEQ] == str(seq)
     assert cleanup.reverted == 1 and cleanup.republished == 1
     [line] = [r.getMessage() for r in caplog.records if "reverted drift" in r.getMessage()]
     assert "kubernetes.version" in line and "v1.20.0" not in line  # paths, never values
@@ -301,7 +301,7 @@ async def test_all_namespaces_lists_cluster_wide(
 async def tcp_where_ns(kube: ckube.Kube, name: str, namespace: str, seq: int) -> None:
     async def probe() -> bool:
         obj = await kube.get_or_none(TCP, name, namespace=namespace)
-        return obj is not None and obj["metadata"]["annotations"].get(tcps.INTENT_SEQ) == str(seq)
+        return obj is not None and obj["metadata"]["annotations"].get(managed.INTENT_SEQ) == str(seq)
 
     await helpers.eventually(probe, within=15)
 
@@ -322,13 +322,13 @@ async def test_restore_recreates_a_tcp_deleted_by_hand_while_its_intent_says_pro
     await gone(site, "cp1")
     cleanup = Cleanup(conn, site, hub, agent=agent)
 
-    assert await cleanup.loop.restore(NAMESPACE, "cp1", tcps.applied(before, site=SITE)) is True
+    assert await cleanup.loop.restore(NAMESPACE, "cp1", managed.applied(before, site=SITE)) is True
     after = await site.get(TCP, "cp1", namespace=NAMESPACE)
     assert after["metadata"]["uid"] != before["metadata"]["uid"]
-    assert tcps.applied(after, site=SITE) == tcps.applied(before, site=SITE)
-    assert tcps.drift(intent().spec, after) == []
+    assert managed.applied(after, site=SITE) == managed.applied(before, site=SITE)
+    assert managed.drift(intent().spec, after) == []
     # Already there (our own, or anyone's): nothing created, the caller reports what it sees.
-    assert await cleanup.loop.restore(NAMESPACE, "cp1", tcps.applied(before, site=SITE)) is False
+    assert await cleanup.loop.restore(NAMESPACE, "cp1", managed.applied(before, site=SITE)) is False
 
 
 async def test_restore_leaves_a_tcp_gone_once_the_intent_says_delete(
@@ -340,10 +340,10 @@ async def test_restore_leaves_a_tcp_gone_once_the_intent_says_delete(
     await gone(site, "cp1")
     cleanup = Cleanup(conn, site, hub, agent=agent)
 
-    assert await cleanup.loop.restore(NAMESPACE, "cp1", tcps.applied(before, site=SITE)) is False
+    assert await cleanup.loop.restore(NAMESPACE, "cp1", managed.applied(before, site=SITE)) is False
     assert await site.get_or_none(TCP, "cp1", namespace=NAMESPACE) is None
     # A subject that never had a message: nothing to restore either.
-    assert await cleanup.loop.restore(NAMESPACE, "never", tcps.applied(before, site=SITE)) is False
+    assert await cleanup.loop.restore(NAMESPACE, "never", managed.applied(before, site=SITE)) is False
 
 
 async def test_revert_applies_the_tcps_own_intent_again_and_leaves_a_newer_one_to_the_apply_loop(
@@ -356,11 +356,11 @@ async def test_revert_applies_the_tcps_own_intent_again_and_leaves_a_newer_one_t
     assert await cleanup.loop.revert(NAMESPACE, "cp1") is False
     edit = {"kubernetes": {"version": "v1.20.0"}, "controlPlane": {"service": {"serviceType": "NodePort"}}}
     await site.patch(TCP, "cp1", {"spec": edit}, namespace=NAMESPACE)
-    assert tcps.drifted(await site.get(TCP, "cp1", namespace=NAMESPACE), intent().spec)
+    assert managed.drifted(await site.get(TCP, "cp1", namespace=NAMESPACE), intent().spec)
 
     assert await cleanup.loop.revert(NAMESPACE, "cp1") is True
     after = await site.get(TCP, "cp1", namespace=NAMESPACE)
-    assert tcps.drift(intent().spec, after) == [] and not tcps.drifted(after, intent().spec)
+    assert managed.drift(intent().spec, after) == [] and not managed.drifted(after, intent().spec)
     assert after["metadata"]["uid"] == before["metadata"]["uid"] and cleanup.reverted == 1
     # Gone, or never there: nothing to revert.
     assert await cleanup.loop.revert(NAMESPACE, "never") is False

@@ -7,8 +7,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from agent import legacy, tcps
 from agent.cleanup import orphans
+from agent.tcp import legacy, managed
 from tests import helpers
 from tests.agent import applying
 
@@ -30,10 +30,10 @@ def tcp(
     version: str = "v1.31.0",
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    obj = applying.applied(tcps.desired(helpers.intent(), seq=seq))
+    obj = applying.applied(managed.desired(helpers.intent(), seq=seq))
     obj["metadata"].update(uid=uid, resourceVersion="42")
-    obj["metadata"]["labels"][tcps.SITE] = site
-    obj["metadata"]["annotations"][tcps.OWNER_UID] = owner
+    obj["metadata"]["labels"][managed.SITE] = site
+    obj["metadata"]["annotations"][managed.OWNER_UID] = owner
     if deleting:
         obj["metadata"]["deletionTimestamp"] = "2026-11-30T12:00:00Z"
     spec = msgspec.json.decode(msgspec.json.encode(obj["spec"]))
@@ -259,7 +259,7 @@ def test_reapply_applies_every_field_we_own_with_a_resource_version_precondition
     assert isinstance(action, orphans.Reapply)
     assert (action.namespace, action.name, action.seq) == ("tenants", "cp1", SEQ)
     assert action.fields == ("kubernetes.version",)
-    want = tcps.desired(helpers.intent(), seq=SEQ)
+    want = managed.desired(helpers.intent(), seq=SEQ)
     assert action.body["spec"] == want["spec"]
     assert action.body["metadata"] == {**want["metadata"], "resourceVersion": "42"}
 
@@ -316,11 +316,13 @@ def test_grace_zero_still_needs_a_second_pass() -> None:
     assert [type(a) for a in second.actions] == [orphans.DeleteOrphan]
 
 
-def vanished(*, seq: int = SEQ, owner: str = "8d1c-uid", generation: int = 1) -> tcps.Applied:
-    return tcps.Applied(owner_uid=owner, intent_seq=seq, generation=generation, kubeconfig_key="admin.conf")
+def vanished(*, seq: int = SEQ, owner: str = "8d1c-uid", generation: int = 1) -> managed.Applied:
+    return managed.Applied(
+        owner_uid=owner, intent_seq=seq, generation=generation, kubeconfig_key="admin.conf"
+    )
 
 
-RECREATE: list[tuple[str, orphans.Found, tcps.Applied | None, int | None]] = [
+RECREATE: list[tuple[str, orphans.Found, managed.Applied | None, int | None]] = [
     # id, latest on the subject, the vanished TCP's annotations, seq of the TCP to create (None: none)
     ("provision it ran: created again", latest(), vanished(), SEQ),
     ("newer provision of its owner: created at that seq", latest(seq=SEQ + 3), vanished(), SEQ + 3),
@@ -335,13 +337,13 @@ RECREATE: list[tuple[str, orphans.Found, tcps.Applied | None, int | None]] = [
 
 
 @pytest.mark.parametrize(("found", "gone", "seq"), [c[1:] for c in RECREATE], ids=[c[0] for c in RECREATE])
-def test_recreate(found: orphans.Found, gone: tcps.Applied | None, seq: int | None) -> None:
+def test_recreate(found: orphans.Found, gone: managed.Applied | None, seq: int | None) -> None:
     body = orphans.recreate(found, gone)
     if seq is None:
         assert body is None
         return
     assert isinstance(found, orphans.Latest)
-    assert body == tcps.desired(found.intent, seq=seq)
+    assert body == managed.desired(found.intent, seq=seq)
 
 
 def test_an_older_agents_tcp_is_adopted_by_an_apply() -> None:
@@ -390,7 +392,7 @@ def test_a_propagated_label_changed_at_the_site_is_put_back_and_others_are_left(
     spec is as applied: no field is reported), and leaves the labels somebody else set."""
     labelled = msgspec.structs.replace(helpers.intent(), labels={"team": "blue"})
     found = orphans.Latest(intent=labelled, seq=SEQ)
-    obj = applying.applied(tcps.desired(labelled, seq=SEQ))
+    obj = applying.applied(managed.desired(labelled, seq=SEQ))
     obj["metadata"].update(uid=UID, resourceVersion="42")
     assert plan(orphans.Observed(obj, found)).actions == ()
     obj["metadata"]["labels"].update(team="red", theirs="x")

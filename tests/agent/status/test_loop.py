@@ -23,8 +23,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from agent import metrics as agent_metrics
-from agent import tcps
 from agent.status import loop as status_loop
+from agent.tcp import managed
 from common import bus
 from common import kube as ckube
 from common.bus import topology as bus_topology
@@ -152,19 +152,19 @@ SPEC = {
 
 def desired(name: str, *, seq: int = 1, site: str = SITE) -> dict[str, Any]:
     """The TCP the apply loop would create for a provision intent."""
-    return tcps.desired(helpers.intent(name=name, namespace=NS, site=site, spec=SPEC), seq=seq)
+    return managed.desired(helpers.intent(name=name, namespace=NS, site=site, spec=SPEC), seq=seq)
 
 
 async def create_tcp(kube: ckube.Kube, name: str, *, seq: int = 1, site: str = SITE) -> dict[str, Any]:
     body = desired(name, seq=seq, site=site)
-    return await kube.create(tcps.TCP, body, namespace=NS)
+    return await kube.create(managed.TCP, body, namespace=NS)
 
 
 async def annotate(kube: ckube.Kube, name: str, *, seq: int | None = None, **labels: str) -> None:
     meta: dict[str, Any] = {"labels": labels}
     if seq is not None:
-        meta["annotations"] = {tcps.INTENT_SEQ: str(seq)}
-    await kube.patch(tcps.TCP, name, {"metadata": meta}, namespace=NS)
+        meta["annotations"] = {managed.INTENT_SEQ: str(seq)}
+    await kube.patch(managed.TCP, name, {"metadata": meta}, namespace=NS)
 
 
 def count(counter: Any) -> float:
@@ -270,15 +270,15 @@ async def test_deleted_tcp_is_reported_deleted(
 ) -> None:
     loop, metrics = await start()
     # What the apply loop does: apply the intent, and record it as what the TCP should be.
-    await kube.apply(tcps.TCP, desired("cp1", seq=5), manager=tcps.MANAGER, namespace=NS)
+    await kube.apply(managed.TCP, desired("cp1", seq=5), manager=managed.MANAGER, namespace=NS)
     loop.desires.record(helpers.intent(name="cp1", namespace=NS, site=SITE, spec=SPEC), seq=5)
     await hub.until("cp1", lambda s: s.phase == "Ready")
     assert metrics.registry.get_sample_value("kb_agent_managed_tcps") == 1
 
-    await kube.delete(tcps.TCP, "cp1", namespace=NS)
+    await kube.delete(managed.TCP, "cp1", namespace=NS)
     deleted = await hub.until("cp1", lambda s: s.phase == "Deleted")
     assert (deleted.owner_uid, deleted.intent_seq) == (OWNER_UID, 5)
-    assert await kube.get_or_none(tcps.TCP, "cp1", namespace=NS) is None
+    assert await kube.get_or_none(managed.TCP, "cp1", namespace=NS) is None
     assert metrics.registry.get_sample_value("kb_agent_managed_tcps") == 0
     # What it was to be is forgotten with it: the record holds only TCPs that exist.
     await helpers.eventually(lambda: (NS, "cp1") not in loop.desires.by_tcp)
@@ -288,9 +288,9 @@ async def test_a_tcp_the_restorer_brings_back_is_never_reported_deleted(
     kube: ckube.Kube, simulator: kamaji.Simulator, hub: Hub, start: Start
 ) -> None:
     loop, _ = await start()
-    asked: list[tuple[str, str, tcps.Applied | None]] = []
+    asked: list[tuple[str, str, managed.Applied | None]] = []
 
-    async def restore(namespace: str, name: str, vanished: tcps.Applied | None) -> bool:
+    async def restore(namespace: str, name: str, vanished: managed.Applied | None) -> bool:
         # What the cleanup loop's restore does once the subject still says provision.
         asked.append((namespace, name, vanished))
         await create_tcp(kube, name, seq=5)
@@ -300,10 +300,10 @@ async def test_a_tcp_the_restorer_brings_back_is_never_reported_deleted(
     first = await create_tcp(kube, "cp1", seq=5)
     await hub.until("cp1", lambda s: s.phase == "Ready")
 
-    await kube.delete(tcps.TCP, "cp1", namespace=NS)
+    await kube.delete(managed.TCP, "cp1", namespace=NS)
 
     async def back() -> bool:
-        found = await kube.get_or_none(tcps.TCP, "cp1", namespace=NS)
+        found = await kube.get_or_none(managed.TCP, "cp1", namespace=NS)
         return found is not None and found["metadata"]["uid"] != first["metadata"]["uid"]
 
     await helpers.eventually(back)
@@ -311,7 +311,7 @@ async def test_a_tcp_the_restorer_brings_back_is_never_reported_deleted(
     again = await hub.until("cp1", lambda s: s.phase == "Ready" and hub.phases("cp1").count("Ready") >= 2)
     assert (again.owner_uid, again.intent_seq) == (OWNER_UID, 5)
     assert "Deleted" not in hub.phases("cp1")
-    assert asked == [(NS, "cp1", tcps.applied(first, site=SITE))]
+    assert asked == [(NS, "cp1", managed.applied(first, site=SITE))]
 
 
 async def test_a_tcp_edited_at_the_site_is_reported_drifted_and_reverted_from_the_watch(
@@ -324,34 +324,36 @@ async def test_a_tcp_edited_at_the_site_is_reported_drifted_and_reverted_from_th
     async def revert(namespace: str, name: str) -> bool:
         # What the cleanup loop's revert does: apply the TCP's own intent again.
         asked.append((namespace, name))
-        await kube.apply(tcps.TCP, tcps.desired(want, seq=5), manager=tcps.MANAGER, namespace=namespace)
+        await kube.apply(
+            managed.TCP, managed.desired(want, seq=5), manager=managed.MANAGER, namespace=namespace
+        )
         return True
 
     # What the apply loop does: apply the intent, and record it as what the TCP should be.
-    await kube.apply(tcps.TCP, tcps.desired(want, seq=5), manager=tcps.MANAGER, namespace=NS)
+    await kube.apply(managed.TCP, managed.desired(want, seq=5), manager=managed.MANAGER, namespace=NS)
     loop.desires.record(want, seq=5)
     await hub.until("cp1", lambda s: s.phase == "Ready")
-    await kube.patch(tcps.TCP, "cp1", {"spec": {"kubernetes": {"version": "v1.20.0"}}}, namespace=NS)
+    await kube.patch(managed.TCP, "cp1", {"spec": {"kubernetes": {"version": "v1.20.0"}}}, namespace=NS)
     # No reverter: the hub is told the TCP is not what it asked for, whatever Kamaji says.
     drifted = await hub.until("cp1", lambda s: s.reason == "Drifted")
     assert drifted.phase == "NotReady" and "reverting" in drifted.message and "v1.20.0" not in drifted.message
     # A field Kamaji (or anyone) adds beside ours is not drift.
-    await kube.apply(tcps.TCP, tcps.desired(want, seq=5), manager=tcps.MANAGER, namespace=NS)
+    await kube.apply(managed.TCP, managed.desired(want, seq=5), manager=managed.MANAGER, namespace=NS)
     await hub.until("cp1", lambda s: s.phase == "Ready")
     beside = {"networkProfile": {"dnsServiceIPs": ["10.96.0.10"]}}
-    await kube.patch(tcps.TCP, "cp1", {"spec": beside}, namespace=NS)
+    await kube.patch(managed.TCP, "cp1", {"spec": beside}, namespace=NS)
 
     loop.revert = revert
     edit = {"controlPlane": {"deployment": {"replicas": 7}}}
-    await kube.patch(tcps.TCP, "cp1", {"spec": edit}, namespace=NS)
+    await kube.patch(managed.TCP, "cp1", {"spec": edit}, namespace=NS)
     await helpers.eventually(lambda: _reverted(kube))
     await hub.until("cp1", lambda s: s.phase == "Ready" and s.reason != "Drifted" and s.replicas == 2)
     assert asked and set(asked) == {(NS, "cp1")}
 
 
 async def _reverted(kube: ckube.Kube) -> bool:
-    obj = await kube.get(tcps.TCP, "cp1", namespace=NS)
-    return obj["spec"]["controlPlane"]["deployment"]["replicas"] == 2 and not tcps.drifted(obj, SPEC)
+    obj = await kube.get(managed.TCP, "cp1", namespace=NS)
+    return obj["spec"]["controlPlane"]["deployment"]["replicas"] == 2 and not managed.drifted(obj, SPEC)
 
 
 async def test_a_tcp_deleted_for_a_delete_intent_is_not_restored(
@@ -360,7 +362,7 @@ async def test_a_tcp_deleted_for_a_delete_intent_is_not_restored(
     loop, _ = await start()
     asked: list[str] = []
 
-    async def restore(namespace: str, name: str, vanished: tcps.Applied | None) -> bool:
+    async def restore(namespace: str, name: str, vanished: managed.Applied | None) -> bool:
         asked.append(name)
         return False
 
@@ -368,7 +370,7 @@ async def test_a_tcp_deleted_for_a_delete_intent_is_not_restored(
     await create_tcp(kube, "cp1", seq=5)
     await hub.until("cp1", lambda s: s.phase == "Ready")
     loop.deleting(NS, "cp1", 9)  # the apply loop, before it deletes for the delete intent seq 9
-    await kube.delete(tcps.TCP, "cp1", namespace=NS)
+    await kube.delete(managed.TCP, "cp1", namespace=NS)
     deleted = await hub.until("cp1", lambda s: s.phase == "Deleted")
     assert deleted.intent_seq == 9 and asked == []
 
@@ -379,7 +381,7 @@ async def test_unmanaged_tcps_are_ignored_and_one_that_leaves_management_is_dele
     _, metrics = await start()
     foreign = desired("foreign")
     del foreign["metadata"]["labels"]
-    await kube.create(tcps.TCP, foreign, namespace=NS)
+    await kube.create(managed.TCP, foreign, namespace=NS)
     await create_tcp(kube, "other-site", site="site-b")
     # Created last: once it is reported, events of the earlier ones have been handled too.
     await create_tcp(kube, "mine")
@@ -392,7 +394,7 @@ async def test_unmanaged_tcps_are_ignored_and_one_that_leaves_management_is_dele
     assert metrics.registry.get_sample_value("kb_agent_managed_tcps") == 1
 
     # Someone removes our label: the TCP is no longer ours, the hub must not wait for it.
-    await kube.patch(tcps.TCP, "mine", {"metadata": {"labels": {tcps.MANAGED_BY: None}}}, namespace=NS)
+    await kube.patch(managed.TCP, "mine", {"metadata": {"labels": {managed.MANAGED_BY: None}}}, namespace=NS)
     gone = await hub.until("mine", lambda s: s.phase == "Deleted")
     assert gone.owner_uid == OWNER_UID
     assert metrics.registry.get_sample_value("kb_agent_managed_tcps") == 0
@@ -498,7 +500,7 @@ async def test_a_tcp_missing_from_a_relist_is_reported_deleted(
     port = cluster.port
     await cluster.stop()
     store = cluster.store
-    tcp_type = store.resolve(tcps.TCP.group, tcps.TCP.version, tcps.TCP.plural)
+    tcp_type = store.resolve(managed.TCP.group, managed.TCP.version, managed.TCP.plural)
     cm_type = store.resolve("", "v1", "configmaps")
     assert tcp_type is not None and cm_type is not None
     _, gone = store.delete(tcp_type, NS, "vanished")

@@ -11,8 +11,8 @@ import msgspec
 import nacl.public
 import pytest
 
-from agent import tcps
 from agent.status import report
+from agent.tcp import managed
 from protocol import keys, messages, names, sealing
 from tests import helpers
 from tests.agent import applying
@@ -31,7 +31,7 @@ def tcp(
     seq: int = 7,
 ) -> dict[str, Any]:
     """A managed TCP as the API returns it, with the status fields the test asks for."""
-    obj = applying.applied(tcps.desired(helpers.intent(generation=3), seq=seq))
+    obj = applying.applied(managed.desired(helpers.intent(generation=3), seq=seq))
     obj["metadata"].update(uid="tcp-uid-1", resourceVersion="42")
     if deleting:
         obj["metadata"]["deletionTimestamp"] = "2026-11-30T12:00:00Z"
@@ -221,7 +221,7 @@ def test_new_status_of_a_drifted_tcp_is_not_ready(
 
 def test_new_status_of_a_tcp_that_is_not_ours() -> None:
     obj = tcp(kamaji="Ready")
-    obj["metadata"]["labels"][tcps.SITE] = "site-b"
+    obj["metadata"]["labels"][managed.SITE] = "site-b"
     s = report.new_status(obj, site=SITE, now=NOW)
     assert (s.owner_uid, s.observed_generation, s.intent_seq, s.phase) == ("", 0, 0, "Ready")
 

@@ -12,7 +12,7 @@ import pytest
 
 from common import kube as ckube
 from common.kube import resources
-from hub import crdgen
+from hub.api import crds as crdgen
 from sandbox import crds, kubeapi
 from sandbox.capi import controller
 from sandbox.launcher import workload

@@ -1,4 +1,4 @@
-"""sandbox.kubeapi.managedfields: field sets, Update and Apply as tables (pure)."""
+"""sandbox.kubeapi.apply.managedfields: field sets, Update and Apply as tables (pure)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from sandbox.kubeapi import errors, fieldsets, managedfields
+from sandbox.kubeapi import errors
+from sandbox.kubeapi.apply import fieldsets, managedfields
 
 SET = {"properties": {"spec": {"properties": {"tags": {"x-kubernetes-list-type": "set"}}}}}
 NOW = "2026-01-01T00:00:00Z"

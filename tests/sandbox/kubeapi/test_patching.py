@@ -1,4 +1,4 @@
-"""sandbox.kubeapi.patching: RFC 7386 merge patch and RFC 6902 JSON patch (pure), and the same
+"""sandbox.kubeapi.apply.patching: RFC 7386 merge patch and RFC 6902 JSON patch (pure), and the same
 tables through the API of each backend: patches of ``spec.doc`` of a schemaless custom resource."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from sandbox.kubeapi import patching
+from sandbox.kubeapi.apply import patching
 from tests.sandbox.kubeapi import backends
 
 # RFC 7386 appendix A, plus nested cases.

@@ -1,4 +1,4 @@
-"""sandbox.kubeapi.protobuf: the request bodies of typed client-go clients (pure).
+"""sandbox.kubeapi.serving.protobuf: the request bodies of typed client-go clients (pure).
 
 The emulator's own decoder, no server: run on the emulator only (kubectl's protobuf requests meet
 both servers in test_kubectl's ``test_imperative_create_sends_protobuf``)."""
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.kubeapi import errors, protobuf
+from sandbox.kubeapi import errors
+from sandbox.kubeapi.serving import protobuf
 
 
 def _varint(value: int) -> bytes:

@@ -1,4 +1,4 @@
-"""sandbox.kubeapi.rbac and authn: RBAC evaluated as kube-apiserver's authorizer does (tables)."""
+"""sandbox.kubeapi.serving.rbac and authn: RBAC evaluated as kube-apiserver's authorizer does (tables)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from sandbox.kubeapi import authn, rbac
+from sandbox.kubeapi import authn
+from sandbox.kubeapi.serving import rbac
 from tests.sandbox.kubeapi import backends
 
 ALICE = authn.User("alice", "1", ("devs", authn.AUTHENTICATED))

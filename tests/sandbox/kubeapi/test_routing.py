@@ -1,4 +1,4 @@
-"""sandbox.kubeapi.routing, discovery and tables: URL parsing, version order, printer columns (pure).
+"""sandbox.kubeapi.serving.routing, discovery and tables: URL parsing, version order, printer columns (pure).
 
 The emulator's own pieces, no server: run on the emulator only (its routing is tested against a
 real server through the contract tests that use it: test_server, test_crud, test_watch)."""
@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sandbox.kubeapi import discovery, routing, tables
-from sandbox.kubeapi.routing import Target
+from sandbox.kubeapi.kinds import discovery, tables
+from sandbox.kubeapi.serving import routing
+from sandbox.kubeapi.serving.routing import Target
 
 
 @pytest.mark.parametrize(

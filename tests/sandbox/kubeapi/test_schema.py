@@ -1,4 +1,4 @@
-"""sandbox.kubeapi.schema, pruning, formats: structural-schema pruning, defaulting, validation (pure),
+"""sandbox.kubeapi.kinds.schema, pruning, formats: structural-schema pruning, defaulting, validation (pure),
 and the same validation table through the API of each backend (a CRD of ``SCHEMA``)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.kubeapi import formats, pruning, schema
+from sandbox.kubeapi.kinds import formats, pruning, schema
 from tests.sandbox.kubeapi import backends
 
 SCHEMA: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""sandbox.kubeapi.selectors: label and field selector parsing and matching (pure), and the same
+"""sandbox.kubeapi.state.selectors: label and field selector parsing and matching (pure), and the same
 tables through the API of each backend."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from sandbox.kubeapi import errors, selectors
+from sandbox.kubeapi import errors
+from sandbox.kubeapi.state import selectors
 from tests.sandbox.kubeapi import backends
 
 LABELS = {"app": "web", "tier": "front", "rank": "3"}

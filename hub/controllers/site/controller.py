@@ -1,0 +1,185 @@
+"""The Site status writer's shell: for each Site object, observe, compute (pure), patch on change.
+
+Talks to the management cluster (``common.kube``: patch ``sites/status``); on its first look at
+a Site, has the site's NATS stream and consumers made (``ensure_topology``, once: a Site with no
+control plane yet needs them for its agent to start; a failure is retried). Reads the Site
+objects from the RKCP controller's cache (one informer per kind: the controller's watch feeds
+``objects``), the site's heartbeat and backlog from ``hub.ingest.liveness``, and the number of RKCPs
+placed at the site from the controller's index. One worker; each site is looked at again every
+``resync`` seconds, since a heartbeat ages out with time alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pydantic
+
+from common import logs
+from common.bus import errors as bus_errors
+from common.kube import errors as kerrors
+from common.kube import resources
+from hub.api import site as site_api
+from hub.controllers import cache, queue
+from hub.controllers.deps import Deps, Settings
+from hub.controllers.site import bootstrap, credentials
+from hub.credentials import rules
+from hub.reconcile import site as site_status
+from protocol import keys as protocol_keys
+
+log = logging.getLogger(__name__)
+
+SITE = resources.SITE
+
+
+def key(site: str) -> cache.Key:
+    """The cache key of a Site: cluster-scoped, so no namespace."""
+    return ("", site)
+
+
+class SiteSync:
+    def __init__(
+        self,
+        settings: Settings,
+        deps: Deps,
+        *,
+        objects: cache.ObjectCache,
+        control_planes: Callable[[str], int],
+        ensure_topology: Callable[[str], Awaitable[None]],
+    ) -> None:
+        self.settings = settings
+        self.deps = deps
+        self.objects = objects
+        """The Site objects, by ``key(site)`` (filled by the controller's watch)."""
+        self.control_planes = control_planes
+        self.ensure_topology = ensure_topology
+        """Makes a site's stream and consumers exist
+        (``hub.controllers.streams.SiteStreams.ensure_site``): a Site
+        with no control plane yet has them too, so its agent can start."""
+        self.signing_key_id = protocol_keys.key_id(bytes(deps.signer.verify_key))
+        """The key id the hub signs with: a Site whose agent does not trust it is told so."""
+        self.resync = max(1.0, settings.heartbeat_interval)
+        """Seconds between looks at one site: connectedness changes as a heartbeat ages."""
+        self.queue: queue.WorkQueue[str] = queue.WorkQueue()
+        self.credentials = (
+            credentials.SiteCredentials(deps.kube, deps.revoke, self._bootstrap(), issuer=deps.issuer)
+            if deps.revoke is not None
+            else None
+        )
+        """Operator mode: the Site's finalizer and the revocation of its agent when deleted."""
+        self._specs: dict[str, site_api.SiteSpec | None] = {}
+        """Each Site's parsed spec: every reconcile asks, and the control-plane count asks once
+        per RKCP, so parsing the cached JSON each time would cost more than the rest."""
+
+    def _bootstrap(self) -> bootstrap.BootstrapSecrets | None:
+        revoke = self.deps.revoke
+        if self.deps.mint_bootstrap is None or revoke is None or not self.settings.bootstrap_namespace:
+            return None
+        return bootstrap.BootstrapSecrets(
+            self.deps.kube,
+            namespace=self.settings.bootstrap_namespace,
+            mint=self.deps.mint_bootstrap,
+            lifetime=dt.timedelta(seconds=self.settings.bootstrap_lifetime),
+            revoke=revoke,
+        )
+
+    def add(self, site: str) -> None:
+        self.queue.add(site)
+
+    def remember(self, obj: dict[str, Any]) -> str:
+        """Cache a Site object from the watch; its name."""
+        site = str((obj.get("metadata") or {}).get("name") or "")
+        self.objects.put(key(site), obj)
+        try:
+            self._specs[site] = site_api.Site.parse(obj).spec
+        except pydantic.ValidationError as exc:
+            log.error(
+                "Site %s is not valid, so it grants nothing: %s", site, exc, extra=logs.about_site(site)
+            )
+            self._specs[site] = None
+        return site
+
+    def forget(self, site: str) -> None:
+        self.objects.pop(key(site))
+        self._specs.pop(site, None)
+
+    def record(self, site: str) -> rules.SiteRecord:
+        """What the Site says for its agent's NATS credential (it exists, its key)."""
+        return credentials.record(self.objects.get(key(site)))
+
+    def spec(self, site: str) -> site_api.SiteSpec | None:
+        """The Site's spec; None when there is no Site object (or an invalid one: grant nothing)."""
+        return self._specs.get(site)
+
+    async def run(self) -> None:
+        while True:
+            site = await self.queue.get()
+            try:
+                requeue = await self.sync(site)
+            except kerrors.KubeError as exc:
+                log.warning(
+                    "writing the status of Site %s: %s; retrying", site, exc, extra=logs.about_site(site)
+                )
+                requeue = 5.0
+            except Exception:
+                log.exception("writing the status of Site %s failed", site, extra=logs.about_site(site))
+                requeue = 10.0
+            finally:
+                self.queue.done(site)
+            if requeue is not None:
+                self.queue.add(site, requeue)
+
+    async def sync(self, site: str) -> float | None:
+        obj = self.objects.get(key(site))
+        if obj is None:
+            return None  # deleted: nothing to write, nothing to look at again
+        if self.credentials is not None and await self.credentials.sync(obj):
+            return None  # being deleted: revoked, released; its next event brings it back
+        try:
+            s = site_api.Site.parse(obj)
+        except pydantic.ValidationError:
+            return None
+        try:
+            await self.ensure_topology(site)
+        except bus_errors.BusError as exc:
+            # Its status is still written; the next look (``resync``) tries again.
+            log.warning("making the stream and consumers of site %s: %s; retrying", site, exc,
+                        extra=logs.about_site(site))  # fmt: skip
+        now = dt.datetime.now(dt.UTC)
+        snap = self.deps.sites.snapshot(site, now, interval=self.settings.heartbeat_interval)
+        beat = snap.heartbeat
+        facts = site_status.Facts(
+            generation=s.metadata.generation,
+            connected=snap.connected if snap.last_heartbeat_time is not None else None,
+            last_heartbeat_time=snap.last_heartbeat_time,
+            backlog=snap.backlog,
+            control_planes=self.control_planes(site),
+            agent_version=(beat.agent_version or None) if beat is not None else None,
+            trusted_key_ids=tuple(beat.trusted_key_ids) if beat is not None else (),
+            signing_key_id=self.signing_key_id,
+        )
+        status = site_status.new_status(s.status, facts, now=now)
+        if site_status.worth_writing(s.status, status):
+            try:
+                # Explicit nulls: a merge patch removes what is no longer known (a backlog).
+                # Without ``credential``: the credential service writes that, and a merge patch
+                # leaves what it does not name.
+                body = status.model_dump(mode="json", by_alias=True, exclude={"credential"})
+                patched = await self.deps.kube.patch(SITE, site, {"status": body}, subresource="status")
+            except kerrors.NotFound:
+                return None
+            # Keep our cache current: the watch brings the same object back, but a look before
+            # it arrives would otherwise write the same status again. Only while the cache still
+            # holds what this look read: an object the watch brought meanwhile (the finalizer
+            # this look added, say) is newer, and the next look's finalizer patch would carry the
+            # older resourceVersion back and fail with a Conflict.
+            if _resource_version(self.objects.get(key(site))) == _resource_version(obj):
+                self.objects.put(key(site), patched)
+        return self.resync
+
+
+def _resource_version(obj: dict[str, Any] | None) -> object:
+    return ((obj or {}).get("metadata") or {}).get("resourceVersion")

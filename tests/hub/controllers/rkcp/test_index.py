@@ -1,0 +1,134 @@
+"""hub.controllers.rkcp.index: who else is, or claimed first, an owner identity; and that a claimed
+identity changes nothing to the conflict order (coordinates and age decide it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hub.api import rkcp as api
+from hub.controllers.rkcp import index
+from hub.reconcile.rkcp import vocabulary
+from protocol.coordinates import Coordinates
+
+
+def obj(
+    name: str,
+    uid: str,
+    *,
+    claim: str | None = None,
+    created: str,
+    tcp: str = "",
+    namespace: str = "default",
+    finalized: bool = True,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid, "creationTimestamp": created}
+    if finalized:
+        meta["finalizers"] = [vocabulary.FINALIZER]
+    if claim is not None:
+        meta["annotations"] = {api.OWNER_UID_ANNOTATION: claim}
+    spec = {"site": "site-a", "version": "v1.31.0", **({"tenantControlPlaneName": tcp} if tcp else {})}
+    return {"metadata": meta, "spec": spec}
+
+
+ORIGINAL = obj("original", "u-orig", claim="u-orig", created="2026-11-30T10:00:00Z")
+MOVED = obj("moved", "u-new", claim="u-first", created="2026-11-30T10:00:00Z")
+"""Moved here: its identity is the uid it had before (no RKCP here has it)."""
+SQUATTER = "squatter"
+"""The namespace whose Site placement is denied (``denied``)."""
+
+
+def denied(coords: Coordinates, namespace: str) -> str:
+    return "not authorized" if namespace == SQUATTER else ""
+
+
+OLDER = "2026-11-30T09:00:00Z"
+
+# (id, others in the index, the object asked about, expected claimant)
+CASES: list[tuple[str, list[dict[str, Any]], dict[str, Any], str]] = [
+    (
+        "its own uid claims nothing of anyone",
+        [ORIGINAL],
+        obj("x", "u-x", claim="u-x", created="2026-11-30T11:00:00Z"),
+        "",
+    ),
+    ("no annotation", [ORIGINAL], obj("x", "u-x", created="2026-11-30T11:00:00Z"), ""),
+    ("a moved identity nobody else has", [ORIGINAL], MOVED, ""),
+    (
+        "another RKCP's uid",
+        [ORIGINAL],
+        obj("x", "u-x", claim="u-orig", created="2026-11-30T11:00:00Z"),
+        "default/original",
+    ),
+    (
+        "another RKCP's uid, even when the claimer is older",
+        [ORIGINAL],
+        obj("x", "u-x", claim="u-orig", created="2026-11-30T09:00:00Z"),
+        "default/original",
+    ),
+    (
+        "claimed first by an older one (a copy of a moved manifest)",
+        [MOVED],
+        obj("x", "u-x", claim="u-first", created="2026-11-30T11:00:00Z"),
+        "default/moved",
+    ),
+    (
+        "an older claimer the hub never stamped (no finalizer: paused, or new) claims nothing",
+        [obj("y", "u-y", claim="u-first", created=OLDER, finalized=False)],
+        MOVED,
+        "",
+    ),
+    (
+        "an older claimer whose placement is not authorized claims nothing (no hostage)",
+        [obj("y", "u-y", claim="u-first", created=OLDER, namespace=SQUATTER)],
+        MOVED,
+        "",
+    ),
+    (
+        "an older claimer, stamped and authorized, keeps it",
+        [obj("y", "u-y", claim="u-first", created=OLDER)],
+        MOVED,
+        "default/y",
+    ),
+    (
+        "another RKCP's uid counts even unstamped and unauthorized (no tenant chooses a uid)",
+        [obj("y", "u-first", created=OLDER, finalized=False, namespace=SQUATTER)],
+        MOVED,
+        "squatter/y",
+    ),
+    (
+        "the older of two claimers keeps it",
+        [obj("y", "u-y", claim="u-first", created="2026-11-30T11:00:00Z")],
+        MOVED,
+        "",
+    ),
+]
+
+
+@pytest.mark.parametrize(("others", "asked", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_owner_claimed_by(others: list[dict[str, Any]], asked: dict[str, Any], expected: str) -> None:
+    idx = index.Index()
+    for o in [*others, asked]:
+        idx.put((o["metadata"]["namespace"], o["metadata"]["name"]), o)
+    parsed = api.RemoteKamajiControlPlane.parse(asked)
+    assert idx.owner_claimed_by(parsed, parsed.owner_uid_claim, denied) == expected
+
+
+def test_a_claimed_identity_changes_nothing_to_the_conflict_order() -> None:
+    """Two RKCPs at the same coordinates: the younger conflicts, whatever identity it claims."""
+    idx = index.Index()
+    victim = obj("victim", "u-v", claim="u-v", created="2026-11-30T10:00:00Z", tcp="shared")
+    thief = obj("thief", "u-t", claim="u-v", created="2026-11-30T11:00:00Z", tcp="shared")
+    for o in (victim, thief):
+        idx.put(("default", o["metadata"]["name"]), o)
+    parsed = {o["metadata"]["name"]: api.RemoteKamajiControlPlane.parse(o) for o in (victim, thief)}
+    coords = idx.coordinates(("default", "thief"))
+    assert coords is not None and coords == idx.coordinates(("default", "victim"))
+    allowed = lambda coords, namespace: ""  # noqa: E731
+    assert idx.conflict(coords, parsed["thief"], allowed) == "default/victim"
+    assert idx.conflict(coords, parsed["victim"], allowed) == ""
+    assert (
+        idx.forget(("default", "thief")) == coords
+        and idx.owner_claimed_by(parsed["thief"], "u-v", allowed) == "default/victim"
+    )
