@@ -100,8 +100,11 @@ async def test_site_can_do_all_of_its_own_operations(site_a: bus.Connection, hub
         subject = subjects.intent("site-a", "tenants", name)
         await bus.publish(hub, subject, messages.encode(helpers.intent(name=name)), msg_id=f"own-{name}")
     consumer = await bus.bind(site_a, streams.agent_consumer("site-a"))
-    deliveries = await consumer.fetch(4, timeout=2)
-    assert len(deliveries) == 4
+    deliveries: list[bus.Delivery] = []
+    while len(deliveries) < 4:  # a fetch returns what has arrived: up to the batch, not all of it
+        got = await consumer.fetch(4 - len(deliveries), timeout=10)
+        assert got, f"the consumer stopped after {len(deliveries)} of its four intents"
+        deliveries += got
     ack, nak, term, progress = deliveries
     await progress.in_progress()
     await ack.ack()
