@@ -247,12 +247,26 @@ def static_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[nats
     server.stop()
 
 
+def wiretap_user(seed: bytes, account: str, now: dt.datetime) -> natsjwt.Claims:
+    """A test instrument, not a role of the product: it receives every message published on
+    any subject (a core subscription, so none is missed because its stream kept only the
+    latest), and publishes nowhere but a subject nobody reads."""
+    iat = int(now.timestamp())
+    user = natsjwt.User(
+        pub=natsjwt.Allow(("_WIRETAP_PUBLISHES_NOTHING",)), sub=natsjwt.Allow((">",)), issuer_account=account
+    )
+    return natsjwt.Claims(
+        sub=natsjwt.public_of(seed), iss="", iat=iat, exp=iat + 3600, name="wiretap", nats=user
+    )
+
+
 def operator_mode_server(
     d: Path, *, sites: tuple[str, ...] = ("site-a", "site-b")
 ) -> tuple[natsd.NatsServer, Path]:
     """A nats-server in operator mode (`nats-config --auth operator`), not started, and its
     config dir, with ``hub.creds`` and ``sites/<site>.creds``: users minted the way the hub mints
-    them (``protocol.credentials``), signed by the account's signing key."""
+    them (``protocol.credentials``), signed by the account's signing key, and ``wiretap.creds``
+    (``wiretap_user``)."""
     port = ports.free_port()
     conf = d / "conf"
     main, _ = natsserver.nats_config(
@@ -268,6 +282,10 @@ def operator_mode_server(
         seed = natsjwt.new_seed("user")
         claims = credentials.site_user(site, natsjwt.public_of(seed), account=keys.account_public, now=now)
         (conf / "sites" / f"{site}.creds").write_text(keys.user_creds(claims, seed))
+    tap_seed = natsjwt.new_seed("user")
+    (conf / "wiretap.creds").write_text(
+        keys.user_creds(wiretap_user(tap_seed, keys.account_public, now), tap_seed)
+    )
     server = natsd.NatsServer(
         store_dir=d / "store", port=port, config=main, log_file=d / "nats.log", tls=nats_tls()
     )

@@ -12,9 +12,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from nats.aio.client import Client
 
 from sandbox import natsd
 from tests.security import nats_support as ns
+from tests.security import site_support
 
 _HERE = Path(__file__).resolve().parent
 
@@ -53,3 +55,11 @@ async def site_a(attacked: tuple[natsd.NatsServer, Path], hub: ns.Raw) -> AsyncI
     raw = await ns.connect_site(*attacked, "site-a")
     yield raw
     await raw.close()
+
+
+@pytest.fixture
+async def wiretap(secured_nats: tuple[natsd.NatsServer, Path]) -> AsyncIterator[Client]:
+    """The test's wiretap on ``secured_nats`` (``site_support.wiretap``): what the suite reads
+    to see every message a subject was given, not an identity of the product."""
+    async with site_support.wiretap(*secured_nats) as nc:
+        yield nc

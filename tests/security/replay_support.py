@@ -1,14 +1,12 @@
 """Helpers of the replay attacks (tests/security/test_replay.py, test_replace_owner.py): reading
 a control plane's TCP, RKCP and status through a running ``site_support.World``, watching TCPs,
-and tapping the intent subjects the way an attacker with the hub's NATS identity would."""
+and tapping subjects with the test's wiretap."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-import nats
-import nats.js.api
 from nats.aio.client import Client
 
 from agent.tcp import managed
@@ -103,26 +101,26 @@ class Watch:
 
 
 class Tap:
-    """Every message on one subject from now on (an ordered consumer, with the hub's identity)."""
+    """Every message published on one subject from now on: a core subscription of the wiretap
+    (``site_support.wiretap``), so a message its stream replaced at once is seen all the same."""
 
     def __init__(self) -> None:
-        self.seen: list[tuple[int, bytes]] = []
+        self.seen: list[bytes] = []
         self.sub: Any = None
 
     async def start(self, nc: Client, subject: str) -> Tap:
         async def got(msg: Any) -> None:
-            self.seen.append((msg.metadata.sequence.stream, msg.data))
+            self.seen.append(msg.data)
 
-        self.sub = await nc.jetstream().subscribe(
-            subject, cb=got, ordered_consumer=True, deliver_policy=nats.js.api.DeliverPolicy.NEW
-        )
+        self.sub = await nc.subscribe(subject, cb=got)
+        await nc.flush()  # the server holds the subscription before anything is published
         return self
 
-    def statuses(self) -> list[tuple[int, messages.Status]]:
-        return [(seq, messages.decode_status(data)) for seq, data in self.seen]
+    def statuses(self) -> list[messages.Status]:
+        return [messages.decode_status(data) for data in self.seen]
 
     def answering(self, intent_seq: int) -> messages.Status | None:
-        return next((st for _, st in self.statuses() if st.intent_seq == intent_seq), None)
+        return next((st for st in self.statuses() if st.intent_seq == intent_seq), None)
 
     async def stop(self) -> None:
         await self.sub.unsubscribe()

@@ -215,12 +215,26 @@ async def world(server: natsd.NatsServer, conf: Path, tmp_path: Path) -> AsyncIt
 
 
 @contextlib.asynccontextmanager
+async def wiretap(server: natsd.NatsServer, conf: Path) -> AsyncIterator[Client]:
+    """A raw client of the test's wiretap identity (``tests.conftest.wiretap_user``): it sees
+    every message published, the strongest eavesdropper an attack can be measured against."""
+    async with _raw_client(server, conf, "wiretap") as nc:
+        yield nc
+
+
+@contextlib.asynccontextmanager
 async def stolen_hub_identity(server: natsd.NatsServer, conf: Path) -> AsyncIterator[Client]:
     """A raw nats-py client with the hub's NATS identity (an attacker who stole its seed)."""
+    async with _raw_client(server, conf, "hub") as nc:
+        yield nc
+
+
+@contextlib.asynccontextmanager
+async def _raw_client(server: natsd.NatsServer, conf: Path, identity: str) -> AsyncIterator[Client]:
     nc = await nats.connect(
         servers=[server.url],
         **helpers.tls_options(server.url),
-        **helpers.credential_option(helpers.identity_file(conf, "hub")),
+        **helpers.credential_option(helpers.identity_file(conf, identity)),
         allow_reconnect=False,
         # The server sends INFO only after its TLS-first wait (natsconfig.TLS_FIRST_FALLBACK,
         # 2 s) to a client that waits for it: nats-py's default 2 s would race that.

@@ -6,6 +6,8 @@ on any intent subject and republish any genuinely signed intent it has seen. Int
 would sign them" stand for what a hub could have published at some time (a new owner's intent
 that names nobody, or names someone else). The hub and the agent run as their real loops, on the
 secured nats-server, against emulated clusters with the Kamaji simulator.
+What the attacker saw is read off the test's wiretap (``site_support.wiretap``), which gets every
+message published on a subject: the most an eavesdropper could have kept.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def untouched(seen: list[dict[str, Any]], tcp: dict[str, Any]) -> bool:
 
 
 async def test_an_intent_that_does_not_name_the_owner_never_deletes_its_tcp(
-    world: s.World, attacker: Client
+    world: s.World, attacker: Client, wiretap: Client
 ) -> None:
     w = world
     w.start_hub(intent_check_interval=1.0)  # the forged intent leaves no answer: found by the check
@@ -76,7 +78,7 @@ async def test_an_intent_that_does_not_name_the_owner_never_deletes_its_tcp(
     assert tcp is not None
     owner_uid = first["metadata"]["uid"]
     watch = Watch(w, name)
-    tap = await Tap().start(attacker, status_subject(name))
+    tap = await Tap().start(wiretap, status_subject(name))
     genuine_nobody = messages.encode(newcomer(w, current))
     genuine_someone_else = messages.encode(newcomer(w, current, "someone-else"))
     # Signed naming nobody, then the owner's uid added after signing: a forgery.
@@ -108,14 +110,14 @@ async def test_an_intent_that_does_not_name_the_owner_never_deletes_its_tcp(
 
 
 async def test_replayed_intents_of_a_replacement_never_delete_the_new_owners_tcp(
-    world: s.World, attacker: Client
+    world: s.World, attacker: Client, wiretap: Client
 ) -> None:
     """The whole replacement path through the real hub, then every intent the subject ever held replayed."""
     w = world
     w.start_hub()
     w.start_agent()
     name = "recreated"
-    intents_tap = await Tap().start(attacker, s.intent_subject(name))
+    intents_tap = await Tap().start(wiretap, s.intent_subject(name))
     cl = await w.mgmt.create(resources.CLUSTER, s.cluster_obj(f"{name}-cluster"), namespace=s.NAMESPACE)
     await w.mgmt.create(
         s.RKCP, s.rkcp_obj(name, cl, replicas=2, siteUnavailableDeletionTimeout="1s"), namespace=s.NAMESPACE
@@ -146,13 +148,13 @@ async def test_replayed_intents_of_a_replacement_never_delete_the_new_owners_tcp
     tcp = await w.tcp(name)
     assert tcp is not None
     await intents_tap.stop()
-    history = [(seq, data) for seq, data in intents_tap.seen]
-    ops = [(messages.decode_intent(d).op, messages.decode_intent(d).owner.uid == old_uid) for _, d in history]
+    history = list(intents_tap.seen)
+    ops = [(messages.decode_intent(d).op, messages.decode_intent(d).owner.uid == old_uid) for d in history]
     assert ("delete", True) in ops and ("provision", False) in ops
     watch = Watch(w, name)
-    tap = await Tap().start(attacker, status_subject(name))
+    tap = await Tap().start(wiretap, status_subject(name))
     js = attacker.jetstream()
-    for (_, data), (op, was_old) in zip(history, ops, strict=True):
+    for data, (op, was_old) in zip(history, ops, strict=True):
         seq = (await js.publish(s.intent_subject(name), data)).seq
 
         async def handled(seq: int = seq) -> bool:

@@ -5,6 +5,8 @@ The attacker holds the hub's NATS credentials (``hub.nk``), not its signing key:
 on any intent subject and purge, and it can republish any genuinely signed intent it has seen.
 The hub and the agent run as their real loops, on the secured nats-server, against emulated
 clusters with the Kamaji simulator.
+What the attacker saw is read off the test's wiretap (``site_support.wiretap``), which gets every
+message published on a subject: the most an eavesdropper could have kept.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ async def attacker(secured_nats: tuple[natsd.NatsServer, Path]) -> AsyncIterator
 
 
 async def test_a_replayed_older_intent_never_rolls_the_tcp_back_and_the_hub_publishes_again(
-    world: s.World, attacker: Client
+    world: s.World, attacker: Client, wiretap: Client
 ) -> None:
     w = world
     w.start_hub()
@@ -68,7 +70,7 @@ async def test_a_replayed_older_intent_never_rolls_the_tcp_back_and_the_hub_publ
     )
 
     watch = Watch(w, "replay")
-    tap = await Tap().start(attacker, status_subject("replay"))
+    tap = await Tap().start(wiretap, status_subject("replay"))
     published_before = w.hub_metrics.registry.get_sample_value(
         "kb_hub_intents_published_total", {"site": s.SITE, "op": "provision"}
     )
@@ -191,13 +193,13 @@ async def test_an_unsigned_copy_over_the_hubs_intent_is_replaced(world: s.World,
 
 @pytest.mark.parametrize("op", ["provision", "delete"])
 async def test_a_replayed_intent_of_a_previous_owner_leaves_the_new_tcp_and_the_hub_publishes_again(
-    world: s.World, attacker: Client, op: str
+    world: s.World, attacker: Client, wiretap: Client, op: str
 ) -> None:
     w = world
     w.start_hub()
     w.start_agent()
     name = f"owner-{op}"
-    intents_tap = await Tap().start(attacker, s.intent_subject(name))
+    intents_tap = await Tap().start(wiretap, s.intent_subject(name))
     cl = await w.mgmt.create(resources.CLUSTER, s.cluster_obj(f"{name}-cluster"), namespace=s.NAMESPACE)
     await w.mgmt.create(s.RKCP, s.rkcp_obj(name, cl, replicas=2), namespace=s.NAMESPACE)
     first, _, _ = await settled(w, name, replicas_=2)
@@ -213,7 +215,7 @@ async def test_a_replayed_intent_of_a_previous_owner_leaves_the_new_tcp_and_the_
     # What the attacker kept of the previous owner: its genuinely signed intent of this op.
     old_uid = first["metadata"]["uid"]
     [old] = [
-        d for _, d in intents_tap.seen if (i := messages.decode_intent(d)).op == op and i.owner.uid == old_uid
+        d for d in intents_tap.seen if (i := messages.decode_intent(d)).op == op and i.owner.uid == old_uid
     ]
     await intents_tap.stop()
 
@@ -223,7 +225,7 @@ async def test_a_replayed_intent_of_a_previous_owner_leaves_the_new_tcp_and_the_
     tcp = await w.tcp(name)
     assert tcp is not None
     watch = Watch(w, name)
-    tap = await Tap().start(attacker, status_subject(name))
+    tap = await Tap().start(wiretap, status_subject(name))
 
     ack = await attacker.jetstream().publish(s.intent_subject(name), old)
     assert ack.seq > current_seq
