@@ -24,7 +24,11 @@ plane (``/varz`` deltas), the simulators' and the emulator's CPU apart. Exits no
 what was missing when not every control plane is done ``--timeout`` seconds after the last
 create.
 
-Run: ``.venv/bin/python bench/scale.py [--sites 100] [--per-site 100] [--timeout 1800]``.
+``--rest S`` then measures the system at rest for S seconds, every control plane Ready and
+nothing changing: CPU (share of one core) and RSS per process kind, and the hub's
+management-cluster requests and NATS messages per control plane per hour (the ``rest`` object).
+
+Run: ``.venv/bin/python bench/scale.py [--sites 100] [--per-site 100] [--timeout 1800] [--rest 120]``.
 """
 
 from __future__ import annotations
@@ -47,13 +51,16 @@ ROOT = SCRIPT.parents[1]
 sys.path.insert(0, str(ROOT))
 
 import aiohttp  # noqa: E402
+import yaml  # noqa: E402
 
 from agent import publishing  # noqa: E402
 from bench.provision import NAMESPACE, Tracker, drive, nats_totals, usage  # noqa: E402
 from common import bus  # noqa: E402
+from common import kube as ckube  # noqa: E402
 from common.bus import errors as bus_errors  # noqa: E402
 from common.files import keys as keyfiles  # noqa: E402
 from common.files import natsserver  # noqa: E402
+from common.kube import resources  # noqa: E402
 from kamaji_broker import sitefiles  # noqa: E402
 from protocol import errors as protocol_errors  # noqa: E402
 from protocol import keys, messages, sealing, signing, streams  # noqa: E402
@@ -94,6 +101,7 @@ class Sites(launcher.System):
         await self._cli("keys", "generate", "--out", str(self.keys_dir))
         await self._configure_nats()
         placements = sitefiles.placements(",".join(self.options.rkcp_namespaces), self.namespace)
+        (self.nats_dir / natsserver.SITES_DIR).mkdir(parents=True, exist_ok=True)
         for site in self.sites:
             sitefiles.write(self.nats_dir / natsserver.SITES_DIR, site, placements=placements)
 
@@ -341,6 +349,107 @@ def snapshot(children: Sequence[processes.Child]) -> dict[str, tuple[float, floa
     return {c.name: usage(c.pid) for c in children}
 
 
+def resident_mb(pid: int | None) -> float:
+    """The RSS of a live process now (not its peak), in MB."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:"))
+    except (FileNotFoundError, ProcessLookupError, StopIteration, TypeError):
+        return 0.0
+
+
+def server_of(kubeconfig: Path) -> str:
+    return str(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+
+
+async def mgmt_requests(server: str) -> int:
+    """Resource requests the management cluster's emulator has received (its ``/metrics``)."""
+    async with aiohttp.ClientSession() as s, s.get(f"{server}/metrics", ssl=False) as r:
+        text = await r.text()
+    return sum(
+        int(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("kubeapi_requests_total{")
+    )
+
+
+async def hub_nats_msgs(url: str) -> int:
+    """Messages the hub's connections have sent the server (requests and publishes), from /connz."""
+    async with aiohttp.ClientSession() as s, s.get(f"{url}/connz?limit=4096") as r:
+        connz = await r.json()
+    return sum(
+        int(c.get("in_msgs") or 0)
+        for c in connz.get("connections") or []
+        if str(c.get("name") or "").startswith("kamaji-broker-hub")
+    )
+
+
+async def settled(mgmt: ckube.Kube, *, quiet: float, timeout: float = 900.0) -> tuple[float, bool]:
+    """Seconds until every RKCP says Ready and none was written for ``quiet`` seconds (the
+    hub's status writes trail the kubeconfig Secrets; its Lease renewals do not count), and
+    whether that happened within ``timeout``."""
+    loop = asyncio.get_running_loop()
+    start = since = loop.time()
+    version = 0
+    while loop.time() - start < timeout:
+        listing = await mgmt.list(resources.REMOTE_KAMAJI_CONTROL_PLANE, namespace=NAMESPACE)
+        now = loop.time()
+        current = hash(frozenset(o["metadata"]["resourceVersion"] for o in listing.items))
+        if current != version:
+            version, since = current, now
+        ready = all((o.get("status") or {}).get("ready") is True for o in listing.items)
+        if ready and now - since >= quiet:
+            return round(now - start, 1), True
+        await asyncio.sleep(5.0)
+    return round(loop.time() - start, 1), False
+
+
+async def at_rest(topo: Sites, seconds: float, total: int, *, settle: float) -> dict[str, Any]:
+    """What each process kind costs over ``seconds`` with every control plane Ready and nothing
+    changing (``settled``: no write in the management cluster for ``settle`` seconds): CPU as a
+    share of one core, RSS now, and the hub's management-cluster requests and NATS messages per
+    control plane per hour (the emulator's and the server's counters: the bench's own watch is
+    one request)."""
+    settle_s, quiet = await settled(topo.mgmt, quiet=settle)
+    server = server_of(topo.kubeconfig(MGMT))
+    cpu0, req0, msg0 = (
+        snapshot(topo.children),
+        await mgmt_requests(server),
+        await hub_nats_msgs(topo.nats_monitor_url),
+    )
+    await asyncio.sleep(seconds)
+    cpu1, req1, msg1 = (
+        snapshot(topo.children),
+        await mgmt_requests(server),
+        await hub_nats_msgs(topo.nats_monitor_url),
+    )
+    pids = {c.name: c.pid for c in topo.children}
+
+    def kind(prefix: str) -> dict[str, float]:
+        names = [n for n in cpu1 if n.startswith(prefix)]
+        cpu = sum(cpu1[n][0] - cpu0.get(n, (0.0, 0.0))[0] for n in names)
+        return {
+            "cpu_pct": round(100 * cpu / seconds, 2),
+            "rss_mb": round(sum(resident_mb(pids[n]) for n in names), 1),
+        }
+
+    hours = seconds / 3600
+    return {
+        "seconds": seconds,
+        "settled_after_s": settle_s,
+        "settled": quiet,
+        "control_planes": total,
+        "hub": kind("hub"),
+        "nats_server": kind("nats"),
+        "kubeapi_mgmt": kind("kubeapi"),
+        "simulator": kind("agent-simulator"),
+        "per_cp_hour": {
+            "mgmt_requests": round((req1 - req0) / total / hours, 3),
+            "hub_nats_msgs": round((msg1 - msg0) / total / hours, 3),
+        },
+    }
+
+
 async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     sites = site_names(args.sites)
     names = interleaved(sites, args.per_site)
@@ -378,6 +487,7 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             raise SystemExit(f"bench/scale.py: {exc}{'; last errors:' + errors if errors else ''}") from None
         cpu1 = snapshot(topo.children)
         after_nats = await nats_totals(monitor)
+        rest = await at_rest(topo, args.rest, total, settle=args.settle) if args.rest > 0 else None
         return {
             "bench": "scale",
             "sites": args.sites,
@@ -395,6 +505,7 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             },
             "simulator": spent(cpu0, cpu1, "agent-simulator", total),
             "kubeapi_mgmt": spent(cpu0, cpu1, "kubeapi", total),
+            **({"rest": rest} if rest is not None else {}),
         }
     finally:
         if watch is not None:
@@ -426,6 +537,18 @@ def main() -> None:
     )
     parser.add_argument(
         "--simulators", type=int, default=1, help="processes simulating the sites (default 1)"
+    )
+    parser.add_argument(
+        "--rest",
+        type=float,
+        default=0.0,
+        help="then measure every process at rest for this many seconds (the 'rest' object)",
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=15.0,
+        help="seconds after the last control plane is done before --rest",
     )
     parser.add_argument("--simulate", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()

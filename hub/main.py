@@ -26,7 +26,7 @@ from hub.controllers.deps import Deps, Revoke, Settings
 from hub.controllers.rkcp import controller as rkcp_controller
 from hub.credentials import operator, revocation, rules
 from hub.credentials import service as credentialservice
-from hub.ingest import consumer, liveness, observations
+from hub.ingest import consumer, heartbeats, liveness, observations
 from hub.ingest import record as intake
 from hub.settings import HubSettings
 from protocol import keys, sealing
@@ -143,15 +143,14 @@ class Hub(service.Service):
         )  # fmt: skip
         controller = rkcp_controller.Controller(Settings.of(s), deps)
         # One way: the ingest tells the controller what changed; the controller knows it not.
-        ingest = consumer.Ingest(
-            consumer.Deps(
-                reader, controller.known_sites, controller.maps, controller.on_observation, controller.ensured
-            )
-        )
+        ingest = consumer.Ingest(consumer.Deps(
+            reader, controller.known_sites, controller.maps, controller.on_observation, controller.ensured,
+            heartbeat=heartbeats.heartbeats(site_state, self.metrics),
+        ))  # fmt: skip
         self.controller = controller
 
         async def poll_sites() -> None:
-            await liveness.run(
+            await heartbeats.run(
                 site_state,
                 conn,
                 sites_provider=controller.known_sites,

@@ -211,8 +211,8 @@ def agent_consumer(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Consu
 
 
 def hub_consumer(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> ConsumerDef:
-    """The hub's durable consumer of one site's statuses and sealed secrets (heartbeats are read
-    as the stream's last message by ``hub.ingest.liveness``, so they are not delivered).
+    """The hub's durable consumer of one site's statuses, sealed secrets and heartbeats (each
+    delivered as it lands: nothing is polled per site at rest).
 
     Without acknowledgements: the stream keeps every control plane's latest message, which the
     hub reads when it does not know it (``hub.ingest.record``), so nothing needs redelivering. A
@@ -224,6 +224,7 @@ def hub_consumer(site: str, *, prefix: str = subjects.DEFAULT_PREFIX) -> Consume
         filter_subjects=(
             subjects.site_filter(subjects.Kind.STATUS, site, prefix=prefix),
             subjects.site_filter(subjects.Kind.SECRET, site, prefix=prefix),
+            subjects.heartbeat(site, prefix=prefix),
         ),
         ack_policy="none",
     )

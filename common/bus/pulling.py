@@ -6,7 +6,8 @@ sends about two requests per message; a profile of the hub and the agents counte
 the largest share of the bus's messages. Here one request for up to ``batch`` messages stays
 open across ``Puller.next`` calls and serves them all until it is used up or expires; a new one
 goes out only when the open one is (nearly) used up, has expired, or the connection came back
-(the server forgets the requests of a client it lost).
+(the server forgets the requests of a client it lost; a ``next`` waiting then returns at once,
+so a long timeout costs no delay after a reconnect).
 
 Bounds are unchanged: at most ``batch`` messages are asked for at a time (two requests overlap
 only around a top-up), and what arrived but was not taken yet waits here, counted in the ack
@@ -74,7 +75,8 @@ class Puller:
         self.consumer = consumer
         self.subject = next_subject(stream, consumer)
         self.inbox = f"{conn.options.inbox_prefix}.{secrets.token_hex(11)}"
-        self._arrived: asyncio.Queue[Msg] = asyncio.Queue()
+        self._arrived: asyncio.Queue[Msg | None] = asyncio.Queue()
+        """What the server sent the inbox; None: the connection came back (ask again now)."""
         self._open = Open()
         self._sub: Subscription | None = None
 
@@ -85,16 +87,25 @@ class Puller:
             self._arrived.put_nowait(msg)
 
         self._sub = await self._conn._nc.subscribe(self.inbox, cb=arrived)
+        self._conn.on_reconnect.append(self._reconnected)
         await self._conn.sync()
 
+    async def _reconnected(self) -> None:
+        """The server forgot the open request with the connection: a ``next`` waiting on it
+        wakes and asks again, rather than waiting out its timeout for nothing."""
+        self._arrived.put_nowait(None)
+
     async def stop(self) -> None:
+        with contextlib.suppress(ValueError):
+            self._conn.on_reconnect.remove(self._reconnected)
         if self._sub is not None:
             with contextlib.suppress(nats.errors.Error):
                 await self._sub.unsubscribe()
 
     async def next(self, batch: int, *, timeout: float) -> list[Msg]:
         """Up to ``batch`` messages: those waiting at once, else the first to arrive within
-        ``timeout`` seconds and whatever came with it; [] when none came."""
+        ``timeout`` seconds and whatever came with it; [] when none came, or at once when the
+        connection came back meanwhile (the caller may check what a reconnect can lose)."""
         deadline = time.monotonic() + timeout
         taken = self._take(batch)
         while not taken:
@@ -106,6 +117,8 @@ class Puller:
                 first = await asyncio.wait_for(self._arrived.get(), remaining)
             except TimeoutError:
                 return []
+            if first is None:
+                return self._take(batch)
             taken = self._accept(first) + self._take(batch - 1)
         return taken
 
@@ -115,9 +128,12 @@ class Puller:
             msgs.extend(self._accept(self._arrived.get_nowait()))
         return msgs
 
-    def _accept(self, msg: Msg) -> list[Msg]:
+    def _accept(self, msg: Msg | None) -> list[Msg]:
         """``[msg]`` for a message; ``[]`` for a status, which updates the open request's count,
-        or raises when the server would answer every request so (no point asking again)."""
+        or raises when the server would answer every request so (no point asking again); ``[]``
+        for a reconnect (the next ``_request`` asks anew)."""
+        if msg is None:
+            return []
         headers = msg.headers or {}
         status = headers.get(STATUS)
         if not status:

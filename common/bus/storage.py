@@ -1,5 +1,5 @@
 """What a stream stores, read without a consumer: its state, the last message on a subject, the
-subjects that hold messages; and purging a subject.
+message at a sequence, the subjects that hold messages; and purging a subject.
 
 The hub reads the latest intent, status and sealed secrets of a control plane here (streams keep
 one message per subject) and purges a deleted control plane's subjects; an agent reads its own
@@ -9,9 +9,11 @@ subjects through the Direct Get API. Results are our own types, never nats-py's.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import nats.js.api as api
+from nats.js import JetStreamContext
 
 from common.bus import errors
 from common.bus.connection import Connection
@@ -87,21 +89,49 @@ async def last_message(
     subjects only; the plain form is a stream-wide API the hub uses.
     """
     api_subject = f"$JS.API.DIRECT.GET.{stream}.{subject}" if direct else f"$JS.API.STREAM.MSG.GET.{stream}"
+    raw = await _get(
+        conn,
+        lambda js: js.get_last_msg(stream, subject, direct=direct),
+        api_subject=api_subject,
+        what=f"last message on {subject}",
+    )
+    return None if raw is None else _stored(raw, subject=subject, seq=0)
+
+
+async def message_at(conn: Connection, stream: str, seq: int) -> StoredMessage | None:
+    """The message stored at sequence ``seq``, or None when there is none (never written, or
+    replaced or purged since)."""
+    raw = await _get(
+        conn,
+        lambda js: js.get_msg(stream, seq=seq),
+        api_subject=f"$JS.API.STREAM.MSG.GET.{stream}",
+        what=f"message {seq} of {stream}",
+    )
+    return None if raw is None else _stored(raw, subject="", seq=seq)
+
+
+async def _get(
+    conn: Connection,
+    call: Callable[[JetStreamContext], Awaitable[api.RawStreamMsg]],
+    *,
+    api_subject: str,
+    what: str,
+) -> api.RawStreamMsg | None:
+    """One stored message, or None when the server has none there."""
     try:
-        raw = await conn.jetstream(
-            lambda js: js.get_last_msg(stream, subject, direct=direct),
-            subjects=[api_subject],
-            what=f"last message on {subject}",
-        )
+        return await conn.jetstream(call, subjects=[api_subject], what=what)
     except errors.NotFound:
         return None
     except errors.BusError as exc:
         if "no message found" in str(exc).lower():
             return None
         raise
+
+
+def _stored(raw: api.RawStreamMsg, *, subject: str, seq: int) -> StoredMessage:
     return StoredMessage(
         subject=raw.subject or subject,
-        seq=raw.seq or 0,
+        seq=raw.seq or seq,
         data=raw.data or b"",
         headers=dict(raw.headers or {}),
         time=raw.time,

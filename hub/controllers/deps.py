@@ -25,6 +25,9 @@ from hub.reconcile.rkcp import decide
 from hub.settings import HubSettings
 from protocol import streams, subjects
 
+INTENT_SURVEY_SECONDS = 30.0
+"""How often the hub surveys KB_INTENTS for writes behind its back (``intent_check_interval``)."""
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -48,9 +51,11 @@ class Settings:
     """Operator mode: where a new Site's ``<site>-nats-bootstrap`` Secret is written (empty: none)."""
     bootstrap_lifetime: float = 3600.0
     """Seconds a bootstrap credential in such a Secret is valid (it is minted again before)."""
-    intent_check_interval: float = decide.RESYNC_SECONDS
-    """Seconds between checks of each intent subject against the hub's record (a purge or an
-    overwrite behind the hub's back); every RKCP is also reconciled at least this often."""
+    intent_check_interval: float = INTENT_SURVEY_SECONDS
+    """Seconds between surveys of the intent stream against the hub's record (a purge or an
+    overwrite behind the hub's back): one request each when nothing changed."""
+    resync_interval: float = decide.RESYNC_SECONDS
+    """Every RKCP is reconciled at least this often, whatever happens (``decide.RESYNC_SECONDS``)."""
 
     @property
     def label_selector(self) -> str | None:
@@ -87,7 +92,7 @@ class Deps:
     intake: record.Intake
     """Reads the streams' last messages into ``observations`` and opens the latest box."""
     sites: liveness.Sites
-    """Each site's heartbeat and backlog (fed by ``hub.ingest.liveness.run``)."""
+    """Each site's heartbeat and backlog (fed by ``hub.ingest.heartbeats``)."""
     metrics: hub_metrics.Metrics
     earlier_keys: Mapping[str, nacl.signing.VerifyKey] = field(default_factory=dict)
     """The hub's earlier signing keys it still trusts, by key id (``--hub-public-keys``, retired

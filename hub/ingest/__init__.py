@@ -10,5 +10,6 @@ record        check, decode, record what a site sent; ``load``, ``open_latest`` 
 held          the subjects a stream is known to hold
 sealed        opening a sealed box, and the boxes kept (sealed, within a byte budget) until written
 observations  the pure view of each control plane
-liveness      the sites' heartbeats and backlog
+liveness      the sites' heartbeats and backlog, as held (pure)
+heartbeats    heartbeats and backlogs into ``liveness``: delivered, read once, polled when due
 """

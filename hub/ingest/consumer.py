@@ -5,8 +5,9 @@ own stream (``KB_SITE_<site>``), which the controller creates (``EnsureTopology`
 binds; until then it waits. Checking, decoding and recording are ``hub.ingest.record``'s, shared with
 the reads of the streams' last messages.
 
-Listens to nothing and emits one thing: the coordinates whose observation changed
-(``Deps.on_change``; the RKCP controller requeues what maps to them). It asks ``Deps.sites``
+Listens to nothing and emits two things: the coordinates whose observation changed
+(``Deps.on_change``; the RKCP controller requeues what maps to them) and each heartbeat
+delivered (``Deps.heartbeat``: ``hub.ingest.liveness`` keeps it; no poll reads them). It asks ``Deps.sites``
 which streams to consume and ``Deps.maps`` whether an RKCP maps to a message's coordinates: one
 no RKCP maps to is counted, never decoded, opened or kept (the stream is the compacted log and
 keeps it, and ``Intake.load`` reads it back when an RKCP appears), so a site cannot grow the
@@ -56,15 +57,18 @@ INTERNAL_ERROR = "InternalError"
 class Settings:
     batch: int = 16
     """Messages per fetch and site: with 64 KiB messages, 16 keep 1 MiB in flight per site."""
-    fetch_timeout: float = 2.0
-    """Seconds a fetch waits for messages before it asks again."""
+    fetch_timeout: float = 120.0
+    """Seconds a fetch waits for messages before it asks again: one request per site per this
+    at rest, besides the top-ups the heartbeats take (a message ends the wait at once, and so
+    does a reconnect)."""
     max_backoff: float = 10.0
     """Seconds, at most, between attempts to bind or fetch after NATS errors."""
     rescan_interval: float = 2.0
     """Seconds between looks at ``Deps.sites`` (a new site's consumer is bound within this)."""
-    check_interval: float = 30.0
+    check_interval: float = 300.0
     """Seconds between checks of a quiet stream's delivered count (``hub.ingest.gaps``): the
-    longest a lost last message of a quiet site goes unnoticed (at once after a reconnect)."""
+    longest a lost last message of a quiet site goes unnoticed (at once after a reconnect, when
+    a message is lost in flight; past this only when another process took it)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +83,9 @@ class Deps:
     ensured: Callable[[str], bool]
     """Whether the hub has made the site's stream and consumers (the controller's ``ensured``):
     until then a missing consumer is the normal wait of a start, not worth a warning."""
+    heartbeat: Callable[[str, bus.Delivery], None] | None = None
+    """Told each heartbeat delivered, with its site (``hub.ingest.heartbeats.heartbeats``); None:
+    heartbeats are passed over."""
 
 
 class Ingest:
@@ -232,8 +239,12 @@ class Ingest:
     def _record(self, delivery: bus.Delivery) -> record.Verdict:
         stream, subject, seq = delivery.stream, delivery.subject, delivery.stream_seq
         parsed = self.intake.parse(stream, subject)
+        if parsed is not None and parsed.kind is subjects.Kind.SITE:
+            if self.deps.heartbeat is not None:
+                self.deps.heartbeat(parsed.site, delivery)
+            return record.Verdict.KEPT
         if parsed is None or parsed.kind not in (subjects.Kind.STATUS, subjects.Kind.SECRET):
-            return record.Verdict.REFUSED  # only statuses and sealed secrets are delivered (the filter)
+            return record.Verdict.REFUSED  # only what the filter lets through is delivered
         coords = Coordinates(parsed.site, parsed.namespace, parsed.name)
         if not self.deps.maps(coords):
             self._pass_over(coords, stream, subject)

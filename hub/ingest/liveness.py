@@ -1,34 +1,18 @@
-"""Sites as the hub sees them: last heartbeat, whether it is fresh, and the intent backlog.
+"""Sites as the hub sees them: last heartbeat, whether it is fresh, and the intent backlog. Pure.
 
-``Sites`` is the pure part (no I/O, ``now`` passed in): each site's latest heartbeat with the
-time it reached the bus, and the backlog of its ``agent-<site>`` consumer (``num_pending +
-num_ack_pending``). The RKCP controller reads ``snapshot`` for ``SiteConnected`` and backlog.
-
-``run`` is the shell: every interval it reads each known site's heartbeat (the last message
-on ``kb.site.<site>`` in the site's own stream ``KB_SITE_<site>``, which keeps one per subject
-and bounds its size) and its consumer info, through ``common.bus``; it updates
-``kb_hub_sites_connected`` and, per site, ``kb_hub_site_backlog``, ``kb_hub_site_connected`` and
-``kb_hub_site_heartbeat_age_seconds``, and calls ``on_change(site)`` when its connected flag
-or backlog changes. Fields a heartbeat had replaced at decoding are counted as rejected.
+``Sites`` holds, per site, the latest heartbeat with the time it reached the bus, and the
+backlog of its ``agent-<site>`` consumer (``num_pending + num_ack_pending``), and says whether
+the backlog must be read again (``backlog_due``). The RKCP controller reads ``snapshot`` for
+``SiteConnected`` and backlog. ``hub.ingest.heartbeats`` feeds it (no I/O here, ``now`` passed in).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import datetime as dt
-import logging
-from collections.abc import Callable, Iterable
 from typing import Final
 
-from common import bus, logs
-from common.bus import errors as bus_errors
-from hub import metrics as hub_metrics
-from protocol import errors as protocol_errors
-from protocol import messages, streams, subjects
-
-log = logging.getLogger(__name__)
+from protocol import messages, streams
 
 HEARTBEAT_INTERVAL: Final = 10.0
 """Seconds between an agent's heartbeats (the agent's default ``heartbeat_interval``)."""
@@ -52,6 +36,8 @@ class _Site:
     seq: int = 0
     """The sequence (in the site's stream) last looked at, usable or not (a bad one is counted once)."""
     backlog: int | None = None
+    backlog_stale: bool = True
+    """Intents were published to the site since its backlog was last read (or it never was)."""
     reported: tuple[bool, bool | None] | None = None
     reported_heartbeat: dt.datetime | None = None
     """``received_at`` when ``changed`` last looked: a later one past the limit bridged a gap."""
@@ -99,7 +85,20 @@ class Sites:
         entry.seq = max(entry.seq, seq)
 
     def record_backlog(self, site: str, backlog: int | None) -> None:
-        self._sites.setdefault(site, _Site()).backlog = backlog
+        entry = self._sites.setdefault(site, _Site())
+        entry.backlog, entry.backlog_stale = backlog, False
+
+    def published_to(self, site: str) -> None:
+        """The hub published an intent for ``site``: its backlog is read at the next poll."""
+        entry = self._sites.get(site)
+        if entry is not None:
+            entry.backlog_stale = True
+
+    def backlog_due(self, site: str) -> bool:
+        """Whether the backlog must be read: unknown, not empty, or published to since. A site
+        with nothing pending and nothing published to costs no request (at rest, every site)."""
+        entry = self._sites.get(site)
+        return entry is None or entry.backlog_stale or entry.backlog is None or entry.backlog > 0
 
     def connected(self, site: str, now: dt.datetime, interval: float = HEARTBEAT_INTERVAL) -> bool:
         entry = self._sites.get(site)
@@ -151,146 +150,3 @@ class Sites:
 
     def sites(self) -> frozenset[str]:
         return frozenset(self._sites)
-
-
-# -- the shell -------------------------------------------------------------------------------
-
-
-async def run(
-    sites: Sites,
-    conn: bus.Connection,
-    *,
-    sites_provider: Callable[[], Iterable[str]],
-    prefix: str = subjects.DEFAULT_PREFIX,
-    metrics: hub_metrics.Metrics,
-    interval: float = 5.0,
-    heartbeat_interval: float = HEARTBEAT_INTERVAL,
-    on_change: Callable[[str], None] | None = None,
-) -> None:
-    """Forever: every ``interval`` seconds, ``poll`` the sites ``sites_provider`` names."""
-    while True:
-        try:
-            names = set(sites_provider())
-        except Exception:
-            log.exception("listing the known sites failed; polling the previous ones")
-            names = set(sites.sites())
-        changed = await poll(
-            sites,
-            conn,
-            names=names,
-            prefix=prefix,
-            metrics=metrics,
-            now=dt.datetime.now(dt.UTC),
-            heartbeat_interval=heartbeat_interval,
-        )
-        for site in changed:
-            if on_change is None:
-                continue
-            try:
-                on_change(site)
-            except Exception:
-                log.exception("on_change for site %s failed", site, extra=logs.about(site=site))
-        await asyncio.sleep(interval)
-
-
-async def poll(
-    sites: Sites,
-    conn: bus.Connection,
-    *,
-    names: Iterable[str],
-    prefix: str = subjects.DEFAULT_PREFIX,
-    metrics: hub_metrics.Metrics,
-    now: dt.datetime,
-    heartbeat_interval: float = HEARTBEAT_INTERVAL,
-) -> list[str]:
-    """Read every named site's heartbeat and backlog once; the sites whose view changed.
-
-    Bus errors are logged per site and leave what was known; sites no longer named are
-    forgotten with their gauge.
-    """
-    wanted = sorted(set(names))
-    for gone in sites.sites() - set(wanted):
-        sites.forget(gone)
-        metrics.forget_site(gone)
-    changed = []
-    for site in wanted:
-        try:
-            await _read_heartbeat(sites, conn, site, prefix=prefix, metrics=metrics, now=now)
-            await _read_backlog(sites, conn, site, prefix=prefix, metrics=metrics)
-        except protocol_errors.SubjectError as exc:
-            log.warning("site %r cannot be polled: %s", site, exc, extra=logs.about(site=site))
-            continue
-        heard = sites.snapshot(site, now, interval=heartbeat_interval)
-        age = (now - heard.last_heartbeat_time).total_seconds() if heard.last_heartbeat_time else None
-        metrics.site_seen(site, connected=heard.connected, heartbeat_age=age)
-        if sites.changed(site, now, interval=heartbeat_interval):
-            changed.append(site)
-    metrics.sites_connected.set(sum(sites.connected(s, now, heartbeat_interval) for s in wanted))
-    return changed
-
-
-async def _read_heartbeat(
-    sites: Sites,
-    conn: bus.Connection,
-    site: str,
-    *,
-    prefix: str,
-    metrics: hub_metrics.Metrics,
-    now: dt.datetime,
-) -> None:
-    stream = streams.site_stream_name(site, prefix=prefix)
-    subject = subjects.heartbeat(site, prefix=prefix)
-    try:
-        stored = await bus.last_message(conn, stream, subject)
-    except bus_errors.NotFound:
-        return  # the site's stream is created when the site appears; no heartbeat until then
-    except bus_errors.BusError as exc:
-        log.warning("reading the heartbeat of site %s: %s", site, exc, extra=logs.about(site=site))
-        return
-    if stored is None or stored.seq <= sites.seen_seq(site):
-        return
-    try:
-        beat, findings = messages.decode_heartbeat.checked(stored.data)
-    except protocol_errors.DecodeError as exc:
-        detail = f"{subject}: {exc}"
-        return _reject(sites, metrics, site, stored.seq, stream=stream, reason="DecodeError", detail=detail)
-    for found in findings:  # replaced by a safe value; the rest of the heartbeat is used
-        metrics.bus_rejected.labels(stream=stream, reason=found.code).inc()
-        log.warning("heartbeat on %s (%s): %s", subject, found.code, found, extra=logs.about(site=site))
-    if beat.site != site:
-        detail = f"{subject}: heartbeat names site {beat.site!r}"
-        _reject(sites, metrics, site, stored.seq, stream=stream, reason="CoordinatesMismatch", detail=detail)
-        return
-    received_at = arrival(
-        stored_at=stored.time, sent_at=beat.sent_at, first_sight=sites.seen_seq(site) == 0, now=now
-    )
-    sites.record_heartbeat(site, beat, seq=stored.seq, received_at=received_at)
-
-
-def _reject(
-    sites: Sites, metrics: hub_metrics.Metrics, site: str, seq: int, *, stream: str, reason: str, detail: str
-) -> None:
-    sites.record_rejected(site, seq)
-    metrics.bus_rejected.labels(stream=stream, reason=reason).inc()
-    log.warning("rejected heartbeat on %s", detail, extra=logs.about(site=site, seq=seq))
-
-
-async def _read_backlog(
-    sites: Sites, conn: bus.Connection, site: str, *, prefix: str, metrics: hub_metrics.Metrics
-) -> None:
-    consumer = streams.agent_consumer(site, prefix=prefix)
-    try:
-        state = await bus.consumer_info(conn, consumer.stream, consumer.durable_name)
-    except bus_errors.ConsumerNotFound:
-        backlog: int | None = None
-    except bus_errors.BusError as exc:
-        log.warning("reading the backlog of site %s: %s", site, exc, extra=logs.about(site=site))
-        return
-    else:
-        backlog = state.num_pending + state.num_ack_pending
-    sites.record_backlog(site, backlog)
-    if backlog is None:
-        with contextlib.suppress(KeyError):
-            metrics.site_backlog.remove(site)
-    else:
-        metrics.site_backlog.labels(site=site).set(backlog)

@@ -135,7 +135,7 @@ class World:
         an RKCP goes unreconciled."""
         settings = config.Settings(
             static_sites=frozenset({SITE}), prefix=self.prefix, workers=workers, heartbeat_interval=0.3,
-            namespaces=namespaces, watch_filter=watch_filter, intent_check_interval=resync,
+            namespaces=namespaces, watch_filter=watch_filter, resync_interval=resync,
         )  # fmt: skip
         c, self.tasks["hub"] = hub_loops.start(
             settings, kube=self.hub_kube, conn=self.conn, signer=self.signer, keyring=self.keyring,

@@ -12,7 +12,7 @@ from common import kube as ckube
 from hub import metrics as hub_metrics
 from hub.controllers import deps as config
 from hub.controllers.rkcp import controller as rkcp_controller
-from hub.ingest import consumer, liveness, observations, record
+from hub.ingest import consumer, heartbeats, liveness, observations, record
 from protocol import sealing
 
 
@@ -40,15 +40,21 @@ def start(
     c = rkcp_controller.Controller(settings, deps)
     ing = consumer.Ingest(
         consumer.Deps(
-            intake=reader, sites=c.known_sites, maps=c.maps, on_change=c.on_observation, ensured=c.ensured
+            intake=reader,
+            sites=c.known_sites,
+            maps=c.maps,
+            on_change=c.on_observation,
+            ensured=c.ensured,
+            heartbeat=heartbeats.heartbeats(state, metrics),
         ),
         consumer.Settings(rescan_interval=0.2),
     )
 
     async def poll() -> None:
-        await liveness.run(state, conn, sites_provider=c.known_sites, prefix=settings.prefix, metrics=metrics,
-                        interval=0.3, heartbeat_interval=settings.heartbeat_interval,
-                        on_change=c.on_site_change)  # fmt: skip
+        await heartbeats.run(
+            state, conn, sites_provider=c.known_sites, prefix=settings.prefix, metrics=metrics,
+            interval=0.3, heartbeat_interval=settings.heartbeat_interval, on_change=c.on_site_change,
+        )  # fmt: skip
 
     tasks = [
         asyncio.create_task(c.run(), name="hub-controller"),

@@ -90,11 +90,11 @@ def test_a_site_stream_name_is_a_label(site: str) -> None:
         streams.site_stream_name(site)
 
 
-def test_hub_consumer_reads_statuses_and_secrets_not_heartbeats() -> None:
+def test_hub_consumer_reads_statuses_secrets_and_heartbeats() -> None:
     c = streams.hub_consumer("site-a")
     assert (c.stream, c.durable_name, c.filter_subjects) == (
         "KB_SITE_site-a",
         "hub",
-        ("kb.status.site-a.*.*", "kb.secret.site-a.*.*"),
+        ("kb.status.site-a.*.*", "kb.secret.site-a.*.*", "kb.site.site-a"),
     )
     assert c.filter_subject == ""

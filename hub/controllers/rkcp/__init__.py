@@ -7,6 +7,7 @@ index          RKCPs by coordinates and owner
 reconciling    one reconcile: observe → decide → act → status
 acting         the actions carried out
 published      the latest intent per subject and the fenced publish
+surveying      the survey of the intent stream: what was written there behind the hub's back
 purging        purging released deletions
 infra          the InfraCluster's endpoint, any kind (discovery, read, merge patch)
 writing        CAPI Secrets (open the kept or read box, write) and Events

@@ -90,12 +90,13 @@ class Executor:
     async def _purge(self, r: api.RemoteKamajiControlPlane) -> None:
         # Purge is planned only for a control plane we published to: its coordinates are valid.
         coords = tcp.coordinates(r)
-        for kind in (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET):
-            subject = subjects.control_plane(kind, *coords, prefix=self.settings.prefix)
-            stream = streams.stream_name(kind, site=coords.site, prefix=self.settings.prefix)
-            await bus.purge_subject(self.deps.conn, stream, subject)
-        self.deps.observations.forget(coords)
-        self.published.record(coords, None)
+        with self.published.write(coords):
+            for kind in (subjects.Kind.INTENT, subjects.Kind.STATUS, subjects.Kind.SECRET):
+                subject = subjects.control_plane(kind, *coords, prefix=self.settings.prefix)
+                stream = streams.stream_name(kind, site=coords.site, prefix=self.settings.prefix)
+                await bus.purge_subject(self.deps.conn, stream, subject)
+            self.deps.observations.forget(coords)
+            self.published.record(coords, None)
 
     async def _finalizer(
         self, action: vocabulary.AddFinalizer | vocabulary.RemoveFinalizer, r: api.RemoteKamajiControlPlane

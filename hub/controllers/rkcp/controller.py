@@ -4,7 +4,7 @@ Owns the work queue (``queue.WorkQueue``: one worker per key at a time) and the 
 watches (``informing``: RKCPs, Clusters and Sites cached and indexed), the NATS topology of the
 known sites (``hub.controllers.streams``), one reconcile per key (``reconciling``: observe, decide, act, write
 status), the Site status writer (``hub.controllers.site.controller.SiteSync``) and the released deletions
-(``purging``).
+(``purging``) and the survey of the intent stream (``surveying``).
 Every long-lived loop runs under ``common.aiotasks.supervise``. Routes events to the keys they
 concern: a watch event, a message the ingest read (``on_observation``), a site's heartbeat
 (``on_site_change``); and forgets a deleted RKCP in one place (``gone``).
@@ -17,7 +17,7 @@ import functools
 from common import aiotasks, objects
 from hub.controllers import cache, queue
 from hub.controllers.deps import Deps, Settings
-from hub.controllers.rkcp import informing
+from hub.controllers.rkcp import informing, surveying
 from hub.controllers.rkcp.purging import ReleasedDeletions
 from hub.controllers.rkcp.reconciling import Reconciler
 from hub.controllers.site import controller as site_controller
@@ -51,6 +51,10 @@ class Controller:
             settings, deps, informers=self.informers, site_sync=self.site_sync, topology=self.topology,
             released=self.released,
         )  # fmt: skip
+        self.survey = surveying.IntentSurvey(
+            settings, deps.conn, self.reconciler.published, on_moved=self._intent_moved
+        )
+        """What is written to KB_INTENTS behind the hub's back, found once per interval."""
 
     async def run(self) -> None:
         await self.topology.ensure()
@@ -63,6 +67,7 @@ class Controller:
         loops.append(("site status", self.site_sync.run))
         loops += [(f"rkcp worker {i}", self._worker) for i in range(self.settings.workers)]
         ready = self.informers.rkcps_synced
+        loops.append(("intent survey", self.survey.run))
         loops.append(("released deletions", lambda: self.released.run(ready=ready, maps=self.maps)))
         group = aiotasks.Group()
         for name, run in loops:
@@ -111,6 +116,11 @@ class Controller:
         """A released owner's messages were purged at ``coords``: what is held is read again."""
         self.observations.unload(coords)
         self.reconciler.published.drop(coords)
+        for key in self.index.at(coords):
+            self.queue.add(key)
+
+    def _intent_moved(self, coords: Coordinates) -> None:
+        """The survey found ``coords``' intent subject written behind the hub's back."""
         for key in self.index.at(coords):
             self.queue.add(key)
 

@@ -1,10 +1,11 @@
 """The index of RKCPs: by coordinates, by owner Cluster, and what of each a watch event may change.
 
 Owns, per RKCP key, the coordinates it maps to, its creation time and owner Cluster's name, and a
-hash of what a reconcile decides from; and the reverse map from coordinates to the RKCP keys
-claiming them. ``forget`` drops all of it for a key, and an emptied coordinates entry with it, so
-nothing grows with churn. Answers the questions the controller asks per message, per Site and
-per reconcile (who maps to these coordinates, how many are placed at a site, which one is older).
+hash of what a reconcile decides from; and the reverse maps from coordinates to the RKCP keys
+claiming them, and from a site to the coordinates claimed there. ``forget`` drops all of it for
+a key, and an emptied coordinates entry with it, so nothing grows with churn. Answers the
+questions the controller asks per message, per Site and per reconcile (who maps to these
+coordinates, how many are placed at a site (no scan of every RKCP), which one is older).
 Pure: fed by the controller's RKCP watch; whether a placement is authorized is asked of the caller.
 """
 
@@ -38,6 +39,8 @@ class Index:
         """The owner Cluster's name of each RKCP (for Cluster events)."""
         self._coords_of: dict[Key, Coordinates] = {}
         self._by_coords: dict[Coordinates, set[Key]] = {}
+        self._by_site: dict[str, set[Coordinates]] = {}
+        """The coordinates claimed at each site: a site's RKCPs without a scan of every RKCP."""
         self._identities: dict[Key, tuple[str, str]] = {}
         """Each RKCP's uid and the owner identity its annotation claims (``hub.reconcile.rkcp.owner``;
         "" while the object lacks the hub's finalizer: the annotation was not stamped by the hub)."""
@@ -68,6 +71,7 @@ class Index:
             self._unmap(old, key)
         self._coords_of[key] = coords
         self._by_coords.setdefault(coords, set()).add(key)
+        self._by_site.setdefault(coords.site, set()).add(coords)
         return changed
 
     def forget(self, key: Key) -> Coordinates | None:
@@ -85,6 +89,10 @@ class Index:
             keys.discard(key)
             if not keys:
                 del self._by_coords[coords]
+                at_site = self._by_site[coords.site]
+                at_site.discard(coords)
+                if not at_site:
+                    del self._by_site[coords.site]
 
     def coordinates(self, key: Key) -> Coordinates | None:
         return self._coords_of.get(key)
@@ -97,10 +105,9 @@ class Index:
         return bool(self._by_coords.get(coords))
 
     def at_site(self, site: str) -> Iterator[tuple[Coordinates, Key]]:
-        for coords, keys in list(self._by_coords.items()):
-            if coords.site == site:
-                for key in list(keys):
-                    yield coords, key
+        for coords in list(self._by_site.get(site, ())):
+            for key in list(self._by_coords.get(coords, ())):
+                yield coords, key
 
     def of_cluster(self, cluster: Key) -> list[Key]:
         return [k for k, owner in self._owner.items() if k[0] == cluster[0] and owner == cluster[1]]

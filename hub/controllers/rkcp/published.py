@@ -1,24 +1,26 @@
 """The latest intent per control plane: the hub's record of each intent subject, and publishing.
 
-Owns the record (``hub.reconcile.rkcp.published.Published`` or None per coordinates) and when each entry
-was last read
-from, or written to, the stream. An entry is read from the stream once, then kept current by our
-own publishes and purges (one leader writes); a control plane whose subject is not in
-KB_INTENTS' subject list (taken in one request, ``hub.ingest.held``) starts as None without a read
-of its own. ``publish`` is fenced on the sequence the record says is last, and a fenced publish
-that fails drops the entry, so the next reconcile reads the stream (a message another writer put
-there after the list was taken is found so). The stream is read again as
-``intents.recheck_published`` says. The owners an intent names as replaced are handed to
-``purging.ReleasedDeletions`` when it is recorded (read or published). Talks to NATS only
-(``common.bus``).
+Owns the record (``hub.reconcile.rkcp.published.Published`` or None per coordinates) and when
+each entry was last read from, or written to, the stream. An entry is read from the stream once,
+then kept current by our own publishes and purges (one leader writes); a control plane whose
+subject is not in KB_INTENTS' subject list (taken in one request, ``hub.ingest.held``) starts as
+None without a read of its own. ``publish`` is fenced on the sequence the record says is last,
+and a fenced publish that fails drops the entry, so the next reconcile reads the stream (a
+message another writer put there after the list was taken is found so). An entry is read again
+when the site answers a sequence it does not hold (``intents.recheck_published``) or when the
+survey of the stream (``surveying``) finds it was written, purged or deleted behind the hub's
+back. The owners an intent names as replaced are handed to ``purging.ReleasedDeletions`` when it
+is recorded (read or published). Talks to NATS only (``common.bus``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from common import bus, logs
 from common.bus import errors as bus_errors
@@ -56,9 +58,7 @@ class PublishedIntents:
         """Every key an intent of the hub's may be signed by: the current one and earlier, trusted ones."""
         self.released = released
         self._published_cache: dict[Coordinates, Published | None] = {}
-        """The latest intent per control plane: read from the stream once, then kept current by
-        our own publishes and purges (one leader writes; a fenced publish that fails drops it), and
-        checked against the stream as ``intents.recheck_published`` says."""
+        """The latest intent per control plane (the record the module docstring describes)."""
         self._published_checked: dict[Coordinates, float] = {}
         """Loop time each record was last read from, or written to, the stream."""
         self._holdings = holdings.Holdings(limit=INTENT_HOLDINGS_LIMIT)
@@ -66,6 +66,21 @@ class PublishedIntents:
         ``record`` and ``drop``: a control plane with no record and no subject is recorded as
         having no intent, as of when the list was taken, without a read of its own."""
         self._learning = asyncio.Lock()
+        self.own_seqs: set[int] = set()
+        """Sequences this hub published since the last survey (``surveying``): any other
+        sequence in KB_INTENTS was written by someone else."""
+        self.writing: collections.Counter[Coordinates] = collections.Counter()
+        """Subjects this hub is publishing to or purging right now (``write``): what the survey
+        sees of them may be the hub's own write, not yet recorded."""
+
+    @contextlib.contextmanager
+    def write(self, coords: Coordinates) -> Iterator[None]:
+        """Around a write of the hub's own to ``coords``' intent subject, until it is recorded."""
+        self.writing[coords] += 1
+        try:
+            yield
+        finally:
+            self.writing -= collections.Counter([coords])  # dropped at zero
 
     def record(self, coords: Coordinates, published: Published | None, *, at: float | None = None) -> None:
         """What the stream holds at ``coords`` as of loop time ``at`` (now by default): as our own
@@ -87,6 +102,10 @@ class PublishedIntents:
         self._published_checked.pop(coords, None)
         self._holdings.add(subjects.intent(*coords, prefix=self.settings.prefix))
 
+    def recorded(self) -> list[tuple[Coordinates, Published | None, float]]:
+        """Every record: its coordinates, what it holds and the loop time it was last read or written."""
+        return [(c, p, self._published_checked.get(c, -math.inf)) for c, p in self._published_cache.items()]
+
     def retain(self, mapped: Callable[[Coordinates], bool]) -> None:
         """Drop every entry no RKCP maps to (one was deleted): the record never outgrows the RKCPs."""
         for coords in [c for c in self._published_cache if not mapped(c)]:
@@ -98,13 +117,11 @@ class PublishedIntents:
             await self._learn(now)
             if self._holdings.holds(subjects.intent(*coords, prefix=self.settings.prefix)) is False:
                 # No intent when the subject list was taken, and none published since: the
-                # record is as old as the list, so ``recheck_published`` reads it when due.
+                # record is as old as the list, which the next survey compares it with.
                 self.record(coords, None, at=self._holdings.taken_at)
         known = coords in self._published_cache
         held = self._published_cache.get(coords)
-        age = now - self._published_checked.get(coords, -math.inf)
-        max_age = self.settings.intent_check_interval
-        if known and not intents.recheck_published(held, status, age=age, max_age=max_age):
+        if known and not intents.recheck_published(held, status):
             return held
         found = await self._read_published(coords)
         if known and found != held:
@@ -129,16 +146,29 @@ class PublishedIntents:
         async with self._learning:
             if asyncio.get_running_loop().time() - self._holdings.taken_at < max_age:
                 return  # another caller took it meanwhile
-            self._holdings.learning()  # a publish or drop meanwhile is kept on top of the list
-            taken = asyncio.get_running_loop().time()
-            stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.settings.prefix)
             try:
-                found = await bus.subjects_of(self.deps.conn, stream, ">")
+                await self._list()
             except bus_errors.BusError as exc:
+                stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.settings.prefix)
                 log.warning("cannot list the subjects of %s (%s); reading each intent subject", stream, exc)
-                self._holdings.failed(at=taken)
-                return
-            self._holdings.seed(found, at=taken)
+
+    async def subject_list(self) -> tuple[set[str], float]:
+        """KB_INTENTS' subject list and the loop time it was taken at (what the first looks
+        learn from is refreshed by it too); a ``BusError`` when it cannot be taken."""
+        async with self._learning:
+            return await self._list()
+
+    async def _list(self) -> tuple[set[str], float]:
+        self._holdings.learning()  # a publish or drop meanwhile is kept on top of the list
+        taken = asyncio.get_running_loop().time()
+        stream = streams.stream_name(subjects.Kind.INTENT, prefix=self.settings.prefix)
+        try:
+            found = set(await bus.subjects_of(self.deps.conn, stream, ">"))
+        except bus_errors.BusError:
+            self._holdings.failed(at=taken)
+            raise
+        self._holdings.seed(found, at=taken)
+        return found, taken
 
     async def _read_published(self, coords: Coordinates) -> Published | None:
         prefix = self.settings.prefix
@@ -185,7 +215,17 @@ class PublishedIntents:
         it; False when another writer moved the subject on (the entry is dropped: the next reconcile
         reads the stream). A ``BusError`` drops the entry too (the publish may have landed)."""
         coords = tcp.coordinates(r)
-        body = messages.encode(signing.sign(_intent(action, r, o), self.deps.signer))
+        with self.write(coords):
+            return await self._publish(action, r, o, coords)
+
+    async def _publish(
+        self,
+        action: vocabulary.Publish,
+        r: api.RemoteKamajiControlPlane,
+        o: vocabulary.Observed,
+        coords: Coordinates,
+    ) -> bool:
+        body = messages.encode(signing.sign(intents.message(action, r, o, coords), self.deps.signer))
         digest = intents.spec_digest(action.spec, action.metadata)
         try:
             ack = await bus.publish(
@@ -209,6 +249,8 @@ class PublishedIntents:
             # The outcome is unknown (the publish may have landed): read the stream next time.
             self.drop(coords)
             raise
+        self.own_seqs.add(ack.seq)
+        self.deps.sites.published_to(coords.site)
         self.record(coords, self._published(action, r, o, ack.seq, digest))
         self.deps.metrics.intents_published.labels(site=coords.site, op=action.op).inc()
         log.info(
@@ -256,29 +298,3 @@ class PublishedIntents:
             replaces=action.replaces,
             owner_object=(r.metadata.namespace, r.metadata.name),
         )
-
-
-def _intent(
-    action: vocabulary.Publish, r: api.RemoteKamajiControlPlane, o: vocabulary.Observed
-) -> messages.Intent:
-    """The intent ``action`` publishes for ``r`` (unsigned)."""
-    coords = tcp.coordinates(r)
-    return messages.Intent(
-        op=action.op,
-        site=coords.site,
-        namespace=coords.namespace,
-        name=coords.name,
-        owner=messages.Owner(
-            uid=o.owner_uid,
-            namespace=r.metadata.namespace,
-            name=r.metadata.name,
-            cluster=o.cluster_name,
-        ),
-        generation=r.metadata.generation,
-        issued_at=o.now,
-        spec=action.spec,
-        kubeconfig_key=r.spec.kubeconfig_secret_key,
-        replaces=action.replaces,
-        labels=dict(action.metadata.get("labels") or {}),
-        annotations=dict(action.metadata.get("annotations") or {}),
-    )

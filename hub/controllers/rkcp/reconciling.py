@@ -161,7 +161,7 @@ class Reconciler:
             )
         requeue = plan.requeue_after
         if requeue is not None:
-            requeue = min(requeue, self.settings.intent_check_interval)
+            requeue = min(requeue, self.settings.resync_interval)
         if plan.status is not None:
             return await self.status_writes.write(key, r, plan.status, requeue)
         return requeue

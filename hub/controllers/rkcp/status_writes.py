@@ -1,13 +1,18 @@
 """The RKCP status writer: one patch of ``status`` per RKCP per interval, none when nothing changed.
 
 Owns the loop time of each RKCP's last status write, so a burst of site reports coalesces into
-one write; ``forget`` drops an RKCP's. Talks to the management cluster (``common.kube``: patch
+one write, and a digest of what it wrote (the cached object may lag behind it); ``forget`` drops
+an RKCP's. Talks to the management cluster (``common.kube``: patch
 ``remotekamajicontrolplanes/status``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+from typing import Any
+
+import msgspec
 
 from common import kube as ckube
 from common import objects
@@ -27,18 +32,24 @@ class StatusWrites:
         self.interval = interval
         self._last: dict[Key, float] = {}
         """Loop time of each RKCP's last status write."""
+        self._written: dict[Key, bytes] = {}
+        """A digest of each RKCP's last status written: the cached object may not show it yet."""
 
     async def write(
         self, key: Key, r: rkcp.RemoteKamajiControlPlane, status: rkcp.Status, requeue: float | None
     ) -> float | None:
         """Patch ``status`` unless it is ``r``'s already; when to look again (sooner if too early)."""
-        if status == r.status:
+        body = status.to_dict()
+        digest = _digest(body)
+        if status == r.status and self._written.get(key, digest) == digest:
+            # What the object shows, and nothing else written since that the cache may not show
+            # yet (our own status writes enqueue nothing: a write the cache lags behind would
+            # otherwise hide that a later decision went back to what the cache still shows).
             return requeue
         loop = asyncio.get_running_loop()
         wait = self._last.get(key, 0.0) + self.interval - loop.time()
         if wait > 0:
             return wait if requeue is None else min(wait, requeue)
-        body = status.to_dict()
         try:
             await self.kube.patch(
                 resources.REMOTE_KAMAJI_CONTROL_PLANE,
@@ -50,7 +61,13 @@ class StatusWrites:
         except kerrors.NotFound:
             return None
         self._last[key] = loop.time()
+        self._written[key] = digest
         return requeue
 
     def forget(self, key: Key) -> None:
         self._last.pop(key, None)
+        self._written.pop(key, None)
+
+
+def _digest(body: dict[str, Any]) -> bytes:
+    return hashlib.blake2b(msgspec.json.encode(body, order="sorted"), digest_size=16).digest()

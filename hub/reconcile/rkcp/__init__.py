@@ -4,7 +4,8 @@ vocabulary  what it decides from (``Observed``), what it decides (``Plan``) and 
 published   the intent subject's record (``Published``)
 decide      ``reconcile``: the plan for one RKCP, composing the steps below
 owner       the owner identity that survives ``clusterctl move``
-intents     whether this owner's intent must go (again)
+intents     whether this owner's intent must go (again), and the intent itself
+survey      what one survey of the intent stream says is to be read again
 secrets     whether the sealed secrets reach CAPI's Secrets
 infra       whether and what to write in the InfraCluster's ``spec.controlPlaneEndpoint``
 status      its conditions

@@ -40,7 +40,11 @@ from hub.reconcile.rkcp.vocabulary import (
 )
 from protocol import messages
 
-RESYNC_SECONDS = 30.0
+RESYNC_SECONDS = 10 * 3600.0
+"""The longest an RKCP goes unreconciled when nothing happens to it (controller-runtime's
+``SyncPeriod``): a safety net, not how changes are found. Every input is an event: the watches
+(RKCPs, Clusters, Sites, Secrets), what its site sends, its site's heartbeat turning stale or
+fresh, and the survey of the intent stream (what was written there behind the hub's back)."""
 DELETE_POLL_SECONDS = 5.0
 
 

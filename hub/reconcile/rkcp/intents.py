@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from hub.api import rkcp
 from hub.reconcile.rkcp import status as rkcp_status
 from hub.reconcile.rkcp import vocabulary
 from hub.reconcile.rkcp.published import Op, Published
 from protocol import messages
+from protocol.coordinates import Coordinates
 
 if TYPE_CHECKING:
     from hub.reconcile.rkcp.vocabulary import Observed
@@ -35,19 +37,15 @@ def spec_digest(spec: dict[str, Any] | None, metadata: Mapping[str, Mapping[str,
     return hashlib.sha256(msgspec.json.encode(document, order="sorted")).hexdigest()
 
 
-def recheck_published(
-    published: Published | None, status: messages.Status | None, *, age: float, max_age: float
-) -> bool:
+def recheck_published(published: Published | None, status: messages.Status | None) -> bool:
     """Whether the hub's record of the subject's latest intent must be read from the stream again.
 
     The record is kept current by the hub's own publishes, but anyone with the hub's NATS
     credentials can overwrite the subject (replay an older intent) or purge it. A site that
-    answers a sequence the hub never published says the subject moved; a purge leaves no trace
-    at the site, so the record is also checked against the stream every ``max_age`` seconds.
+    answers a sequence the hub never published says the subject moved. The rest (a purge leaves
+    no trace at the site) is found by the hub's survey of the stream, not by reading each subject.
     """
-    if status is not None and status.intent_seq > (published.seq if published is not None else 0):
-        return True
-    return age >= max_age
+    return status is not None and status.intent_seq > (published.seq if published is not None else 0)
 
 
 def _confirmed(status: messages.Status | None) -> bool:
@@ -194,3 +192,28 @@ def provision(o: Observed, status: messages.Status | None, spec: dict[str, Any])
     )
     out.append(vocabulary.Event("Normal", "IntentPublished", message))
     return out
+
+
+def message(
+    action: vocabulary.Publish, r: rkcp.RemoteKamajiControlPlane, o: vocabulary.Observed, coords: Coordinates
+) -> messages.Intent:
+    """The intent ``action`` publishes for ``r`` at ``coords`` (unsigned)."""
+    return messages.Intent(
+        op=action.op,
+        site=coords.site,
+        namespace=coords.namespace,
+        name=coords.name,
+        owner=messages.Owner(
+            uid=o.owner_uid,
+            namespace=r.metadata.namespace,
+            name=r.metadata.name,
+            cluster=o.cluster_name,
+        ),
+        generation=r.metadata.generation,
+        issued_at=o.now,
+        spec=action.spec,
+        kubeconfig_key=r.spec.kubeconfig_secret_key,
+        replaces=action.replaces,
+        labels=dict(action.metadata.get("labels") or {}),
+        annotations=dict(action.metadata.get("annotations") or {}),
+    )

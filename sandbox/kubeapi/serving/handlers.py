@@ -5,7 +5,7 @@ stubs), the resolution of a resource path to a served resource and its subresour
 read verbs (get, list; watch streams are in ``streaming``). Writes are in ``writing``, deletes
 in ``deleting``; what a request carries is read through ``calls.Call``; errors become Status
 responses in ``responses``. Counts every resource request it receives (``requests``: which
-calls a client made, for tests). Talks to a ``store.Store``.
+calls a client made, for tests, and on ``/metrics`` for benchmarks). Talks to a ``store.Store``.
 """
 
 from __future__ import annotations
@@ -71,6 +71,8 @@ class Handler:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
         target = routing.parse(path)
+        if target is None and path == "/metrics" and request.method == "GET":
+            return responses.respond(self._metrics().encode(), content_type="text/plain; version=0.0.4")
         if target is None:
             return self._non_resource(request, path)
         rtype = self.store.resolve(target.group, target.version, target.plural)
@@ -121,6 +123,22 @@ class Handler:
         if doc is None:
             raise responses.not_found_path()
         return responses.respond_json(doc)
+
+    def _metrics(self) -> str:
+        """``requests`` in Prometheus' text format, by method and resource (a list and a watch
+        are both a ``GET`` with no name): what benchmarks read to count a client's calls."""
+        totals: collections.Counter[tuple[str, str]] = collections.Counter()
+        for r, n in self.requests.items():
+            totals[(r.method, r.plural)] += n
+        lines = [
+            "# HELP kubeapi_requests_total Resource requests received, by HTTP method and resource.",
+            "# TYPE kubeapi_requests_total counter",
+            *(
+                f'kubeapi_requests_total{{method="{m}",resource="{plural}"}} {n}'
+                for (m, plural), n in sorted(totals.items())
+            ),
+        ]
+        return "\n".join(lines) + "\n"
 
     # Resource verbs ---------------------------------------------------------------------------
 

@@ -39,7 +39,11 @@ async def test_topology_is_idempotent(conn: bus.Connection, prefix: str) -> None
     state = await bus.consumer_info(conn, helpers.stream(K.INTENT, prefix), "agent-site-b")
     assert state.filter_subject == f"{prefix}.intent.site-b.*.*"
     hub = await bus.consumer_info(conn, helpers.stream(K.STATUS, prefix, site="site-b"), streams.HUB_CONSUMER)
-    assert hub.filter_subjects == (f"{prefix}.status.site-b.*.*", f"{prefix}.secret.site-b.*.*")
+    assert hub.filter_subjects == (
+        f"{prefix}.status.site-b.*.*",
+        f"{prefix}.secret.site-b.*.*",
+        f"{prefix}.site.site-b",
+    )
 
 
 async def test_a_site_stream_carries_its_quota(conn: bus.Connection, prefix: str) -> None:

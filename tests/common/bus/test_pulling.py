@@ -138,6 +138,18 @@ async def test_a_deleted_consumer_is_named(
         await consumer.unsubscribe()
 
 
+async def killed_and_back(server: natsd.NatsServer, conn: bus.Connection) -> None:
+    """Kill the server and start it again; return once ``conn`` reconnected. Killed, not
+    stopped: a stopping server ends its open requests with a 409, a killed one cannot, and the
+    one that starts knows nothing of them."""
+    reconnects = conn.reconnects
+    assert server.process is not None
+    server.process.kill()
+    server.process.wait()
+    server.start()
+    await helpers.eventually(lambda: conn.reconnects > reconnects, within=15)
+
+
 async def test_after_a_reconnect_a_fetch_asks_again(restartable_nats: natsd.NatsServer, prefix: str) -> None:
     conn = await bus.connect(helpers.options(restartable_nats.url), deadline=10)
     try:
@@ -146,19 +158,33 @@ async def test_after_a_reconnect_a_fetch_asks_again(restartable_nats: natsd.Nats
         await publish_intent(conn, prefix, 0)
         (first,) = await consumer.fetch(4, timeout=60)  # leaves a request for 3 more open 60 s
         await first.ack()
-        reconnects = conn.reconnects
-        # Killed, not stopped: a stopping server ends its open requests with a 409, a killed
-        # one cannot, and the one that starts knows nothing of them.
-        assert restartable_nats.process is not None
-        restartable_nats.process.kill()
-        restartable_nats.process.wait()
-        restartable_nats.start()
-        await helpers.eventually(lambda: conn.reconnects > reconnects, within=15)
+        await killed_and_back(restartable_nats, conn)
         await publish_intent(conn, prefix, 1)
         # The server forgot the open request with the connection; one long fetch gets the
         # message only if the client asks again rather than wait for the forgotten one.
         (delivery,) = await consumer.fetch(4, timeout=30)
         assert delivery.stream_seq == 2
+        await delivery.ack()
+        await consumer.unsubscribe()
+    finally:
+        await conn.close()
+
+
+async def test_a_fetch_waiting_when_the_connection_comes_back_ends_then(
+    restartable_nats: natsd.NatsServer, prefix: str
+) -> None:
+    """Its request died with the connection: it returns (with nothing) rather than wait out its
+    timeout, so the caller asks again and checks what a reconnect can lose."""
+    conn = await bus.connect(helpers.options(restartable_nats.url), deadline=10)
+    try:
+        await bus.ensure_topology(conn, sites=["site-a"], prefix=prefix)
+        consumer = await bus.bind(conn, streams.agent_consumer("site-a", prefix=prefix))
+        fetching = asyncio.create_task(consumer.fetch(4, timeout=3600))
+        await killed_and_back(restartable_nats, conn)
+        await helpers.eventually(fetching.done, within=15, what="the fetch ended by the reconnect")
+        assert fetching.result() == []
+        await publish_intent(conn, prefix, 0)
+        (delivery,) = await consumer.fetch(4, timeout=30)
         await delivery.ack()
         await consumer.unsubscribe()
     finally:

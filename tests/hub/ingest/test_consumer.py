@@ -16,7 +16,7 @@ import pytest
 from common import bus
 from hub import metrics as hub_metrics
 from hub.ingest import consumer as ingest
-from hub.ingest import observations, record
+from hub.ingest import heartbeats, liveness, observations, record
 from hub.ingest import sealed as boxes
 from protocol import messages, sealing, streams, subjects
 from protocol.coordinates import Coordinates
@@ -37,6 +37,8 @@ class Hub:
     changes: list[Coordinates] = field(default_factory=list)
     mapped: set[Coordinates] = field(default_factory=set)
     """Coordinates an RKCP maps to (the controller's ``maps``); the ingest keeps nothing else."""
+    sites: liveness.Sites = field(default_factory=liveness.Sites)
+    """The heartbeats the consumer delivered (``liveness.heartbeats``)."""
 
     def rejected(self, kind: subjects.Kind, reason: str, *, site: str = "site-a") -> float:
         stream = helpers.stream(kind, self.intake.prefix, site=site)
@@ -59,6 +61,7 @@ def new_hub(
     metrics = hub_metrics.Metrics()
     changes: list[Coordinates] = []
     mapped = {CP1, CP2}
+    heard = liveness.Sites()
     reader = record.Intake(
         record.Deps(conn=conn, observations=obs, keyring=sealing.Keyring([HUB]), metrics=metrics),
         prefix=prefix,
@@ -71,6 +74,7 @@ def new_hub(
                 maps=mapped.__contains__,
                 on_change=changes.append,
                 ensured=ensured,
+                heartbeat=heartbeats.heartbeats(heard, metrics),
             ),
             ingest.Settings(rescan_interval=0.2),
         ),
@@ -79,6 +83,7 @@ def new_hub(
         metrics=metrics,
         changes=changes,
         mapped=mapped,
+        sites=heard,
     )
 
 
@@ -127,6 +132,27 @@ async def settled(conn: bus.Connection, prefix: str) -> None:
         return True
 
     await helpers.eventually(check)
+
+
+def beat() -> messages.Heartbeat:
+    return msgspec.structs.replace(helpers.heartbeat(), sent_at=messages.utcnow())
+
+
+async def test_heartbeats_are_delivered_to_liveness_with_no_poll(conn: bus.Connection, hub: Hub) -> None:
+    """Each heartbeat the hub's consumer delivers is what the site is judged by: a site
+    connected, then its next heartbeat taken as it lands; nothing else is announced."""
+    prefix = hub.intake.prefix
+    subject = subjects.heartbeat("site-a", prefix=prefix)
+    first = await publish(conn, subject, messages.encode(beat()))
+
+    async def heard(seq: int) -> bool:
+        return hub.sites.seen_seq("site-a") == seq
+
+    await helpers.eventually(lambda: heard(first))
+    assert hub.sites.connected("site-a", messages.utcnow())
+    second = await publish(conn, subject, messages.encode(beat()))
+    await helpers.eventually(lambda: heard(second))
+    assert hub.changes == [] and hub.obs.get(CP1) is None
 
 
 async def test_status_and_secrets_reach_the_observations(conn: bus.Connection, hub: Hub) -> None:

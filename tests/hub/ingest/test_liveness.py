@@ -11,7 +11,7 @@ import pytest
 
 from common import bus
 from hub import metrics as hub_metrics
-from hub.ingest import liveness
+from hub.ingest import heartbeats, liveness
 from protocol import messages, streams, subjects
 from tests import helpers
 
@@ -114,6 +114,35 @@ def test_changed_reports_a_gap_no_poll_saw(case: str, second: int, polled_at: in
     assert not s.changed("site-a", T0 + polled_at * S, interval=10.0), f"{case}: reported once"
 
 
+def backlog_sites(backlog: int | None, *, published: bool) -> liveness.Sites:
+    s = liveness.Sites()
+    s.record_backlog("site-a", backlog)
+    if published:
+        s.published_to("site-a")
+    return s
+
+
+@pytest.mark.parametrize(
+    ("backlog", "published", "due"),
+    [
+        pytest.param(0, False, False, id="empty-and-nothing-published-since: no request"),
+        pytest.param(0, True, True, id="published-to-since"),
+        pytest.param(2, False, True, id="pending: read until it drains"),
+        pytest.param(None, False, True, id="unknown (no consumer yet)"),
+    ],
+)
+def test_backlog_due(backlog: int | None, published: bool, due: bool) -> None:
+    assert backlog_sites(backlog, published=published).backlog_due("site-a") is due
+
+
+def test_a_site_never_read_is_due_and_reading_it_settles_it() -> None:
+    s = liveness.Sites()
+    assert s.backlog_due("site-a")
+    s.published_to("site-a")  # nothing known yet: still due, nothing recorded
+    s.record_backlog("site-a", 0)
+    assert not s.backlog_due("site-a")
+
+
 def test_unknown_site_snapshot() -> None:
     assert liveness.Sites().snapshot("site-x", T0) == liveness.SiteSnapshot(
         site="site-x", connected=False, last_heartbeat_time=None, backlog=None
@@ -138,7 +167,7 @@ async def test_heartbeat_makes_a_site_connected_and_staleness_disconnects_it(
     sent = dt.datetime.now(dt.UTC)
     await publish(conn, subjects.heartbeat("site-a", prefix=topology), messages.encode(beat(sent_at=sent)))
 
-    changed = await liveness.poll(
+    changed = await heartbeats.poll(
         s, conn, names=["site-a"], prefix=topology, metrics=metrics, now=sent + 5 * S
     )
     assert changed == ["site-a"]
@@ -153,7 +182,7 @@ async def test_heartbeat_makes_a_site_connected_and_staleness_disconnects_it(
     assert gauge(metrics, "kb_hub_site_heartbeat_age_seconds", site="site-a") == age
 
     # The same heartbeat, 40 s on: more than three 10 s intervals old.
-    changed = await liveness.poll(
+    changed = await heartbeats.poll(
         s, conn, names=["site-a"], prefix=topology, metrics=metrics, now=sent + 40 * S
     )
     assert changed == ["site-a"]
@@ -175,7 +204,7 @@ async def test_backlog_counts_intents_the_agent_has_not_acked(conn: bus.Connecti
     try:
         (_taken,) = await consumer.fetch(1, timeout=5.0)
         now = dt.datetime.now(dt.UTC)
-        changed = await liveness.poll(
+        changed = await heartbeats.poll(
             s, conn, names=["site-a", "site-c"], prefix=topology, metrics=metrics, now=now
         )
     finally:
@@ -192,7 +221,7 @@ async def test_backlog_counts_intents_the_agent_has_not_acked(conn: bus.Connecti
     assert gauge(metrics, "kb_hub_site_heartbeat_age_seconds", site="site-c") is None
 
     # A site no longer named is forgotten with its gauges.
-    await liveness.poll(s, conn, names=[], prefix=topology, metrics=metrics, now=now)
+    await heartbeats.poll(s, conn, names=[], prefix=topology, metrics=metrics, now=now)
     for name in ("kb_hub_site_backlog", "kb_hub_site_connected"):
         assert gauge(metrics, name, site="site-a") is None, name
     assert s.sites() == frozenset()
@@ -204,27 +233,40 @@ async def test_garbage_heartbeat_is_counted_once_and_ignored(conn: bus.Connectio
     await publish(conn, subject, b"{not a heartbeat")
     now = dt.datetime.now(dt.UTC)
     for _ in range(2):
-        await liveness.poll(s, conn, names=["site-a"], prefix=topology, metrics=metrics, now=now)
+        await heartbeats.poll(s, conn, names=["site-a"], prefix=topology, metrics=metrics, now=now)
     stream = helpers.stream(subjects.Kind.SITE, topology)
     assert gauge(metrics, "kb_hub_bus_rejected_total", stream=stream, reason="DecodeError") == 1.0
     assert not s.connected("site-a", now)
 
-    # A heartbeat naming another site on site-a's subject is not site-a's.
-    await publish(conn, subject, messages.encode(beat(site="site-b", sent_at=now)))
-    await liveness.poll(s, conn, names=["site-a"], prefix=topology, metrics=metrics, now=now)
+    # The next ones come as the hub's consumer delivers them. One naming another site on
+    # site-a's subject is not site-a's.
+    def deliver(data: bytes, seq: int) -> None:
+        heartbeats.delivered(
+            s,
+            "site-a",
+            data,
+            seq=seq,
+            stored_at=now,
+            stream=stream,
+            subject=subject,
+            metrics=metrics,
+            now=now,
+        )
+
+    deliver(messages.encode(beat(site="site-b", sent_at=now)), 2)
     assert gauge(metrics, "kb_hub_bus_rejected_total", stream=stream, reason="CoordinatesMismatch") == 1.0
     assert not s.connected("site-a", now)
-
-    await publish(conn, subject, messages.encode(beat(sent_at=now)))
-    await liveness.poll(s, conn, names=["site-a"], prefix=topology, metrics=metrics, now=now)
+    deliver(messages.encode(beat(sent_at=now)), 3)
     assert s.connected("site-a", now)
+    deliver(messages.encode(beat(sent_at=now)), 3)  # delivered again: nothing new
+    assert s.seen_seq("site-a") == 3
 
 
 async def test_run_announces_a_site_that_connects(conn: bus.Connection, topology: str) -> None:
     s, metrics = liveness.Sites(), hub_metrics.Metrics()
     announced: list[str] = []
     task = asyncio.create_task(
-        liveness.run(
+        heartbeats.run(
             s,
             conn,
             sites_provider=lambda: ["site-a"],

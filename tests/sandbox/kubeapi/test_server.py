@@ -67,6 +67,14 @@ async def test_requests_are_counted_by_method_and_address(kube_server: kubeapi.S
         ("GET", "configmaps", "default", "absent"): 1,
         ("GET", "configmaps", "default", ""): 1,
     }
+    # The same counts on /metrics, by method and resource, for benchmarks in other processes.
+    async with aiohttp.ClientSession() as http, http.get(f"{kube_server.url}/metrics") as resp:
+        text = await resp.text()
+    samples = [line for line in text.splitlines() if line.startswith("kubeapi_requests_total{")]
+    assert samples == [
+        'kubeapi_requests_total{method="GET",resource="configmaps"} 4',
+        'kubeapi_requests_total{method="POST",resource="configmaps"} 1',
+    ]
 
 
 async def test_discovery(backend: backends.Backend) -> None:

@@ -132,3 +132,28 @@ def test_a_claimed_identity_changes_nothing_to_the_conflict_order() -> None:
         idx.forget(("default", "thief")) == coords
         and idx.owner_claimed_by(parsed["thief"], "u-v", allowed) == "default/victim"
     )
+
+
+def at_site(obj_: dict[str, Any], site: str) -> dict[str, Any]:
+    return {**obj_, "spec": {**obj_["spec"], "site": site}}
+
+
+def test_a_sites_rkcps_follow_moves_and_deletions() -> None:
+    idx = index.Index()
+    a1 = obj("a1", "u-1", created=OLDER)
+    a2 = obj("a2", "u-2", created=OLDER)
+    idx.put(("default", "a1"), a1)
+    idx.put(("default", "a2"), a2)
+    idx.put(("squatter", "s"), obj("s", "u-s", created=OLDER, namespace=SQUATTER))
+    assert idx.placed("site-a", denied) == 2  # the squatter's placement is not authorized
+    assert {key for _, key in idx.at_site("site-a")} == {
+        ("default", "a1"),
+        ("default", "a2"),
+        ("squatter", "s"),
+    }
+    idx.put(("default", "a2"), at_site(a2, "site-b"))  # moved to another site
+    assert (idx.placed("site-a", denied), idx.placed("site-b", denied)) == (1, 1)
+    idx.forget(("default", "a1"))
+    idx.forget(("squatter", "s"))
+    assert list(idx.at_site("site-a")) == []
+    assert idx._by_site.keys() == {"site-b"}  # an emptied site leaves nothing behind
