@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import resource
@@ -37,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import aiohttp  # noqa: E402
+import yaml  # noqa: E402
 
 from common import kube as ckube  # noqa: E402
 from common.kube import resources, watching  # noqa: E402
@@ -49,6 +51,7 @@ from sandbox import (  # noqa: E402
     processes,
 )
 from sandbox.launcher import workload  # noqa: E402
+from sandbox.launcher.options import MGMT  # noqa: E402
 
 NAMESPACE = "default"
 SITE_NAMESPACE = "tenants"
@@ -177,6 +180,58 @@ async def drive(
     }
 
 
+def server_of(kubeconfig: Path) -> str:
+    return str(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+
+
+async def mgmt_calls(server: str) -> collections.Counter[tuple[str, str]]:
+    """Requests the management cluster's emulator has received, by (HTTP method, resource), from
+    its ``/metrics`` (a subresource as ``plural/status``)."""
+    async with aiohttp.ClientSession() as s, s.get(f"{server}/metrics", ssl=False) as r:
+        text = await r.text()
+    calls: collections.Counter[tuple[str, str]] = collections.Counter()
+    for line in text.splitlines():
+        if line.startswith("kubeapi_requests_total{"):
+            labels, n = line.rsplit(" ", 1)
+            method = labels.split('method="', 1)[1].split('"', 1)[0]
+            resource = labels.split('resource="', 1)[1].split('"', 1)[0]
+            calls[(method, resource)] += int(n)
+    return calls
+
+
+def writes_per_cp(
+    before: collections.Counter[tuple[str, str]], after: collections.Counter[tuple[str, str]], k: int
+) -> dict[str, float]:
+    """The management-cluster writes (every method but GET) per control plane between the two
+    counts, by ``METHOD resource`` and in all, less the bench's own creates (a Cluster and an
+    RKCP per control plane)."""
+    spent = after - before
+    spent[("POST", "clusters")] -= k
+    spent[("POST", "remotekamajicontrolplanes")] -= k
+    writes = {f"{m} {r}": round(n / k, 2) for (m, r), n in sorted(spent.items()) if m != "GET" and n > 0}
+    return {"total": round(sum(n for (m, _), n in spent.items() if m != "GET" and n > 0) / k, 2), **writes}
+
+
+async def settled(mgmt: ckube.Kube, *, quiet: float, timeout: float = 900.0) -> tuple[float, bool]:
+    """Seconds until every RKCP says Ready and none was written for ``quiet`` seconds (the
+    hub's status writes trail the kubeconfig Secrets; its Lease renewals do not count), and
+    whether that happened within ``timeout``."""
+    loop = asyncio.get_running_loop()
+    start = since = loop.time()
+    version = 0
+    while loop.time() - start < timeout:
+        listing = await mgmt.list(resources.REMOTE_KAMAJI_CONTROL_PLANE, namespace=NAMESPACE)
+        now = loop.time()
+        current = hash(frozenset(o["metadata"]["resourceVersion"] for o in listing.items))
+        if current != version:
+            version, since = current, now
+        ready = all((o.get("status") or {}).get("ready") is True for o in listing.items)
+        if ready and now - since >= quiet:
+            return round(now - start, 1), True
+        await asyncio.sleep(5.0)
+    return round(loop.time() - start, 1), False
+
+
 async def nats_by_role(url: str) -> dict[str, int]:
     """Messages received by the server per client role (the connection name's last word before
     the site: ``kamaji-broker-hub``, ``kamaji-broker-agent-<site>``), from /connz."""
@@ -212,10 +267,14 @@ async def broker(k: int, n: int, *, rate: float | None, work: Path, timeout: flo
         async def create(name: str, site: str) -> None:
             await topo.create_control_plane(name, site=site)
 
-        cpu0 = snapshot(topo.children)
+        server = server_of(topo.kubeconfig(MGMT))
+        calls0, cpu0 = await mgmt_calls(server), snapshot(topo.children)
         result = await drive(names, create, tracker, rate=rate, concurrency=64, timeout=timeout)
         cpu1 = snapshot(topo.children)
         watch.cancel()
+        # The hub's status writes trail the kubeconfig Secrets the tracker waits for.
+        await settled(topo.mgmt, quiet=5.0)
+        result["mgmt_writes_per_cp"] = writes_per_cp(calls0, await mgmt_calls(server), k)
         if monitor:
             after = await nats_totals(monitor)
             result["nats_msgs_per_cp"] = round((after[0] - before[0]) / k, 1)

@@ -65,6 +65,9 @@ class Settings:
     """Seconds, at most, between attempts to bind or fetch after NATS errors."""
     rescan_interval: float = 2.0
     """Seconds between looks at ``Deps.sites`` (a new site's consumer is bound within this)."""
+    retain_interval: float = 60.0
+    """Seconds between sweeps of what is held for control planes no RKCP maps to any more (a
+    deleted one's last status): one pass over everything held, so not at every rescan."""
     check_interval: float = 300.0
     """Seconds between checks of a quiet stream's delivered count (``hub.ingest.gaps``): the
     longest a lost last message of a quiet site goes unnoticed (at once after a reconnect, when
@@ -100,10 +103,14 @@ class Ingest:
         own; sites that appear get a task, sites that go lose theirs. Also drops what is held for
         coordinates no RKCP maps to any more."""
         tasks = aiotasks.Group()
+        loop = asyncio.get_running_loop()
+        swept = loop.time()
         try:
             while True:
                 self._rescan(tasks)
-                self.intake.observations.retain(self.deps.maps)
+                if loop.time() - swept >= self.settings.retain_interval:
+                    self.intake.observations.retain(self.deps.maps)
+                    swept = loop.time()
                 await asyncio.sleep(self.settings.rescan_interval)
         finally:
             await tasks.stop()

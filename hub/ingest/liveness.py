@@ -38,7 +38,7 @@ class _Site:
     backlog: int | None = None
     backlog_stale: bool = True
     """Intents were published to the site since its backlog was last read (or it never was)."""
-    reported: tuple[bool, bool | None] | None = None
+    reported: tuple[bool, bool | None, tuple[object, ...]] | None = None
     reported_heartbeat: dt.datetime | None = None
     """``received_at`` when ``changed`` last looked: a later one past the limit bridged a gap."""
 
@@ -57,6 +57,15 @@ def arrival(
     if not first_sight:
         return now
     return min(stored_at if stored_at is not None else sent_at, now)
+
+
+def says(heartbeat: messages.Heartbeat | None) -> tuple[object, ...]:
+    """What a heartbeat says of its agent that the Site's status and the RKCPs' decisions show:
+    its version, the hub keys it trusts, whether it found Kamaji. Its counts and times move at
+    every beat and are not news."""
+    if heartbeat is None:
+        return ()
+    return (heartbeat.agent_version, heartbeat.trusted_key_ids, heartbeat.kamaji_detected)
 
 
 class Sites:
@@ -119,11 +128,12 @@ class Sites:
     def changed(self, site: str, now: dt.datetime, *, interval: float = HEARTBEAT_INTERVAL) -> bool:
         """Whether the site's view changed since the previous call; records the new one.
 
-        The view is connectedness and whether a backlog exists (unknown / none / some), not its
-        size: every RKCP of a site is reconciled on a change, and a backlog that moves at each
-        poll during a burst would rewrite all their statuses every few seconds. The size reaches
-        the statuses at their next reconcile (a resync at the latest). Connectedness changes with
-        time alone (a heartbeat ages out), so this is asked on every poll.
+        The view is connectedness, whether a backlog exists (unknown / none / some), not its
+        size, and what the agent says of itself (``says``): every RKCP of a site is reconciled on
+        a change, and a backlog that moves at each poll during a burst would rewrite all their
+        statuses every few seconds. The size reaches the statuses at their next reconcile (a
+        resync at the latest). Connectedness changes with time alone (a heartbeat ages out), so
+        this is asked on every poll.
 
         A heartbeat that arrived more than the limit after the previous one is a change too, even
         when both polls saw the site connected: in between, the site was disconnected for anyone
@@ -133,7 +143,7 @@ class Sites:
         """
         entry = self._sites.setdefault(site, _Site())
         backlog = None if entry.backlog is None else entry.backlog > 0
-        current = (self.connected(site, now, interval), backlog)
+        current = (self.connected(site, now, interval), backlog, says(entry.heartbeat))
         previous, entry.reported_heartbeat = entry.reported_heartbeat, entry.received_at
         bridged = (
             previous is not None

@@ -15,9 +15,11 @@ from typing import Final
 from hub import conditions as c
 from hub.api import site
 
-HEARTBEAT_WRITE_INTERVAL: Final = 30.0
-"""Seconds: how stale ``lastHeartbeatTime`` may get before it alone is worth a write. Without
-this, every site would cost one API write per heartbeat (10 s); ``Connected`` changes at once."""
+HEARTBEAT_WRITE_INTERVAL: Final = 300.0
+"""Seconds: how stale ``lastHeartbeatTime`` may get before it alone is worth a write, as a
+kubelet reports an unchanged node status every 5 minutes. Without this, every site would cost
+one API write per heartbeat (10 s); ``Connected`` changes at once, and the bus has the live
+heartbeat (``kamaji-broker status --nats-url`` reads it there)."""
 
 
 @dataclass(frozen=True)

@@ -276,13 +276,15 @@ def condition(obj: dict[str, Any] | None, type_: str) -> tuple[str, str]:
     return "", ""
 
 
-async def until_ready(w: World, name: str = "cp1") -> dict[str, Any]:
-    """The RKCP once Ready with its secrets synced."""
+async def until_ready(w: World, name: str = "cp1", *, summary: bool = True) -> dict[str, Any]:
+    """The RKCP once Ready with its secrets synced: ``status.ready`` and, with ``summary``, the
+    ``Ready`` condition too (the site heard from, no intent left to apply)."""
 
     def ready(obj: dict[str, Any] | None) -> bool:
         return (
             obj is not None
             and (obj.get("status") or {}).get("ready") is True
+            and (not summary or condition(obj, "Ready")[0] == "True")
             and condition(obj, "SecretsSynced")[0] == "True"
         )
 

@@ -47,7 +47,7 @@ def start(
             ensured=c.ensured,
             heartbeat=heartbeats.heartbeats(state, metrics),
         ),
-        consumer.Settings(rescan_interval=0.2),
+        consumer.Settings(rescan_interval=0.2, retain_interval=0.2),
     )
 
     async def poll() -> None:

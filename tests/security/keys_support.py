@@ -158,7 +158,7 @@ async def running_ingest(conn: bus.Connection, *, sealing_dir: Path, prefix: str
             on_change=lambda coords: None,
             ensured=lambda site: True,
         ),
-        consumer.Settings(rescan_interval=0.2),
+        consumer.Settings(rescan_interval=0.2, retain_interval=0.2),
     )
     task = asyncio.create_task(ing.run())
     try:

@@ -51,7 +51,6 @@ class Executor:
         self, action: vocabulary.Action, r: api.RemoteKamajiControlPlane, o: vocabulary.Observed
     ) -> bool:
         """Carry ``action`` out; False when fenced or raced (the caller observes again)."""
-        ns, name = r.metadata.namespace, r.metadata.name
         if isinstance(action, vocabulary.AddFinalizer | vocabulary.RemoveFinalizer):
             return await self._finalizer(action, r)
         elif isinstance(action, vocabulary.EnsureTopology):
@@ -74,12 +73,7 @@ class Executor:
                 metrics=self.deps.metrics,
             )
         elif isinstance(action, vocabulary.SetEndpoint):
-            await self.deps.kube.patch(
-                RKCP,
-                name,
-                {"spec": {"controlPlaneEndpoint": {"host": action.host, "port": action.port}}},
-                namespace=ns,
-            )
+            return await self._endpoint(action, r)
         elif isinstance(action, vocabulary.PatchInfraEndpoint):
             # Never False: its outcome is recorded for the next decision, not a reason to re-observe.
             await self.infra.patch(action, r)
@@ -97,6 +91,20 @@ class Executor:
                 await bus.purge_subject(self.deps.conn, stream, subject)
             self.deps.observations.forget(coords)
             self.published.record(coords, None)
+
+    async def _endpoint(self, action: vocabulary.SetEndpoint, r: api.RemoteKamajiControlPlane) -> bool:
+        """Set ``spec.controlPlaneEndpoint`` on the object as read (its resourceVersion): the
+        generation it makes is the one the plan's status is for. False when raced."""
+        endpoint = {"host": action.host, "port": action.port}
+        body = {
+            "metadata": {"resourceVersion": r.metadata.resource_version},
+            "spec": {"controlPlaneEndpoint": endpoint},
+        }
+        try:
+            await self.deps.kube.patch(RKCP, r.metadata.name, body, namespace=r.metadata.namespace)
+        except (kerrors.Conflict, kerrors.NotFound):
+            return False
+        return True
 
     async def _finalizer(
         self, action: vocabulary.AddFinalizer | vocabulary.RemoveFinalizer, r: api.RemoteKamajiControlPlane

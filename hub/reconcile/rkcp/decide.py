@@ -75,8 +75,8 @@ def report_for_owner(o: Observed) -> messages.Status | None:
 def _facts(
     o: Observed, status: messages.Status | None, secrets: rkcp_secrets.SecretsDecision, **kw: Any
 ) -> Facts:
+    kw.setdefault("generation", o.rkcp.metadata.generation)
     return Facts(
-        generation=o.rkcp.metadata.generation,
         status=status,
         published_seq=o.published.seq if o.published else 0,
         site=o.site,
@@ -106,10 +106,15 @@ def reconcile_normal(o: Observed) -> Plan:
         return Plan(actions=[AddFinalizer(owner_uid=o.owner_uid)], status=None, requeue_after=0.0)
     status_msg = report_for_owner(o)
     secrets = rkcp_secrets.decide_secrets(o)
+    endpoint = _endpoint(o, status_msg)
     facts = _facts(
         o,
         status_msg,
         secrets,
+        # The endpoint is the hub's own write on the object as read (the patch carries its
+        # resourceVersion): the status is for the generation that write makes, or its watch
+        # event would cost a second status write that moves observedGeneration alone.
+        generation=r.metadata.generation + 1 if endpoint else r.metadata.generation,
         waiting_for_cluster=o.cluster_problem,
         waiting_reason=o.cluster_problem_reason,
         recreating=intents.still_wanted(o, status_msg),
@@ -117,15 +122,13 @@ def reconcile_normal(o: Observed) -> Plan:
     )
     # A paused Cluster means hands off (CAPI): conditions only, no writes of ours (decide_secrets
     # withholds the secrets then).
-    actions = [*_intent(o, status_msg), *secrets.actions, *_endpoint(o, status_msg)]
+    actions = [*_intent(o, status_msg), *secrets.actions, *endpoint]
     if not _blocked(o):  # after the RKCP's own endpoint; never for an object that acts as nobody
         actions += infra.decide_infra(o, status_msg)
     status = rkcp_status.new_status(r.status, facts, now=o.now)
+    # Ready for the first time: a metric, no Event (its conditions say so, and a CAPI control
+    # plane provider records none for a creation going as asked).
     first_ready = status.initialized and not (r.status.initialized or o.known_initialized)
-    if first_ready:
-        actions.append(
-            Event("Normal", "TenantControlPlaneReady", f"the control plane at site {r.spec.site} is Ready")
-        )
     return Plan(
         actions=actions,
         status=status,

@@ -183,6 +183,11 @@ def provision(o: Observed, status: messages.Status | None, spec: dict[str, Any])
             op="provision", spec=spec, expected_last_seq=seq, replaces=replaces, metadata=o.desired_metadata
         )
     )
+    if o.published is None:
+        # The first intent of a new control plane is the one its creation asked for: its
+        # conditions say how far it is, as a CAPI provider records no Event for each step of a
+        # creation. A change of what runs there (an upgrade, a scale) is news worth one.
+        return out
     # What the site is asked to run, not the generation it is for: the hub's own write of
     # spec.controlPlaneEndpoint moves the RKCP's generation on without a new intent, and an
     # event naming the earlier one reads as if the hub were behind.

@@ -45,10 +45,6 @@ class Verdict:
     compare: bool = False
     """Take the subject list and compare it with the record (a purge or a delete shows there)."""
 
-    @property
-    def quiet(self) -> bool:
-        return not (self.everything or self.foreign or self.compare)
-
 
 def judge(
     before: Mark | None, now: Mark, own: Collection[int], *, limit: int = FOREIGN_READ_LIMIT

@@ -42,6 +42,8 @@ class Request(NamedTuple):
     namespace: str
     """Empty for a cluster-scoped resource or every namespace."""
     name: str
+    subresource: str = ""
+    """``status``, ``scale``; empty for the object itself."""
 
 
 class Handler:
@@ -125,11 +127,12 @@ class Handler:
         return responses.respond_json(doc)
 
     def _metrics(self) -> str:
-        """``requests`` in Prometheus' text format, by method and resource (a list and a watch
-        are both a ``GET`` with no name): what benchmarks read to count a client's calls."""
+        """``requests`` in Prometheus' text format, by method and resource (``plural/status``
+        for a subresource; a list and a watch are both a ``GET`` with no name): what benchmarks
+        read to count a client's calls."""
         totals: collections.Counter[tuple[str, str]] = collections.Counter()
         for r, n in self.requests.items():
-            totals[(r.method, r.plural)] += n
+            totals[(r.method, f"{r.plural}/{r.subresource}" if r.subresource else r.plural)] += n
         lines = [
             "# HELP kubeapi_requests_total Resource requests received, by HTTP method and resource.",
             "# TYPE kubeapi_requests_total counter",
@@ -153,7 +156,8 @@ class Handler:
         )
         if target.subresource and target.subresource not in _subresources(rtype):
             raise responses.not_found_path()
-        self.requests[Request(request.method, target.plural, target.namespace or "", target.name)] += 1
+        where = (target.plural, target.namespace or "", target.name, target.subresource)
+        self.requests[Request(request.method, *where)] += 1
         call = calls.Call(request, target, rtype, view)
         if not target.name:
             return await self._collection(call)

@@ -76,7 +76,7 @@ def new_hub(
                 ensured=ensured,
                 heartbeat=heartbeats.heartbeats(heard, metrics),
             ),
-            ingest.Settings(rescan_interval=0.2),
+            ingest.Settings(rescan_interval=0.2, retain_interval=0.2),
         ),
         intake=reader,
         obs=obs,

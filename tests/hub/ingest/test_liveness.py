@@ -7,6 +7,7 @@ import contextlib
 import datetime as dt
 import uuid
 
+import msgspec
 import pytest
 
 from common import bus
@@ -91,6 +92,27 @@ def test_changed_reports_connected_and_backlog_transitions() -> None:
     assert s.snapshot("site-a", T0 + 40 * S) == liveness.SiteSnapshot(
         site="site-a", connected=False, last_heartbeat_time=T0, backlog=0, heartbeat=beat()
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "news"),
+    [
+        pytest.param("sent_at", T0 + 10 * S, False, id="only-its-time-moved"),
+        pytest.param("managed", 7, False, id="only-a-count-moved"),
+        pytest.param("agent_version", "v2", True, id="agent-upgraded"),
+        pytest.param("trusted_key_ids", ("k2",), True, id="trusts-other-hub-keys"),
+        pytest.param("kamaji_detected", True, True, id="found-kamaji"),
+    ],
+)
+def test_changed_reports_what_the_agent_says_of_itself(field: str, value: object, news: bool) -> None:
+    """The Site's status (version, trusted keys) and the RKCPs' decisions (Kamaji found) show it:
+    without this, it would wait for the Site's next resync, minutes later."""
+    s = liveness.Sites()
+    s.record_heartbeat("site-a", beat(), seq=1, received_at=T0)
+    assert s.changed("site-a", T0)
+    later = msgspec.structs.replace(beat(), **{field: value})
+    s.record_heartbeat("site-a", later, seq=2, received_at=T0 + 10 * S)
+    assert s.changed("site-a", T0 + 10 * S) is news
 
 
 @pytest.mark.parametrize(

@@ -53,8 +53,8 @@ def test_the_untrusted_key_message_names_both_key_sets() -> None:
 
 WRITES = [
     ("nothing changed", {}, False),
-    ("heartbeat a little newer", {"last_heartbeat_time": NOW + dt.timedelta(seconds=10)}, False),
-    ("heartbeat much newer", {"last_heartbeat_time": NOW + dt.timedelta(seconds=31)}, True),
+    ("heartbeat a little newer", {"last_heartbeat_time": NOW + dt.timedelta(seconds=290)}, False),
+    ("heartbeat much newer", {"last_heartbeat_time": NOW + dt.timedelta(seconds=301)}, True),
     ("connectedness changed", {"connected": False}, True),
     ("backlog changed", {"backlog": 4}, True),
     ("a control plane more", {"control_planes": 4}, True),

@@ -62,10 +62,10 @@ async def test_requests_are_counted_by_method_and_address(kube_server: kubeapi.S
         async with http.get(f"{kube_server.url}/version") as resp:
             assert resp.status == 200
     assert kube_server.requests == {
-        ("POST", "configmaps", "default", ""): 1,
-        ("GET", "configmaps", "default", "c1"): 2,
-        ("GET", "configmaps", "default", "absent"): 1,
-        ("GET", "configmaps", "default", ""): 1,
+        ("POST", "configmaps", "default", "", ""): 1,
+        ("GET", "configmaps", "default", "c1", ""): 2,
+        ("GET", "configmaps", "default", "absent", ""): 1,
+        ("GET", "configmaps", "default", "", ""): 1,
     }
     # The same counts on /metrics, by method and resource, for benchmarks in other processes.
     async with aiohttp.ClientSession() as http, http.get(f"{kube_server.url}/metrics") as resp:

@@ -57,9 +57,10 @@ async def _hand_over(world: World, target: ckube.Kube) -> None:
 
 
 async def _resumed(world: World, target: ckube.Kube, first_uid: str) -> dict[str, Any]:
-    """Unpause the moved Cluster; the RKCP is Ready, without Conflict, under the first identity."""
+    """Unpause the moved Cluster; the RKCP is Ready, without Conflict, under the first identity
+    (the intent taken over may still be on its way: the status, not the summary)."""
     await moving.resume(target, namespace="default", cluster="cp1-cluster")
-    after = await until_ready(world)
+    after = await until_ready(world, summary=False)
     assert _conflicts(after) == [] and after["metadata"]["annotations"][api.OWNER_UID_ANNOTATION] == first_uid
     return after
 

@@ -50,3 +50,22 @@ async def test_going_back_to_what_a_stale_cache_shows_is_written(world: World) -
     before = await version(world)
     await writes.write(KEY, fresh, fresh.status, None)
     assert await version(world) == before
+
+
+async def test_a_new_control_planes_first_status_waits_for_the_sites_answer_unless_ready(
+    world: World,
+) -> None:
+    """Asked, then Ready within the interval: one write (Ready), not two."""
+    _, obj = await create_pair(world)
+    r = api.RemoteKamajiControlPlane.parse(obj)
+    assert r.status.observed_generation is None and not r.status.conditions
+    writes = StatusWrites(world.hub_kube, interval=60.0)
+    asked = r.status.model_copy(update={"observed_generation": 1, "version": "v1.31.0"})
+    before = await version(world)
+    wait = await writes.write(KEY, r, asked, None)
+    assert wait is not None and 0 < wait <= 60.0
+    assert await version(world) == before
+    ready = asked.model_copy(update={"ready": True, "initialized": True})
+    assert await writes.write(KEY, r, ready, None) is None
+    stored = (await world.mgmt.get(RKCP, "cp1", namespace="default"))["status"]
+    assert (stored["ready"], stored["observedGeneration"]) == (True, 1)

@@ -439,7 +439,9 @@ def test_ready_status_fields_and_initialized_never_resets() -> None:
     s = plan.status
     assert (s.ready, s.initialized, s.initialization.control_plane_initialized) == (True, True, True)
     assert (s.version, s.replicas, s.ready_replicas) == ("v1.31.0", 2, 2)
-    assert s.external_managed_control_plane and s.observed_generation == 1
+    # The plan sets the endpoint the site reported: the status is for the generation that makes.
+    assert vocabulary.SetEndpoint(host="10.0.0.1", port=6443) in plan.actions
+    assert s.external_managed_control_plane and s.observed_generation == 2
     later = rkcp_obj()
     later.status = s
     again = decide.reconcile(observed(later, report=vocabulary.SiteReport(status=status("NotReady"))))
@@ -828,7 +830,39 @@ def test_what_a_person_reads_holds_no_microseconds_and_no_generation_the_rkcp_ou
     assert plan.status is not None
     connected = c.get(plan.status.conditions, "SiteConnected")
     assert connected is not None and connected.message == "last heartbeat 2026-11-30T11:54:59Z"
-    first = decide.reconcile(observed(published=None, report=vocabulary.SiteReport()))
-    (event,) = [a for a in first.actions if isinstance(a, vocabulary.Event) and a.reason == "IntentPublished"]
+    upgrade = decide.reconcile(observed(published=published(spec={**SPEC, "older": True})))
+    events = [a for a in upgrade.actions if isinstance(a, vocabulary.Event)]
+    (event,) = [e for e in events if e.reason == "IntentPublished"]
     # The hub's own write of the endpoint moves the generation on: an event naming it would lag.
     assert event.message == "provision intent sent to site site-a: Kubernetes v1.31.0, 2 replicas"
+
+
+def test_a_creation_going_as_asked_records_no_event_a_change_of_what_runs_does() -> None:
+    """Events are news: the first intent and the first Ready are in the conditions."""
+    first = decide.reconcile(observed(published=None, report=vocabulary.SiteReport()))
+    assert any(isinstance(a, vocabulary.Publish) for a in first.actions)
+    ready = decide.reconcile(observed(rkcp_obj(), known_initialized=False))
+    assert ready.first_ready
+    for plan in (first, ready):
+        assert [a for a in plan.actions if isinstance(a, vocabulary.Event)] == []
+    changed = decide.reconcile(observed(published=published(spec={**SPEC, "older": True})))
+    assert [a.reason for a in changed.actions if isinstance(a, vocabulary.Event)] == ["IntentPublished"]
+
+
+@pytest.mark.parametrize(
+    ("endpoint_set", "generation"),
+    [(False, 2), (True, 1)],
+    ids=["the-endpoint-written-by-this-plan", "the-endpoint-already-there"],
+)
+def test_the_status_is_for_the_generation_the_plans_own_endpoint_write_makes(
+    endpoint_set: bool, generation: int
+) -> None:
+    """Written with the generation as read, the endpoint's own watch event would bring a second
+    status write moving nothing but observedGeneration (in the status and every condition)."""
+    r = rkcp_obj()
+    if endpoint_set:
+        r.spec.control_plane_endpoint = cluster.Endpoint(host="10.0.0.1", port=6443)
+    plan = decide.reconcile(observed(r, report=vocabulary.SiteReport(status=status())))
+    assert plan.status is not None
+    assert plan.status.observed_generation == generation
+    assert {cond.observed_generation for cond in plan.status.conditions} == {generation}

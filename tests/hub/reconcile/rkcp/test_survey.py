@@ -61,10 +61,3 @@ def test_judge(before: Mark | None, now: Mark, own: set[int], verdict: Verdict) 
 def test_more_foreign_sequences_than_the_limit_read_everything_again() -> None:
     assert judge(M, moved(last_seq=20 + 4), set(), limit=4) == Verdict(foreign=(21, 22, 23, 24), compare=True)
     assert judge(M, moved(last_seq=20 + 5), set(), limit=4) == Verdict(everything=True)
-
-
-def test_quiet_only_when_nothing_is_to_be_read() -> None:
-    assert Verdict().quiet
-    assert not Verdict(compare=True).quiet
-    assert not Verdict(foreign=(1,)).quiet
-    assert not Verdict(everything=True).quiet
