@@ -28,7 +28,12 @@ create.
 nothing changing: CPU (share of one core) and RSS per process kind, and the hub's
 management-cluster requests and NATS messages per control plane per hour (the ``rest`` object).
 
-Run: ``.venv/bin/python bench/scale.py [--sites 100] [--per-site 100] [--timeout 1800] [--rest 120]``.
+``--replicas R`` runs R hub replicas sharing the sites (``--shard``): the ``hub_replicas`` object has
+each one's CPU and RSS; ``--takeover`` then kills the replica leading the most sites and times
+how long the survivors take to lead them all (``takeover``).
+
+Run: ``.venv/bin/python bench/scale.py [--sites 100] [--per-site 100] [--timeout 1800] [--rest 120]
+[--replicas 2 --takeover]``.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import collections
 import datetime as dt
 import json
 import logging
+import re
 import signal
 import sys
 import tempfile
@@ -51,16 +57,22 @@ ROOT = SCRIPT.parents[1]
 sys.path.insert(0, str(ROOT))
 
 import aiohttp  # noqa: E402
-import yaml  # noqa: E402
 
 from agent import publishing  # noqa: E402
-from bench.provision import NAMESPACE, Tracker, drive, nats_totals, usage  # noqa: E402
+from bench.provision import (  # noqa: E402
+    NAMESPACE,
+    Tracker,
+    drive,
+    mgmt_calls,
+    nats_totals,
+    server_of,
+    settled,
+    usage,
+)
 from common import bus  # noqa: E402
-from common import kube as ckube  # noqa: E402
 from common.bus import errors as bus_errors  # noqa: E402
 from common.files import keys as keyfiles  # noqa: E402
 from common.files import natsserver  # noqa: E402
-from common.kube import resources  # noqa: E402
 from kamaji_broker import sitefiles  # noqa: E402
 from protocol import errors as protocol_errors  # noqa: E402
 from protocol import keys, messages, sealing, signing, streams  # noqa: E402
@@ -358,19 +370,9 @@ def resident_mb(pid: int | None) -> float:
         return 0.0
 
 
-def server_of(kubeconfig: Path) -> str:
-    return str(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
-
-
 async def mgmt_requests(server: str) -> int:
     """Resource requests the management cluster's emulator has received (its ``/metrics``)."""
-    async with aiohttp.ClientSession() as s, s.get(f"{server}/metrics", ssl=False) as r:
-        text = await r.text()
-    return sum(
-        int(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("kubeapi_requests_total{")
-    )
+    return sum((await mgmt_calls(server)).values())
 
 
 async def hub_nats_msgs(url: str) -> int:
@@ -382,26 +384,6 @@ async def hub_nats_msgs(url: str) -> int:
         for c in connz.get("connections") or []
         if str(c.get("name") or "").startswith("kamaji-broker-hub")
     )
-
-
-async def settled(mgmt: ckube.Kube, *, quiet: float, timeout: float = 900.0) -> tuple[float, bool]:
-    """Seconds until every RKCP says Ready and none was written for ``quiet`` seconds (the
-    hub's status writes trail the kubeconfig Secrets; its Lease renewals do not count), and
-    whether that happened within ``timeout``."""
-    loop = asyncio.get_running_loop()
-    start = since = loop.time()
-    version = 0
-    while loop.time() - start < timeout:
-        listing = await mgmt.list(resources.REMOTE_KAMAJI_CONTROL_PLANE, namespace=NAMESPACE)
-        now = loop.time()
-        current = hash(frozenset(o["metadata"]["resourceVersion"] for o in listing.items))
-        if current != version:
-            version, since = current, now
-        ready = all((o.get("status") or {}).get("ready") is True for o in listing.items)
-        if ready and now - since >= quiet:
-            return round(now - start, 1), True
-        await asyncio.sleep(5.0)
-    return round(loop.time() - start, 1), False
 
 
 async def at_rest(topo: Sites, seconds: float, total: int, *, settle: float) -> dict[str, Any]:
@@ -450,6 +432,52 @@ async def at_rest(topo: Sites, seconds: float, total: int, *, settle: float) -> 
     }
 
 
+LEASE_SECONDS = 15.0
+"""The hub replicas' Lease duration with --replicas (the hub's default)."""
+
+_LED = re.compile(r'^kb_hub_site_connected\{site="([^"]+)"\}', re.MULTILINE)
+
+
+async def led(topo: Sites) -> dict[str, set[str]]:
+    """The sites each hub replica leads now, from its own metrics (a site's gauges exist only in
+    the term that leads it); a replica that does not answer leads none."""
+    found: dict[str, set[str]] = {}
+    async with aiohttp.ClientSession() as http:
+        for name, url in topo.hub_health_urls.items():
+            try:
+                async with http.get(f"{url}/metrics") as answer:
+                    found[name] = set(_LED.findall(await answer.text()))
+            except aiohttp.ClientError:
+                found[name] = set()
+    return found
+
+
+async def until_led(topo: Sites, sites: set[str], *, without: str = "") -> None:
+    """Until the replicas (but ``without``) lead every one of ``sites`` between them."""
+    while True:
+        now = await led(topo)
+        if set().union(*(v for name, v in now.items() if name != without)) >= sites:
+            return
+        await asyncio.sleep(0.2)
+
+
+async def take_over(topo: Sites, sites: set[str]) -> dict[str, Any]:
+    """SIGKILL the replica that leads the most sites; seconds until the survivors lead every
+    site (the fault suite asserts that it happens; this measures how long)."""
+    loop = asyncio.get_running_loop()
+    before = await led(topo)
+    victim = max(before, key=lambda name: len(before[name]))
+    killed = loop.time()
+    await topo.kill(victim)
+    await until_led(topo, sites, without=victim)
+    return {
+        "killed": victim,
+        "sites_it_led": len(before[victim]),
+        "lease_s": LEASE_SECONDS,
+        "seconds": round(loop.time() - killed, 1),
+    }
+
+
 async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     sites = site_names(args.sites)
     names = interleaved(sites, args.per_site)
@@ -460,12 +488,20 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "KB_HUB_SITE_MAX_BYTES": str(max(streams.SITE_MAX_BYTES, args.per_site * 32 * 1024)),
     }
     options = launcher.Options(
-        sites=sites, env={"KB_LOG_LEVEL": "warning", **limits}, start_timeout=max(60.0, args.sites * 1.0)
+        sites=sites,
+        env={"KB_LOG_LEVEL": "warning", **limits},
+        start_timeout=max(60.0, args.sites * 1.0),
+        hub_replicas=args.replicas,
+        shard=args.replicas > 1,
+        lease_duration=LEASE_SECONDS,
     )
     topo = Sites(work / "scale", options)
     watch: asyncio.Task[None] | None = None
     try:
         await topo.start()
+        if args.replicas > 1:
+            # Each replica makes the streams and consumers of the sites it leads, once it leads.
+            await until_led(topo, set(sites))
         # The simulated sites hold their credential for the whole run: creating (well under an
         # hour at the default scale), then up to --timeout.
         await topo.start_simulators(args.simulators, lifetime=dt.timedelta(seconds=args.timeout + 3600))
@@ -488,6 +524,7 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         cpu1 = snapshot(topo.children)
         after_nats = await nats_totals(monitor)
         rest = await at_rest(topo, args.rest, total, settle=args.settle) if args.rest > 0 else None
+        takeover = await take_over(topo, set(sites)) if args.replicas > 1 and args.takeover else None
         return {
             "bench": "scale",
             "sites": args.sites,
@@ -497,6 +534,11 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "per_s": result["per_s"],
             "latency_s": {q: result[f"{q}_s"] for q in ("p50", "p95", "p99")},
             "hub": spent(cpu0, cpu1, "hub", total),
+            "hub_replicas": {
+                name: spent({name: cpu0.get(name, (0.0, 0.0))}, {name: cpu1[name]}, name, total)
+                for name in sorted(cpu1)
+                if name.split("-")[0] == "hub"
+            },
             "nats_server": spent(cpu0, cpu1, "nats", total),
             "nats": {
                 **await jetstream_counts(monitor),
@@ -506,6 +548,7 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "simulator": spent(cpu0, cpu1, "agent-simulator", total),
             "kubeapi_mgmt": spent(cpu0, cpu1, "kubeapi", total),
             **({"rest": rest} if rest is not None else {}),
+            **({"takeover": takeover} if takeover is not None else {}),
         }
     finally:
         if watch is not None:
@@ -550,6 +593,17 @@ def main() -> None:
         default=15.0,
         help="seconds after the last control plane is done before --rest",
     )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="hub replicas sharing the sites (--shard) when more than 1 (default 1)",
+    )
+    parser.add_argument(
+        "--takeover",
+        action="store_true",
+        help="with --replicas: at the end, kill the replica leading the most sites and time the takeover",
+    )
     parser.add_argument("--simulate", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.simulate is not None:
@@ -558,6 +612,8 @@ def main() -> None:
         return
     if args.sites < 1 or args.per_site < 1 or not 1 <= args.simulators <= args.sites:
         parser.error("--sites and --per-site must be at least 1, --simulators between 1 and --sites")
+    if args.replicas < 1:
+        parser.error(f"--replicas must be at least 1, got {args.replicas}")
     try:
         print(json.dumps(asyncio.run(main_async(args))), flush=True)
     except asyncio.CancelledError:

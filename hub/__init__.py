@@ -13,10 +13,11 @@ controllers/  the shells: the RKCP controller, the Site controller, the site str
 reconcile/    the pure cores the controllers call
 credentials/  operator mode: the agents' bootstrap and renewal, revocation, the hub's own user
 
-main          wiring per leader term (ingest → controllers → consumers → site poller)
+main          wiring per leader term or share (ingest → controllers → consumers → site poller)
 settings      its flags
 metrics       its Prometheus metrics
 leader        Lease leader election
+shards        sharing the sites among replicas: a Lease each, the share from ``reconcile.shares``
 conditions    metav1.Condition helpers
 doctor        ``doctor hub``'s checks
 rbac          every permission it uses, by scope

@@ -74,7 +74,7 @@ class HubDoctor(process.Doctor):
     def grants(self) -> tuple[grants.Grant, ...]:
         s = self.hub
         bootstrap = (s.bootstrap_namespace or s.lease_namespace) if s.nats_operator_dir else ""
-        lease = s.lease_namespace if s.leader_elect else ""
+        lease = s.lease_namespace if s.leader_elect or s.shard else ""
         return grants.grants(s.watch_namespaces, lease_namespace=lease, bootstrap_namespace=bootstrap)
 
     def accesses(self) -> tuple[reviews.Access, ...]:

@@ -1,8 +1,10 @@
 """Wiring of the hub: settings → keys, NATS, Kubernetes, health server → controller, ingest, sites.
 
 With ``--leader-elect`` only the Lease holder runs the controller, the ingest and the site
-poller; a standby keeps its connections warm and takes over within the lease duration. Stops
-cleanly on SIGTERM/SIGINT, releasing the Lease so a standby takes over at once.
+poller; a standby keeps its connections warm and takes over within the lease duration. With
+``--shard`` every replica runs them for its share of the sites (``hub.shards``), started again
+whenever the share changes, and the one that holds ``shares.SINGLETONS`` runs the credential
+service too. Stops cleanly on SIGTERM/SIGINT, releasing its Lease so the others take over at once.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import nacl.signing
 from common import aiotasks, bus, service
 from common import kube as ckube
 from common.files import keys as keyfiles
-from hub import leader
+from hub import leader, shards
 from hub import metrics as hub_metrics
 from hub.controllers.deps import Deps, Revoke, Settings
 from hub.controllers.rkcp import controller as rkcp_controller
@@ -28,6 +30,7 @@ from hub.credentials import operator, revocation, rules
 from hub.credentials import service as credentialservice
 from hub.ingest import consumer, heartbeats, liveness, observations
 from hub.ingest import record as intake
+from hub.reconcile import shares
 from hub.settings import HubSettings
 from protocol import keys, sealing
 
@@ -46,6 +49,7 @@ class Hub(service.Service):
         self.metrics = hub_metrics.Metrics()
         self.controller: rkcp_controller.Controller | None = None
         self.elector: leader.Elector | None = None
+        self.membership: shards.Membership | None = None
         self.active = aiotasks.Group()
         self.operator: operator.OperatorMode | None = None
         self.system: bus.Connection | None = None
@@ -73,7 +77,9 @@ class Hub(service.Service):
         # A fresh controller on every activation: what a standby remembers from an earlier term
         # (caches, observations) is stale, since the leader of the meantime consumed the streams.
         loops = functools.partial(self._new_term, kube=kube, signer=signer, keyring=keyring)
-        if s.leader_elect:
+        if s.shard:
+            self._share(kube, loops)
+        elif s.leader_elect:
             self._elect(kube, loops)
         else:
             self._activate(loops())
@@ -106,12 +112,11 @@ class Hub(service.Service):
     def _elect(self, kube: ckube.Kube, new_term: Callable[[], list[Loop]]) -> None:
         """Take part in the election: only the Lease holder runs a term's loops."""
         s = self.settings
-        identity = s.identity or f"{socket.gethostname()}-{os.getpid()}"
         self.elector = leader.Elector(
             kube=kube,
             namespace=s.lease_namespace,
             name=s.lease_name,
-            identity=identity,
+            identity=self._identity(),
             lease_duration=s.lease_duration,
             renew_interval=max(0.2, s.lease_duration / 3),
         )
@@ -120,27 +125,40 @@ class Hub(service.Service):
         self.spawn("leader-election", elector.run)
         self.spawn("leadership", lambda: self._follow_leadership(elector, new_term))
 
-    def _new_term(
-        self, *, kube: ckube.Kube, signer: nacl.signing.SigningKey, keyring: sealing.Keyring
-    ) -> list[Loop]:
-        """The loops of one term as leader, with state of their own."""
+    def _share(self, kube: ckube.Kube, new_term: Callable[..., list[Loop]]) -> None:
+        """Take part in sharing the sites: a term for each share this replica is given."""
         s = self.settings
-        assert self.conn is not None
-        conn = self.conn
-        seen = observations.Observations()
-        site_state = liveness.Sites()
-        reader = intake.Intake(
-            intake.Deps(conn=conn, observations=seen, keyring=keyring, metrics=self.metrics), prefix=s.prefix
-        )
-        earlier = keyfiles.load_public_keys(s.hub_public_keys).verify_keys() if s.hub_public_keys else {}
-        deps = Deps(
-            kube=kube, conn=conn, signer=signer, observations=seen, intake=reader, sites=site_state,
-            metrics=self.metrics, earlier_keys=earlier, revoke=self._revoker(),
-            mint_bootstrap=operator.bootstrap_minter(
-                self.operator, prefix=s.prefix, lifetime=dt.timedelta(seconds=s.bootstrap_lifetime)
-            ) if self.operator is not None else None,
-            issuer=revocation.issuer(self.operator.authority) if self.operator is not None else None,
+
+        async def reshare(share: shares.Share) -> None:
+            await self._deactivate()  # what the old share led stops before anything else
+            if share.view:
+                self._activate(new_term(share=share))
+                self.readiness.set(LEADER_CHECK, True, f"leading a share among {len(share.view)} replicas")
+            else:
+                self.readiness.set(LEADER_CHECK, True, "leading no site (waiting for its Lease)")
+
+        self.membership = shards.Membership(
+            kube=kube, namespace=s.lease_namespace, group=s.lease_name, identity=self._identity(),
+            on_change=reshare, lease_duration=s.lease_duration, renew_interval=max(0.2, s.lease_duration / 3),
         )  # fmt: skip
+        self.readiness.set(LEADER_CHECK, True, "leading no site (waiting for its Lease)")
+        self.spawn("hub shards", self.membership.run)
+
+    def _identity(self) -> str:
+        return self.settings.identity or f"{socket.gethostname()}-{os.getpid()}"
+
+    def _new_term(
+        self,
+        *,
+        kube: ckube.Kube,
+        signer: nacl.signing.SigningKey,
+        keyring: sealing.Keyring,
+        share: shares.Share | None = None,
+    ) -> list[Loop]:
+        """The loops of one term as leader (or of one share of the sites), with state of their own."""
+        s = self.settings
+        deps = self._deps(kube, signer, keyring, share)
+        conn, site_state, reader = deps.conn, deps.sites, deps.intake
         controller = rkcp_controller.Controller(Settings.of(s), deps)
         # One way: the ingest tells the controller what changed; the controller knows it not.
         ingest = consumer.Ingest(consumer.Deps(
@@ -164,8 +182,38 @@ class Hub(service.Service):
             ("rkcp controller", controller.run),
             ("ingest", ingest.run),
             ("sites", poll_sites),
-            *self._credential_service(kube, controller),
+            *(
+                self._credential_service(kube, controller)
+                if share is None or share.holds(shares.SINGLETONS)
+                else []
+            ),
         ]
+
+    def _deps(
+        self,
+        kube: ckube.Kube,
+        signer: nacl.signing.SigningKey,
+        keyring: sealing.Keyring,
+        share: shares.Share | None,
+    ) -> Deps:
+        """A term's dependencies: fresh state (observations, liveness) on the shared connections."""
+        s = self.settings
+        assert self.conn is not None
+        conn = self.conn
+        seen = observations.Observations()
+        reader = intake.Intake(
+            intake.Deps(conn=conn, observations=seen, keyring=keyring, metrics=self.metrics), prefix=s.prefix
+        )
+        earlier = keyfiles.load_public_keys(s.hub_public_keys).verify_keys() if s.hub_public_keys else {}
+        return Deps(
+            kube=kube, conn=conn, signer=signer, observations=seen, intake=reader, sites=liveness.Sites(),
+            metrics=self.metrics, earlier_keys=earlier, revoke=self._revoker(),
+            mint_bootstrap=operator.bootstrap_minter(
+                self.operator, prefix=s.prefix, lifetime=dt.timedelta(seconds=s.bootstrap_lifetime)
+            ) if self.operator is not None else None,
+            issuer=revocation.issuer(self.operator.authority) if self.operator is not None else None,
+            **({"holds": share.holds} if share is not None else {}),
+        )  # fmt: skip
 
     def _credential_service(self, kube: ckube.Kube, controller: rkcp_controller.Controller) -> list[Loop]:
         """Operator mode: the loop that answers the agents' bootstrap and renewal requests."""
@@ -233,6 +281,9 @@ class Hub(service.Service):
         if self.elector is not None:
             with contextlib.suppress(Exception):
                 await self.elector.release()
+        if self.membership is not None:
+            with contextlib.suppress(Exception):
+                await self.membership.release()
         if self.system is not None:
             await self.system.close()
 

@@ -47,8 +47,9 @@ CLUSTER: Final[tuple[Rule, ...]] = (
     ("kamaji-broker.io", "sites/status", ("patch",)),
 )
 
-LEASES: Final[Rule] = ("coordination.k8s.io", "leases", ("get", "create", "update"))
-"""Leader election: one Lease in --lease-namespace."""
+LEASES: Final[Rule] = ("coordination.k8s.io", "leases", ("get", "list", "create", "update", "delete"))
+"""Leader election: one Lease in --lease-namespace; with --shard, one per replica (listed by
+label, deleted at a clean stop)."""
 BOOTSTRAP_SECRETS: Final[Rule] = ("", "secrets", ("get", "create", "update", "delete"))
 """Operator mode: a new Site's bootstrap credential in --bootstrap-namespace, deleted once used."""
 OWN: Final[tuple[Rule, ...]] = (LEASES, BOOTSTRAP_SECRETS)

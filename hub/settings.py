@@ -49,10 +49,18 @@ class HubSettings(ProcessSettings):
     leader_elect: bool = False
     """Reconcile only while holding the Lease --lease-namespace/--lease-name (Cluster API
     providers' --leader-elect): of several replicas one leads, the others stand by."""
+    shard: bool = False
+    """Share the sites among every replica that runs with it, instead of one leading them all:
+    each replica keeps a Lease of its own (``<lease-name>-<hash>`` in --lease-namespace) and leads
+    the sites rendezvous hashing gives it among the live replicas; a replica that joins or
+    dies moves only its share, and no site is led by two at once. The credential service and the
+    NATS account (operator mode) go with one of them. Instead of --leader-elect."""
     lease_namespace: str = ""
-    """Namespace of the leader-election Lease (required with --leader-elect)."""
+    """Namespace of the leader-election Lease, or of the replicas' Leases (required with
+    --leader-elect and --shard)."""
     lease_name: str = "kamaji-broker-hub"
-    """Name of the leader-election Lease."""
+    """Name of the leader-election Lease; with --shard, the label value and name prefix of the
+    replicas' Leases."""
     lease_duration: Duration = 15.0
     """How long the Lease holds without a renewal. The leader renews every third of it; one that
     cannot renew within it stops leading before another replica may take over."""
@@ -138,6 +146,13 @@ class HubSettings(ProcessSettings):
     def _lease(self) -> Self:
         if self.leader_elect and not self.lease_namespace:
             raise ValueError("--leader-elect needs --lease-namespace")
+        if self.shard and not self.lease_namespace:
+            raise ValueError("--shard needs --lease-namespace (where each replica keeps its Lease)")
+        if self.shard and self.leader_elect:
+            raise ValueError(
+                "--shard and --leader-elect exclude each other: with --shard every replica leads "
+                "its share of the sites (and one of them the credential service)"
+            )
         return self
 
     @property

@@ -35,6 +35,7 @@ from common.bus.storage import (
     purge_subject,
     stream_info,
     subjects_of,
+    subjects_since,
 )
 from common.bus.topology import ensure_topology
 
@@ -63,4 +64,5 @@ __all__ = [
     "site_inbox_prefix",
     "stream_info",
     "subjects_of",
+    "subjects_since",
 ]

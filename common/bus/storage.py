@@ -1,5 +1,6 @@
-"""What a stream stores, read without a consumer: its state, the last message on a subject, the
-message at a sequence, the subjects that hold messages; and purging a subject.
+"""What a stream stores, read without a durable consumer: its state, the last message on a
+subject, the message at a sequence, the subjects that hold messages, the subjects written since a
+sequence (``subjects_since``: an ephemeral consumer that sends no payload); and purging a subject.
 
 The hub reads the latest intent, status and sealed secrets of a control plane here (streams keep
 one message per subject) and purges a deleted control plane's subjects; an agent reads its own
@@ -8,8 +9,9 @@ subjects through the Direct Get API. Results are our own types, never nats-py's.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import nats.js.api as api
@@ -159,3 +161,47 @@ async def subjects_of(conn: Connection, stream: str, pattern: str) -> dict[str, 
         what=f"subjects of {stream}",
     )
     return dict(info.state.subjects or {})
+
+
+SINCE_BATCH = 256
+"""Messages per fetch of ``subjects_since``."""
+
+
+async def subjects_since(
+    conn: Connection, stream: str, start: int, filters: Sequence[str], *, limit: int
+) -> list[tuple[int, str]] | None:
+    """The sequence and subject of each message of ``stream`` at ``start`` or later whose subject
+    matches one of ``filters``, read through an ephemeral consumer that sends headers only (no
+    payload); None when there are more than ``limit``."""
+    if not filters:
+        return []
+    config = api.ConsumerConfig(
+        deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+        opt_start_seq=max(1, start),
+        ack_policy=api.AckPolicy.NONE,
+        filter_subjects=list(filters),
+        headers_only=True,
+        inactive_threshold=60.0,
+        mem_storage=True,
+        num_replicas=1,
+    )
+
+    async def read(js: JetStreamContext) -> list[tuple[int, str]] | None:
+        sub = await js.pull_subscribe("", stream=stream, config=config)
+        try:
+            info = await sub.consumer_info()
+            pending = info.num_pending or 0
+            if pending > limit:
+                return None
+            found: list[tuple[int, str]] = []
+            while len(found) < pending:
+                batch = await sub.fetch(min(SINCE_BATCH, pending - len(found)), timeout=10.0)
+                found += [(m.metadata.sequence.stream or 0, m.subject) for m in batch]
+            return found
+        finally:
+            with contextlib.suppress(Exception):  # else it goes by itself once inactive
+                await js.delete_consumer(stream, config.name or "")
+            await sub.unsubscribe()
+
+    what = f"reading the subjects written to {stream} since sequence {start}"
+    return await conn.jetstream(read, subjects=[f"$JS.API.CONSUMER.CREATE.{stream}.>"], what=what)

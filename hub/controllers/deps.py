@@ -54,6 +54,8 @@ class Settings:
     intent_check_interval: float = INTENT_SURVEY_SECONDS
     """Seconds between surveys of the intent stream against the hub's record (a purge or an
     overwrite behind the hub's back): one request each when nothing changed."""
+    shared: bool = False
+    """The sites are shared among replicas (--shard): ``Deps.holds`` says which are this one's."""
     resync_interval: float = decide.RESYNC_SECONDS
     """Every RKCP is reconciled at least this often, whatever happens (``decide.RESYNC_SECONDS``)."""
 
@@ -75,6 +77,7 @@ class Settings:
             heartbeat_interval=s.heartbeat_interval,
             bootstrap_namespace=(s.bootstrap_namespace or s.lease_namespace) if s.nats_operator_dir else "",
             bootstrap_lifetime=s.bootstrap_lifetime,
+            shared=s.shard,
         )
 
 
@@ -105,3 +108,7 @@ class Deps:
     """Operator mode: a fresh bootstrap ``.creds`` for a site (``hub.credentials.operator``)."""
     issuer: rules.Issuer | None = None
     """Operator mode: who mints (a deleted Site's bootstrap credential is revoked if it did)."""
+    holds: Callable[[str], bool] = lambda site: True
+    """Whether this replica leads ``site`` (``hub.reconcile.shares.Share.holds`` with --shard):
+    its consumers, heartbeats, Site status and control planes are this replica's; every site
+    without --shard."""

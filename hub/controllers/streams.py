@@ -11,6 +11,8 @@ Talks to NATS (``common.bus.ensure_topology``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from common import bus
 from hub.controllers import cache
 from hub.controllers.deps import Settings
@@ -18,18 +20,29 @@ from protocol import labels
 
 
 class SiteStreams:
-    def __init__(self, settings: Settings, conn: bus.Connection, site_objects: cache.ObjectCache) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        conn: bus.Connection,
+        site_objects: cache.ObjectCache,
+        *,
+        holds: Callable[[str], bool] = lambda site: True,
+    ) -> None:
         self.settings = settings
         self.conn = conn
         self.site_objects = site_objects
+        self.holds = holds
+        """Whether this replica leads a site (the others are another replica's to serve)."""
         self.sites: frozenset[str] = frozenset()
         """The sites whose streams and consumers were last ensured."""
 
     def known_sites(self) -> frozenset[str]:
-        """Sites named by ``--sites`` or by a Site object: the hub keeps their streams and
-        consumers and polls their heartbeats. An RKCP naming any other site is not authorized,
-        so a tenant cannot make the hub create a consumer for a site name it invents."""
-        return self.settings.static_sites | {name for _, name in self.site_objects}
+        """Sites named by ``--sites`` or by a Site object, that this replica leads: the hub keeps
+        their streams and consumers and polls their heartbeats. An RKCP naming any other site is
+        not authorized, so a tenant cannot make the hub create a consumer for a site name it
+        invents."""
+        named = self.settings.static_sites | {name for _, name in self.site_objects}
+        return frozenset(site for site in named if self.holds(site))
 
     def ensured(self, site: str) -> bool:
         """Whether ``site``'s stream and consumers were made (or found) by this hub."""
@@ -54,7 +67,10 @@ class SiteStreams:
         if wanted and wanted <= self.sites:
             return
         s = self.settings
+        # Only the sites not ensured yet: a thousand Sites appearing one by one cost a thousand
+        # sites' requests, not half a million.
+        missing = wanted - self.sites
         await bus.ensure_topology(
-            self.conn, sites=sorted(wanted), replicas=s.replicas, prefix=s.prefix, limits=s.limits
+            self.conn, sites=sorted(missing), replicas=s.replicas, prefix=s.prefix, limits=s.limits
         )
-        self.sites = wanted
+        self.sites = (self.sites & wanted) | missing

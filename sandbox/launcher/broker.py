@@ -3,8 +3,9 @@
 Owns their command lines (``kamaji-broker hub`` / ``agent`` with every path, URL and interval as
 a flag, as a deployment would pass them), their health ports and, with ``hub_replicas`` > 1,
 leader election through the Lease ``kamaji-broker-hub`` in ``default`` of ``mgmt`` (``leader()``
-reads its holder). A layer of ``sandbox.launcher.system.System``, on top of the NATS nodes
-(their URLs) and the clusters (their kubeconfigs, ``mgmt``).
+reads its holder), or with ``shard`` the sites shared through a Lease per replica. A layer of
+``sandbox.launcher.system.System``, on top of the NATS nodes (their URLs) and the clusters (their
+kubeconfigs, ``mgmt``).
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ class Broker(Installs):
         ]  # fmt: skip
         if self.options.hub_replicas > 1:
             args += [
-                "--leader-elect", "--lease-namespace", self.lease_namespace, "--lease-name", HUB_LEASE,
+                "--shard" if self.options.shard else "--leader-elect",
+                "--lease-namespace", self.lease_namespace, "--lease-name", HUB_LEASE,
                 "--lease-duration", str(self.options.lease_duration), "--identity", name,
             ]  # fmt: skip
         return self._spawn(name, args, health_url=self.hub_health_urls[name])

@@ -71,6 +71,9 @@ class Options:
     (children ``hub``, ``hub-1``, ...)."""
     lease_duration: float = 4.0
     """Seconds of the hub's Lease, with ``hub_replicas`` > 1."""
+    shard: bool = False
+    """With ``hub_replicas`` > 1: the replicas share the sites (``--shard``), each leading its
+    share through a Lease of its own, instead of one leading them all."""
 
     def __post_init__(self) -> None:
         if not self.sites:

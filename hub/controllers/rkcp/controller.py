@@ -34,7 +34,7 @@ class Controller:
         self.observations = deps.observations
         self.queue: queue.WorkQueue[Key] = queue.WorkQueue()
         site_objects = cache.ObjectCache()
-        self.topology = SiteStreams(settings, deps.conn, site_objects)
+        self.topology = SiteStreams(settings, deps.conn, site_objects, holds=deps.holds)
         self.site_sync = site_controller.SiteSync(
             settings, deps, objects=site_objects, control_planes=self.control_planes,
             ensure_topology=self.topology.ensure_site,
@@ -52,8 +52,9 @@ class Controller:
             released=self.released,
         )  # fmt: skip
         self.survey = surveying.IntentSurvey(
-            settings, deps.conn, self.reconciler.published, on_moved=self._intent_moved
-        )
+            settings, deps.conn, self.reconciler.published, on_moved=self._intent_moved,
+            shared=self.known_sites if settings.shared else None,
+        )  # fmt: skip
         """What is written to KB_INTENTS behind the hub's back, found once per interval."""
 
     async def run(self) -> None:
@@ -77,6 +78,9 @@ class Controller:
     async def _worker(self) -> None:
         while True:
             key = await self.queue.get()
+            if not self.deps.holds(self.index.site_of(key)):
+                self.queue.done(key)  # another replica's share: its site is led there
+                continue
             try:
                 requeue = await self.reconciler.handle(key)
             finally:

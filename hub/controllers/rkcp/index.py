@@ -35,6 +35,8 @@ class Index:
         self._inputs: dict[Key, int] = {}
         """A hash of what each RKCP's reconcile decides from (see ``decision_inputs``)."""
         self._created: dict[Key, str] = {}
+        self._site: dict[Key, str] = {}
+        """The site each RKCP names, as written (its shard: ``site_of``)."""
         self._owner: dict[Key, str] = {}
         """The owner Cluster's name of each RKCP (for Cluster events)."""
         self._coords_of: dict[Key, Coordinates] = {}
@@ -55,6 +57,7 @@ class Index:
         changed = self._inputs.get(key) != inputs
         self._inputs[key] = inputs
         self._created[key] = str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+        self._site[key] = str((obj.get("spec") or {}).get("site") or "")
         self._owner[key] = owner_cluster(obj)
         meta = obj.get("metadata") or {}
         claim = str((meta.get("annotations") or {}).get(api.OWNER_UID_ANNOTATION) or "")
@@ -76,7 +79,7 @@ class Index:
 
     def forget(self, key: Key) -> Coordinates | None:
         """Drop everything held for ``key``; the coordinates it mapped to, if any."""
-        for per_key in (self._inputs, self._created, self._owner, self._identities):
+        for per_key in (self._inputs, self._created, self._site, self._owner, self._identities):
             per_key.pop(key, None)
         coords = self._coords_of.pop(key, None)
         if coords is not None:
@@ -100,6 +103,10 @@ class Index:
     def at(self, coords: Coordinates) -> frozenset[Key]:
         """The RKCPs mapping to ``coords``."""
         return frozenset(self._by_coords.get(coords, ()))
+
+    def site_of(self, key: Key) -> str:
+        """The site an RKCP names (as written, valid or not: whoever leads it writes why not)."""
+        return self._site.get(key, "")
 
     def maps(self, coords: Coordinates) -> bool:
         return bool(self._by_coords.get(coords))

@@ -120,8 +120,8 @@ class ReleasedDeletions:
             except protocol_errors.SubjectError:
                 continue
             coords = Coordinates(parsed.site, parsed.namespace, parsed.name)
-            if maps(coords):
-                continue  # the RKCP's reconcile reads it, and tracks what it names
+            if maps(coords) or not self.deps.holds(coords.site):
+                continue  # the RKCP's reconcile reads it, and tracks what it names; or another replica's
             stored = await bus.last_message(self.deps.conn, stream, subject)
             intent = _reduce(stored, _intent)
             if intent is not None and intent.op == "delete":

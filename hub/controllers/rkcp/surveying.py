@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
 from common import bus, logs
 from common.bus import errors as bus_errors
@@ -29,6 +29,11 @@ log = logging.getLogger(__name__)
 LIST_PAGE = 100_000
 """Subjects nats-server lists in one stream-info answer."""
 
+SHARED_READ_LIMIT = 100_000
+"""With the sites shared: sequences since the last survey read (as subjects, no payload) before
+every record is read again instead. The other replicas' intents count, so far more than
+``survey.FOREIGN_READ_LIMIT``."""
+
 
 class IntentSurvey:
     def __init__(
@@ -38,11 +43,16 @@ class IntentSurvey:
         published: PublishedIntents,
         *,
         on_moved: Callable[[Coordinates], None],
+        shared: Callable[[], Iterable[str]] | None = None,
     ) -> None:
         self.settings = settings
         self.conn = conn
         self.published = published
         self.on_moved = on_moved
+        self.shared = shared
+        """With the sites shared among replicas (--shard): the sites this one leads. The other
+        replicas' intents are not foreign, and they are many: only the subjects of these sites
+        are read (``bus.subjects_since``, headers only), not each message."""
         self.stream = streams.stream_name(subjects.Kind.INTENT, prefix=settings.prefix)
         self._mark: survey.Mark | None = None
         """The stream's state at the last survey that was followed through (None: none yet)."""
@@ -66,8 +76,10 @@ class IntentSurvey:
         state = await bus.stream_info(self.conn, self.stream)
         mark = survey.Mark(messages=state.messages, first_seq=state.first_seq, last_seq=state.last_seq)
         own = self.published.own_seqs
-        verdict = survey.judge(self._mark, mark, own)
-        if verdict.everything:
+        limit = SHARED_READ_LIMIT if self.shared is not None else survey.FOREIGN_READ_LIMIT
+        verdict = survey.judge(self._mark, mark, own, limit=limit)
+        written = None if verdict.everything else await self._written(verdict.foreign)
+        if written is None:
             log.warning(
                 "%s moved behind the hub's back (last sequence %s, was %s): reading every intent again",
                 self.stream,
@@ -76,15 +88,30 @@ class IntentSurvey:
             )
             for coords, _, _ in self.published.recorded():
                 self._moved(coords)
-        for seq in verdict.foreign:
-            stored = await bus.message_at(self.conn, self.stream, seq)
-            if stored is not None and seq not in own:  # own: acknowledged meanwhile
-                self._foreign(stored.subject, seq)
-        if verdict.compare and not verdict.everything:
+        for seq, subject in written or ():
+            if seq not in own:  # own: acknowledged meanwhile
+                self._foreign(subject, seq)
+        if verdict.compare and written is not None:
             await self._compare()
         self._mark = mark
         own.difference_update([s for s in own if s <= mark.last_seq])
         return verdict
+
+    async def _written(self, foreign: Sequence[int]) -> list[tuple[int, str]] | None:
+        """The subject at each of the ``foreign`` sequences that is about a site this replica
+        leads; None when too many to read."""
+        if not foreign:
+            return []
+        if self.shared is None:
+            stored = [await bus.message_at(self.conn, self.stream, seq) for seq in foreign]
+            return [(m.seq, m.subject) for m in stored if m is not None]
+        filters = [
+            subjects.site_filter(subjects.Kind.INTENT, site, prefix=self.settings.prefix)
+            for site in sorted(self.shared())
+        ]
+        found = await bus.subjects_since(self.conn, self.stream, foreign[0], filters, limit=SHARED_READ_LIMIT)
+        wanted = set(foreign)
+        return None if found is None else [(seq, subject) for seq, subject in found if seq in wanted]
 
     def _foreign(self, subject: str, seq: int) -> None:
         try:

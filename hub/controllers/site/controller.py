@@ -5,8 +5,9 @@ a Site, has the site's NATS stream and consumers made (``ensure_topology``, once
 control plane yet needs them for its agent to start; a failure is retried). Reads the Site
 objects from the RKCP controller's cache (one informer per kind: the controller's watch feeds
 ``objects``), the site's heartbeat and backlog from ``hub.ingest.liveness``, and the number of RKCPs
-placed at the site from the controller's index. One worker; each site is looked at again every
-``resync`` seconds, since a heartbeat ages out with time alone.
+placed at the site from the controller's index. One worker; a site is looked at when it changes
+(its object, its control planes, what ``hub.ingest.liveness`` reports: connected, backlog, what the
+agent says of itself) and every ``resync`` seconds besides, for the heartbeat time alone.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from protocol import keys as protocol_keys
 log = logging.getLogger(__name__)
 
 SITE = resources.SITE
+TOPOLOGY_RETRY = 5.0
+"""Seconds until a site whose stream and consumers could not be made is looked at again."""
 
 
 def key(site: str) -> cache.Key:
@@ -61,8 +64,10 @@ class SiteSync:
         with no control plane yet has them too, so its agent can start."""
         self.signing_key_id = protocol_keys.key_id(bytes(deps.signer.verify_key))
         """The key id the hub signs with: a Site whose agent does not trust it is told so."""
-        self.resync = max(1.0, settings.heartbeat_interval)
-        """Seconds between looks at one site: connectedness changes as a heartbeat ages."""
+        self.resync = site_status.HEARTBEAT_WRITE_INTERVAL / 2
+        """Seconds between looks at one site when nothing changes: ``lastHeartbeatTime`` is then
+        at most ``HEARTBEAT_WRITE_INTERVAL`` and a half old (a change of connectedness is
+        reported by the heartbeat poller at once)."""
         self.queue: queue.WorkQueue[str] = queue.WorkQueue()
         self.credentials = (
             credentials.SiteCredentials(deps.kube, deps.revoke, self._bootstrap(), issuer=deps.issuer)
@@ -136,32 +141,24 @@ class SiteSync:
         obj = self.objects.get(key(site))
         if obj is None:
             return None  # deleted: nothing to write, nothing to look at again
+        if not self.deps.holds(site):
+            return None  # another replica leads it
         if self.credentials is not None and await self.credentials.sync(obj):
             return None  # being deleted: revoked, released; its next event brings it back
         try:
             s = site_api.Site.parse(obj)
         except pydantic.ValidationError:
             return None
+        requeue = self.resync
         try:
             await self.ensure_topology(site)
         except bus_errors.BusError as exc:
-            # Its status is still written; the next look (``resync``) tries again.
+            # Its status is still written; a look soon tries again.
             log.warning("making the stream and consumers of site %s: %s; retrying", site, exc,
                         extra=logs.about_site(site))  # fmt: skip
+            requeue = TOPOLOGY_RETRY
         now = dt.datetime.now(dt.UTC)
-        snap = self.deps.sites.snapshot(site, now, interval=self.settings.heartbeat_interval)
-        beat = snap.heartbeat
-        facts = site_status.Facts(
-            generation=s.metadata.generation,
-            connected=snap.connected if snap.last_heartbeat_time is not None else None,
-            last_heartbeat_time=snap.last_heartbeat_time,
-            backlog=snap.backlog,
-            control_planes=self.control_planes(site),
-            agent_version=(beat.agent_version or None) if beat is not None else None,
-            trusted_key_ids=tuple(beat.trusted_key_ids) if beat is not None else (),
-            signing_key_id=self.signing_key_id,
-        )
-        status = site_status.new_status(s.status, facts, now=now)
+        status = site_status.new_status(s.status, self._facts(s, now), now=now)
         if site_status.worth_writing(s.status, status):
             try:
                 # Explicit nulls: a merge patch removes what is no longer known (a backlog).
@@ -178,7 +175,23 @@ class SiteSync:
             # older resourceVersion back and fail with a Conflict.
             if _resource_version(self.objects.get(key(site))) == _resource_version(obj):
                 self.objects.put(key(site), patched)
-        return self.resync
+        return requeue
+
+    def _facts(self, s: site_api.Site, now: dt.datetime) -> site_status.Facts:
+        """What the hub observed of the site now."""
+        site = s.metadata.name
+        snap = self.deps.sites.snapshot(site, now, interval=self.settings.heartbeat_interval)
+        beat = snap.heartbeat
+        return site_status.Facts(
+            generation=s.metadata.generation,
+            connected=snap.connected if snap.last_heartbeat_time is not None else None,
+            last_heartbeat_time=snap.last_heartbeat_time,
+            backlog=snap.backlog,
+            control_planes=self.control_planes(site),
+            agent_version=(beat.agent_version or None) if beat is not None else None,
+            trusted_key_ids=tuple(beat.trusted_key_ids) if beat is not None else (),
+            signing_key_id=self.signing_key_id,
+        )
 
 
 def _resource_version(obj: dict[str, Any] | None) -> object:
