@@ -6,6 +6,8 @@ sites' liveness) and ``common``.
 verdicts       every site's verdict and the fleet's problems (pure)
 controlplanes  a control plane's phase and why it is not Ready (pure)
 reading        reading the fleet from the management cluster and the bus (the observer's user)
+watching       the fleet kept by watching (list + watch, the bus every few seconds), a look when it changed
+keeping        what a watcher keeps of each object, and whether a change shows (no I/O)
 view           the status table, its JSON, the live view's events (pure)
 wording        why not Ready in words, timestamps as ages (pure)
 columns        tables and lines fitted to a terminal's width, cut at a word (pure)
