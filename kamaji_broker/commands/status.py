@@ -1,9 +1,10 @@
 """``kamaji-broker status``: the whole fleet on one screen, from the management cluster and the bus.
 
 Reads every Site and RemoteKamajiControlPlane (``--kubeconfig``: it needs list on both, and
-watch with ``--watch``, nothing else) and, with ``--nats-url``, each site's backlog, the hub's lag and the latest heartbeat from
-the bus with the observer's read-only credential (``nats-config`` writes it: ``observer.creds``
-in operator mode, ``observer.nk`` with static users). Prints every site (connected, heartbeat
+watch with ``--watch``, nothing else) and, with ``--nats-url``, each site's backlog, the hub's
+lag and the latest heartbeat from the bus with the observer's read-only credential
+(``nats-config`` writes it: ``observer.creds`` in operator mode, ``observer.nk`` with static
+users). Prints every site (connected, heartbeat
 age, backlog, agent version, trusted hub key ids, control planes by phase), every control plane
 that is not Ready with why, and the problems; ``-o json`` for scripts.
 
