@@ -31,8 +31,11 @@ Key = objects.Key
 
 
 def quiet(site: site_api.Site) -> site_api.Site:
-    """``site`` without what moves while nothing happens (the hub's copy of its heartbeat time)."""
-    return site.model_copy(update={"status": site.status.model_copy(update={"last_heartbeat_time": None})})
+    """``site`` without what moves while nothing happens: the hub's copy of its heartbeat time,
+    and the resourceVersion each of its writes gives."""
+    status = site.status.model_copy(update={"last_heartbeat_time": None})
+    metadata = site.metadata.model_copy(update={"resource_version": ""})
+    return site.model_copy(update={"status": status, "metadata": metadata})
 
 
 def shown(bus: Mapping[str, verdicts.BusSite] | None) -> dict[str, verdicts.BusSite] | None:

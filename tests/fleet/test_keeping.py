@@ -40,16 +40,23 @@ def _status(obj: dict[str, Any], **fields: Any) -> dict[str, Any]:
     return obj
 
 
+def written(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as a write returns it: with a new resourceVersion."""
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": "2"}}
+
+
 READY = rkcp(ready=True, conditions={"Ready": ("True", "Ready"), "SecretsSynced": ("True", "S")})
 
 # (what happens to the kept Site and RKCP, whether a look would show it)
 CHANGES: list[Any] = [
-    pytest.param(lambda k: k.put_site(site(heartbeat=1)), False, id="site-heartbeat-time-only"),
-    pytest.param(lambda k: k.put_site(site(connected=False)), True, id="site-disconnected"),
+    pytest.param(lambda k: k.put_site(written(site(heartbeat=1))), False, id="site-heartbeat-time-only"),
+    pytest.param(lambda k: k.put_site(written(site(connected=False))), True, id="site-disconnected"),
     pytest.param(lambda k: k.put_site(site("site-b")), True, id="site-added"),
     pytest.param(lambda k: k.drop_site("site-a"), True, id="site-deleted"),
     pytest.param(lambda k: k.drop_site("site-z"), False, id="unknown-site-deleted"),
-    pytest.param(lambda k: k.put_rkcp(KEY, _status(READY, replicas=3)), False, id="rkcp-unshown-field"),
+    pytest.param(
+        lambda k: k.put_rkcp(KEY, written(_status(READY, replicas=3))), False, id="rkcp-unshown-field"
+    ),
     pytest.param(lambda k: k.put_rkcp(KEY, _status(READY, version="v1.32.0")), True, id="rkcp-upgraded"),
     pytest.param(lambda k: k.put_rkcp(KEY, rkcp(ready=False)), True, id="rkcp-not-ready"),
     pytest.param(lambda k: k.put_rkcp(("default", "x"), rkcp("x")), True, id="rkcp-added"),
