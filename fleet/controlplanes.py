@@ -11,6 +11,10 @@ for); a control plane done but not Ready is ``Serving``.
 A Cluster of a ClusterClass has no RKCP until CAPI's topology controller makes one: until then
 ``waiting_clusters`` stands in for it, ``WaitingForTopology``, with why from the Cluster's
 ``TopologyReconciled`` condition (its class missing, say), so that it is not simply absent.
+
+A watcher keeps each RKCP as ``observe`` reads it (``Observed``: a few strings, not the object)
+and makes its control plane with ``from_observed`` when it changes; ``aged`` turns the
+timestamps of one made without ``now`` into ages at each look.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ WAITING_FOR_TOPOLOGY: Final = "WaitingForTopology"
 TOPOLOGY_RECONCILED: Final = "TopologyReconciled"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ControlPlane:
     namespace: str
     name: str
@@ -129,6 +133,82 @@ def _cause(obj: Mapping[str, Any]) -> str:
     return f"{reason}: {message}" if reason and message else reason or message
 
 
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What a ``ControlPlane`` is made of, read off its RKCP once: what a watcher
+    (``fleet.watching``) keeps per object instead of the object, and compares to tell a change
+    that shows from one that does not (a new resourceVersion, a replica count)."""
+
+    namespace: str
+    name: str
+    cluster: str
+    site: str
+    ready: bool
+    deleting: bool
+    secrets_synced: bool
+    phase: str
+    """Its phase while not ``status.ready``: the site's, ``Conflict``, ``Delivering`` or ``Requested``."""
+    version: str
+    endpoint: str
+    cause: str
+    why: str
+    """``reason`` with its timestamps as written (``fleet.wording.ages`` turns them into ages)."""
+
+
+def observe(obj: Mapping[str, Any]) -> Observed:
+    """What of the RKCP ``obj`` its ``ControlPlane`` shows."""
+    metadata = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    conditions = _conditions(obj)
+    site = str(spec.get("site") or "")
+    endpoint = spec.get("controlPlaneEndpoint") or {}
+    cause = _cause(obj)
+    return Observed(
+        namespace=str(metadata.get("namespace") or ""),
+        name=str(metadata.get("name") or ""),
+        cluster=_cluster_name(obj),
+        site=site,
+        ready=status.get("ready") is True,
+        deleting=bool(metadata.get("deletionTimestamp")),
+        secrets_synced=(conditions.get(rkcp.SECRETS_SYNCED) or {}).get("status") == "True",
+        phase=_phase(obj, ready=False, kubeconfig=False),
+        version=str(status.get("version") or spec.get("version") or ""),
+        endpoint=f"{endpoint['host']}:{endpoint.get('port', '')}" if endpoint.get("host") else "",
+        cause=cause,
+        why=wording.why_not_ready(conditions, site=site) if cause else "",
+    )
+
+
+def from_observed(
+    o: Observed, *, secrets: Collection[tuple[str, str]] | None = None, now: dt.datetime | None = None
+) -> ControlPlane:
+    """The control plane ``o`` was observed of: ``secrets`` and ``now`` as ``new_control_plane``'s."""
+    if secrets is None:
+        kubeconfig = o.secrets_synced
+    else:
+        kubeconfig = (o.namespace, names.capi_kubeconfig(o.cluster)) in secrets
+    if o.deleting:
+        phase = "Deleting"
+    elif o.ready:
+        phase = READY if kubeconfig else "WaitingForKubeconfig"
+    else:
+        phase = o.phase
+    return ControlPlane(
+        namespace=o.namespace,
+        name=o.name,
+        cluster=o.cluster,
+        site=o.site,
+        phase=SERVING if phase == READY and o.cause else phase,
+        ready=o.ready,
+        kubeconfig=kubeconfig,
+        version=o.version,
+        endpoint=o.endpoint,
+        reason=wording.ages(o.why, now),
+        cause=o.cause,
+    )
+
+
 def new_control_plane(
     obj: Mapping[str, Any],
     *,
@@ -138,35 +218,17 @@ def new_control_plane(
     """One RKCP; ``secrets`` holds (namespace, name) of the Secrets in the management cluster, or
     None to trust its ``SecretsSynced`` condition; ``now`` turns the timestamps of why it is not
     Ready into ages."""
-    metadata = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    namespace = str(metadata.get("namespace") or "")
-    cluster = _cluster_name(obj)
-    ready = status.get("ready") is True
-    if secrets is None:
-        kubeconfig = (_conditions(obj).get(rkcp.SECRETS_SYNCED) or {}).get("status") == "True"
-    else:
-        kubeconfig = (namespace, names.capi_kubeconfig(cluster)) in secrets
-    endpoint = spec.get("controlPlaneEndpoint") or {}
-    cp = ControlPlane(
-        namespace=namespace,
-        name=str(metadata.get("name") or ""),
-        cluster=cluster,
-        site=str(spec.get("site") or ""),
-        phase=_phase(obj, ready=ready, kubeconfig=kubeconfig),
-        ready=ready,
-        kubeconfig=kubeconfig,
-        version=str(status.get("version") or spec.get("version") or ""),
-        endpoint=f"{endpoint['host']}:{endpoint.get('port', '')}" if endpoint.get("host") else "",
-    )
-    cause = _cause(obj)
-    why = wording.why_not_ready(_conditions(obj), site=cp.site, now=now) if cause else ""
-    phase = SERVING if cp.phase == READY and cause else cp.phase
-    return dataclasses.replace(cp, phase=phase, reason=why, cause=cause)
+    return from_observed(observe(obj), secrets=secrets, now=now)
 
 
-def _waiting_cluster(obj: Mapping[str, Any], *, now: dt.datetime | None) -> ControlPlane | None:
+def aged(cp: ControlPlane, now: dt.datetime) -> ControlPlane:
+    """``cp`` made without ``now`` (its timestamps as written), with ages as of ``now``."""
+    return dataclasses.replace(cp, reason=wording.ages(cp.reason, now)) if cp.reason else cp
+
+
+def waiting_cluster(obj: Mapping[str, Any], *, now: dt.datetime | None) -> ControlPlane | None:
+    """The Cluster ``obj`` as a control plane on its way, when it has a ``spec.topology`` and
+    refers to no control plane yet; else None."""
     spec = obj.get("spec") or {}
     topology = spec.get("topology")
     if not isinstance(topology, Mapping) or spec.get("controlPlaneRef"):
@@ -200,5 +262,5 @@ def waiting_clusters(
     """The Clusters with a ``spec.topology`` and no control plane yet (none refers to one, and no
     RKCP of ``made`` is theirs), each as a control plane on its way."""
     theirs = {(cp.namespace, cp.cluster) for cp in made}
-    found = (_waiting_cluster(obj, now=now) for obj in clusters)
+    found = (waiting_cluster(obj, now=now) for obj in clusters)
     return [cp for cp in found if cp is not None and (cp.namespace, cp.cluster) not in theirs]

@@ -255,18 +255,30 @@ def new_fleet(
     agents' heartbeat intervals, as the hub counts), for a site whose heartbeat does not say its
     interval; one that says it is judged by it."""
     objects = {s.metadata.name: s for s in (site_api.Site.model_validate(o) for o in sites)}
-    cps = sorted(
-        (new_control_plane(o, secrets=secrets, now=now) for o in rkcps),
-        key=lambda c: (c.site, c.namespace, c.name),
-    )
-    by_site: dict[str, list[ControlPlane]] = {name: [] for name in objects}
-    for cp in cps:
+    cps = (new_control_plane(o, secrets=secrets, now=now) for o in rkcps)
+    return assemble(objects, cps, now=now, bus=bus, stale_after=stale_after, notes=notes)
+
+
+def assemble(
+    sites: Mapping[str, site_api.Site],
+    cps: Iterable[ControlPlane],
+    *,
+    now: dt.datetime,
+    bus: Mapping[str, BusSite] | None = None,
+    stale_after: float = 30.0,
+    notes: Iterable[str] = (),
+) -> Fleet:
+    """``new_fleet`` from the Sites (by name) and the control planes already made: what a
+    watcher (``fleet.watching``) keeps between two looks."""
+    ordered = sorted(cps, key=lambda c: (c.site, c.namespace, c.name))
+    by_site: dict[str, list[ControlPlane]] = {name: [] for name in sites}
+    for cp in ordered:
         by_site.setdefault(cp.site, []).append(cp)
     read = {name: None if bus is None else bus.get(name, BusSite(error="not read")) for name in by_site}
     rows = tuple(
         site_row(
             name,
-            objects.get(name),
+            sites.get(name),
             members,
             bus=read[name],
             now=now,
@@ -274,4 +286,4 @@ def new_fleet(
         )
         for name, members in sorted(by_site.items())
     )
-    return Fleet(sites=rows, control_planes=tuple(cps), bus=bus is not None, notes=tuple(notes))
+    return Fleet(sites=rows, control_planes=tuple(ordered), bus=bus is not None, notes=tuple(notes))

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from common import aiotasks, bus
+from common import bus
 from common.bus import errors as bus_errors
 from common.kube import errors as kerrors
-from fleet import view
+from fleet import verdicts, view, watching
 from protocol import permissions
 from sandbox import hints, launcher, natsd, processes, progress
 from sandbox.capi import controller
@@ -40,8 +40,8 @@ from sandbox.launcher import workload
 __all__ = ["Options", "main"]
 
 POLL = 0.5
-"""Seconds between two looks at the management cluster: fast enough to feel live, and a list of
-a few dozen objects twice a second costs the emulator nothing."""
+"""Seconds the live view waits for a look (``fleet.watching``: one comes when something changed)
+before it checks on its processes again."""
 
 
 HEARTBEAT = 2.0
@@ -110,11 +110,29 @@ async def _observe(t: launcher.System) -> bus.Connection:
 async def _watch(
     t: launcher.System, options: Options, screen: progress.Screen, stop: asyncio.Event, conn: bus.Connection
 ) -> int:
+    """The live view until Ctrl-C: the fleet kept by watching (``fleet.watching``), each look shown."""
+    watcher = t.watcher(conn)
+    watched = asyncio.create_task(watcher.run())
+    try:
+        return await _follow(t, options, screen, stop, watcher)
+    finally:
+        watched.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watched
+
+
+async def _follow(
+    t: launcher.System,
+    options: Options,
+    screen: progress.Screen,
+    stop: asyncio.Event,
+    watcher: watching.Watcher,
+) -> int:
     loop = asyncio.get_running_loop()
     began = loop.time()
     deadline = began + options.timeout
-    ready = False
-    warned = False
+    ready = warned = False
+    snapshot: verdicts.Fleet | None = None
     while not stop.is_set():
         failures = t.failures()
         if failures:
@@ -122,38 +140,45 @@ async def _watch(
             for line in view.printable(failures):
                 print(f"kamaji-broker sandbox: error: {line}", file=sys.stderr)
             return 1
-        snapshot = await t.progress(conn)
+        # A look when something changed (or every few seconds, for the ages); None meanwhile.
+        look = await watcher.next(timeout=POLL)
         now = loop.time()
-        # Live until Ctrl-C: upgrades, deletions, disconnects after Ready show too.
-        screen.show(snapshot, elapsed=now - began)
-        if not ready and progress.ready(snapshot, expected=options.control_planes * len(t.sites)):
+        if look is not None:
+            snapshot = look
+            # Live until Ctrl-C: upgrades, deletions, disconnects after Ready show too.
+            screen.show(snapshot, elapsed=now - began)
+        if (
+            look is not None
+            and not ready
+            and progress.ready(look, expected=options.control_planes * len(t.sites))
+        ):
             ready = True
             screen.freeze()
+            staying = not options.exit_when_ready
             hints.print_ready(
-                t,
-                snapshot,
-                screen,
-                elapsed=now - began,
-                staying=not options.exit_when_ready,
-                topology=options.topology,
+                t, look, screen, elapsed=now - began, staying=staying, topology=options.topology
             )
             if options.exit_when_ready:
                 return 0
-        if not ready and now > deadline and not warned:
-            screen.freeze()
-            message = progress.not_ready(
-                snapshot, timeout=options.timeout, errors=t.recent_errors(), logs_dir=t.logs_dir
-            )
-            print(f"kamaji-broker sandbox: {'error' if options.exit_when_ready else 'warning'}: {message}",
-                  file=sys.stderr)  # fmt: skip
-            if options.exit_when_ready:
+        if snapshot is not None and not ready and now > deadline and not warned:
+            if _late(t, options, screen, snapshot):
                 return 1
             warned = True
         # Signed again at half its lifetime: when the server drops the view's connection at the
         # old one's expiry, the reconnect presents this one.
         t.observer_credential()
-        await aiotasks.wait_event(stop, POLL)
     return 130 if options.exit_when_ready and not ready else 0
+
+
+def _late(t: launcher.System, options: Options, screen: progress.Screen, snapshot: verdicts.Fleet) -> bool:
+    """Say why the sandbox is not Ready after ``--timeout``; whether to give up (``--exit-when-ready``)."""
+    screen.freeze()
+    message = progress.not_ready(
+        snapshot, timeout=options.timeout, errors=t.recent_errors(), logs_dir=t.logs_dir
+    )
+    print(f"kamaji-broker sandbox: {'error' if options.exit_when_ready else 'warning'}: {message}",
+          file=sys.stderr)  # fmt: skip
+    return options.exit_when_ready
 
 
 async def _work(t: launcher.System, options: Options, screen: progress.Screen, stop: asyncio.Event) -> int:

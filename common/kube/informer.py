@@ -74,6 +74,7 @@ async def inform(
         async for item in items:
             if isinstance(item, watching.Synced):
                 relisted(sink, item.items, namespace)
+                del item  # the sink keeps what it needs: the listing goes before the next event
                 if synced is not None:
                     synced()
             else:

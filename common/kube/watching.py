@@ -50,7 +50,11 @@ async def stream(
             if not version:
                 listing = await kube.list(r, namespace=namespace, label_selector=label_selector)
                 version = listing.resource_version
-                yield Synced(items=listing.items, resource_version=version)
+                synced = Synced(items=listing.items, resource_version=version)
+                # Not held while watching: a listing of 10,000 objects is a hundred megabytes of dicts.
+                del listing
+                yield synced
+                del synced
             events = kube.watch(
                 r,
                 resource_version=version,

@@ -1,15 +1,22 @@
 """``kamaji-broker status``: the whole fleet on one screen, from the management cluster and the bus.
 
-Reads every Site and RemoteKamajiControlPlane (``--kubeconfig``: it needs list on both, nothing
-else) and, with ``--nats-url``, each site's backlog, the hub's lag and the latest heartbeat from
-the bus with the observer's read-only credential (``nats-config`` writes it: ``observer.creds``
-in operator mode, ``observer.nk`` with static users). Prints every site (connected, heartbeat
+Reads every Site and RemoteKamajiControlPlane (``--kubeconfig``: it needs list on both, and
+watch with ``--watch``, nothing else) and, with ``--nats-url``, each site's backlog, the hub's
+lag and the latest heartbeat from the bus with the observer's read-only credential
+(``nats-config`` writes it: ``observer.creds`` in operator mode, ``observer.nk`` with static
+users). Prints every site (connected, heartbeat
 age, backlog, agent version, trusted hub key ids, control planes by phase), every control plane
 that is not Ready with why, and the problems; ``-o json`` for scripts.
 
+With ``--watch`` it keeps the fleet on screen until Ctrl-C (``fleet.screen``: redrawn in place
+on a terminal, one line per event otherwise; ``-o json``: one JSON object per line per look),
+kept by watching the management cluster (``fleet.watching``: one list, then watch events) and
+reading the bus every ``--heartbeat-interval`` seconds: it costs next to nothing at rest, where
+looking again and again would list every object each time.
+
 Exit codes: 0 healthy; 1 something is unhealthy (a site disconnected or refusing the hub's key,
 the hub not updating, a control plane not Ready, the bus unreadable) or the management cluster
-cannot be read; 2 a flag is wrong.
+cannot be read; 2 a flag is wrong. With ``--watch``, on Ctrl-C, those of the last look.
 """
 
 from __future__ import annotations
@@ -20,9 +27,12 @@ import contextlib
 import datetime as dt
 import json
 import os
+import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 import yaml
 
@@ -30,7 +40,7 @@ from common import bus
 from common.bus import errors as bus_errors
 from common.kube import Kube, connect
 from common.kube import errors as kube_errors
-from fleet import reading, verdicts, view
+from fleet import reading, screen, verdicts, view, watching
 from hub.ingest.liveness import HEARTBEAT_INTERVAL
 from protocol import errors as protocol_errors
 from protocol import natsjwt, permissions, subjects
@@ -78,6 +88,13 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         f"{HEARTBEAT_INTERVAL:g}; an agent that says its interval is judged by it)",
     )
     st.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
+    st.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep the fleet on screen until Ctrl-C, watching the management cluster and reading the "
+        "bus every --heartbeat-interval seconds (redrawn in place on a terminal, one line per event "
+        "otherwise; with -o json one object per line per look)",
+    )
 
 
 def _bus_options(args: argparse.Namespace) -> bus.Options:
@@ -191,7 +208,71 @@ def render(f: verdicts.Fleet, *, output: str) -> str:
     return "\n".join(view.printable(lines))
 
 
+def _watcher(args: argparse.Namespace, kube: Kube, conn: bus.Connection | None) -> watching.Watcher:
+    stale_after = MISSED_HEARTBEATS * args.heartbeat_interval
+    scope = watching.Scope(prefix=args.prefix, stale_after=stale_after)
+    return watching.Watcher(kube, conn, scope=scope, pace=watching.Pace(bus=args.heartbeat_interval))
+
+
+async def _looks(w: watching.Watcher, stop: asyncio.Event, show: Callable[[verdicts.Fleet], None]) -> int:
+    """Show each look ``w`` hands out until ``stop``; the exit code of the last."""
+    code = 1  # nothing seen: the management cluster could not be read
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        while not stop.is_set():
+            looking = asyncio.create_task(w.next())
+            await asyncio.wait({looking, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not looking.done():
+                looking.cancel()
+                break
+            f = looking.result()
+            assert f is not None  # no timeout
+            show(f)
+            code = 0 if f.healthy else 1
+    finally:
+        stopping.cancel()
+    return code
+
+
+async def follow(args: argparse.Namespace, kubeconfig: Path, out: TextIO) -> int:
+    """``--watch``: every look until Ctrl-C (or SIGTERM)."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    kube = await _kube(kubeconfig)
+    conn, notes = await _open_bus(args)
+    w = _watcher(args, kube, conn)
+    w.notes = tuple(notes)
+    drawn = screen.Screen(out, title="kamaji-broker status")
+    began = loop.time()
+
+    def show(f: verdicts.Fleet) -> None:
+        if args.output == "json":
+            out.write(json.dumps(view.to_json(f)) + "\n")
+            out.flush()
+        else:
+            drawn.show(f, elapsed=loop.time() - began)
+
+    watched = asyncio.create_task(w.run())
+    try:
+        with drawn.owning():
+            return await _looks(w, stop, show)
+    finally:
+        watched.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watched
+        await kube.close()
+        if conn is not None:
+            with contextlib.suppress(bus_errors.BusError):
+                await conn.close()
+
+
 def run(args: argparse.Namespace) -> int:
-    f = asyncio.run(read(args, check(args)))
+    kubeconfig = check(args)
+    if args.watch:
+        return asyncio.run(follow(args, kubeconfig, sys.stdout))
+    f = asyncio.run(read(args, kubeconfig))
     sys.stdout.write(render(f, output=args.output) + "\n")
     return 0 if f.healthy else 1

@@ -3,7 +3,8 @@
 Owns what a CAPI user would do to ask for a control plane at a site (a ``Cluster`` and its
 ``RemoteKamajiControlPlane``, from ``sandbox.launcher.workload``'s manifests; or the ClusterClass
 ``kamaji-broker`` once and a Cluster of that class, whose RKCP the topology simulator
-``sandbox.capi`` makes) and reading how far every control plane is (``fleet.reading``). Talks
+``sandbox.capi`` makes) and how far every control plane is: read once (``progress``:
+``fleet.reading``) or kept by watching (``watcher``: ``fleet.watching``, the live view's). Talks
 to ``mgmt`` through ``common.kube``. A layer of ``sandbox.launcher.system.System``.
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from common import bus, objects
 from common.kube import resources
-from fleet import reading, verdicts
+from fleet import reading, verdicts, watching
 from hub.controllers.rkcp import writing
 from protocol import streams
 from sandbox.capi import controller, infra
@@ -109,3 +110,10 @@ class ControlPlanes(Clusters):
         stale_after = streams.MISSED_HEARTBEATS * self.options.heartbeat_interval
         # Every Cluster here is the sandbox's: one of a ClusterClass still without its RKCP shows too.
         return await reading.read(self.mgmt, conn, secrets=names, stale_after=stale_after, clusters=True)
+
+    def watcher(self, conn: bus.Connection | None = None) -> watching.Watcher:
+        """The fleet as ``progress`` reads it, kept by watching while the watcher runs: the live
+        view's. The bus is read at the agents' heartbeat interval."""
+        interval = self.options.heartbeat_interval
+        scope = watching.Scope(stale_after=streams.MISSED_HEARTBEATS * interval, secrets=True, clusters=True)
+        return watching.Watcher(self.mgmt, conn, scope=scope, pace=watching.Pace(bus=interval))

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from fleet import controlplanes, verdicts
+from hub.api import site as site_api
 
 NOW = dt.datetime(2026, 12, 2, 8, 0, 0, tzinfo=dt.UTC)
 
@@ -313,3 +314,39 @@ def test_a_cluster_of_a_class_without_its_control_plane_yet_stands_in_for_it_say
         "ClusterClass default/kamaji-brokr not found"
     )
     assert new.reason == "waiting for the topology controller to make its control plane"
+
+
+WHY_WITH_A_TIME = rkcp(
+    ready=True,
+    conditions={"Ready": ("False", "HeartbeatMissing"), "SiteConnected": ("False", "HeartbeatMissing")},
+    message=f"* SiteConnected: last heartbeat {ago(300).isoformat()}",
+)
+
+
+@pytest.mark.parametrize("secrets", [None, NONE, KUBECONFIG], ids=["conditions", "no-secret", "secret"])
+@pytest.mark.parametrize(
+    "obj", [*(p.values[0] for p in PHASES), WHY_WITH_A_TIME], ids=[*(str(p.id) for p in PHASES), "why-aged"]
+)
+def test_made_from_what_a_watcher_keeps_a_control_plane_is_what_its_object_makes(
+    obj: dict[str, Any], secrets: set[tuple[str, str]] | None
+) -> None:
+    # A watcher observes once, without a clock, and ages at each look.
+    kept = controlplanes.from_observed(controlplanes.observe(obj), secrets=secrets)
+    assert controlplanes.aged(kept, NOW) == controlplanes.new_control_plane(obj, secrets=secrets, now=NOW)
+
+
+def test_a_kept_reason_keeps_its_timestamps_until_a_look_ages_them() -> None:
+    kept = controlplanes.from_observed(controlplanes.observe(WHY_WITH_A_TIME))
+    assert ago(300).isoformat() in kept.reason
+    assert controlplanes.aged(kept, NOW).reason == "site site-a not connected (last heartbeat 5m ago)"
+
+
+def test_assembled_from_control_planes_made_before_the_fleet_is_new_fleets() -> None:
+    objs = [rkcp("b-1", site="site-b", ready=True), rkcp("a-2", ready=True), rkcp("a-1", ready=False)]
+    sites = [site("site-a"), site("site-c")]
+    bus = {"site-a": BUS_ALIVE}
+    made = verdicts.new_fleet(sites, objs, now=NOW, bus=bus, secrets=KUBECONFIG)
+    cps = [controlplanes.new_control_plane(o, secrets=KUBECONFIG, now=NOW) for o in objs]
+    by_name = {s["metadata"]["name"]: site_api.Site.model_validate(s) for s in sites}
+    assert verdicts.assemble(by_name, cps, now=NOW, bus=bus) == made
+    assert [s.name for s in made.sites] == ["site-a", "site-b", "site-c"]
