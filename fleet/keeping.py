@@ -9,7 +9,7 @@ collector. So each object is read once, when it arrives: an RKCP as its
 look), a Site as its validated model, a kubeconfig Secret as its key, a Cluster of a
 ClusterClass still without its control plane as the stand-in ``controlplanes.waiting_cluster``
 makes. ``changed`` is called only when what a look shows changed: the hub writes a Site's
-heartbeat time every half minute, and an RKCP's status has fields no look shows; both are kept
+heartbeat time every few minutes, and an RKCP's status has fields no look shows; both are kept
 quietly (the next look shows the new ages).
 """
 
