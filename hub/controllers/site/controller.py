@@ -12,6 +12,7 @@ agent says of itself) and every ``resync`` seconds besides, for the heartbeat ti
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable
@@ -36,6 +37,9 @@ log = logging.getLogger(__name__)
 SITE = resources.SITE
 TOPOLOGY_RETRY = 5.0
 """Seconds until a site whose stream and consumers could not be made is looked at again."""
+WRITE_INTERVAL = 5.0
+"""Seconds: at most one status write per Site per interval. A burst of control planes placed at
+a site changes its count with each one; the count is information, not a trigger."""
 
 
 def key(site: str) -> cache.Key:
@@ -75,6 +79,8 @@ class SiteSync:
             else None
         )
         """Operator mode: the Site's finalizer and the revocation of its agent when deleted."""
+        self._written_at: dict[str, float] = {}
+        """Loop time of each Site's last status write."""
         self._specs: dict[str, site_api.SiteSpec | None] = {}
         """Each Site's parsed spec: every reconcile asks, and the control-plane count asks once
         per RKCP, so parsing the cached JSON each time would cost more than the rest."""
@@ -160,6 +166,11 @@ class SiteSync:
         now = dt.datetime.now(dt.UTC)
         status = site_status.new_status(s.status, self._facts(s, now), now=now)
         if site_status.worth_writing(s.status, status):
+            clock = asyncio.get_running_loop().time()
+            wait = self._written_at.get(site, -WRITE_INTERVAL) + WRITE_INTERVAL - clock
+            if wait > 0:
+                return min(wait, requeue)  # a burst of placements there: one write per interval
+            self._written_at[site] = clock
             try:
                 # Explicit nulls: a merge patch removes what is no longer known (a backlog).
                 # Without ``credential``: the credential service writes that, and a merge patch
