@@ -232,6 +232,24 @@ async def settled(mgmt: ckube.Kube, *, quiet: float, timeout: float = 900.0) -> 
     return round(loop.time() - start, 1), False
 
 
+async def sites_calls(kubeconfigs: Iterable[Path]) -> collections.Counter[tuple[str, str]]:
+    """Requests the sites' emulated API servers have received, summed, by (method, resource)."""
+    total: collections.Counter[tuple[str, str]] = collections.Counter()
+    for kubeconfig in kubeconfigs:
+        total += await mgmt_calls(server_of(kubeconfig))
+    return total
+
+
+def calls_per_cp(
+    before: collections.Counter[tuple[str, str]], after: collections.Counter[tuple[str, str]], k: int
+) -> dict[str, float]:
+    """Every request (a list or a watch is a GET with no name) per control plane, by ``METHOD resource``."""
+    spent = after - before
+    return {"total": round(sum(spent.values()) / k, 2)} | {
+        f"{m} {r}": round(n / k, 2) for (m, r), n in sorted(spent.items())
+    }
+
+
 async def nats_by_role(url: str) -> dict[str, int]:
     """Messages received by the server per client role (the connection name's last word before
     the site: ``kamaji-broker-hub``, ``kamaji-broker-agent-<site>``), from /connz."""
@@ -268,6 +286,8 @@ async def broker(k: int, n: int, *, rate: float | None, work: Path, timeout: flo
             await topo.create_control_plane(name, site=site)
 
         server = server_of(topo.kubeconfig(MGMT))
+        site_configs = [topo.kubeconfig(site) for site in sites]
+        site0 = await sites_calls(site_configs)
         calls0, cpu0 = await mgmt_calls(server), snapshot(topo.children)
         result = await drive(names, create, tracker, rate=rate, concurrency=64, timeout=timeout)
         cpu1 = snapshot(topo.children)
@@ -275,6 +295,7 @@ async def broker(k: int, n: int, *, rate: float | None, work: Path, timeout: flo
         # The hub's status writes trail the kubeconfig Secrets the tracker waits for.
         await settled(topo.mgmt, quiet=5.0)
         result["mgmt_writes_per_cp"] = writes_per_cp(calls0, await mgmt_calls(server), k)
+        result["site_requests_per_cp"] = calls_per_cp(site0, await sites_calls(site_configs), k)
         if monitor:
             after = await nats_totals(monitor)
             result["nats_msgs_per_cp"] = round((after[0] - before[0]) / k, 1)
@@ -385,6 +406,8 @@ async def direct(k: int, n: int, *, rate: float | None, work: Path, timeout: flo
         await asyncio.gather(*(c.wait_ready(timeout=60) for c in children))
         controller = Direct(kubes["mgmt"], {s: kubes[s] for s in sites})
         tracker = Tracker({name for name, _ in names})
+        site_configs = [base / f"{site}.kubeconfig" for site in sites]
+        site0 = await sites_calls(site_configs)
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
         infra0 = snapshot(children)
         tasks = [asyncio.create_task(tracker.watch(kubes["mgmt"]))]
@@ -394,6 +417,7 @@ async def direct(k: int, n: int, *, rate: float | None, work: Path, timeout: flo
             t.cancel()
         cpu1 = resource.getrusage(resource.RUSAGE_SELF)
         result["processes"] = role_usage(infra0, snapshot(children), k)
+        result["site_requests_per_cp"] = calls_per_cp(site0, await sites_calls(site_configs), k)
         # The direct controller runs in this process (with the load generator and the tracker).
         spent = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
         result["processes"]["direct-controller"] = {

@@ -2,7 +2,9 @@
 
 Owns the field mapping from RKCP to TCP, which follows the reference provider
 (clastix/cluster-api-control-plane-provider-kamaji): ``tcp_spec`` is the exact ``spec`` the hub
-puts into a provision intent, and ``coordinates`` is the (site, namespace, name) it goes to.
+puts into a provision intent, ``coordinates`` is the (site, namespace, name) it goes to, and
+``desired`` the two together with why there is no spec to send (no Cluster, a name the site
+cannot use, an intent too large).
 Pure and deterministic: equal inputs give equal dicts, so the hub can compare the desired spec
 with the one it last published and stay silent on a resync.
 
@@ -178,3 +180,29 @@ def metadata_problem(metadata: dict[str, dict[str, str]], spec: dict[str, Any] |
         f"annotations take {total} bytes, more than the {messages.MAX_INTENT_BODY} an intent carries "
         "to the site"
     )
+
+
+def owner_cluster(r: api.RemoteKamajiControlPlane) -> str:
+    """The name of the CAPI Cluster that owns ``r`` ("" while none does)."""
+    for ref in r.metadata.owner_references:
+        if ref.kind == "Cluster" and ref.api_version.startswith("cluster.x-k8s.io/"):
+            return ref.name
+    return ""
+
+
+def desired(
+    r: api.RemoteKamajiControlPlane, cluster: cluster_api.Cluster | None, problem: str
+) -> tuple[Coordinates, dict[str, Any] | None, str, str]:
+    """The coordinates, the TCP spec to send (None when none can be), why none can be and its
+    Ready reason: no usable Cluster (``problem``), a name the site cannot use, or an intent
+    larger than the stream carries."""
+    why = "WaitingForCluster"
+    try:
+        coords = coordinates(r)
+    except InvalidCoordinates as exc:
+        problem, why = (problem, why) if problem else (str(exc), "InvalidCoordinates")
+        coords = Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
+    spec = tcp_spec(r, cluster) if cluster is not None and not problem else None
+    if not problem:
+        problem, why = metadata_problem(tcp_metadata(r), spec), "IntentTooLarge"
+    return coords, None if problem else spec, problem, why

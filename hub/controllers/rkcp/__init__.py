@@ -13,6 +13,7 @@ infra          the InfraCluster's endpoint, any kind (discovery, read, merge pat
 writing        CAPI Secrets (open the kept or read box, write) and Events
 checksums      CAPI Secret checksums from a watch
 status_writes  at most one status patch per RKCP per second
+own_writes     the hub's own writes the watch has not brought back yet
 gauges         the metrics of the fleet: control planes by site and phase, Secrets behind,
                update-to-ready
 """

@@ -20,6 +20,7 @@ from hub.controllers.deps import Deps, Settings
 from hub.controllers.rkcp import infra as infra_endpoints
 from hub.controllers.rkcp import published as published_intents
 from hub.controllers.rkcp import writing
+from hub.controllers.rkcp.own_writes import OwnWrites
 from hub.controllers.rkcp.purging import ReleasedDeletions
 from hub.controllers.streams import SiteStreams
 from hub.mapping import tcp
@@ -46,6 +47,8 @@ class Executor:
         self.released = released
         self.topology = topology
         self.infra = infra
+        self.own = OwnWrites()
+        """The hub's own writes the watch has not brought back (shared with the status writer)."""
 
     async def execute(
         self, action: vocabulary.Action, r: api.RemoteKamajiControlPlane, o: vocabulary.Observed
@@ -101,9 +104,10 @@ class Executor:
             "spec": {"controlPlaneEndpoint": endpoint},
         }
         try:
-            await self.deps.kube.patch(RKCP, r.metadata.name, body, namespace=r.metadata.namespace)
+            patched = await self.deps.kube.patch(RKCP, r.metadata.name, body, namespace=r.metadata.namespace)
         except (kerrors.Conflict, kerrors.NotFound):
             return False
+        self._wrote(r, patched)
         return True
 
     async def _finalizer(
@@ -118,9 +122,15 @@ class Executor:
                 meta["annotations"] = {api.OWNER_UID_ANNOTATION: action.owner_uid}
         meta["finalizers"] = finalizers
         try:
-            await self.deps.kube.patch(
+            patched = await self.deps.kube.patch(
                 RKCP, r.metadata.name, {"metadata": meta}, namespace=r.metadata.namespace
             )
         except (kerrors.Conflict, kerrors.NotFound):
             return False
+        self._wrote(r, patched)
         return True
+
+    def _wrote(self, r: api.RemoteKamajiControlPlane, patched: dict[str, Any]) -> None:
+        after = str((patched.get("metadata") or {}).get("resourceVersion") or "")
+        key = (r.metadata.namespace, r.metadata.name)
+        self.own.wrote(key, before=r.metadata.resource_version, after=after)

@@ -51,6 +51,9 @@ log = logging.getLogger(__name__)
 
 Key = objects.Key
 
+CATCH_UP = 0.05
+"""Seconds until an RKCP whose cached object predates the hub's own last write is looked at again."""
+
 
 class Reconciler:
     def __init__(
@@ -71,12 +74,13 @@ class Reconciler:
         self.published = published.PublishedIntents(settings, deps, released=released)
         self.signing_key_id = self.published.signing_key_id
         self.checksums = checksums.SecretChecksums()
-        self.status_writes = status_writes.StatusWrites(deps.kube)
         self.infra = infra.InfraEndpoints(deps.kube)
         self.gauges = gauges.Gauges(deps.metrics)
         self.executor = acting.Executor(
             settings, deps, published=self.published, released=released, topology=topology, infra=self.infra
         )
+        self.own = self.executor.own
+        self.status_writes = status_writes.StatusWrites(deps.kube, own=self.own)
         self._initialized: dict[Key, str] = {}
         """The uid of each RKCP seen Ready once (first-ready metric and event exactly once per object)."""
         self._refused: dict[Key, tuple[str, int]] = {}
@@ -91,6 +95,7 @@ class Reconciler:
         deleted at once costs 10,000 small steps, not 10,000 scans of the record."""
         for per_key in (self._initialized, self._refused, self._last_error):
             per_key.pop(key, None)
+        self.own.forget(key)
         self.status_writes.forget(key)
         self.infra.forget(key)
         self.gauges.forget(key)
@@ -132,14 +137,11 @@ class Reconciler:
         await writing.record_event(self.deps.kube, vocabulary.Event("Warning", "ReconcileError", message), r)
 
     async def sync(self, key: Key) -> float | None:
-        obj = self.informers.rkcps.get(key)
-        if obj is None:
+        r = self._current(key)
+        if r is None:
             return None
-        try:
-            r = api.RemoteKamajiControlPlane.parse(obj)
-        except pydantic.ValidationError as exc:
-            log.error("RemoteKamajiControlPlane %s/%s is not valid: %s", *key, exc, extra=self._about(key))
-            return None
+        if self.own.behind(key, r.metadata.resource_version):
+            return CATCH_UP  # the watch brings the hub's own last write back in a moment
         observed = await self.observe(r)
         if observed is None:
             return None
@@ -154,17 +156,27 @@ class Reconciler:
                 self.checksums.written(r.metadata.namespace, observed.cluster_name, action.checksum)
         self.gauges.reconciled(key, observed, plan, at=asyncio.get_running_loop().time())
         if plan.first_ready:
-            self._initialized[key] = r.metadata.uid
-        if plan.first_ready and r.metadata.creation_timestamp is not None:
-            self.deps.metrics.first_ready_seconds.labels(site=r.spec.site).observe(
-                (observed.now - r.metadata.creation_timestamp).total_seconds()
-            )
+            self._first_ready(key, r, observed.now)
         requeue = plan.requeue_after
         if requeue is not None:
             requeue = min(requeue, self.settings.resync_interval)
         if plan.status is not None:
             return await self.status_writes.write(key, r, plan.status, requeue)
         return requeue
+
+    def _current(self, key: Key) -> api.RemoteKamajiControlPlane | None:
+        obj = self.informers.rkcps.get(key)
+        try:
+            return api.RemoteKamajiControlPlane.parse(obj) if obj is not None else None
+        except pydantic.ValidationError as exc:
+            log.error("RemoteKamajiControlPlane %s/%s is not valid: %s", *key, exc, extra=self._about(key))
+            return None
+
+    def _first_ready(self, key: Key, r: api.RemoteKamajiControlPlane, now: dt.datetime) -> None:
+        self._initialized[key] = r.metadata.uid
+        if r.metadata.creation_timestamp is not None:
+            seconds = (now - r.metadata.creation_timestamp).total_seconds()
+            self.deps.metrics.first_ready_seconds.labels(site=r.spec.site).observe(seconds)
 
     def _release_box(
         self, r: api.RemoteKamajiControlPlane, o: vocabulary.Observed, plan: vocabulary.Plan
@@ -196,9 +208,9 @@ class Reconciler:
 
     async def observe(self, r: api.RemoteKamajiControlPlane) -> vocabulary.Observed | None:
         now = dt.datetime.now(dt.UTC)
-        cluster_name = _owner_cluster_model(r)
+        cluster_name = tcp.owner_cluster(r)
         cluster, problem = self._cluster(r.metadata.namespace, cluster_name)
-        coords, desired, problem, why = _desired(r, cluster, problem)
+        coords, desired, problem, why = tcp.desired(r, cluster, problem)
         report = await self._report(coords)
         published = await self.published.get(coords, report.status)
         snap = self.deps.sites.snapshot(coords.site, now, interval=self.settings.heartbeat_interval)
@@ -273,28 +285,3 @@ class Reconciler:
             secrets_owner_uid=seen.sealed.owner_uid if seen.sealed is not None else "",
             secrets_seq=seen.sealed_seq,
         )
-
-
-def _owner_cluster_model(r: api.RemoteKamajiControlPlane) -> str:
-    for ref in r.metadata.owner_references:
-        if ref.kind == "Cluster" and ref.api_version.startswith("cluster.x-k8s.io/"):
-            return ref.name
-    return ""
-
-
-def _desired(
-    r: api.RemoteKamajiControlPlane, cluster: cluster_api.Cluster | None, problem: str
-) -> tuple[Coordinates, dict[str, Any] | None, str, str]:
-    """The coordinates, the TCP spec to send (None when none can be), why none can be and its
-    Ready reason: no usable Cluster (``problem``), a name the site cannot use, or an intent
-    larger than the stream carries."""
-    why = "WaitingForCluster"
-    try:
-        coords = tcp.coordinates(r)
-    except tcp.InvalidCoordinates as exc:
-        problem, why = (problem, why) if problem else (str(exc), "InvalidCoordinates")
-        coords = Coordinates(r.spec.site, r.metadata.namespace, r.metadata.name)
-    desired = tcp.tcp_spec(r, cluster) if cluster is not None and not problem else None
-    if not problem:
-        problem, why = tcp.metadata_problem(tcp.tcp_metadata(r), desired), "IntentTooLarge"
-    return coords, None if problem else desired, problem, why

@@ -20,6 +20,7 @@ from common import objects
 from common.kube import errors as kerrors
 from common.kube import resources
 from hub.api import rkcp
+from hub.controllers.rkcp.own_writes import OwnWrites
 
 Key = objects.Key
 
@@ -28,8 +29,9 @@ INTERVAL = 1.0
 
 
 class StatusWrites:
-    def __init__(self, kube: ckube.Kube, *, interval: float = INTERVAL) -> None:
+    def __init__(self, kube: ckube.Kube, *, interval: float = INTERVAL, own: OwnWrites | None = None) -> None:
         self.kube = kube
+        self.own = own if own is not None else OwnWrites()
         self.interval = interval
         self._last: dict[Key, float] = {}
         """Loop time of each RKCP's last status write."""
@@ -61,7 +63,7 @@ class StatusWrites:
             return wait if requeue is None else min(wait, requeue)
         body = status.to_dict()
         try:
-            await self.kube.patch(
+            patched = await self.kube.patch(
                 resources.REMOTE_KAMAJI_CONTROL_PLANE,
                 key[1],
                 {"status": body},
@@ -70,6 +72,8 @@ class StatusWrites:
             )
         except kerrors.NotFound:
             return None
+        after = str((patched.get("metadata") or {}).get("resourceVersion") or "")
+        self.own.wrote(key, before=r.metadata.resource_version, after=after)
         self._last[key] = now
         self._seen.pop(key, None)
         self._written[key] = _digest(body)
