@@ -182,11 +182,7 @@ class Hub(service.Service):
             ("rkcp controller", controller.run),
             ("ingest", ingest.run),
             ("sites", poll_sites),
-            *(
-                self._credential_service(kube, controller)
-                if share is None or share.holds(shares.SINGLETONS)
-                else []
-            ),
+            *(self._credential_service(kube, controller) if deps.singletons else []),
         ]
 
     def _deps(
@@ -212,6 +208,7 @@ class Hub(service.Service):
                 self.operator, prefix=s.prefix, lifetime=dt.timedelta(seconds=s.bootstrap_lifetime)
             ) if self.operator is not None else None,
             issuer=revocation.issuer(self.operator.authority) if self.operator is not None else None,
+            singletons=share is None or share.holds(shares.SINGLETONS),
             **({"holds": share.holds} if share is not None else {}),
         )  # fmt: skip
 

@@ -78,7 +78,8 @@ class HubSettings(ProcessSettings):
     subject is refused, while updates of subjects it already has still fit."""
     site_max_bytes: int = Field(default=streams.SITE_MAX_BYTES, ge=1024)
     """Bytes a site's stream holds (64 MiB): the most one site can cost the store, whatever it
-    sends; about twice what 2,000 control planes need."""
+    sends; about twice what 2,000 control planes need. nats-server reserves it per site when the
+    stream is made: its ``max_file_store`` must hold sites x this."""
     workers: int = Field(default=8, ge=1, le=64)
     """Reconciles running at once, each on a different RemoteKamajiControlPlane."""
     heartbeat_interval: Duration = 10.0

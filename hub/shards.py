@@ -5,16 +5,21 @@ Each replica keeps the Lease ``<group>-<hash of its identity>`` in ``namespace``
 the group, renewed every ``renew_interval`` with the members it acts under (its view) in an
 annotation. Every round it lists the group's Leases. A peer is live while its Lease changed
 (its resourceVersion) within the peer's lease duration *by this replica's clock*: no other
-machine's clock is trusted. When the share changes, ``on_change`` gets the old one's end first
-(``shares.NOTHING``: stop leading), the Lease is written with the new view, and only then does
-``on_change`` get the new share: a site is let go of before the view that gives it away is
-written, and taken up after the view that claims it is.
+machine's clock is trusted; a Lease deleted by someone counts as live until that duration has
+run out, and one whose view is empty (a replica that stopped cleanly says so before deleting
+its Lease) claims nothing and is no member. When the share changes, ``on_change`` gets the old
+one's end first (``shares.NOTHING``: stop leading), the Lease is written with the new view, and
+only then does ``on_change`` get the new share, unless the round took so long that what it
+listed is stale: a site is let go of before the view that gives it away is written, and taken
+up after the view that claims it is.
 
 A replica that could not renew for ``renew_deadline`` (two thirds of the duration, counted from
-the start of its last renewal that succeeded) leads nothing, since its peers may count it dead a
-third later; and a replica leads nothing until it has renewed for a whole duration without
-such a lapse (from its start, too): by then every peer that counted it dead has seen its Lease
-move again. On a clean stop it deletes its Lease, so its peers take over at once.
+the start of its last renewal that succeeded; every call is bounded well within it) leads
+nothing, since its peers may count it dead a third later; so does one whose Lease was deleted,
+or written by another process (the same ``--identity`` twice: neither leads, and says why). A
+replica leads nothing until it has renewed for a whole duration without such a lapse (from its
+start too): by then every peer that counted it dead has seen its Lease move again. On a clean
+stop it writes an empty view and deletes its Lease, so its peers take over at once.
 """
 
 from __future__ import annotations
@@ -24,15 +29,18 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from common import logs
 from common.kube import Kube, errors, resources
 from hub.reconcile import shares
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 GROUP_LABEL: Final = "kamaji-broker.io/hub-shards"
 VIEW_ANNOTATION: Final = "kamaji-broker.io/view"
@@ -43,14 +51,27 @@ def lease_name(group: str, identity: str) -> str:
     return f"{group}-{hashlib.blake2b(identity.encode(), digest_size=5).hexdigest()}"
 
 
-def read_view(lease: dict[str, Any]) -> tuple[str, ...]:
-    """The members a peer's Lease says it acts under; none when unreadable (it claims nothing)."""
-    text = ((lease.get("metadata") or {}).get("annotations") or {}).get(VIEW_ANNOTATION) or "[]"
+def read_view(lease: dict[str, Any], holder: str) -> tuple[str, ...]:
+    """The members a peer's Lease says it acts under; one that cannot be read claims every site
+    (``(holder,)``), so a peer of another version never loses its sites to a misreading."""
+    text = ((lease.get("metadata") or {}).get("annotations") or {}).get(VIEW_ANNOTATION)
     try:
-        view = json.loads(text)
+        view = json.loads(text) if text is not None else None
     except ValueError:
-        return ()
-    return tuple(m for m in view if isinstance(m, str)) if isinstance(view, list) else ()
+        view = None
+    if not isinstance(view, list) or not all(isinstance(m, str) for m in view):
+        return (holder,)
+    return tuple(view)
+
+
+@dataclass(frozen=True)
+class _Seen:
+    version: str
+    since: float
+    """Loop time this replica first saw the Lease at ``version``."""
+    holder: str
+    view: tuple[str, ...]
+    duration: float
 
 
 @dataclass
@@ -63,12 +84,13 @@ class Membership:
     lease_duration: float = 15.0
     renew_interval: float = 5.0
     share: shares.Share = shares.NOTHING
-    _seen: dict[str, tuple[str, float]] = field(default_factory=dict)
-    """Each peer Lease's resourceVersion and the loop time it was first seen with it."""
+    _seen: dict[str, _Seen] = field(default_factory=dict)
     _renewed: float | None = None
     """Loop time the last renewal that succeeded was started."""
     _since: float | None = None
     """Loop time of the first renewal after the last lapse (or the start)."""
+    _written: str = ""
+    """The resourceVersion of this replica's last write of its Lease."""
 
     @property
     def name(self) -> str:
@@ -80,54 +102,90 @@ class Membership:
 
     async def run(self) -> None:
         """Forever: a round every ``renew_interval``; a lapse ends the share at once."""
-        loop = asyncio.get_running_loop()
         while True:
             try:
                 await self.round()
-            except errors.KubeError as exc:
-                log.warning("hub shards: %s", exc, extra=logs.about(kind="Lease", namespace=self.namespace))
-            if self._renewed is not None and loop.time() - self._renewed > self.renew_deadline:
-                log.warning("hub shards: Lease %s not renewed in time: leading no site", self.name)
-                self._renewed = self._since = None
-                await self._adopt(shares.NOTHING)
+            except (errors.KubeError, TimeoutError) as exc:
+                log.warning("hub shards: %s", exc or "a call took too long", extra=self._about)
+            except Exception:
+                log.exception("hub shards: a round failed", extra=self._about)
+            if self._lapsed():
+                await self._lapse(f"Lease {self.name} not renewed within {self.renew_deadline:g}s")
             await asyncio.sleep(self.renew_interval)
 
     async def round(self) -> None:
         loop = asyncio.get_running_loop()
-        listed = (
-            await self.kube.list(resources.LEASE, namespace=self.namespace, label_selector=self._selector)
-        ).items
-        mine = next((item for item in listed if item["metadata"]["name"] == self.name), None)
-        peers = self._live([item for item in listed if item is not mine], loop.time())
+        if self._lapsed():
+            await self._lapse(f"Lease {self.name} not renewed within {self.renew_deadline:g}s")
+        listed_at = loop.time()
+        listing = await self._call(
+            self.kube.list(resources.LEASE, namespace=self.namespace, label_selector=self._selector)
+        )
+        mine = await self._mine(listing.items)
+        peers = self._live([i for i in listing.items if i["metadata"]["name"] != self.name], listed_at)
         view = shares.view(self.identity, (p.identity for p in peers))
-        settled = self._since is not None and loop.time() - self._since >= self.lease_duration
+        settled = self._since is not None and listed_at - self._since >= self.lease_duration
         share = shares.Share(self.identity, view, tuple(peers)) if settled else shares.NOTHING
         if share != self.share:
             await self._adopt(shares.NOTHING)  # let go before the view that gives it away is written
         started = loop.time()
-        await self._renew(mine, view)
+        try:
+            self._written = await self._renew(mine, view)
+        except errors.Conflict:
+            # Written (or made) by someone between this round's read and its write: another
+            # process with this identity, most likely; a lapse either way.
+            await self._lapse(self._twin(), always=True)
+            return
         self._renewed = started
         if self._since is None:
             self._since = started
-        if share != self.share:
+        fresh = loop.time() - listed_at <= self.renew_interval and not self._lapsed()
+        if share != self.share and fresh:
             await self._adopt(share)
 
+    async def _mine(self, listed: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """This replica's Lease as stored; a lapse when someone deleted it or wrote it."""
+        mine = next((i for i in listed if i["metadata"]["name"] == self.name), None)
+        if mine is None:  # by name too: a Lease that lost its label is still this one
+            mine = await self._call(
+                self.kube.get_or_none(resources.LEASE, self.name, namespace=self.namespace)
+            )
+        if mine is None and self._written:
+            self._written = ""
+            await self._lapse(f"Lease {self.name} was deleted: its peers may count this replica gone")
+        elif mine is not None and self._written and mine["metadata"].get("resourceVersion") != self._written:
+            await self._lapse(self._twin(), always=True)
+        return mine
+
+    def _twin(self) -> str:
+        return (
+            f"Lease {self.name} was written by another process: is --identity {self.identity} given to "
+            "two replicas? At most one of them leads, and neither for long"
+        )
+
     def _live(self, leases: Iterable[dict[str, Any]], now: float) -> list[shares.Peer]:
-        peers, seen = [], {}
+        seen: dict[str, _Seen] = {}
         for lease in leases:
             name, spec = lease["metadata"]["name"], lease.get("spec") or {}
             version = str(lease["metadata"].get("resourceVersion") or "")
             before = self._seen.get(name)
-            since = before[1] if before is not None and before[0] == version else now
-            seen[name] = (version, since)
+            since = before.since if before is not None and before.version == version else now
             holder = str(spec.get("holderIdentity") or "")
             duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
-            if holder and holder != self.identity and now - since <= duration:
-                peers.append(shares.Peer(holder, read_view(lease)))
+            seen[name] = _Seen(version, since, holder, read_view(lease, holder), duration)
+        for name, gone in self._seen.items():
+            if name not in seen and gone.view and now - gone.since <= gone.duration:
+                seen[name] = gone  # deleted, not released: its holder may lead until it lapses
         self._seen = seen
-        return sorted(peers, key=lambda p: p.identity)
+        peers = {
+            s.holder: shares.Peer(s.holder, s.view)
+            for s in seen.values()
+            if s.holder and s.holder != self.identity and s.view and now - s.since <= s.duration
+        }
+        return [peers[holder] for holder in sorted(peers)]
 
-    async def _renew(self, mine: dict[str, Any] | None, view: tuple[str, ...]) -> None:
+    async def _renew(self, mine: dict[str, Any] | None, view: tuple[str, ...]) -> str:
+        """Write this replica's Lease with ``view``; the resourceVersion written."""
         body: dict[str, Any] = {
             "apiVersion": resources.LEASE.api_version,
             "kind": resources.LEASE.kind,
@@ -139,15 +197,30 @@ class Membership:
             },
             "spec": {
                 "holderIdentity": self.identity,
-                "leaseDurationSeconds": int(self.lease_duration),
-                "renewTime": renew_time(),
+                "leaseDurationSeconds": math.ceil(self.lease_duration),
+                "renewTime": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             },
         }
         if mine is None:
-            await self.kube.create(resources.LEASE, body, namespace=self.namespace)
-            return
-        body["metadata"]["resourceVersion"] = mine["metadata"]["resourceVersion"]
-        await self.kube.replace(resources.LEASE, self.name, body, namespace=self.namespace)
+            written = await self._call(self.kube.create(resources.LEASE, body, namespace=self.namespace))
+        else:
+            body["metadata"]["resourceVersion"] = mine["metadata"]["resourceVersion"]
+            written = await self._call(
+                self.kube.replace(resources.LEASE, self.name, body, namespace=self.namespace)
+            )
+        return str(written["metadata"].get("resourceVersion") or "")
+
+    def _lapsed(self) -> bool:
+        loop = asyncio.get_running_loop()
+        return self._renewed is not None and loop.time() - self._renewed > self.renew_deadline
+
+    async def _lapse(self, why: str, *, always: bool = False) -> None:
+        """Lead nothing, and wait a whole duration after the next renewal before leading again;
+        said when it ends a share (``always``: every time, a misconfiguration to be seen)."""
+        if always or self._since is not None or self.share != shares.NOTHING:
+            log.warning("hub shards: %s: leading no site", why, extra=self._about)
+        self._renewed = self._since = None
+        await self._adopt(shares.NOTHING)
 
     async def _adopt(self, share: shares.Share) -> None:
         if share == self.share:
@@ -157,19 +230,28 @@ class Membership:
             log.info("hub shards: %s leads its share among %s", self.identity, ", ".join(share.view))
         await self.on_change(share)
 
+    async def _call(self, call: Awaitable[T]) -> T:
+        """A call to the API server, bounded well within the renew deadline."""
+        return await asyncio.wait_for(call, timeout=max(0.5, self.renew_deadline / 3))
+
     async def release(self) -> None:
-        """A clean stop: lead nothing, and delete the Lease so the peers take over at once."""
+        """A clean stop: lead nothing, say so (an empty view), and delete the Lease so the peers
+        take over at once."""
         await self._adopt(shares.NOTHING)
         try:
-            await self.kube.delete(resources.LEASE, self.name, namespace=self.namespace)
-        except errors.KubeError as exc:
-            log.warning("hub shards: deleting Lease %s: %s", self.name, exc)
+            mine = await self._call(
+                self.kube.get_or_none(resources.LEASE, self.name, namespace=self.namespace)
+            )
+            if mine is not None:
+                await self._renew(mine, ())
+                await self._call(self.kube.delete(resources.LEASE, self.name, namespace=self.namespace))
+        except (errors.KubeError, TimeoutError) as exc:
+            log.warning("hub shards: releasing Lease %s: %s", self.name, exc, extra=self._about)
 
     @property
     def _selector(self) -> str:
         return f"{GROUP_LABEL}={self.group}"
 
-
-def renew_time() -> str:
-    """Now, as a Lease's ``renewTime`` (for people reading it: peers judge by their own clocks)."""
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    @property
+    def _about(self) -> dict[str, Any]:
+        return logs.about(kind=resources.LEASE.kind, namespace=self.namespace, name=self.name)

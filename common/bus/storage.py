@@ -195,7 +195,10 @@ async def subjects_since(
                 return None
             found: list[tuple[int, str]] = []
             while len(found) < pending:
-                batch = await sub.fetch(min(SINCE_BATCH, pending - len(found)), timeout=10.0)
+                try:
+                    batch = await sub.fetch(min(SINCE_BATCH, pending - len(found)), timeout=10.0)
+                except TimeoutError:
+                    break  # fewer than counted: some were purged meanwhile
                 found += [(m.metadata.sequence.stream or 0, m.subject) for m in batch]
             return found
         finally:

@@ -108,6 +108,10 @@ class Deps:
     """Operator mode: a fresh bootstrap ``.creds`` for a site (``hub.credentials.operator``)."""
     issuer: rules.Issuer | None = None
     """Operator mode: who mints (a deleted Site's bootstrap credential is revoked if it did)."""
+    singletons: bool = True
+    """This replica runs what only one may (with --shard, the holder of ``shares.SINGLETONS``):
+    the Sites' finalizers, bootstrap credentials and revocations in operator mode (a revocation
+    rewrites the NATS account JWT, which must have one writer)."""
     holds: Callable[[str], bool] = lambda site: True
     """Whether this replica leads ``site`` (``hub.reconcile.shares.Share.holds`` with --shard):
     its consumers, heartbeats, Site status and control planes are this replica's; every site

@@ -10,6 +10,7 @@ patched (``infra.InfraEndpoints``).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from common import bus
@@ -133,4 +134,5 @@ class Executor:
     def _wrote(self, r: api.RemoteKamajiControlPlane, patched: dict[str, Any]) -> None:
         after = str((patched.get("metadata") or {}).get("resourceVersion") or "")
         key = (r.metadata.namespace, r.metadata.name)
-        self.own.wrote(key, before=r.metadata.resource_version, after=after)
+        now = asyncio.get_running_loop().time()
+        self.own.wrote(key, before=r.metadata.resource_version, after=after, now=now)

@@ -14,24 +14,32 @@ from common import objects
 Key = objects.Key
 
 
+PATIENCE = 5.0
+"""Seconds a reconcile waits for the watch at most: a watch that stalls longer is the informer's
+to mend, and meanwhile a decision from the cache (whose guarded writes fail and are retried)
+beats none."""
+
+
 class OwnWrites:
-    def __init__(self) -> None:
-        self._before: dict[Key, str] = {}
+    def __init__(self, *, patience: float = PATIENCE) -> None:
+        self.patience = patience
+        self._before: dict[Key, tuple[str, float]] = {}
 
-    def wrote(self, key: Key, *, before: str, after: str) -> None:
-        """The hub changed ``key`` from version ``before`` to ``after`` (a write that changed
-        nothing keeps its version, and leaves nothing to wait for)."""
+    def wrote(self, key: Key, *, before: str, after: str, now: float) -> None:
+        """The hub changed ``key`` from version ``before`` to ``after`` at loop time ``now`` (a
+        write that changed nothing keeps its version, and leaves nothing to wait for)."""
         if before and after and before != after:
-            self._before[key] = before
+            self._before[key] = (before, now)
 
-    def behind(self, key: Key, cached: str) -> bool:
-        """Whether the cached object (at version ``cached``) predates the hub's last write."""
-        before = self._before.get(key)
-        if before is None:
+    def behind(self, key: Key, cached: str, *, now: float) -> bool:
+        """Whether the cached object (at version ``cached``) predates the hub's last write, and
+        the write is recent enough to wait for."""
+        entry = self._before.get(key)
+        if entry is None:
             return False
-        if before == cached:
+        if entry[0] == cached and now - entry[1] <= self.patience:
             return True
-        del self._before[key]  # caught up (or moved on by another writer since)
+        del self._before[key]  # caught up, moved on by another writer since, or waited long enough
         return False
 
     def forget(self, key: Key) -> None:

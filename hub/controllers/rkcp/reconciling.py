@@ -140,7 +140,7 @@ class Reconciler:
         r = self._current(key)
         if r is None:
             return None
-        if self.own.behind(key, r.metadata.resource_version):
+        if self.own.behind(key, r.metadata.resource_version, now=asyncio.get_running_loop().time()):
             return CATCH_UP  # the watch brings the hub's own last write back in a moment
         observed = await self.observe(r)
         if observed is None:

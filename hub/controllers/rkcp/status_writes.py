@@ -73,7 +73,7 @@ class StatusWrites:
         except kerrors.NotFound:
             return None
         after = str((patched.get("metadata") or {}).get("resourceVersion") or "")
-        self.own.wrote(key, before=r.metadata.resource_version, after=after)
+        self.own.wrote(key, before=r.metadata.resource_version, after=after, now=now)
         self._last[key] = now
         self._seen.pop(key, None)
         self._written[key] = _digest(body)

@@ -147,10 +147,14 @@ class SiteSync:
         obj = self.objects.get(key(site))
         if obj is None:
             return None  # deleted: nothing to write, nothing to look at again
-        if not self.deps.holds(site):
-            return None  # another replica leads it
-        if self.credentials is not None and await self.credentials.sync(obj):
+        credentials = self.credentials if self.deps.singletons else None
+        if credentials is not None and await credentials.sync(obj):
             return None  # being deleted: revoked, released; its next event brings it back
+        if not self.deps.holds(site):
+            # Another replica leads it; this one may still hold its credentials (renewed in time).
+            return self.resync if credentials is not None else None
+        if self.credentials is not None and (obj.get("metadata") or {}).get("deletionTimestamp"):
+            return None  # being deleted: the replica that runs the credentials releases it
         try:
             s = site_api.Site.parse(obj)
         except pydantic.ValidationError:

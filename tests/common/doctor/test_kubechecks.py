@@ -51,8 +51,8 @@ def test_accesses(
 def test_the_processes_rules_in_numbers() -> None:
     assert len(kubechecks.accesses(agent_rbac.RULES, ["tenants"])) == 9
     # Secrets are in two scopes (watched namespaces, bootstrap): cluster-wide, one access each verb.
-    assert sum(len(verbs) for *_, verbs in hub_rbac.RULES) == 25
-    assert len(kubechecks.accesses(hub_rbac.RULES, [])) == 22
+    assert sum(len(verbs) for *_, verbs in hub_rbac.RULES) == 27
+    assert len(kubechecks.accesses(hub_rbac.RULES, [])) == 24
 
 
 def test_access_attributes() -> None:
