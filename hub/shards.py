@@ -223,12 +223,18 @@ class Membership:
         await self._adopt(shares.NOTHING)
 
     async def _adopt(self, share: shares.Share) -> None:
+        """Hand ``share`` to ``on_change``; held once it took it. One that failed (the old share
+        was let go of first) leaves nothing held, and the next round tries again."""
         if share == self.share:
             return
+        try:
+            await self.on_change(share)
+        except BaseException:
+            self.share = shares.NOTHING
+            raise
         self.share = share
         if share.view:
             log.info("hub shards: %s leads its share among %s", self.identity, ", ".join(share.view))
-        await self.on_change(share)
 
     async def _call(self, call: Awaitable[T]) -> T:
         """A call to the API server, bounded well within the renew deadline."""
