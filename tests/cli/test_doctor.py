@@ -433,6 +433,6 @@ async def test_hub_lease_denied_names_the_leader_election_role(setup: Setup, tmp
         await server.stop()
     assert run.code == 1, run.out
     line = run.line("FAIL", "rbac")
-    assert "3 of " in line and "(get, coordination.k8s.io, leases, namespace kb-system)" in line
+    assert "5 of " in line and "(get, coordination.k8s.io, leases, namespace kb-system)" in line
     assert "fix: grant the Lease in the Role kamaji-broker-hub-leader-election in namespace kb-system" in line
     assert "ClusterRole" not in line

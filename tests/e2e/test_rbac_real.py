@@ -43,6 +43,10 @@ BASELINE = {
 NOT_REACHED = {
     (AGENT, audit.Use("", "events", "create")): "the Warning Event of an orphan TCP, after its grace "
     "period (tests/agent/cleanup, tests/faults/test_site_deletions)",
+    (HUB, audit.Use("coordination.k8s.io", "leases", "list")): "the replicas' Leases with --shard "
+    "(tests/faults/test_hub_shards, on the real backend too); here the replicas elect a leader",
+    (HUB, audit.Use("coordination.k8s.io", "leases", "delete")): "a replica's own Lease at a clean "
+    "stop with --shard (tests/faults/test_hub_shards)",
 }
 """Shipped verbs this scenario does not use, and where they are used instead."""
 
