@@ -113,3 +113,11 @@ def worth_writing(stored: site.SiteStatus, new: site.SiteStatus) -> bool:
     if before is None or after is None:
         return before != after
     return (after - before).total_seconds() >= HEARTBEAT_WRITE_INTERVAL
+
+
+def counts_only(stored: site.SiteStatus, new: site.SiteStatus) -> bool:
+    """Whether ``new`` differs from ``stored`` only in its counts (control planes placed there,
+    the backlog) and heartbeat time: information a burst moves with every step, written at a
+    pace; any other change (connected, the agent's version and keys, a condition) is news."""
+    moving = {"control_planes": None, "backlog": None, "last_heartbeat_time": None}
+    return stored.model_copy(update=moving) == new.model_copy(update=moving)

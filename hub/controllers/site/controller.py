@@ -38,8 +38,9 @@ SITE = resources.SITE
 TOPOLOGY_RETRY = 5.0
 """Seconds until a site whose stream and consumers could not be made is looked at again."""
 WRITE_INTERVAL = 5.0
-"""Seconds: at most one status write per Site per interval. A burst of control planes placed at
-a site changes its count with each one; the count is information, not a trigger."""
+"""Seconds: at most one status write per Site per interval while only its counts move. A burst
+of control planes placed at a site changes its count with each one; the count is information,
+not a trigger (a change of anything else is written at once)."""
 
 
 def key(site: str) -> cache.Key:
@@ -172,7 +173,7 @@ class SiteSync:
         if site_status.worth_writing(s.status, status):
             clock = asyncio.get_running_loop().time()
             wait = self._written_at.get(site, -WRITE_INTERVAL) + WRITE_INTERVAL - clock
-            if wait > 0:
+            if wait > 0 and site_status.counts_only(s.status, status):
                 return min(wait, requeue)  # a burst of placements there: one write per interval
             self._written_at[site] = clock
             try:

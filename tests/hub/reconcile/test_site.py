@@ -76,3 +76,19 @@ def test_worth_writing_is_change_only(changes: dict[str, object], write: bool) -
 def test_the_heartbeat_time_is_written_in_whole_seconds() -> None:
     f = dataclasses.replace(FACTS, last_heartbeat_time=NOW.replace(microsecond=171902))
     assert site_status.new_status(site.SiteStatus(), f, now=NOW).last_heartbeat_time == NOW
+
+
+@pytest.mark.parametrize(
+    ("change", "counts"),
+    [
+        pytest.param({"control_planes": 9}, True, id="placed-there"),
+        pytest.param({"backlog": 7, "control_planes": 4}, True, id="backlog-and-count"),
+        pytest.param({"last_heartbeat_time": NOW + dt.timedelta(seconds=400)}, True, id="heartbeat-time"),
+        pytest.param({"agent_version": "v9"}, False, id="agent-upgraded"),
+        pytest.param({"connected": False}, False, id="disconnected"),
+    ],
+)
+def test_only_counts_moved(change: dict[str, object], counts: bool) -> None:
+    stored = site_status.new_status(site.SiteStatus(), FACTS, now=NOW)
+    new = site_status.new_status(stored, dataclasses.replace(FACTS, **change), now=NOW)
+    assert site_status.counts_only(stored, new) is counts
