@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from typing import Any
 
 import pytest
 
@@ -88,7 +89,7 @@ def test_the_heartbeat_time_is_written_in_whole_seconds() -> None:
         pytest.param({"connected": False}, False, id="disconnected"),
     ],
 )
-def test_only_counts_moved(change: dict[str, object], counts: bool) -> None:
+def test_only_counts_moved(change: dict[str, Any], counts: bool) -> None:
     stored = site_status.new_status(site.SiteStatus(), FACTS, now=NOW)
     new = site_status.new_status(stored, dataclasses.replace(FACTS, **change), now=NOW)
     assert site_status.counts_only(stored, new) is counts
