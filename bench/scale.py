@@ -312,6 +312,20 @@ class SimulatedSite:
             await asyncio.sleep(interval)
 
 
+async def bound_when_made(conn: bus.Connection, site: str, *, deadline: float = 300.0) -> bus.Consumer:
+    """The site's ``agent-<site>`` consumer, once the hub has made it (a hub slowed by a profiler
+    or a loaded machine may still be making the sites' topology when the simulators start)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    while True:
+        try:
+            return await bus.bind(conn, streams.agent_consumer(site))
+        except bus_errors.ConsumerNotFound:
+            if loop.time() > end:
+                raise
+            await asyncio.sleep(0.5)
+
+
 async def simulate(config: dict[str, Any]) -> None:
     hub_keys = keyfiles.load_public_keys(Path(config["public_keys"]))
     secrets = Secrets()
@@ -325,7 +339,7 @@ async def simulate(config: dict[str, Any]) -> None:
             name=f"bench-scale-{site}",
         )
         conn = await bus.connect(options, deadline=30)
-        return SimulatedSite(site, index, conn, hub_keys), await bus.bind(conn, streams.agent_consumer(site))
+        return SimulatedSite(site, index, conn, hub_keys), await bound_when_made(conn, site)
 
     pairs = await asyncio.gather(*(bound(site, i, seed) for site, (i, seed) in config["sites"].items()))
     print(f"{SIMULATOR_READY}: {len(pairs)}", flush=True)

@@ -26,3 +26,24 @@ def key(obj: Mapping[str, Any]) -> Key:
     if not isinstance(meta, Mapping):
         return "", ""
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+"""kubectl's copy of what it last applied: an annotation as large as the object's spec."""
+
+
+def slim(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` without what the API server and kubectl keep for their writers and no reader of
+    ours needs: ``metadata.managedFields`` (server-side apply's record) and kubectl's
+    last-applied copy. A new dict when there was something to drop, ``obj`` itself otherwise."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return obj
+    notes = meta.get("annotations")
+    applied = isinstance(notes, Mapping) and LAST_APPLIED in notes
+    if "managedFields" not in meta and not applied:
+        return obj
+    kept = {k: v for k, v in meta.items() if k != "managedFields"}
+    if isinstance(notes, Mapping) and applied:
+        kept["annotations"] = {k: v for k, v in notes.items() if k != LAST_APPLIED}
+    return {**obj, "metadata": kept}

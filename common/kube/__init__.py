@@ -9,7 +9,13 @@ events      core/v1 Event objects, as client-go's recorder writes them
 resources   Resource descriptors (paths) of everything we touch
 watching    list-then-watch with resume and relist on 410
 informer    inform: keep a Sink (the caller's cache) in step with one resource
+lazy        kubernetes_asyncio's generated API and model classes loaded only when asked for
 """
+
+# ruff: noqa: E402 (the library is made lazy before the modules that import it)
+from common.kube import lazy
+
+lazy.install()  # before any module of ours imports kubernetes_asyncio
 
 from common.kube import errors, resources
 from common.kube.answers import Listing, WatchEvent

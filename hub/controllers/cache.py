@@ -3,7 +3,8 @@
 A parsed Kubernetes object costs ten times its JSON size as Python dicts and strings (about
 13 kB against 1.3 kB for an RKCP): at 10,000 control planes that was most of the hub's memory.
 Objects are decoded when a reconcile needs one; the indexes the controller consults often are
-kept beside, small.
+kept beside, small. What the API server and kubectl keep for their writers (managedFields, the
+last-applied copy) is not kept: no reconcile reads it, and it was most of an RKCP's bytes.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class ObjectCache:
         return iter(list(self._raw))
 
     def put(self, key: Key, obj: dict[str, Any]) -> None:
-        self._raw[key] = _encoder.encode(obj)
+        self._raw[key] = _encoder.encode(objects.slim(obj))
 
     def get(self, key: Key) -> dict[str, Any] | None:
         raw = self._raw.get(key)

@@ -29,6 +29,7 @@ from typing import Any, Final
 
 import msgspec
 
+from common import objects
 from hub.api import cluster as cluster_api
 from hub.api import components, machinery
 from hub.api import rkcp as api
@@ -130,7 +131,7 @@ def _addons(addons: components.Addons) -> dict[str, Any]:
 
 # The annotation kubectl apply keeps the whole last applied object in: the provider does not
 # copy it to the TCP (it describes the RKCP, and can be large).
-LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+LAST_APPLIED: Final = objects.LAST_APPLIED
 # Keys of our own domain on the RKCP are the hub's record (an owner identity, ...), not the
 # user's metadata; at the site the same domain is the agent's, which refuses an intent naming it.
 OWN_DOMAIN: Final = "kamaji-broker.io"
