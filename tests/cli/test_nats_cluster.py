@@ -88,6 +88,9 @@ async def test_three_nodes_form_a_cluster_and_hold_r3_streams(cluster: list[nats
     # Every node requires mutual TLS on its routes (tests/common/files/test_serverconf.py): the cluster
     # formed over them.
     assert leader[0] in NODES
+    # Every peer current before the streams are made: an election or a node still catching up
+    # would leave the creation unanswered on a loaded machine.
+    await helpers.eventually(lambda: natsmonitor.settled_of(monitors, nodes=3), within=60, every=0.2)
 
     # The hub's user (from the shared auth.conf) creates the streams at 3 replicas, each with a leader.
     directory = cluster[0].store_dir.parent
@@ -95,7 +98,7 @@ async def test_three_nodes_form_a_cluster_and_hold_r3_streams(cluster: list[nats
         servers=tuple(s.url for s in cluster),
         seed_file=directory / "hub.nk",
         ca_file=directory / "tls" / "ca.crt",
-        request_timeout=5.0,
+        request_timeout=15.0,
         reconnect_wait=0.2,
     )
     conn = await bus.connect(options, deadline=10)
