@@ -121,3 +121,10 @@ def counts_only(stored: site.SiteStatus, new: site.SiteStatus) -> bool:
     pace; any other change (connected, the agent's version and keys, a condition) is news."""
     moving = {"control_planes": None, "backlog": None, "last_heartbeat_time": None}
     return stored.model_copy(update=moving) == new.model_copy(update=moving)
+
+
+def counts_wait(*, still_for: float, written_ago: float, quiet: float, interval: float) -> float:
+    """Seconds before a status in which only the counts moved is written: none once they have
+    stood still for ``quiet`` seconds, or ``interval`` seconds after the last write while they
+    keep moving (a burst of placements at the site)."""
+    return max(0.0, min(quiet - still_for, interval - written_ago))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -37,10 +38,12 @@ log = logging.getLogger(__name__)
 SITE = resources.SITE
 TOPOLOGY_RETRY = 5.0
 """Seconds until a site whose stream and consumers could not be made is looked at again."""
-WRITE_INTERVAL = 5.0
-"""Seconds: at most one status write per Site per interval while only its counts move. A burst
-of control planes placed at a site changes its count with each one; the count is information,
-not a trigger (a change of anything else is written at once)."""
+COUNTS_QUIET = 2.0
+"""Seconds a Site's counts must stand still before a status in which only they moved is written."""
+WRITE_INTERVAL = 30.0
+"""Seconds: while only its counts keep moving, at most one status write per Site per interval. A
+burst of control planes placed at a site changes its count with each one; the count is
+information, not a trigger (a change of anything else is written at once)."""
 
 
 def key(site: str) -> cache.Key:
@@ -82,6 +85,8 @@ class SiteSync:
         """Operator mode: the Site's finalizer and the revocation of its agent when deleted."""
         self._written_at: dict[str, float] = {}
         """Loop time of each Site's last status write."""
+        self._moved: dict[str, tuple[tuple[int, int | None], float]] = {}
+        """Per site, the counts of a status not written yet, and the loop time they last moved."""
         self._specs: dict[str, site_api.SiteSpec | None] = {}
         """Each Site's parsed spec: every reconcile asks, and the control-plane count asks once
         per RKCP, so parsing the cached JSON each time would cost more than the rest."""
@@ -172,10 +177,12 @@ class SiteSync:
         status = site_status.new_status(s.status, self._facts(s, now), now=now)
         if site_status.worth_writing(s.status, status):
             clock = asyncio.get_running_loop().time()
-            wait = self._written_at.get(site, -WRITE_INTERVAL) + WRITE_INTERVAL - clock
-            if wait > 0 and site_status.counts_only(s.status, status):
-                return min(wait, requeue)  # a burst of placements there: one write per interval
+            if site_status.counts_only(s.status, status):
+                wait = self._counts_wait(site, status, clock)
+                if wait > 0:
+                    return min(wait, requeue)
             self._written_at[site] = clock
+            self._moved.pop(site, None)
             try:
                 # Explicit nulls: a merge patch removes what is no longer known (a backlog).
                 # Without ``credential``: the credential service writes that, and a merge patch
@@ -192,6 +199,18 @@ class SiteSync:
             if _resource_version(self.objects.get(key(site))) == _resource_version(obj):
                 self.objects.put(key(site), patched)
         return requeue
+
+    def _counts_wait(self, site: str, status: site_api.SiteStatus, clock: float) -> float:
+        counts = (status.control_planes, status.backlog)
+        seen = self._moved.get(site)
+        if seen is None or seen[0] != counts:
+            seen = self._moved[site] = (counts, clock)
+        return site_status.counts_wait(
+            still_for=clock - seen[1],
+            written_ago=clock - self._written_at.get(site, -math.inf),
+            quiet=COUNTS_QUIET,
+            interval=WRITE_INTERVAL,
+        )
 
     def _facts(self, s: site_api.Site, now: dt.datetime) -> site_status.Facts:
         """What the hub observed of the site now."""

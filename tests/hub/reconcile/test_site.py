@@ -93,3 +93,19 @@ def test_only_counts_moved(change: dict[str, Any], counts: bool) -> None:
     stored = site_status.new_status(site.SiteStatus(), FACTS, now=NOW)
     new = site_status.new_status(stored, dataclasses.replace(FACTS, **change), now=NOW)
     assert site_status.counts_only(stored, new) is counts
+
+
+@pytest.mark.parametrize(
+    ("still_for", "written_ago", "wait"),
+    [
+        pytest.param(0.0, 600.0, 0.0, id="first-move-after-a-quiet-while"),
+        pytest.param(0.0, 1.0, 2.0, id="just-moved-just-written"),
+        pytest.param(1.5, 10.0, 0.5, id="standing-still-nearly-long-enough"),
+        pytest.param(2.0, 10.0, 0.0, id="stood-still-long-enough"),
+        pytest.param(0.3, 29.0, 1.0, id="still-moving-interval-nearly-over"),
+        pytest.param(0.3, 30.0, 0.0, id="still-moving-interval-over"),
+    ],
+)
+def test_counts_wait(still_for: float, written_ago: float, wait: float) -> None:
+    got = site_status.counts_wait(still_for=still_for, written_ago=written_ago, quiet=2.0, interval=30.0)
+    assert got == pytest.approx(wait)

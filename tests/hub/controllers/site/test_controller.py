@@ -80,3 +80,21 @@ async def test_a_burst_of_placements_at_a_site_is_one_status_write_per_interval(
     sync._written_at[SITE] -= site_controller.WRITE_INTERVAL  # the interval has passed
     await sync.sync(SITE)
     assert (await world.mgmt.get(resources.SITE, SITE))["status"]["controlPlanes"] == 3
+
+
+async def test_a_count_that_stands_still_is_written_without_waiting_for_the_interval(world: World) -> None:
+    placed = {"count": 0}
+    sync = _sync(world)
+    sync.control_planes = lambda site: placed["count"]
+    sync.remember(await world.mgmt.get(resources.SITE, SITE))
+    await sync.sync(SITE)
+    sync.remember(await world.mgmt.get(resources.SITE, SITE))
+    placed["count"] = 1
+    wait = await sync.sync(SITE)
+    assert wait == pytest.approx(site_controller.COUNTS_QUIET, abs=0.5)
+    placed["count"] = 2  # moved again: the wait starts over
+    assert await sync.sync(SITE) == pytest.approx(site_controller.COUNTS_QUIET, abs=0.5)
+    counts, moved = sync._moved[SITE]
+    sync._moved[SITE] = (counts, moved - site_controller.COUNTS_QUIET)  # it stood still that long
+    await sync.sync(SITE)
+    assert (await world.mgmt.get(resources.SITE, SITE))["status"]["controlPlanes"] == 2
