@@ -176,6 +176,8 @@ class Hub(service.Service):
                 metrics=self.metrics,
                 heartbeat_interval=s.heartbeat_interval,
                 on_change=controller.on_site_change,
+                first=controller.listed,
+                polled=controller.polled,
             )
 
         return [

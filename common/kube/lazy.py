@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import threading
 import types
 from pathlib import Path
 from typing import Any, Final
@@ -37,7 +38,10 @@ _USED: Final = (
 would), in an order in which each finds what it imports already there."""
 
 
-_PUBLIC_DUNDERS: Final = frozenset({"__version__", "__all__"})
+_METADATA: Final = frozenset({"__version__", "__all__", "__project__"})
+"""The underscored names a package's ``__init__`` defines that a reader may ask for."""
+
+_LOADING: Final = threading.RLock()
 
 
 class _Deferred(types.ModuleType):
@@ -46,18 +50,33 @@ class _Deferred(types.ModuleType):
     __init_file__: str
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name not in _PUBLIC_DUNDERS:
-            raise AttributeError(name)  # introspection (``__wrapped__``, ``__test__``) loads nothing
-        init = self.__dict__.pop("__init_file__", None)
-        if init is not None:
-            code = compile(Path(init).read_bytes(), init, "exec")
-            exec(code, self.__dict__)  # the package's own __init__, into the module already registered
-            if name in self.__dict__:
-                return self.__dict__[name]
+        if name.startswith("_") and name not in _METADATA:
+            # Introspection (``__wrapped__``, pytest's ``_pytestfixturefunction``) loads nothing.
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        with _LOADING:  # another thread asking meanwhile waits, as for an import
+            init = self.__dict__.pop("__init_file__", None)
+            if init is not None:
+                try:
+                    self._load(init)
+                except BaseException:
+                    self.__dict__["__init_file__"] = init  # interrupted: the next ask runs it again
+                    raise
+        if name in self.__dict__:
+            return self.__dict__[name]
         try:
             return importlib.import_module(f"{self.__name__}.{name}")  # a subpackage not loaded yet
         except ModuleNotFoundError:
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}") from None
+
+    def _load(self, init: str) -> None:
+        """Run the package's own ``__init__`` into this module. What was bound here before stays
+        bound (a name patched by a test, what ``install`` gave): a package loaded at once would
+        have had it first too. While it runs, a name asked for from within (the same thread) is
+        found as in any module being imported: if it is there already."""
+        before = {k: v for k, v in self.__dict__.items() if not k.startswith("__")}
+        code = compile(Path(init).read_bytes(), init, "exec", dont_inherit=True)
+        exec(code, self.__dict__)
+        self.__dict__.update(before)
 
 
 def _register(name: str, directory: Path) -> _Deferred:

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from common import bus, logs
 from common.bus import errors as bus_errors
@@ -38,8 +38,13 @@ async def run(
     interval: float = 5.0,
     heartbeat_interval: float = HEARTBEAT_INTERVAL,
     on_change: Callable[[str], None] | None = None,
+    first: Callable[[], Awaitable[None]] | None = None,
+    polled: Callable[[], None] | None = None,
 ) -> None:
-    """Forever: every ``interval`` seconds, ``poll`` the sites ``sites_provider`` names."""
+    """Forever: every ``interval`` seconds, ``poll`` the sites ``sites_provider`` names; the
+    first poll once ``first`` returns (the sites are known), ``polled`` after each."""
+    if first is not None:
+        await first()
     while True:
         try:
             names = set(sites_provider())
@@ -62,6 +67,8 @@ async def run(
                 on_change(site)
             except Exception:
                 log.exception("on_change for site %s failed", site, extra=logs.about(site=site))
+        if polled is not None:
+            polled()
         await asyncio.sleep(interval)
 
 

@@ -128,13 +128,15 @@ class World:
         namespaces: tuple[str, ...] = (),
         watch_filter: str = "",
         resync: float = rkcp_reconcile.RESYNC_SECONDS,
+        static_sites: frozenset[str] = frozenset({SITE}),
     ) -> rkcp_controller.Controller:
         """The hub's controller, ingest and site poller; ``workers=0`` runs its watches and
         ingest only, so a test decides when ``Reconciler.sync`` reconciles. ``namespaces`` and
         ``watch_filter`` are the hub's --namespace(s) and --watch-filter; ``resync`` the longest
-        an RKCP goes unreconciled."""
+        an RKCP goes unreconciled; ``static_sites`` the hub's --sites (empty: the sites its RKCPs
+        and Sites name)."""
         settings = config.Settings(
-            static_sites=frozenset({SITE}), prefix=self.prefix, workers=workers, heartbeat_interval=0.3,
+            static_sites=static_sites, prefix=self.prefix, workers=workers, heartbeat_interval=0.3,
             namespaces=namespaces, watch_filter=watch_filter, resync_interval=resync,
         )  # fmt: skip
         c, self.tasks["hub"] = hub_loops.start(

@@ -54,6 +54,7 @@ def start(
         await heartbeats.run(
             state, conn, sites_provider=c.known_sites, prefix=settings.prefix, metrics=metrics,
             interval=0.3, heartbeat_interval=settings.heartbeat_interval, on_change=c.on_site_change,
+            first=c.listed, polled=c.polled,
         )  # fmt: skip
 
     tasks = [

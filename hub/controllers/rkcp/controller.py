@@ -128,6 +128,15 @@ class Controller:
         for key in self.index.at(coords):
             self.queue.add(key)
 
+    async def listed(self) -> None:
+        """Until the RKCPs and Sites are listed: every site they name is known from then on."""
+        await self.informers.rkcps_synced.wait()
+        await self.informers.sites_synced.wait()
+
+    def polled(self) -> None:
+        """The sites' heartbeats were read (after ``listed``): each site's connectedness is known."""
+        self.informers.sites_polled.set()
+
     def on_site_change(self, site: str) -> None:
         self.site_sync.add(site)
         for _, key in self.index.at_site(site):

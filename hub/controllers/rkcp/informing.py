@@ -68,6 +68,9 @@ class Informers:
         self._rkcps_listed: set[str | None] = set()
         """Watch scopes whose RKCPs were listed: the released deletions are scanned after all."""
         self.rkcps_synced = asyncio.Event()
+        self.sites_polled = asyncio.Event()
+        """Set once the sites' heartbeats were read after the listings: until then a site's
+        connectedness is not known, and a reconcile would write it Unknown (and again at the poll)."""
         self.cluster_version = ""
         """The version of ``cluster.x-k8s.io`` Clusters are watched in ("" before the watch starts)."""
 

@@ -53,6 +53,8 @@ Key = objects.Key
 
 CATCH_UP = 0.05
 """Seconds until an RKCP whose cached object predates the hub's own last write is looked at again."""
+FIRST_POLL_WAIT = 10.0
+"""Seconds a term's first reconciles wait for its first read of the sites' heartbeats."""
 
 
 class Reconciler:
@@ -206,12 +208,21 @@ class Reconciler:
         spec = (self.informers.rkcps.get(key) or {}).get("spec") or {}
         return logs.about(namespace=key[0], name=key[1], site=spec.get("site"), seq=seq)
 
+    async def _sites_polled(self) -> None:
+        """At a term's start, until its first read of the sites' heartbeats (at most
+        ``FIRST_POLL_WAIT``: a bus that does not answer leaves the sites unknown, as they are)."""
+        polled = self.informers.sites_polled
+        if not polled.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(polled.wait(), timeout=FIRST_POLL_WAIT)
+
     async def observe(self, r: api.RemoteKamajiControlPlane) -> vocabulary.Observed | None:
         now = dt.datetime.now(dt.UTC)
         cluster_name = tcp.owner_cluster(r)
         cluster, problem = self._cluster(r.metadata.namespace, cluster_name)
         coords, desired, problem, why = tcp.desired(r, cluster, problem)
         report = await self._report(coords)
+        await self._sites_polled()
         published = await self.published.get(coords, report.status)
         snap = self.deps.sites.snapshot(coords.site, now, interval=self.settings.heartbeat_interval)
         site_view = facts.SiteView(

@@ -122,6 +122,8 @@ class SiteSync:
     def forget(self, site: str) -> None:
         self.objects.pop(key(site))
         self._specs.pop(site, None)
+        self._written_at.pop(site, None)
+        self._moved.pop(site, None)
 
     def record(self, site: str) -> rules.SiteRecord:
         """What the Site says for its agent's NATS credential (it exists, its key)."""

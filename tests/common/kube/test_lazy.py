@@ -23,11 +23,12 @@ def run(code: str) -> str:
     return done.stdout.strip()
 
 
-def test_importing_the_seam_loads_none_of_the_generated_classes() -> None:
+@pytest.mark.parametrize("entry", ["common.kube", "hub.main", "agent.main", "kamaji_broker.cli"])
+def test_importing_a_process_loads_none_of_the_generated_classes(entry: str) -> None:
     out = run(
-        """
+        f"""
         import sys
-        import common.kube
+        import {entry}
         loaded = [m for m in sys.modules if m.startswith("kubernetes_asyncio.client.")]
         print(len(loaded), "kubernetes_asyncio.client.api" in sys.modules,
               "V1Pod" in vars(sys.modules["kubernetes_asyncio.client.models"]))
@@ -46,10 +47,17 @@ def test_importing_the_seam_loads_none_of_the_generated_classes() -> None:
         "import kubernetes_asyncio.client.models as m; print(m.V1Pod.__name__)",
         "import kubernetes_asyncio; print(kubernetes_asyncio.watch.Watch.__name__)",
         "from kubernetes_asyncio import config; print(config.load_config.__name__)",
+        "import kubernetes_asyncio; print(kubernetes_asyncio.__project__)",
     ],
 )
 def test_what_is_asked_for_later_is_there(asked: str) -> None:
-    assert run(f"import common.kube\n{asked}") in {"CoreV1Api", "V1Pod", "Watch", "load_config"}
+    assert run(f"import common.kube\n{asked}") in {
+        "CoreV1Api",
+        "V1Pod",
+        "Watch",
+        "load_config",
+        "kubernetes_asyncio",
+    }
 
 
 def test_the_api_client_still_turns_answers_into_models() -> None:
@@ -82,3 +90,43 @@ def test_a_library_imported_before_is_left_as_it_is() -> None:
         """
     )
     assert out == "False True"
+
+
+def test_threads_asking_at_once_all_get_the_name() -> None:
+    out = run(
+        """
+        import threading
+        import common.kube
+        from kubernetes_asyncio import client
+
+        got, failed = [], []
+
+        def ask():
+            try:
+                got.append(client.CoreV1Api.__name__)
+            except AttributeError as exc:
+                failed.append(str(exc))
+
+        threads = [threading.Thread(target=ask) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print(len(got), failed)
+        """
+    )
+    assert out == "8 []"
+
+
+def test_a_name_patched_before_the_package_loads_stays_patched() -> None:
+    out = run(
+        """
+        from unittest import mock
+        import common.kube
+        with mock.patch("kubernetes_asyncio.config.load_incluster_config") as patched:
+            import kubernetes_asyncio.watch  # loads the config package's __init__
+            from kubernetes_asyncio import config
+            print(config.load_incluster_config is patched, config.load_config.__name__)
+        """
+    )
+    assert out == "True load_config"
