@@ -33,7 +33,8 @@ each one's CPU and RSS; ``--takeover`` then kills the replica leading the most s
 how long the survivors take to lead them all (``takeover``).
 
 Run: ``.venv/bin/python bench/scale.py [--sites 100] [--per-site 100] [--timeout 1800] [--rest 120]
-[--replicas 2 --takeover]``.
+[--replicas 2 --takeover] [--simulators 2] [--site-max-mib 16]`` (1,000 sites at the default 64 MiB
+each need 64 GB of ``max_file_store``, which nats-server reserves when it makes the streams).
 """
 
 from __future__ import annotations
@@ -497,9 +498,14 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     names = interleaved(sites, args.per_site)
     total = len(names)
     # The site streams' quota scaled to the run (a status and a box per control plane, heartbeats).
+    # nats-server reserves each stream's max_bytes when it makes the stream, against its
+    # max_file_store (by default 75% of the free disk): --site-max-mib sizes it for many sites.
+    site_bytes = max(streams.SITE_MAX_BYTES, args.per_site * 32 * 1024)
+    if args.site_max_mib is not None:
+        site_bytes = args.site_max_mib * 1024 * 1024
     limits = {
         "KB_HUB_SITE_MAX_MSGS": str(max(streams.SITE_MAX_MSGS, 4 * args.per_site + 1024)),
-        "KB_HUB_SITE_MAX_BYTES": str(max(streams.SITE_MAX_BYTES, args.per_site * 32 * 1024)),
+        "KB_HUB_SITE_MAX_BYTES": str(site_bytes),
     }
     options = launcher.Options(
         sites=sites,
@@ -617,6 +623,12 @@ def main() -> None:
         "--takeover",
         action="store_true",
         help="with --replicas: at the end, kill the replica leading the most sites and time the takeover",
+    )
+    parser.add_argument(
+        "--site-max-mib",
+        type=int,
+        default=None,
+        help="each site stream's max_bytes in MiB (default: 64, or 32 KiB per control plane if more)",
     )
     parser.add_argument("--simulate", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
