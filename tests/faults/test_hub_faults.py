@@ -80,6 +80,17 @@ async def remove(world: System, names: Names) -> None:
         await systems.delete_control_plane(world, name)
     deleted = [(NS, name, site) for name, site in names]
     await helpers.eventually(lambda: invariants.converged(world, deleted=deleted), within=120, every=0.5)
+    # Their CAPI Secrets too: a real cluster's garbage collector removes them a while after their
+    # Cluster, and the next scenario counts the Secrets it finds.
+    clusters = {name for name, _ in names}
+
+    async def secrets_gone() -> bool:
+        found = await world.mgmt.list(resources.SECRET, namespace=NS, label_selector=CLUSTER_NAME_LABEL)
+        return not any(
+            (s["metadata"].get("labels") or {}).get(CLUSTER_NAME_LABEL) in clusters for s in found.items
+        )
+
+    await helpers.eventually(secrets_gone, within=120, every=0.5)
 
 
 async def kill_hubs(world: System) -> None:

@@ -341,9 +341,10 @@ async def stand(work: Path, *, hub_flags: tuple[str, ...] = ()) -> AsyncIterator
             await helpers.eventually(published, within=30, every=0.2)
 
             async def settled(site: str = site) -> bool:
-                # The site poller has run and the RKCP shows it: its status stays still now.
+                # The site poller has read the backlog since the intent was published (one intent,
+                # and no agent to take it) and the RKCP shows it: its status stays still now.
                 status = (await world.rkcp(site)).get("status") or {}
-                return (status.get("site") or {}).get("backlog") is not None
+                return (status.get("site") or {}).get("backlog") == 1
 
             await helpers.eventually(settled, within=30, every=0.2)
         yield world
