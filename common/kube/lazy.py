@@ -1,7 +1,7 @@
 """kubernetes_asyncio without loading its generated API and model classes until someone asks.
 
 The package's ``__init__`` files import every generated API class and every model (841 modules):
-34 MB of resident memory and a fifth of a second in every process that imports it, though
+35 MB of resident memory and a third of a second in every process that imports it, though
 ``common.kube`` uses only ``ApiClient.call_api``, ``Configuration``, the kubeconfig and in-cluster
 loaders and the exceptions. ``install`` registers ``kubernetes_asyncio``, ``.client``,
 ``.client.models`` and ``.config`` as packages whose ``__init__`` has not run yet, imports those

@@ -69,8 +69,9 @@ class Informers:
         """Watch scopes whose RKCPs were listed: the released deletions are scanned after all."""
         self.rkcps_synced = asyncio.Event()
         self.sites_polled = asyncio.Event()
-        """Set once the sites' heartbeats were read after the listings: until then a site's
-        connectedness is not known, and a reconcile would write it Unknown (and again at the poll)."""
+        """Set once the sites' heartbeats were read after the listings (or a reconcile waited long
+        enough for it): until then a site's connectedness is not known, and a reconcile would write
+        it Unknown (and again at the poll)."""
         self.cluster_version = ""
         """The version of ``cluster.x-k8s.io`` Clusters are watched in ("" before the watch starts)."""
 

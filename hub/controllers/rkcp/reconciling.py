@@ -209,12 +209,14 @@ class Reconciler:
         return logs.about(namespace=key[0], name=key[1], site=spec.get("site"), seq=seq)
 
     async def _sites_polled(self) -> None:
-        """At a term's start, until its first read of the sites' heartbeats (at most
-        ``FIRST_POLL_WAIT``: a bus that does not answer leaves the sites unknown, as they are)."""
+        """At a term's start, until its first read of the sites' heartbeats; once only, for at
+        most ``FIRST_POLL_WAIT``: a poller that cannot read leaves the sites unknown, as they are,
+        and makes no reconcile wait again."""
         polled = self.informers.sites_polled
         if not polled.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(polled.wait(), timeout=FIRST_POLL_WAIT)
+            polled.set()
 
     async def observe(self, r: api.RemoteKamajiControlPlane) -> vocabulary.Observed | None:
         now = dt.datetime.now(dt.UTC)
