@@ -48,6 +48,15 @@ def _sync(world: World) -> site_controller.SiteSync:
     return sync
 
 
+async def _counting(world: World) -> tuple[site_controller.SiteSync, dict[str, int]]:
+    """A sync whose site has the control planes ``placed["count"]`` says, its Site remembered."""
+    placed = {"count": 0}
+    sync = _sync(world)
+    sync.control_planes = lambda site: placed["count"]
+    sync.remember(await world.mgmt.get(resources.SITE, SITE))
+    return sync, placed
+
+
 async def test_the_finalizer_the_watch_brought_mid_look_stays_in_the_cache(world: World) -> None:
     sync = _sync(world)
     sync.remember(await world.mgmt.get(resources.SITE, SITE))
@@ -66,10 +75,7 @@ async def test_the_finalizer_the_watch_brought_mid_look_stays_in_the_cache(world
 async def test_a_burst_of_placements_at_a_site_is_one_status_write_per_interval(world: World) -> None:
     """The count of control planes moves with each one placed: written once per interval, the
     last count at the end of it."""
-    placed = {"count": 0}
-    sync = _sync(world)
-    sync.control_planes = lambda site: placed["count"]
-    sync.remember(await world.mgmt.get(resources.SITE, SITE))
+    sync, placed = await _counting(world)
     await sync.sync(SITE)
     first = await world.mgmt.get(resources.SITE, SITE)
     sync.remember(first)
@@ -84,10 +90,7 @@ async def test_a_burst_of_placements_at_a_site_is_one_status_write_per_interval(
 
 
 async def test_a_count_that_stands_still_is_written_without_waiting_for_the_interval(world: World) -> None:
-    placed = {"count": 0}
-    sync = _sync(world)
-    sync.control_planes = lambda site: placed["count"]
-    sync.remember(await world.mgmt.get(resources.SITE, SITE))
+    sync, placed = await _counting(world)
     await sync.sync(SITE)
     sync.remember(await world.mgmt.get(resources.SITE, SITE))
     placed["count"] = 1
@@ -102,10 +105,7 @@ async def test_a_count_that_stands_still_is_written_without_waiting_for_the_inte
 
 
 async def test_a_count_that_moved_reaches_the_site_by_its_requeue_alone(world: World) -> None:
-    placed = {"count": 0}
-    sync = _sync(world)
-    sync.control_planes = lambda site: placed["count"]
-    sync.remember(await world.mgmt.get(resources.SITE, SITE))
+    sync, placed = await _counting(world)
     running = asyncio.create_task(sync.run())
 
     async def written(count: int) -> bool:
