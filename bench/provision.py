@@ -6,9 +6,12 @@ agent per site) and creates K CAPI Cluster + RemoteKamajiControlPlane pairs; a c
 done when its ``<cluster>-kubeconfig`` Secret exists in the management cluster.
 
 ``--mode direct`` is the baseline the broker replaces: a controller in this process that holds a
-kubeconfig for every site (Kamaji's ExternalClusterReference approach, made as fast as it can
-be: concurrent writes, one watch per site) creates each TenantControlPlane straight in its site,
-waits for Ready and copies the two Secrets back into the management cluster.
+kubeconfig for every site (Kamaji's ExternalClusterReference approach, ``bench/baselines/direct.py``). By
+default it has the shape of a Cluster API control-plane provider (``--baseline provider``: the same
+Cluster and control-plane object per control plane in the management cluster, its finalizer,
+endpoint and status written, the TenantControlPlane created in the site and the two Secrets
+copied back); ``--baseline bare`` writes TenantControlPlanes alone and copies the Secrets back;
+``--baseline both`` runs each.
 
 ``--compare`` runs both in one invocation and adds broker/direct ratios. ``--rate R`` paces the
 creations at R per second (latency at a steady load) instead of all at once. Prints ONE JSON
@@ -40,11 +43,10 @@ sys.path.insert(0, str(ROOT))
 import aiohttp  # noqa: E402
 import yaml  # noqa: E402
 
+from bench.baselines import direct as direct_baseline  # noqa: E402
 from common import kube as ckube  # noqa: E402
 from common.kube import resources, watching  # noqa: E402
-from hub.api import cluster as cluster_api  # noqa: E402
-from hub.api import rkcp as api  # noqa: E402
-from hub.mapping import tcp  # noqa: E402
+from hub.api import crds as crdgen  # noqa: E402
 from sandbox import (  # noqa: E402
     crds,
     launcher,
@@ -55,7 +57,6 @@ from sandbox.launcher.options import MGMT  # noqa: E402
 
 NAMESPACE = "default"
 SITE_NAMESPACE = "tenants"
-TCP = resources.TENANT_CONTROL_PLANE
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -316,65 +317,14 @@ def spread(k: int, sites: tuple[str, ...]) -> list[tuple[str, str]]:
     return [(f"cp-{i:05d}", sites[i % len(sites)]) for i in range(k)]
 
 
-class Direct:
-    """The baseline: kubeconfigs for every site, TCPs written straight into them."""
-
-    def __init__(self, mgmt: ckube.Kube, sites: dict[str, ckube.Kube]) -> None:
-        self.mgmt = mgmt
-        self.sites = sites
-        self.copied: set[str] = set()
-        self.ready: dict[str, asyncio.Event] = {}
-
-    async def create(self, name: str, site: str) -> None:
-        cluster = cluster_api.Cluster.parse(workload.cluster(name, namespace=NAMESPACE))
-        rkcp = api.RemoteKamajiControlPlane.parse(
-            workload.remote_kamaji_control_plane(
-                name, namespace=NAMESPACE, cluster_uid="direct", site=site, target_namespace=SITE_NAMESPACE
-            )
-        )
-        body = {
-            "apiVersion": TCP.api_version,
-            "kind": TCP.kind,
-            "metadata": {"name": name, "namespace": SITE_NAMESPACE},
-            "spec": tcp.tcp_spec(rkcp, cluster),
-        }
-        await self.sites[site].create(TCP, body, namespace=SITE_NAMESPACE)
-
-    async def watch(self, site: str) -> None:
-        kube = self.sites[site]
-        async for item in watching.stream(kube, TCP, namespace=SITE_NAMESPACE):
-            objs = item.items if isinstance(item, watching.Synced) else [item.object]
-            for obj in objs:
-                phase = (
-                    ((obj.get("status") or {}).get("kubernetesResources") or {}).get("version") or {}
-                ).get("status")
-                name = obj["metadata"]["name"]
-                if phase == "Ready" and name not in self.copied:
-                    self.copied.add(name)
-                    asyncio.get_running_loop().create_task(self.copy(kube, name))
-
-    async def copy(self, kube: ckube.Kube, name: str) -> None:
-        kc = await kube.get(resources.SECRET, f"{name}-admin-kubeconfig", namespace=SITE_NAMESPACE)
-        ca = await kube.get(resources.SECRET, f"{name}-ca", namespace=SITE_NAMESPACE)
-        for suffix, data in (
-            ("ca", {"tls.crt": ca["data"]["ca.crt"], "tls.key": ca["data"]["ca.key"]}),
-            ("kubeconfig", {"value": kc["data"]["admin.conf"]}),
-        ):
-            body = {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "type": "cluster.x-k8s.io/secret",
-                "metadata": {"name": f"{name}-{suffix}", "namespace": NAMESPACE,
-                             "labels": {"cluster.x-k8s.io/cluster-name": name}},
-                "data": data,
-            }  # fmt: skip
-            await self.mgmt.create_or_replace(resources.SECRET, body, namespace=NAMESPACE)
-
-
-async def direct(k: int, n: int, *, rate: float | None, work: Path, timeout: float) -> dict[str, Any]:
+async def direct(
+    k: int, n: int, *, rate: float | None, work: Path, timeout: float, baseline: str = "provider"
+) -> dict[str, Any]:
+    """The baseline (``bench/baselines/direct.py``) on emulated clusters: a management cluster (with the RKCP
+    CRD for the provider shape) and N sites with Kamaji simulators at delay 0."""
     sites = workload.site_names(n)
     names = spread(k, sites)
-    base = work / "direct"
+    base = work / f"direct-{baseline}"
     children: list[processes.Child] = []
 
     def spawn(name: str, args: list[str], ready: str) -> processes.Child:
@@ -385,13 +335,18 @@ async def direct(k: int, n: int, *, rate: float | None, work: Path, timeout: flo
         child.start()
         return child
 
+    (base / "crds").mkdir(parents=True, exist_ok=True)
+    rkcp_crd = base / "crds" / crdgen.FILENAME
+    rkcp_crd.write_text(crdgen.render())
     clients: list[Any] = []
     try:
         for cluster in ("mgmt", *sites):
-            crd = crds.CLUSTER if cluster == "mgmt" else crds.TENANT_CONTROL_PLANE
+            kinds = [crds.CLUSTER, rkcp_crd] if cluster == "mgmt" else [crds.TENANT_CONTROL_PLANE]
             kubeconfig = str(base / f"{cluster}.kubeconfig")
             args = ["-m", "sandbox.kubeapi", "--port", "0", "--kubeconfig", kubeconfig, "--name", cluster]
-            spawn(f"kubeapi-{cluster}", [*args, "--crd", str(crd), "--history", "200000"], "(kubeconfig:")
+            for crd in kinds:
+                args += ["--crd", str(crd)]
+            spawn(f"kubeapi-{cluster}", [*args, "--history", "200000"], "(kubeconfig:")
         await asyncio.gather(*(c.wait_ready(timeout=60) for c in children))
         kubes: dict[str, ckube.Kube] = {}
         for cluster in ("mgmt", *sites):
@@ -404,19 +359,25 @@ async def direct(k: int, n: int, *, rate: float | None, work: Path, timeout: flo
                                      "--ready-delay", "0", "--address-pool", f"10.{100 + i}.0.0/16"],
                   "kamaji simulator running")  # fmt: skip
         await asyncio.gather(*(c.wait_ready(timeout=60) for c in children))
-        controller = Direct(kubes["mgmt"], {s: kubes[s] for s in sites})
+        shape = direct_baseline.Provider if baseline == "provider" else direct_baseline.Bare
+        controller = shape(kubes["mgmt"], {s: kubes[s] for s in sites})
         tracker = Tracker({name for name, _ in names})
         site_configs = [base / f"{site}.kubeconfig" for site in sites]
         site0 = await sites_calls(site_configs)
+        server = server_of(base / "mgmt.kubeconfig")
+        calls0 = await mgmt_calls(server)
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
         infra0 = snapshot(children)
         tasks = [asyncio.create_task(tracker.watch(kubes["mgmt"]))]
-        tasks += [asyncio.create_task(controller.watch(s)) for s in sites]
+        tasks += [asyncio.create_task(loop) for loop in controller.loops()]
         result = await drive(names, controller.create, tracker, rate=rate, concurrency=64, timeout=timeout)
+        # What the controller writes after the Secrets (the endpoint, the status) is part of its work.
+        await asyncio.gather(*controller.tasks)
         for t in tasks:
             t.cancel()
         cpu1 = resource.getrusage(resource.RUSAGE_SELF)
         result["processes"] = role_usage(infra0, snapshot(children), k)
+        result["mgmt_writes_per_cp"] = writes_per_cp(calls0, await mgmt_calls(server), k)
         result["site_requests_per_cp"] = calls_per_cp(site0, await sites_calls(site_configs), k)
         # The direct controller runs in this process (with the load generator and the tracker).
         spent = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
@@ -452,14 +413,22 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "rate": args.rate,
         "kamaji_delay_s": 0,
     }
+    baselines = ["provider", "bare"] if args.baseline == "both" else [args.baseline]
     with tempfile.TemporaryDirectory(prefix="bench-provision-") as tmp:
         work = Path(tmp)
-        modes = ["broker", "direct"] if args.compare else [args.mode]
-        for mode in modes:
-            run = broker if mode == "broker" else direct
-            out[mode] = await run(args.k, args.n, rate=args.rate, work=work, timeout=args.timeout)
+        if args.compare or args.mode == "broker":
+            out["broker"] = await broker(args.k, args.n, rate=args.rate, work=work, timeout=args.timeout)
+        if args.compare or args.mode == "direct":
+            for baseline in baselines:
+                key = "direct" if baseline == baselines[0] else f"direct_{baseline}"
+                out[key] = await direct(
+                    args.k, args.n, rate=args.rate, work=work, timeout=args.timeout, baseline=baseline
+                )
+                out[key]["baseline"] = baseline
     if args.compare:
         out["ratios"] = ratios(out["broker"], out["direct"])
+        for baseline in baselines[1:]:
+            out[f"ratios_{baseline}"] = ratios(out["broker"], out[f"direct_{baseline}"])
     return out
 
 
@@ -469,6 +438,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10, help="sites (default 10)")
     parser.add_argument("--mode", choices=("broker", "direct"), default="broker")
     parser.add_argument("--compare", action="store_true", help="run broker and direct, print ratios")
+    parser.add_argument(
+        "--baseline", choices=("provider", "bare", "both"), default="provider",
+        help="the direct controller's shape (bench/baselines/direct.py; default provider: a CAPI "
+        "control-plane provider with its objects in the management cluster; bare: TCPs alone; both: each)",
+    )  # fmt: skip
     parser.add_argument(
         "--rate", type=float, default=None, help="create at this many per second (default: all at once)"
     )
