@@ -4,7 +4,7 @@ Owns the work queue (``queue.WorkQueue``: one worker per key at a time) and the 
 watches (``informing``: RKCPs, Clusters and Sites cached and indexed), the NATS topology of the
 known sites (``hub.controllers.streams``), one reconcile per key (``reconciling``: observe, decide, act, write
 status), the Site status writer (``hub.controllers.site.controller.SiteSync``) and the released deletions
-(``purging``) and the survey of the intent stream (``surveying``).
+(``purging``), the survey of the intent stream (``surveying``) and the resync of every RKCP.
 Every long-lived loop runs under ``common.aiotasks.supervise``. Routes events to the keys they
 concern: a watch event, a message the ingest read (``on_observation``), a site's heartbeat
 (``on_site_change``); and forgets a deleted RKCP in one place (``gone``).
@@ -12,6 +12,7 @@ concern: a watch event, a message the ingest read (``on_observation``), a site's
 
 from __future__ import annotations
 
+import asyncio
 import functools
 
 from common import aiotasks, objects
@@ -69,6 +70,7 @@ class Controller:
         loops += [(f"rkcp worker {i}", self._worker) for i in range(self.settings.workers)]
         ready = self.informers.rkcps_synced
         loops.append(("intent survey", self.survey.run))
+        loops.append(("resync", self._resync))
         loops.append(("released deletions", lambda: self.released.run(ready=ready, maps=self.maps)))
         group = aiotasks.Group()
         for name, run in loops:
@@ -85,8 +87,17 @@ class Controller:
                 requeue = await self.reconciler.handle(key)
             finally:
                 self.queue.done(key)
-            if requeue is not None:
+            # The safety net's requeue is ``_resync``'s, for every RKCP at once: no timer per RKCP.
+            if requeue is not None and requeue < self.settings.resync_interval:
                 self.queue.add(key, requeue)
+
+    async def _resync(self) -> None:
+        """Every RKCP reconciled at least once per ``resync_interval``, whatever happens: one
+        timer for them all (controller-runtime's SyncPeriod), none kept per RKCP."""
+        while True:
+            await asyncio.sleep(self.settings.resync_interval)
+            for key in self.rkcps:
+                self.queue.add(key)
 
     # -- what the ingest, the site poller and the Site status ask ----------------------------
 
