@@ -6,6 +6,7 @@ site/    the Site controller: status, credentials, bootstrap Secrets, placements
 deps     its ``Settings`` and ``Deps`` (what the controllers share)
 cache    watched objects as compact bytes
 queue    the work queue
+multimap a key to its few values, for the indexes
 streams  the sites served and their streams and consumers
 
 Each calls a pure core (``hub.reconcile``, ``hub.mapping``) and does what it decides through

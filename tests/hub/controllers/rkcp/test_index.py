@@ -157,3 +157,27 @@ def test_a_sites_rkcps_follow_moves_and_deletions() -> None:
     idx.forget(("squatter", "s"))
     assert list(idx.at_site("site-a")) == []
     assert idx._by_site.keys() == {"site-b"}  # an emptied site leaves nothing behind
+
+
+def owned_by(obj_: dict[str, Any], cluster: str) -> dict[str, Any]:
+    ref = {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": cluster, "uid": "c"}
+    return {**obj_, "metadata": {**obj_["metadata"], "ownerReferences": [ref]}}
+
+
+def test_a_clusters_rkcps_follow_owner_changes_and_deletions() -> None:
+    idx = index.Index()
+    idx.put(("default", "a"), owned_by(obj("a", "u-a", created=OLDER), "c1"))
+    idx.put(("default", "b"), owned_by(obj("b", "u-b", created=OLDER), "c1"))
+    idx.put(("other", "a"), owned_by(obj("a", "u-o", created=OLDER, namespace="other"), "c1"))
+    assert sorted(idx.of_cluster(("default", "c1"))) == [("default", "a"), ("default", "b")]
+    assert idx.of_cluster(("other", "c1")) == [("other", "a")]  # a Cluster owns in its namespace
+    idx.put(("default", "b"), owned_by(obj("b", "u-b", created=OLDER), "c2"))  # another owner
+    assert (idx.of_cluster(("default", "c1")), idx.of_cluster(("default", "c2"))) == (
+        [("default", "a")],
+        [("default", "b")],
+    )
+    idx.put(("default", "a"), obj("a", "u-a", created=OLDER))  # no owner any more
+    assert idx.of_cluster(("default", "c1")) == []
+    for key in (("default", "b"), ("other", "a")):
+        idx.forget(key)
+    assert (len(idx._by_owner), idx._owner) == (0, {})  # nothing left behind
