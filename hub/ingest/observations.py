@@ -31,7 +31,7 @@ Key = tuple[str, str, str]
 """What the methods accept: a ``Coordinates`` or a plain ``(site, namespace, name)`` tuple."""
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
 class SealedRef:
     """What is kept of a ``SealedSecrets`` message: enough to decide, nothing secret."""
 
@@ -43,7 +43,7 @@ class SealedRef:
         return cls(checksum=sealed.checksum, owner_uid=sealed.owner_uid)
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
 class ControlPlaneObservation:
     """A snapshot of one control plane as seen on the bus; the controller's input."""
 
@@ -95,7 +95,7 @@ def disagreement(subject_coords: Key, message: messages.Status | messages.Sealed
     )
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class _Entry:
     version: int = 0
     status: messages.Status | None = None

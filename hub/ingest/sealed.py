@@ -32,7 +32,7 @@ DECRYPT_FAILED: Final = "DecryptFailed"
 """The reason of every secrets failure; the RKCP's ``SecretsSynced`` condition shows it."""
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
 class DecryptError:
     """Why sealed secrets could not be used. The message names the key id, never the content."""
 

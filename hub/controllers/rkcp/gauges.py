@@ -35,7 +35,7 @@ NOT_AUTHORIZED: Final = "NotAuthorized"
 """The phase of an RKCP whose placement its Site does not grant (or names no known site)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Standing:
     site: str
     """"" for a placement that is not the site's (not authorized): a tenant's typo adds no series."""

@@ -20,7 +20,7 @@ class Op(enum.StrEnum):
     """The subject holds a message the hub cannot decode: nobody's intent, replaced like one."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Published:
     """The latest intent on the control plane's subject, as stored in the stream."""
 

@@ -3,6 +3,8 @@ is written."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import nacl.public
 import pytest
 
@@ -206,7 +208,8 @@ def test_a_held_observation_holds_no_secret_material() -> None:
     held = obs.get(CP1)
     assert held is not None and held.sealed is not None
     assert sealed.ciphertext not in repr(held).encode() and "TOP-SECRET" not in repr(held)
-    assert not any(isinstance(v, bytes | messages.SecretsPayload) for v in vars(held).values())
+    values = [getattr(held, f.name) for f in dataclasses.fields(held)]
+    assert not any(isinstance(v, bytes | messages.SecretsPayload) for v in values)
 
 
 def test_drop_sealed_waits_for_the_next_box_and_keeps_its_sequence() -> None:

@@ -460,7 +460,9 @@ def _held(root: object, needles: set[object]) -> list[str]:
             "WorkQueue",
             "ReleasedDeletions",
         ):
-            for name, v in vars(obj).items():
+            slots = getattr(type(obj), "__slots__", ())
+            fields = vars(obj) if hasattr(obj, "__dict__") else {n: getattr(obj, n) for n in slots}
+            for name, v in fields.items():
                 walk(v, f"{path}.{name}")
 
     walk(root, "controller")
