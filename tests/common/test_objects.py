@@ -45,3 +45,15 @@ def test_the_hub_cache_keeps_the_slim_object() -> None:
     cache = ObjectCache()
     cache.put(("ns", "x"), {"metadata": {"name": "x", "managedFields": MANAGED, "annotations": APPLIED}})
     assert cache.get(("ns", "x")) == {"metadata": {"name": "x", "annotations": {"team": "a"}}}
+
+
+def test_a_cache_drops_the_fields_its_readers_need_not() -> None:
+    cache = ObjectCache(drop=("status",))
+    given = {
+        "metadata": {"name": "x", "managedFields": MANAGED},
+        "spec": {"paused": True},
+        "status": {"phase": "x"},
+    }
+    cache.put(("ns", "x"), given)
+    assert cache.get(("ns", "x")) == {"metadata": {"name": "x"}, "spec": {"paused": True}}
+    assert "status" in given  # the object given is left as it was

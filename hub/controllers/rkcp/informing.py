@@ -57,7 +57,8 @@ class Informers:
         """``--watch-filter``: the RKCPs and Clusters watched are those it selects; an object that
         loses the label leaves the cache as if deleted, and is left alone from then on."""
         self.rkcps = cache.ObjectCache()
-        self.clusters = cache.ObjectCache()
+        self.clusters = cache.ObjectCache(drop=("status",))
+        """Clusters as the RKCP reconcile reads them (``hub.api.cluster.Cluster``: metadata, spec)."""
         self.index = index.Index()
         self.site_sync = site_sync
         self.listener = listener
