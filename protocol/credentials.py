@@ -41,7 +41,8 @@ be replayed later for a fresh JWT of a key whose holder may since have been revo
 MAX_SUBSCRIPTIONS: Final = 1000
 """Subscriptions one site's connection may hold (an agent needs a handful: its inbox, its pull
 requests); a bound the server enforces, so a compromised agent cannot swell the server's
-interest graph."""
+interest graph. The hub's has none: it holds one per site (its consumer of the site's stream),
+and a server that refuses one more closes the whole connection."""
 
 
 Kind = subjects.Service
@@ -123,6 +124,7 @@ def _user(
     account: str,
     now: dt.datetime,
     lifetime: dt.timedelta,
+    subs: int = MAX_SUBSCRIPTIONS,
 ) -> natsjwt.Claims:
     iat = int(now.timestamp())
     if lifetime.total_seconds() < 1:  # every user we mint expires: none is valid forever
@@ -137,7 +139,7 @@ def _user(
             pub=natsjwt.Allow(perms.publish),
             sub=natsjwt.Allow(perms.subscribe),
             resp=natsjwt.Responses(max=1, ttl=int(5e9)) if perms.reply_to_requests else None,
-            subs=MAX_SUBSCRIPTIONS,
+            subs=subs,
             payload=streams.MAX_PAYLOAD,
             issuer_account=account,
         ),
@@ -180,7 +182,7 @@ def hub_user(
     prefix: str = subjects.DEFAULT_PREFIX,
 ) -> natsjwt.Claims:
     perms = permissions.for_hub(prefix=prefix)
-    return _user("hub", user_key, perms, account=account, now=now, lifetime=lifetime)
+    return _user("hub", user_key, perms, account=account, now=now, lifetime=lifetime, subs=natsjwt.NO_LIMIT)
 
 
 def site_named(claims: natsjwt.Claims, *, role: str) -> str:

@@ -73,6 +73,15 @@ def test_hub_user_may_answer_requests_and_bootstrap_may_only_ask() -> None:
     assert boot.exp - boot.iat == int(credentials.DEFAULT_BOOTSTRAP_LIFETIME.total_seconds())
 
 
+def test_a_sites_subscriptions_are_bounded_and_the_hubs_grow_with_the_sites() -> None:
+    site = credentials.site_user("site-a", "UKEY", account="ACC", now=NOW)
+    hub = credentials.hub_user("UKEY", account="ACC", now=NOW)
+    assert isinstance(site.nats, natsjwt.User) and isinstance(hub.nats, natsjwt.User)
+    assert site.nats.subs == credentials.MAX_SUBSCRIPTIONS
+    # One per site's stream: a bound on them would be a bound on the sites (1,000 reached it).
+    assert hub.nats.subs == natsjwt.NO_LIMIT
+
+
 @pytest.mark.parametrize(
     "subject", ["kb.bootstrap", "kb.bootstrap.a.b", "kb.renew.site-a", "kb.bootstrap.Site"]
 )
