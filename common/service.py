@@ -29,7 +29,14 @@ NATS_CHECK = "nats"
 class Service:
     """Base of the hub and agent processes: the resources ``stop()`` releases, in order."""
 
+    exit_when_bus_lost = False
+    """Whether the process ends (and says why) once its NATS connection ended for good: nothing
+    reconnects a client nats-py closed, so only a new process talks to NATS again."""
+
     def __init__(self) -> None:
+        self.ended: list[str] = []
+        """Why the process must end by itself (``run_until_signalled`` then stops it, failing)."""
+        self.ending = asyncio.Event()
         self.tasks = aiotasks.Group()
         self.conn: bus.Connection | None = None
         self.kube: kube.Kube | None = None
@@ -81,6 +88,12 @@ class Service:
         """Keep a readiness check (and an optional gauge) in step with the NATS connection."""
         assert self.conn is not None
         while True:
+            if self.conn.lost:
+                why = f"NATS connection closed for good: {self.conn.lost[0]}"
+                self.readiness.set(NATS_CHECK, False, why)
+                if self.exit_when_bus_lost:
+                    self.end(f"{why}; exiting, to connect again in a new process")
+                    return
             connected = self.conn.connected
             # While reconnecting, say why the last attempt failed (a rotated CA, a refused TLS
             # handshake), not only that it did.
@@ -89,6 +102,12 @@ class Service:
             if on is not None:
                 on(connected)
             await asyncio.sleep(1.0)
+
+    def end(self, why: str) -> None:
+        """End the process, failing, for ``why`` (``run_until_signalled`` stops it)."""
+        log.error("%s", why)
+        self.ended.append(why)
+        self.ending.set()
 
     async def before_close(self) -> None:
         """Hook: work to do after the tasks stopped and before the connections close."""
@@ -111,16 +130,18 @@ class Startable(Protocol):
 
 
 async def run_until_signalled(service: Startable) -> None:
-    """Start ``service``, wait for SIGTERM or SIGINT, stop it (also when starting failed)."""
+    """Start ``service``, wait for SIGTERM or SIGINT, stop it (also when starting failed). A
+    ``Service`` that ends by itself (``Service.end``) is stopped too, and ``Ended`` says why."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    ending = service.ending if isinstance(service, Service) else asyncio.Event()
     # start() may wait a long time (NATS retried forever, say with a CA the server does not
     # match): a signal meanwhile cancels it, instead of going unheard until SIGKILL.
     starting = asyncio.ensure_future(service.start())
-    stopping = asyncio.ensure_future(stop.wait())
+    stopping = asyncio.ensure_future(_either(stop, ending))
     try:
         await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if not starting.done():
@@ -128,11 +149,26 @@ async def run_until_signalled(service: Startable) -> None:
             with contextlib.suppress(asyncio.CancelledError):
                 await starting
             log.info("stopping while starting")
-            return
-        starting.result()  # a failed start raises here
-        await stopping
-        log.info("stopping")
+        else:
+            starting.result()  # a failed start raises here
+            await stopping
+            log.info("stopping")
     finally:
         for task in (starting, stopping):
             task.cancel()
         await service.stop()
+    if isinstance(service, Service) and service.ended:
+        raise Ended(service.ended[0])
+
+
+class Ended(Exception):
+    """The process ended by itself, failing (``Service.end``): why."""
+
+
+async def _either(*events: asyncio.Event) -> None:
+    waits = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()

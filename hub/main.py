@@ -43,6 +43,8 @@ Loop = tuple[str, Callable[[], Awaitable[None]]]
 class Hub(service.Service):
     """A running hub; ``stop()`` ends every loop, releases the Lease, closes every connection."""
 
+    exit_when_bus_lost = True
+
     def __init__(self, settings: HubSettings) -> None:
         super().__init__()
         self.settings = settings

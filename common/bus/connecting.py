@@ -3,7 +3,8 @@
 ``connect`` turns ``Options`` into a live ``common.bus.connection.Connection``: nats-py's
 arguments from the options, our own retry loop around the first connect (with failures in
 plain words for ``/readyz``), and the callbacks that record permission violations, count
-reconnects and run the connection's ``on_reconnect`` callbacks.
+reconnects, run the connection's ``on_reconnect`` callbacks and say why a connection nats-py
+gave up on was lost.
 """
 
 from __future__ import annotations
@@ -98,48 +99,70 @@ async def connect(
     Once connected, nats-py reconnects forever on its own; we count reconnects and run the
     ``on_reconnect`` callbacks. ``report`` hears every failed (re)connect attempt in plain words
     (for ``/readyz``): a wrong CA file retries forever too, but says so instead of looking like
-    an unreachable server.
+    an unreachable server. A connection nats-py gives up on says why in ``Connection.lost``.
     """
-    watch = permissions.Watch()
-    holder: list[tuple[Connection, Client]] = []
-    failures = _Failures(options, report)
+    heard = _Callbacks(permissions.Watch(), _Failures(options, report))
+    nc = await _first_connect(options, heard.failures, deadline=deadline, callbacks=heard.callbacks())
+    heard.failures.last.clear()
+    conn = Connection(
+        nc,
+        nc.jetstream(timeout=options.request_timeout),
+        options=options,
+        watch=heard.watch,
+        failure=heard.failures.last,
+    )
+    heard.holder.append((conn, nc))
+    return conn
 
-    async def error_cb(exc: Exception) -> None:
+
+@dataclass
+class _Callbacks:
+    """nats-py's callbacks of one connection: what they hear goes to the ``Connection``."""
+
+    watch: permissions.Watch
+    failures: _Failures
+    holder: list[tuple[Connection, Client]] = field(default_factory=list)
+    """The connection and its client, once connected."""
+
+    def callbacks(self) -> dict[str, Any]:
+        return {
+            "error_cb": self.error_cb,
+            "reconnected_cb": self.reconnected_cb,
+            "disconnected_cb": self.disconnected_cb,
+            "closed_cb": self.closed_cb,
+        }
+
+    async def error_cb(self, exc: Exception) -> None:
         violation = permissions.parse_violation(str(exc))
         if violation is not None:
             log.error("NATS permission denied: %s to %r", *violation, extra=logs.about_subject(violation[1]))
-            watch.record(*violation)
-        elif holder and holder[0][1].is_connected:
+            self.watch.record(*violation)
+        elif self.holder and self.holder[0][1].is_connected:
             log.warning("NATS error: %s", exc)
         else:  # not connected: why a (re)connect attempt failed
-            failures.record(exc)
+            self.failures.record(exc)
 
-    async def reconnected_cb() -> None:
-        failures.last.clear()
-        if not holder:
+    async def reconnected_cb(self) -> None:
+        self.failures.last.clear()
+        if not self.holder:
             return
-        conn, nc = holder[0]
+        conn, nc = self.holder[0]
         conn.reconnects += 1
         log.info("NATS reconnected to %s", nc.connected_url.netloc if nc.connected_url else "?")
         for callback in list(conn.on_reconnect):
             asyncio.get_running_loop().create_task(callback())
 
-    async def disconnected_cb() -> None:
-        if holder and not (holder[0][1].is_closed or holder[0][1].is_draining):
+    async def disconnected_cb(self) -> None:
+        if self.holder and not (self.holder[0][1].is_closed or self.holder[0][1].is_draining):
             log.warning("NATS disconnected; reconnecting")
 
-    callbacks = {"error_cb": error_cb, "reconnected_cb": reconnected_cb, "disconnected_cb": disconnected_cb}
-    nc = await _first_connect(options, failures, deadline=deadline, callbacks=callbacks)
-    failures.last.clear()
-    conn = Connection(
-        nc,
-        nc.jetstream(timeout=options.request_timeout),
-        options=options,
-        watch=watch,
-        failure=failures.last,
-    )
-    holder.append((conn, nc))
-    return conn
+    async def closed_cb(self) -> None:
+        if not self.holder or self.holder[0][0].closing:
+            return
+        conn, nc = self.holder[0]
+        why = str(nc.last_error or "") or "the server closed it"
+        conn.lost[:] = [why]
+        log.error("NATS connection closed for good: %s", why)
 
 
 async def _first_connect(

@@ -107,6 +107,12 @@ class Connection:
     reconnects: int = 0
     failure: list[str] = field(default_factory=list)
     """The last (re)connect failure in plain words, while it lasts (``[]`` once connected)."""
+    lost: list[str] = field(default_factory=list)
+    """Why the connection ended for good without ``close`` (nats-py gives up on any error the
+    server sends but a permissions violation, a stale connection or a failed reconnect: say
+    ``maximum subscriptions exceeded``); empty while it lives or reconnects."""
+    closing: bool = False
+    """``close`` was called: its end is no loss."""
 
     @property
     def last_failure(self) -> str:
@@ -204,6 +210,7 @@ class Connection:
     async def close(self) -> None:
         # close(), not drain(): every publish and ack of ours already waited for the server's
         # answer, and drain() waits its full timeout on a subscription the server refused.
+        self.closing = True
         if not self._nc.is_closed:
             await close_client(self._nc, timeout=self.options.request_timeout)
 

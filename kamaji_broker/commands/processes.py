@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 from pathlib import Path
 
 from agent.settings import AgentSettings
@@ -151,11 +152,16 @@ def agent(args: argparse.Namespace) -> int:
 
 
 def hub(args: argparse.Namespace) -> int:
+    from common import service
     from hub import main as hub_main
 
     settings = flags.load(HubSettings, args)
     _configure_logs(args, settings.log_format)
-    asyncio.run(hub_main.run(settings))
+    try:
+        asyncio.run(hub_main.run(settings))
+    except service.Ended as exc:  # it cannot go on (its NATS connection closed for good): a new process can
+        print(f"kamaji-broker hub: error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
