@@ -58,13 +58,16 @@ class Watch:
     """Violations seen on one connection, and the calls waiting to hear of them."""
 
     def __init__(self) -> None:
-        self._waiters: list[tuple[tuple[str, ...], asyncio.Future[tuple[str, str]]]] = []
+        self._waiters: dict[int, tuple[tuple[str, ...], asyncio.Future[tuple[str, str]]]] = {}
+        """The calls waiting, by a number of their own: a thousand sites' pulls wait at once, and
+        each ends with its entry taken out (a list's ``remove`` compared it with every other)."""
+        self._next = 0
         self.seen: list[tuple[str, str]] = []
         """Recent violations (operation, subject), newest last, bounded."""
 
     def record(self, operation: str, subject: str) -> None:
         self.seen = [*self.seen[-99:], (operation, subject)]
-        for patterns, future in self._waiters:
+        for patterns, future in self._waiters.values():
             if not future.done() and any(matches(p, subject) for p in patterns):
                 pattern = next(p for p in patterns if matches(p, subject))
                 future.set_result((operation, restore_case(pattern, subject)))
@@ -73,8 +76,8 @@ class Watch:
         """Await ``call``; fail with PermissionDenied as soon as a violation on ``subjects`` arrives."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[str, str]] = loop.create_future()
-        entry = (tuple(subjects), future)
-        self._waiters.append(entry)
+        number = self._next = self._next + 1
+        self._waiters[number] = (tuple(subjects), future)
         task = asyncio.ensure_future(call)
         try:
             waiting: set[asyncio.Future[Any]] = {task, future}
@@ -84,7 +87,7 @@ class Watch:
                 raise errors.PermissionDenied(operation, subject)
             return task.result()
         finally:
-            self._waiters.remove(entry)
+            del self._waiters[number]
             if not task.done():
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
