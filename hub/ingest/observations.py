@@ -23,6 +23,8 @@ import dataclasses
 import enum
 from collections.abc import Callable
 
+import msgspec
+
 from hub.ingest import sealed as boxes
 from protocol import messages
 from protocol.coordinates import Coordinates
@@ -95,10 +97,16 @@ def disagreement(subject_coords: Key, message: messages.Status | messages.Sealed
     )
 
 
+_encode_status = msgspec.msgpack.Encoder().encode
+_decode_status = msgspec.msgpack.Decoder(messages.Status).decode
+
+
 @dataclasses.dataclass(slots=True)
 class _Entry:
     version: int = 0
-    status: messages.Status | None = None
+    status: bytes | None = None
+    """The latest ``Status``, encoded: a third of its size as objects (its strings apart), for
+    every control plane held."""
     status_seq: int = 0
     sealed: SealedRef | None = None
     sealed_seq: int = 0
@@ -143,7 +151,7 @@ class Observations:
         outcome = _order(entry.status_seq, seq, again=last and entry.status is None)
         if outcome is not Outcome.RECORDED:
             return Applied(outcome, f"status at sequence {seq}, holding {entry.status_seq}")
-        entry.status, entry.status_seq = status, seq
+        entry.status, entry.status_seq = _encode_status(status), seq
         self._touch(entry)
         return Applied(Outcome.RECORDED)
 
@@ -204,7 +212,7 @@ class Observations:
         return ControlPlaneObservation(
             coordinates=Coordinates(*coords),
             version=entry.version,
-            status=entry.status,
+            status=None if entry.status is None else _decode_status(entry.status),
             status_seq=entry.status_seq,
             sealed=entry.sealed,
             sealed_seq=entry.sealed_seq,
