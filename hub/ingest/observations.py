@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import sys
 from collections.abc import Callable
 
 import msgspec
@@ -147,7 +148,7 @@ class Observations:
         if why is not None:
             return Applied(Outcome.MISMATCH, why)
         coords = Coordinates(*subject_coords)
-        entry = self._entries.setdefault(coords, _Entry())
+        entry = self._slot(coords)
         outcome = _order(entry.status_seq, seq, again=last and entry.status is None)
         if outcome is not Outcome.RECORDED:
             return Applied(outcome, f"status at sequence {seq}, holding {entry.status_seq}")
@@ -176,7 +177,7 @@ class Observations:
         if why is not None:
             return Applied(Outcome.MISMATCH, why)
         coords = Coordinates(*coords)
-        entry = self._entries.setdefault(coords, _Entry())
+        entry = self._slot(coords)
         error = payload_or_error if isinstance(payload_or_error, boxes.DecryptError) else None
         outcome = _order(entry.sealed_seq, seq, again=last and entry.sealed is None)
         learned = outcome is Outcome.DUPLICATE and entry.sealed is not None and entry.secrets_error is None
@@ -274,7 +275,16 @@ class Observations:
 
     def mark_loaded(self, coords: Key) -> None:
         """The streams' last messages of ``coords`` were read: the consumer delivers anything newer."""
-        self._entries.setdefault(Coordinates(*coords), _Entry()).loaded = True
+        self._slot(Coordinates(*coords)).loaded = True
+
+    def _slot(self, coords: Coordinates) -> _Entry:
+        """The entry of ``coords``, made if there is none (its site and namespace strings shared
+        with every other control plane's: each message's subject decodes them anew)."""
+        entry = self._entries.get(coords)
+        if entry is None:
+            site, namespace, name = coords
+            entry = self._entries[Coordinates(sys.intern(site), sys.intern(namespace), name)] = _Entry()
+        return entry
 
     @staticmethod
     def _touch(entry: _Entry) -> None:
