@@ -2,6 +2,7 @@
 
 A key is never handed to two workers at once: one added while it is being processed is held
 back and queued again when ``done`` is called. ``add(key, delay)`` keeps the earliest due time.
+``get`` lets the event loop turn before it hands out a key, so workers never starve the rest.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ class WorkQueue(Generic[K]):
         self._wake.set()
 
     async def get(self) -> K:
+        # A turn of the event loop first, even with a key due: a reconcile with nothing to write
+        # never waits, and a worker taking key after key would keep everything else (heartbeats
+        # delivered, watch events) waiting for as long as the queue is full.
+        await asyncio.sleep(0)
         loop = asyncio.get_running_loop()
         while True:
             # Drop heap entries superseded by an earlier add of the same key.
