@@ -39,6 +39,8 @@ class Service:
         self.ending = asyncio.Event()
         self.tasks = aiotasks.Group()
         self.conn: bus.Connection | None = None
+        self.also_watched: list[bus.Connection] = []
+        """Other connections of the process whose loss for good ``watch_nats`` says too."""
         self.kube: kube.Kube | None = None
         self.health_server: health.HealthServer | None = None
         self.readiness = health.Readiness()
@@ -85,15 +87,21 @@ class Service:
         self.tasks.spawn(name, run)
 
     async def watch_nats(self, on: Callable[[bool], None] | None = None) -> None:
-        """Keep a readiness check (and an optional gauge) in step with the NATS connection."""
+        """Keep a readiness check (and an optional gauge) in step with the NATS connection (and
+        ``also_watched``: a connection lost for good is said, and ends a process that says so)."""
         assert self.conn is not None
         while True:
-            if self.conn.lost:
-                why = f"NATS connection closed for good: {self.conn.lost[0]}"
+            lost = [c.lost[0] for c in (self.conn, *self.also_watched) if c.lost]
+            if lost:
+                why = f"NATS connection closed for good: {lost[0]}"
                 self.readiness.set(NATS_CHECK, False, why)
+                if on is not None:
+                    on(False)
                 if self.exit_when_bus_lost:
                     self.end(f"{why}; exiting, to connect again in a new process")
                     return
+                await asyncio.sleep(1.0)
+                continue
             connected = self.conn.connected
             # While reconnecting, say why the last attempt failed (a rotated CA, a refused TLS
             # handshake), not only that it did.

@@ -107,6 +107,7 @@ class Hub(service.Service):
                 name="kamaji-broker-hub-system",
             )
         )  # fmt: skip
+        self.also_watched.append(self.system)
         self.revoker = revocation.Revoker(self.system, self.operator.authority)
         log.info("operator mode: hub mints NATS users of account %s", self.operator.authority.account)
         return kube

@@ -59,6 +59,7 @@ class Bare:
         self.sites = sites
         self.copied: set[str] = set()
         self.tasks: set[asyncio.Task[None]] = set()
+        self.failures: list[BaseException] = []
 
     def loops(self) -> list[Any]:
         return [self.watch_site(site) for site in self.sites]
@@ -84,7 +85,22 @@ class Bare:
     def spawn(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)
         self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        failed = None if task.cancelled() else task.exception()
+        if failed is not None:
+            self.failures.append(failed)
+
+    async def finished(self) -> None:
+        """Once every write started is done; the first failure, if one failed."""
+        while self.tasks:
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.failures:
+            raise RuntimeError(f"the direct controller failed {len(self.failures)} times") from self.failures[
+                0
+            ]
 
     async def finish(self, kube: ckube.Kube, name: str, tcp_obj: dict[str, Any]) -> None:
         await self.copy(kube, name)

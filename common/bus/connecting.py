@@ -157,8 +157,8 @@ class _Callbacks:
             log.warning("NATS disconnected; reconnecting")
 
     async def closed_cb(self) -> None:
-        if not self.holder or self.holder[0][0].closing:
-            return
+        if not self.holder or self.holder[0][0].closing or not self.holder[0][1].is_closed:
+            return  # not connected yet, closed by us, or an abandoned first attempt closing late
         conn, nc = self.holder[0]
         why = str(nc.last_error or "") or "the server closed it"
         conn.lost[:] = [why]

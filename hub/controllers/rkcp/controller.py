@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import random
 
 from common import aiotasks, objects
 from hub.controllers import cache, queue
@@ -93,11 +94,13 @@ class Controller:
 
     async def _resync(self) -> None:
         """Every RKCP reconciled at least once per ``resync_interval``, whatever happens: one
-        timer for them all (controller-runtime's SyncPeriod), none kept per RKCP."""
+        timer for them all (controller-runtime's SyncPeriod), none kept per RKCP; the RKCPs
+        spread over a tenth of the interval, not all at the same instant."""
+        interval = self.settings.resync_interval
         while True:
-            await asyncio.sleep(self.settings.resync_interval)
+            await asyncio.sleep(interval * 0.9)
             for key in self.rkcps:
-                self.queue.add(key)
+                self.queue.add(key, random.uniform(0.0, interval * 0.1))
 
     # -- what the ingest, the site poller and the Site status ask ----------------------------
 

@@ -103,3 +103,24 @@ async def test_a_process_that_lost_its_connection_ends_failing_and_says_why(
     )
     ok, why = process.readiness.checks[service.NATS_CHECK]
     assert not ok and why.startswith("NATS connection closed for good: nats: maximum subscriptions")
+
+
+async def test_a_process_that_goes_on_keeps_saying_its_connection_was_lost(
+    secured_nats: tuple[natsd.NatsServer, Path], tmp_path: Path
+) -> None:
+    """An agent's: not ready, for that reason, pass after pass (not "reconnecting": nothing will)."""
+    server, conf = secured_nats
+    process = _Process(helpers.options(server.url, seed_file=few_subscriptions(conf, tmp_path)))
+    process.exit_when_bus_lost = False
+    seen: list[bool] = []
+    await process.serve_health("127.0.0.1:0", prometheus_client.CollectorRegistry())
+    process.conn = await bus.connect(process.options, deadline=10)
+    process.spawn("nats-monitor", lambda: process.watch_nats(seen.append))
+    try:
+        await overflow(process.conn)
+        await helpers.eventually(lambda: seen.count(False), lambda n: n >= 3, within=15, what="3 passes")
+        ok, why = process.readiness.checks[service.NATS_CHECK]
+        assert not ok and why == "NATS connection closed for good: nats: maximum subscriptions exceeded"
+        assert not process.ending.is_set() and process.ended == []
+    finally:
+        await process.stop()
