@@ -157,9 +157,12 @@ class _Callbacks:
             log.warning("NATS disconnected; reconnecting")
 
     async def closed_cb(self) -> None:
-        if not self.holder or self.holder[0][0].closing or not self.holder[0][1].is_closed:
-            return  # not connected yet, closed by us, or an abandoned first attempt closing late
+        if not self.holder or not self.holder[0][1].is_closed:
+            return  # not connected yet, or an abandoned first attempt closing late
         conn, nc = self.holder[0]
+        conn.ended.set()
+        if conn.closing:
+            return  # closed by us: no loss
         why = str(nc.last_error or "") or "the server closed it"
         conn.lost[:] = [why]
         log.error("NATS connection closed for good: %s", why)

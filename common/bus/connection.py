@@ -113,6 +113,8 @@ class Connection:
     ``maximum subscriptions exceeded``); empty while it lives or reconnects."""
     closing: bool = False
     """``close`` was called: its end is no loss."""
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the connection is closed, by us or for good by the server."""
 
     @property
     def last_failure(self) -> str:
@@ -204,8 +206,23 @@ class Connection:
         everything that was pending.
         """
         timeout = int(self.options.request_timeout) or 1
-        await self._nc.flush(timeout=timeout)
-        await self._nc.flush(timeout=timeout)
+        await self._unless_ended(self._nc.flush(timeout=timeout))
+        await self._unless_ended(self._nc.flush(timeout=timeout))
+
+    async def _unless_ended(self, call: Awaitable[None]) -> None:
+        """``call``, or nats-py's ConnectionClosedError as soon as the connection ends: nats-py
+        leaves a flush of a connection it has closed waiting for its PONG until the timeout."""
+        task = asyncio.ensure_future(call)
+        ended = asyncio.ensure_future(self.ended.wait())
+        try:
+            await asyncio.wait((task, ended), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ended.cancel()
+            if not task.done():
+                task.cancel()
+        if self._nc.is_closed:  # also when the flush returned: nats-py skips the PING then
+            raise nats.errors.ConnectionClosedError
+        task.result()
 
     async def close(self) -> None:
         # close(), not drain(): every publish and ack of ours already waited for the server's

@@ -4,7 +4,7 @@ with the server's reason; a process that cannot do without it ends, failing, and
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import dataclasses
 import datetime as dt
 from pathlib import Path
 
@@ -45,8 +45,9 @@ async def overflow(conn: bus.Connection) -> None:
 
     for i in range(SUBS):
         await conn.subscribe(f"lost.{i}", ignore)
-    # The one too many: the server's answer may close the connection before the call returns.
-    with contextlib.suppress(bus_errors.Unavailable):
+    # The one too many: the server closes the connection instead of answering, and the call
+    # says so at once (nats-py alone would leave it waiting for the server until its timeout).
+    with pytest.raises(bus_errors.Unavailable, match=f"subscribe to lost.{SUBS}: nats: connection closed"):
         await conn.subscribe(f"lost.{SUBS}", ignore)
 
 
@@ -55,10 +56,12 @@ async def test_the_server_closing_the_connection_is_a_loss_with_its_reason(
 ) -> None:
     server, conf = secured_nats
     creds = few_subscriptions(conf, tmp_path)
-    conn = await bus.connect(helpers.options(server.url, seed_file=creds), deadline=10)
+    # A call that would wait for the server all day: the closing must end it, not a timeout.
+    patient = dataclasses.replace(helpers.options(server.url, seed_file=creds), request_timeout=3600)
+    conn = await bus.connect(patient, deadline=10)
     try:
         assert conn.lost == []
-        await overflow(conn)
+        await asyncio.wait_for(overflow(conn), 60)
         lost = await helpers.eventually(lambda: list(conn.lost), what="the connection lost")
         assert lost == ["nats: maximum subscriptions exceeded"]
     finally:
