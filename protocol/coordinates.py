@@ -7,6 +7,7 @@ coordinates its subject names. Pure.
 
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple, Protocol
 
 
@@ -31,6 +32,13 @@ class Coordinates(NamedTuple):
     @classmethod
     def of(cls, message: Located) -> Coordinates:
         return cls(message.site, message.namespace, message.name)
+
+    def shared(self, name: str | None = None) -> Coordinates:
+        """The same coordinates with the site and namespace strings every holder of them shares
+        (each message decodes them anew; thousands of control planes name a handful), and
+        ``name`` in place of an equal name of its own when given (the caller's key's string)."""
+        kept = name if name is not None and name == self.name else self.name
+        return Coordinates(sys.intern(self.site), sys.intern(self.namespace), kept)
 
     @property
     def key(self) -> tuple[str, str]:

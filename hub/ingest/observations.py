@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import sys
 from collections.abc import Callable
 
 import msgspec
@@ -282,8 +281,7 @@ class Observations:
         with every other control plane's: each message's subject decodes them anew)."""
         entry = self._entries.get(coords)
         if entry is None:
-            site, namespace, name = coords
-            entry = self._entries[Coordinates(sys.intern(site), sys.intern(namespace), name)] = _Entry()
+            entry = self._entries[coords.shared()] = _Entry()
         return entry
 
     @staticmethod

@@ -77,7 +77,7 @@ class Index:
             found = tcp.coordinates(api.RemoteKamajiControlPlane.parse(obj))
         except (pydantic.ValidationError, tcp.InvalidCoordinates):
             return changed
-        coords = Coordinates(sys.intern(found.site), sys.intern(found.namespace), _same(found.name, key[1]))
+        coords = found.shared(key[1])
         old = self._coords_of.get(key)
         if old is not None and old != coords:
             self._unmap(old, key)
