@@ -90,6 +90,10 @@ class SiteSync:
         self._specs: dict[str, site_api.SiteSpec | None] = {}
         """Each Site's parsed spec: every reconcile asks, and the control-plane count asks once
         per RKCP, so parsing the cached JSON each time would cost more than the rest."""
+        self._records: dict[str, rules.SiteRecord] = {}
+        """What each Site says for its credential, once asked since the object last changed:
+        every RKCP reconcile asks, and reading it checks the signature of the Site's bootstrap
+        credential (8% of the hub's CPU while a burst of control planes was created)."""
 
     def _bootstrap(self) -> bootstrap.BootstrapSecrets | None:
         revoke = self.deps.revoke
@@ -109,7 +113,7 @@ class SiteSync:
     def remember(self, obj: dict[str, Any]) -> str:
         """Cache a Site object from the watch; its name."""
         site = str((obj.get("metadata") or {}).get("name") or "")
-        self.objects.put(key(site), obj)
+        self._put(site, obj)
         try:
             self._specs[site] = site_api.Site.parse(obj).spec
         except pydantic.ValidationError as exc:
@@ -121,13 +125,21 @@ class SiteSync:
 
     def forget(self, site: str) -> None:
         self.objects.pop(key(site))
+        self._records.pop(site, None)
         self._specs.pop(site, None)
         self._written_at.pop(site, None)
         self._moved.pop(site, None)
 
     def record(self, site: str) -> rules.SiteRecord:
         """What the Site says for its agent's NATS credential (it exists, its key)."""
-        return credentials.record(self.objects.get(key(site)))
+        found = self._records.get(site)
+        if found is None:
+            found = self._records[site] = credentials.record(self.objects.get(key(site)))
+        return found
+
+    def _put(self, site: str, obj: dict[str, Any]) -> None:
+        self.objects.put(key(site), obj)
+        self._records.pop(site, None)
 
     def spec(self, site: str) -> site_api.SiteSpec | None:
         """The Site's spec; None when there is no Site object (or an invalid one: grant nothing)."""
@@ -199,7 +211,7 @@ class SiteSync:
             # this look added, say) is newer, and the next look's finalizer patch would carry the
             # older resourceVersion back and fail with a Conflict.
             if _resource_version(self.objects.get(key(site))) == _resource_version(obj):
-                self.objects.put(key(site), patched)
+                self._put(site, patched)
         return requeue
 
     def _counts_wait(self, site: str, status: site_api.SiteStatus, clock: float) -> float:

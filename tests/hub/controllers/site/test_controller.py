@@ -122,3 +122,19 @@ async def test_a_count_that_moved_reaches_the_site_by_its_requeue_alone(world: W
     finally:
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_what_a_site_says_for_its_credential_follows_its_object(world: World) -> None:
+    """Asked for every RKCP reconcile, so kept between changes: each change is seen at once."""
+    sync = _sync(world)
+    assert not sync.record(SITE).exists  # not remembered yet
+    obj = await world.mgmt.get(resources.SITE, SITE)
+    sync.remember(obj)
+    assert sync.record(SITE).exists and sync.record(SITE).key == ""
+    keyed = {**obj, "status": {"credential": {"publicKey": "UKEY"}}}
+    sync.remember(keyed)
+    assert sync.record(SITE).key == "UKEY"
+    sync.remember({**keyed, "metadata": {**obj["metadata"], "deletionTimestamp": "2026-12-07T00:00:00Z"}})
+    assert not sync.record(SITE).exists
+    sync.forget(SITE)
+    assert sync.record(SITE) == credentials.record(None)
