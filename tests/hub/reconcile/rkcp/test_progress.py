@@ -162,3 +162,23 @@ def test_progress_conditions_are_set_on_the_first_visit() -> None:
     for type_ in (rkcp.ROLLING_OUT, rkcp.SCALING_UP, rkcp.SCALING_DOWN, rkcp.AVAILABLE):
         assert found[type_][1], type_
     assert c.REDACTED not in {m for _, _, m in found.values()}
+
+
+@pytest.mark.parametrize(
+    ("first", "later"),
+    [
+        pytest.param(facts(report()), facts(report()), id="the same facts"),
+        pytest.param(facts(report()), facts(report("Provisioning", ready=0), generation=2), id="other facts"),
+        pytest.param(
+            facts(report()), facts(None, site=SiteView(connected=False)), id="no report, the site lost"
+        ),
+        pytest.param(facts(report("Provisioning", ready=0)), facts(report()), id="initialized now"),
+    ],
+)
+def test_a_new_status_leaves_the_status_it_came_from_as_it_was(first: Facts, later: Facts) -> None:
+    """``new_status`` copies only the top of the previous status: nothing below may change."""
+    previous = rkcp_status.new_status(rkcp.Status(), first, now=NOW)
+    before = previous.model_dump()
+    status = rkcp_status.new_status(previous, later, now=NOW + dt.timedelta(minutes=5))
+    assert previous.model_dump() == before
+    assert status.initialization.control_plane_initialized == status.initialized
