@@ -69,7 +69,7 @@ def rkcp_status(now: str) -> dict[str, Any]:
         "ready": True, "initialized": True, "initialization": {"controlPlaneInitialized": True},
         "version": workload.DEFAULT_VERSION, "replicas": 2, "readyReplicas": 2, "availableReplicas": 2,
         "upToDateReplicas": 2, "updatedReplicas": 2, "observedGeneration": 1,
-        "conditions": _conditions(kinds, now), "site": {"backlog": 0},
+        "conditions": _conditions(kinds, now),
     }  # fmt: skip
 
 

@@ -224,15 +224,6 @@ class Initialization(machinery.Model):
     """The control plane has been Ready once (never goes back to false)."""
 
 
-class SiteStatus(machinery.Model):
-    """What the hub knows about the site this control plane runs in. The heartbeat's time is on
-    the Site (``kubectl get site``) and, once the site is silent, in ``SiteConnected``'s message:
-    here it would rewrite every RKCP's status at every resync while nothing changes."""
-
-    backlog: Annotated[int, pydantic.Field(ge=0)] | None = None
-    """Intents the site's consumer has not processed yet (pending plus unacknowledged)."""
-
-
 class Status(machinery.Model):
     """Observed state, in the Cluster API control-plane contract (v1beta2 with the v1beta1 fields)."""
 
@@ -266,8 +257,9 @@ class Status(machinery.Model):
     conditions: machinery.Conditions = pydantic.Field(default_factory=list)
     """Available, Ready, IntentDelivered, SiteConnected, StatusFresh, TenantControlPlaneReady,
     SecretsSynced, RollingOut, ScalingUp, ScalingDown, Deleting, Paused."""
-    site: SiteStatus = pydantic.Field(default_factory=SiteStatus)
-    """The site's liveness and backlog, as the hub sees them."""
+    # What is the site's rather than this control plane's (its heartbeat time, its intent
+    # backlog) is on the Site (``kubectl get site``), not here: it would rewrite the status of
+    # every control plane of the site at each change (a burst moves the backlog at each intent).
 
 
 # Object -------------------------------------------------------------------------------------

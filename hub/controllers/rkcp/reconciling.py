@@ -230,7 +230,6 @@ class Reconciler:
         site_view = facts.SiteView(
             connected=snap.connected if snap.last_heartbeat_time is not None else None,
             last_heartbeat_time=snap.last_heartbeat_time,
-            backlog=snap.backlog,
             kamaji_detected=snap.heartbeat.kamaji_detected if snap.heartbeat is not None else None,
             revoked=self.deps.revoke is not None and not self.site_sync.record(coords.site).exists,
         )

@@ -23,7 +23,6 @@ class SiteView:
     connected: bool | None
     """None: no heartbeat ever seen."""
     last_heartbeat_time: dt.datetime | None = None
-    backlog: int | None = None
     kamaji_detected: bool | None = None
     """Whether the site's agent finds Kamaji's TenantControlPlane resource (its heartbeat); None: unknown."""
     revoked: bool = False

@@ -209,7 +209,6 @@ def new_status(previous: rkcp.Status, f: Facts, *, now: dt.datetime) -> rkcp.Sta
     )
     if f.tenant_control_plane_name:
         status.selector = f"{POD_SELECTOR_LABEL}={f.tenant_control_plane_name}"
-    status.site = rkcp.SiteStatus(backlog=f.site.backlog)
     set_site_connected_condition(status, f, now=now)
     set_intent_delivered_condition(status, f, now=now)
     set_status_fresh_condition(status, f, now=now)

@@ -440,7 +440,6 @@ async def test_status_written_by_the_models_is_accepted(kube: ckube.Kube) -> Non
         selector="kamaji.clastix.io/name=cp1",
         observed_generation=1,
         conditions=[cond],
-        site=api.SiteStatus(backlog=0),
     )
     patched = await kube.patch(
         RKCP, "cp1", {"status": status.to_dict()}, namespace="default", subresource="status"

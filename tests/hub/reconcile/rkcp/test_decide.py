@@ -93,7 +93,7 @@ def observed(r: api.RemoteKamajiControlPlane | None = None, **kw: Any) -> vocabu
         "desired_spec": SPEC,
         "published": published(),
         "report": vocabulary.SiteReport(status=status()),
-        "site": SiteView(connected=True, last_heartbeat_time=NOW, backlog=0),
+        "site": SiteView(connected=True, last_heartbeat_time=NOW),
         "secrets_checksums": {},
         "cluster_name": "cluster-1",
         "now": NOW,
@@ -225,9 +225,7 @@ CASES: list[tuple[str, vocabulary.Observed, list[str], dict[str, tuple[str, str]
     ),
     (
         "site silent",
-        observed(
-            site=SiteView(connected=False, last_heartbeat_time=NOW - dt.timedelta(minutes=5), backlog=3)
-        ),
+        observed(site=SiteView(connected=False, last_heartbeat_time=NOW - dt.timedelta(minutes=5))),
         ["SetEndpoint"],
         {"SiteConnected": ("False", "HeartbeatMissing"), "StatusFresh": ("False", "SiteSilent")},
     ),
@@ -466,7 +464,7 @@ def test_heartbeats_alone_change_no_status(later: dt.timedelta) -> None:
     r = rkcp_obj()
     assert first.status is not None
     r.status = first.status
-    beat = SiteView(connected=True, last_heartbeat_time=NOW + later, backlog=0)
+    beat = SiteView(connected=True, last_heartbeat_time=NOW + later)
     second = decide.reconcile(observed(r, now=NOW + later, site=beat))
     assert second.status == first.status
 
@@ -826,7 +824,7 @@ def test_a_drifted_tcp_is_never_ready(site: messages.Status, tcp_ready: tuple[st
 
 def test_what_a_person_reads_holds_no_microseconds_and_no_generation_the_rkcp_outgrows() -> None:
     beat = NOW - dt.timedelta(minutes=5, microseconds=27042)
-    plan = decide.reconcile(observed(site=SiteView(connected=False, last_heartbeat_time=beat, backlog=0)))
+    plan = decide.reconcile(observed(site=SiteView(connected=False, last_heartbeat_time=beat)))
     assert plan.status is not None
     connected = c.get(plan.status.conditions, "SiteConnected")
     assert connected is not None and connected.message == "last heartbeat 2026-11-30T11:54:59Z"

@@ -20,7 +20,7 @@ from protocol import messages
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 SPEC = rkcp.Spec(site="site-a", version="v1.31.0", replicas=3)
-ONLINE = SiteView(connected=True, last_heartbeat_time=NOW, backlog=0, kamaji_detected=True)
+ONLINE = SiteView(connected=True, last_heartbeat_time=NOW, kamaji_detected=True)
 
 
 def report(
