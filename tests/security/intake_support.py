@@ -195,6 +195,15 @@ class Stand:
                     found[(sample.labels["stream"], sample.labels["reason"])] = sample.value
         return found
 
+    async def backlog(self, site: str) -> float | None:
+        """``kb_hub_site_backlog`` of ``site`` (None before the hub has read it)."""
+        _, text = await self.hub.get("/metrics")
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "kb_hub_site_backlog" and sample.labels.get("site") == site:
+                    return sample.value
+        return None
+
     async def counter(self, name: str) -> float:
         _, text = await self.hub.get("/metrics")
         for family in text_string_to_metric_families(text):
@@ -342,9 +351,10 @@ async def stand(work: Path, *, hub_flags: tuple[str, ...] = ()) -> AsyncIterator
 
             async def settled(site: str = site) -> bool:
                 # The site poller has read the backlog since the intent was published (one intent,
-                # and no agent to take it) and the RKCP shows it: its status stays still now.
+                # and no agent to take it) and the RKCP's status is written: nothing the hub
+                # learns later changes it, so it stays still now.
                 status = (await world.rkcp(site)).get("status") or {}
-                return (status.get("site") or {}).get("backlog") == 1
+                return status.get("observedGeneration") is not None and await world.backlog(site) == 1
 
             await helpers.eventually(settled, within=30, every=0.2)
         yield world
