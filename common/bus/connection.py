@@ -206,8 +206,10 @@ class Connection:
         everything that was pending.
         """
         timeout = int(self.options.request_timeout) or 1
-        await self._unless_ended(self._nc.flush(timeout=timeout))
-        await self._unless_ended(self._nc.flush(timeout=timeout))
+        for _ in range(2):
+            if self._nc.is_closed:  # nothing to wait for: say so without a task
+                raise nats.errors.ConnectionClosedError
+            await self._unless_ended(self._nc.flush(timeout=timeout))
 
     async def _unless_ended(self, call: Awaitable[None]) -> None:
         """``call``, or nats-py's ConnectionClosedError as soon as the connection ends: nats-py
@@ -220,9 +222,14 @@ class Connection:
             ended.cancel()
             if not task.done():
                 task.cancel()
-        if self._nc.is_closed:  # also when the flush returned: nats-py skips the PING then
+        # The flush's error is read even when the closing is what is said: asyncio would log an
+        # error nobody read. A flush whose client closed meanwhile may also have returned (its
+        # loops stopped, nats-py skips the PING): the closing is said then too.
+        failed = task.exception() if task.done() and not task.cancelled() else None
+        if self._nc.is_closed:
             raise nats.errors.ConnectionClosedError
-        task.result()
+        if failed is not None:
+            raise failed
 
     async def close(self) -> None:
         # close(), not drain(): every publish and ack of ours already waited for the server's
