@@ -6,8 +6,8 @@ reads a site's latest heartbeat (the last message on ``kb.site.<site>`` in the s
 stream ``KB_SITE_<site>``) only until it has one, and the backlog of its ``agent-<site>``
 consumer only when ``Sites.backlog_due``, through ``common.bus``; it updates
 ``kb_hub_sites_connected`` and, per site, ``kb_hub_site_backlog``, ``kb_hub_site_connected`` and
-``kb_hub_site_heartbeat_age_seconds``, and calls ``on_change(site)`` when its connected flag or
-backlog changes. Fields a heartbeat had replaced at decoding are counted as rejected.
+``kb_hub_site_heartbeat_age_seconds``, and calls ``on_change(site, change)`` when its view
+changes (``liveness.Sites.changed``). Fields a heartbeat had replaced at decoding are counted as rejected.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from common import bus, logs
 from common.bus import errors as bus_errors
 from hub import metrics as hub_metrics
+from hub.ingest import liveness
 from hub.ingest.liveness import HEARTBEAT_INTERVAL, Sites, arrival
 from protocol import errors as protocol_errors
 from protocol import messages, streams, subjects
@@ -37,7 +38,7 @@ async def run(
     metrics: hub_metrics.Metrics,
     interval: float = 5.0,
     heartbeat_interval: float = HEARTBEAT_INTERVAL,
-    on_change: Callable[[str], None] | None = None,
+    on_change: Callable[[str, liveness.Change], None] | None = None,
     first: Callable[[], Awaitable[None]] | None = None,
     polled: Callable[[], None] | None = None,
 ) -> None:
@@ -60,11 +61,11 @@ async def run(
             now=dt.datetime.now(dt.UTC),
             heartbeat_interval=heartbeat_interval,
         )
-        for site in changed:
+        for site, change in changed.items():
             if on_change is None:
                 continue
             try:
-                on_change(site)
+                on_change(site, change)
             except Exception:
                 log.exception("on_change for site %s failed", site, extra=logs.about(site=site))
         if polled is not None:
@@ -81,9 +82,9 @@ async def poll(
     metrics: hub_metrics.Metrics,
     now: dt.datetime,
     heartbeat_interval: float = HEARTBEAT_INTERVAL,
-) -> list[str]:
+) -> dict[str, liveness.Change]:
     """Read every named site's heartbeat, and its backlog when due (``Sites.backlog_due``),
-    once; the sites whose view changed.
+    once; the sites whose view changed, with what changed.
 
     Bus errors are logged per site and leave what was known; sites no longer named are
     forgotten with their gauge.
@@ -92,7 +93,7 @@ async def poll(
     for gone in sites.sites() - set(wanted):
         sites.forget(gone)
         metrics.forget_site(gone)
-    changed = []
+    changed: dict[str, liveness.Change] = {}
     for site in wanted:
         try:
             if sites.seen_seq(site) == 0:
@@ -107,8 +108,9 @@ async def poll(
         heard = sites.snapshot(site, now, interval=heartbeat_interval)
         age = (now - heard.last_heartbeat_time).total_seconds() if heard.last_heartbeat_time else None
         metrics.site_seen(site, connected=heard.connected, heartbeat_age=age)
-        if sites.changed(site, now, interval=heartbeat_interval):
-            changed.append(site)
+        change = sites.changed(site, now, interval=heartbeat_interval)
+        if change:
+            changed[site] = change
     metrics.sites_connected.set(sum(sites.connected(s, now, heartbeat_interval) for s in wanted))
     return changed
 

@@ -2,20 +2,34 @@
 
 ``Sites`` holds, per site, the latest heartbeat with the time it reached the bus, and the
 backlog of its ``agent-<site>`` consumer (``num_pending + num_ack_pending``), and says whether
-the backlog must be read again (``backlog_due``). The RKCP controller reads ``snapshot`` for
-``SiteConnected`` and backlog. ``hub.ingest.heartbeats`` feeds it (no I/O here, ``now`` passed in).
+the backlog must be read again (``backlog_due``), and what changed in a site's view since it was
+last asked (``changed``). The RKCP controller reads ``snapshot`` for ``SiteConnected``, the Site
+controller for the Site's status. ``hub.ingest.heartbeats`` feeds it (no I/O here, ``now``
+passed in).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import enum
 from typing import Final
 
 from protocol import messages, streams
 
 HEARTBEAT_INTERVAL: Final = 10.0
 """Seconds between an agent's heartbeats (the agent's default ``heartbeat_interval``)."""
+
+
+class Change(enum.IntEnum):
+    """What changed in a site's view since it was last asked (``Sites.changed``); falsy: nothing."""
+
+    NONE = 0
+    SITE = 1
+    """Only whether a backlog exists: the Site's status shows it, no control plane's does."""
+    CONTROL_PLANES = 2
+    """Its connectedness or what its agent says of itself: every control plane of the site
+    decides on it (and the Site shows it too)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -38,7 +52,8 @@ class _Site:
     backlog: int | None = None
     backlog_stale: bool = True
     """Intents were published to the site since its backlog was last read (or it never was)."""
-    reported: tuple[bool, bool | None, tuple[object, ...]] | None = None
+    reported: tuple[bool, tuple[object, ...]] | None = None
+    reported_backlog: bool | None = None
     reported_heartbeat: dt.datetime | None = None
     """``received_at`` when ``changed`` last looked: a later one past the limit bridged a gap."""
 
@@ -125,15 +140,14 @@ class Sites:
             heartbeat=entry.heartbeat,
         )
 
-    def changed(self, site: str, now: dt.datetime, *, interval: float = HEARTBEAT_INTERVAL) -> bool:
-        """Whether the site's view changed since the previous call; records the new one.
+    def changed(self, site: str, now: dt.datetime, *, interval: float = HEARTBEAT_INTERVAL) -> Change:
+        """What changed in the site's view since the previous call; records the new one.
 
-        The view is connectedness, whether a backlog exists (unknown / none / some), not its
-        size, and what the agent says of itself (``says``): every RKCP of a site is reconciled on
-        a change, and a backlog that moves at each poll during a burst would rewrite all their
-        statuses every few seconds. The size reaches the statuses at their next reconcile (a
-        resync at the latest). Connectedness changes with time alone (a heartbeat ages out), so
-        this is asked on every poll.
+        The view is connectedness and what the agent says of itself (``says``), on which every
+        RKCP of the site decides, and whether a backlog exists (unknown / none / some), which
+        only the Site's status shows: not its size, which moves at each poll during a burst and
+        reaches the Site's status at its next look. Connectedness changes with time alone (a
+        heartbeat ages out), so this is asked on every poll.
 
         A heartbeat that arrived more than the limit after the previous one is a change too, even
         when both polls saw the site connected: in between, the site was disconnected for anyone
@@ -143,17 +157,20 @@ class Sites:
         """
         entry = self._sites.setdefault(site, _Site())
         backlog = None if entry.backlog is None else entry.backlog > 0
-        current = (self.connected(site, now, interval), backlog, says(entry.heartbeat))
+        current = (self.connected(site, now, interval), says(entry.heartbeat))
         previous, entry.reported_heartbeat = entry.reported_heartbeat, entry.received_at
         bridged = (
             previous is not None
             and entry.received_at is not None
             and (entry.received_at - previous).total_seconds() > streams.MISSED_HEARTBEATS * interval
         )
-        if current == entry.reported and not bridged:
-            return False
-        entry.reported = current
-        return True
+        if current != entry.reported or bridged:
+            entry.reported, entry.reported_backlog = current, backlog
+            return Change.CONTROL_PLANES
+        if backlog != entry.reported_backlog:
+            entry.reported_backlog = backlog
+            return Change.SITE
+        return Change.NONE
 
     def forget(self, site: str) -> None:
         self._sites.pop(site, None)

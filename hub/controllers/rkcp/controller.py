@@ -24,6 +24,7 @@ from hub.controllers.rkcp.purging import ReleasedDeletions
 from hub.controllers.rkcp.reconciling import Reconciler
 from hub.controllers.site import controller as site_controller
 from hub.controllers.streams import SiteStreams
+from hub.ingest import liveness
 from protocol.coordinates import Coordinates
 
 Key = objects.Key
@@ -151,8 +152,11 @@ class Controller:
         """The sites' heartbeats were read (after ``listed``): each site's connectedness is known."""
         self.informers.sites_polled.set()
 
-    def on_site_change(self, site: str) -> None:
+    def on_site_change(self, site: str, change: liveness.Change = liveness.Change.CONTROL_PLANES) -> None:
+        """The site's view changed: its Site is looked at, and its RKCPs when they decide on it."""
         self.site_sync.add(site)
+        if change is not liveness.Change.CONTROL_PLANES:
+            return
         for _, key in self.index.at_site(site):
             self.queue.add(key)
 

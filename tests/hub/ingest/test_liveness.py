@@ -74,6 +74,7 @@ def test_heartbeats_are_ordered_by_sequence() -> None:
 
 
 def test_changed_reports_connected_and_backlog_transitions() -> None:
+    """A backlog that appears or drains is the Site's news alone: no control plane shows it."""
     s = liveness.Sites()
     steps = []
     s.record_heartbeat("site-a", beat(), seq=1, received_at=T0)
@@ -84,11 +85,12 @@ def test_changed_reports_connected_and_backlog_transitions() -> None:
     s.record_backlog("site-a", 4)
     steps.append(s.changed("site-a", T0 + 20 * S))  # nothing new
     s.record_backlog("site-a", 7)
-    steps.append(s.changed("site-a", T0 + 20 * S))  # only its size moved: not worth a reconcile
+    steps.append(s.changed("site-a", T0 + 20 * S))  # only its size moved: not worth a look
     s.record_backlog("site-a", 0)
     steps.append(s.changed("site-a", T0 + 20 * S))  # drained
     steps.append(s.changed("site-a", T0 + 40 * S))  # aged out: disconnected
-    assert steps == [True, False, True, False, False, True, True]
+    none, site, planes = liveness.Change.NONE, liveness.Change.SITE, liveness.Change.CONTROL_PLANES
+    assert steps == [planes, none, site, none, none, site, planes]
     assert s.snapshot("site-a", T0 + 40 * S) == liveness.SiteSnapshot(
         site="site-a", connected=False, last_heartbeat_time=T0, backlog=0, heartbeat=beat()
     )
@@ -112,7 +114,7 @@ def test_changed_reports_what_the_agent_says_of_itself(field: str, value: object
     assert s.changed("site-a", T0)
     later = msgspec.structs.replace(beat(), **{field: value})
     s.record_heartbeat("site-a", later, seq=2, received_at=T0 + 10 * S)
-    assert s.changed("site-a", T0 + 10 * S) is news
+    assert (s.changed("site-a", T0 + 10 * S) is liveness.Change.CONTROL_PLANES) is news
 
 
 @pytest.mark.parametrize(
@@ -132,7 +134,7 @@ def test_changed_reports_a_gap_no_poll_saw(case: str, second: int, polled_at: in
     s.record_heartbeat("site-a", beat(), seq=1, received_at=T0)
     assert s.changed("site-a", T0, interval=10.0)  # first look
     s.record_heartbeat("site-a", beat(), seq=2, received_at=T0 + second * S)
-    assert s.changed("site-a", T0 + polled_at * S, interval=10.0) is expected, case
+    assert bool(s.changed("site-a", T0 + polled_at * S, interval=10.0)) is expected, case
     assert not s.changed("site-a", T0 + polled_at * S, interval=10.0), f"{case}: reported once"
 
 
@@ -192,7 +194,7 @@ async def test_heartbeat_makes_a_site_connected_and_staleness_disconnects_it(
     changed = await heartbeats.poll(
         s, conn, names=["site-a"], prefix=topology, metrics=metrics, now=sent + 5 * S
     )
-    assert changed == ["site-a"]
+    assert changed == {"site-a": liveness.Change.CONTROL_PLANES}
     snap = s.snapshot("site-a", sent + 5 * S)
     assert snap.connected
     assert snap.heartbeat == beat(sent_at=sent)
@@ -207,7 +209,7 @@ async def test_heartbeat_makes_a_site_connected_and_staleness_disconnects_it(
     changed = await heartbeats.poll(
         s, conn, names=["site-a"], prefix=topology, metrics=metrics, now=sent + 40 * S
     )
-    assert changed == ["site-a"]
+    assert changed == {"site-a": liveness.Change.CONTROL_PLANES}
     assert not s.connected("site-a", sent + 40 * S)
     assert gauge(metrics, "kb_hub_sites_connected") == 0.0
     assert gauge(metrics, "kb_hub_site_connected", site="site-a") == 0.0
@@ -286,7 +288,7 @@ async def test_garbage_heartbeat_is_counted_once_and_ignored(conn: bus.Connectio
 
 async def test_run_announces_a_site_that_connects(conn: bus.Connection, topology: str) -> None:
     s, metrics = liveness.Sites(), hub_metrics.Metrics()
-    announced: list[str] = []
+    announced: list[tuple[str, liveness.Change]] = []
     task = asyncio.create_task(
         heartbeats.run(
             s,
@@ -295,13 +297,14 @@ async def test_run_announces_a_site_that_connects(conn: bus.Connection, topology
             prefix=topology,
             metrics=metrics,
             interval=0.05,
-            on_change=announced.append,
+            on_change=lambda site, change: announced.append((site, change)),
         )
     )
+    news = ("site-a", liveness.Change.CONTROL_PLANES)
     try:
         # First poll: known but silent (its consumer exists, so the backlog is 0).
         async def first() -> bool:
-            return announced == ["site-a"]
+            return announced == [news]
 
         await helpers.eventually(first)
         assert not s.connected("site-a", dt.datetime.now(dt.UTC))
@@ -310,7 +313,7 @@ async def test_run_announces_a_site_that_connects(conn: bus.Connection, topology
         await publish(conn, subjects.heartbeat("site-a", prefix=topology), messages.encode(beat_now))
 
         async def connected() -> bool:
-            return announced == ["site-a", "site-a"]
+            return announced == [news, news]
 
         await helpers.eventually(connected)
         assert s.connected("site-a", dt.datetime.now(dt.UTC))

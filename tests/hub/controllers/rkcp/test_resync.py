@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hub.ingest import liveness
 from tests import helpers
-from tests.hub.conftest import RKCP, World, condition, create_pair, until_ready
+from tests.hub.conftest import RKCP, SITE, World, condition, create_pair, until_ready
 
 
 async def test_at_rest_the_work_queue_holds_nothing(world: World) -> None:
@@ -39,3 +40,18 @@ async def test_a_status_edited_behind_the_hubs_back_is_written_again_at_the_resy
         return condition(obj, "Ready")[0] == "True"
 
     await helpers.eventually(lambda: world.rkcp(), restored, within=20, what="the Ready condition again")
+
+
+async def test_news_of_a_sites_backlog_looks_at_the_site_not_at_its_rkcps(world: World) -> None:
+    """Only the Site's status shows whether a backlog exists; connectedness every RKCP decides on."""
+    controller = world.start_hub()
+    world.start_agent()
+    await create_pair(world)
+    await until_ready(world)
+    queue, sites = controller.queue, controller.site_sync.queue
+    await helpers.eventually(lambda: len(queue) == 0 and not queue._active, within=20, what="an idle queue")
+    # No await between a change and what it queued: no worker takes a key meanwhile.
+    controller.on_site_change(SITE, liveness.Change.SITE)
+    assert (SITE in sites._due or SITE in sites._held) and len(queue) == 0
+    controller.on_site_change(SITE, liveness.Change.CONTROL_PLANES)
+    assert ("default", "cp1") in queue._due

@@ -459,7 +459,7 @@ def test_change_only_status_is_stable() -> None:
 @pytest.mark.parametrize("later", [dt.timedelta(seconds=30), dt.timedelta(minutes=10)], ids=["30s", "10m"])
 def test_heartbeats_alone_change_no_status(later: dt.timedelta) -> None:
     """At rest nothing is written: a resync after more heartbeats (the site still connected, the
-    same backlog) decides the status already stored (zero writes per RKCP at rest)."""
+    agent saying the same of itself) decides the status already stored (zero writes per RKCP at rest)."""
     first = decide.reconcile(observed())
     r = rkcp_obj()
     assert first.status is not None
