@@ -8,7 +8,7 @@ last-applied copy) is not kept: no reconcile reads it, and it was most of an RKC
 are the top-level fields a cache's readers need not (``drop``: a Cluster's status).
 
 Objects of one kind are mostly the same words (field names, condition types and reasons, the
-API version): each is deflated against a sample of its kind, a Ready RKCP's 3 kB to about 250
+API version): each is deflated against a sample of its kind, a Ready RKCP's 3 kB to about 180
 bytes. The sample is the largest object put so far (the one carrying the most of those words),
 chosen again each time the cache has grown sixteenfold, every object then deflated anew.
 """

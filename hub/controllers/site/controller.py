@@ -134,7 +134,10 @@ class SiteSync:
         """What the Site says for its agent's NATS credential (it exists, its key)."""
         found = self._records.get(site)
         if found is None:
-            found = self._records[site] = credentials.record(self.objects.get(key(site)))
+            obj = self.objects.get(key(site))
+            found = credentials.record(obj)
+            if obj is not None:  # a name no Site has (an RKCP's spec.site) is not kept
+                self._records[site] = found
         return found
 
     def _put(self, site: str, obj: dict[str, Any]) -> None:
