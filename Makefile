@@ -36,7 +36,8 @@ contracts: $(VENV)/.installed-test
 # The real binaries built from the Go modules gomod/ pins: etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler and kubectl into ~/.cache/kamaji-broker/kube/<versions>/,
 # the Kamaji operator, kwok and Kamaji's CRDs into ~/.cache/kamaji-broker/kamaji/<versions>/,
-# Cluster API's manager, clusterctl and manifests into ~/.cache/kamaji-broker/capi/<version>/;
+# Cluster API's manager, clusterctl and manifests into ~/.cache/kamaji-broker/capi/<version>/,
+# linkshaper (a site's link delayed, lossy or cut) into ~/.cache/kamaji-broker/net/<hash>/;
 # what is there (or in $$KUBEBUILDER_ASSETS) is kept. Minutes the first time, nothing after.
 kube-binaries:
 	bash gomod/build.sh all

@@ -12,6 +12,8 @@
 #           (gomod/capi); from the same module version its CRDs (crds/), webhook rules
 #           (webhooks/) and a clusterctl repository of its core and kubeadm bootstrap providers
 #           (repository/), rendered with the kustomize built into the kube set's kubectl
+#   net     linkshaper (gomod/linkshaper, a program of ours on github.com/florianl/go-nfqueue):
+#           delay, jitter, loss and cuts on a site's link where the kernel has no tc netem
 #
 #   gomod/build.sh [SET]          build what SET (default kube) misses into its cache directory
 #                                 and print the directory; SET "all" builds every set, prints nothing
@@ -19,7 +21,8 @@
 #
 # The directories are ${XDG_CACHE_HOME:-~/.cache}/kamaji-broker/kube/<kubernetes version>-etcd-<etcd
 # version>/, .../kamaji-broker/kamaji/<kamaji version>-kwok-<kwok version>/ and
-# .../kamaji-broker/capi/<cluster-api version>/. A kube binary
+# .../kamaji-broker/capi/<cluster-api version>/ and .../kamaji-broker/net/<hash of gomod/linkshaper>/
+# (its source is ours, so a change to it is a new directory). A kube binary
 # found in $KUBEBUILDER_ASSETS (envtest's convention: a user who already has some of them points
 # there; sandbox.realkube looks there first too) or already in the cache is not built. Two
 # builds at once (two `make test` side by side) take turns on a lock; each binary is written
@@ -36,6 +39,7 @@ etcd_version="$(version_of etcd go.etcd.io/etcd/server/v3)"
 kamaji_version="$(version_of kamaji github.com/clastix/kamaji)"
 kwok_version="$(version_of kwok sigs.k8s.io/kwok)"
 capi_version="$(version_of capi sigs.k8s.io/cluster-api)"
+net_version="$(cat "$here"/linkshaper/go.mod "$here"/linkshaper/go.sum "$here"/linkshaper/*.go | sha256sum | cut -c1-12)"
 kube_binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/kamaji-broker"
 
@@ -49,14 +53,15 @@ case "$set_name" in
   kube) dir="$cache/kube/${kube_version}-etcd-${etcd_version}" ;;
   kamaji) dir="$cache/kamaji/${kamaji_version}-kwok-${kwok_version}" ;;
   capi) dir="$cache/capi/${capi_version}" ;;
+  net) dir="$cache/net/${net_version}" ;;
   all)
     if ((only_dir)); then
-      echo "gomod/build.sh: --dir takes kube, kamaji or capi, not all" >&2
+      echo "gomod/build.sh: --dir takes kube, kamaji, capi or net, not all" >&2
       exit 2
     fi
     # Side by side: much of a first build is waiting on the module proxy.
     pids=()
-    for s in kube kamaji capi; do
+    for s in kube kamaji capi net; do
       bash "$here/build.sh" "$s" >/dev/null &
       pids+=($!)
     done
@@ -65,7 +70,7 @@ case "$set_name" in
     exit "$rc"
     ;;
   *)
-    echo "gomod/build.sh: unknown set '$set_name' (kube, kamaji, capi or all)" >&2
+    echo "gomod/build.sh: unknown set '$set_name' (kube, kamaji, capi, net or all)" >&2
     exit 2
     ;;
 esac
@@ -147,6 +152,18 @@ if [[ "$set_name" == "kamaji" ]]; then
     esac
   done
   echo "gomod/build.sh: built ${todo[*]} in $(($(date +%s) - start)) s" >&2
+  echo "$dir"
+  exit 0
+fi
+
+if [[ "$set_name" == "net" ]]; then
+  if [[ ! -x "$dir/linkshaper" ]]; then
+    need_go linkshaper
+    echo "gomod/build.sh: building linkshaper into $dir" >&2
+    (cd "$here/linkshaper" && go build -trimpath -ldflags "-s -w" -o "$staging/linkshaper" .)
+    mv -f "$staging/linkshaper" "$dir/linkshaper"
+    echo "gomod/build.sh: built linkshaper in $(($(date +%s) - start)) s" >&2
+  fi
   echo "$dir"
   exit 0
 fi

@@ -1,4 +1,4 @@
-"""Where the real Kubernetes binaries are, and building them when they are missing.
+"""Where the real Kubernetes binaries (and ``linkshaper``) are, and building them when missing.
 
 ``gomod/build.sh`` builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and
 etcd from the Go modules that ``gomod/kubernetes`` and ``gomod/etcd`` pin, into a cache outside
@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["NAMES", "Binaries", "MissingBinaries", "build", "find"]
+__all__ = ["NAMES", "Binaries", "MissingBinaries", "build", "find", "linkshaper"]
 
 NAMES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 
@@ -75,3 +75,17 @@ def build() -> Binaries:
         raise MissingBinaries("go is not installed: the real Kubernetes binaries are built from Go modules")
     subprocess.run(["bash", str(GOMOD / "build.sh")], check=True, stdout=subprocess.DEVNULL)
     return find()
+
+
+def linkshaper(*, build_missing: bool = False) -> Path:
+    """``linkshaper`` (``gomod/build.sh net``: a site's link delayed, lossy or cut), built first
+    when missing and ``build_missing``; ``MissingBinaries`` saying how to build it."""
+    path = cache_dir("net") / "linkshaper"
+    if build_missing and not path.is_file() and shutil.which("go") is not None:
+        subprocess.run(["bash", str(GOMOD / "build.sh"), "net"], check=True, stdout=subprocess.DEVNULL)
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise MissingBinaries(
+            f"missing {path}: `make kube-binaries` (or `bash gomod/build.sh net`) builds linkshaper "
+            "(Go needed)"
+        )
+    return path

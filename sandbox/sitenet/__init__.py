@@ -4,6 +4,10 @@ plan        pure: which addresses a namespace gets (a /24 for the link, a /24 fo
             its names, and which of this machine's routes it must not overlap
 namespace   Namespace: create it (``ip netns``, a veth pair, a route), run commands in it, give
             it more addresses and host names, delete it
+shape       pure: what a link does to its packets, one direction at a time (delay, jitter,
+            loss, down), and the lines ``linkshaper`` reads and answers
+link        Link: a namespace's link shaped by ``linkshaper`` (NFQUEUE, where the kernel has no
+            tc netem): delayed, lossy, one way or cut, and healed
 
 Why: a site of the real backend runs the real Kamaji operator, whose webhook port (9443) is
 fixed, and a tenant API server per control plane at the address Kamaji reports; each site in a
