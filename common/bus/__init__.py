@@ -3,6 +3,8 @@
 connection   Connection (the nats-py client and JetStream context, private), subscribe, sync,
              close; error translation (``translate``)
 connecting   connect (NKey seed or .creds, TLS, inbox prefix, retry, reconnect forever)
+flushing     round trips (PING, PONG) never cancelled: nats-py's reader stops on a late PONG
+             of a cancelled one
 errors       BusError → PermissionDenied | NotFound | WrongLastSequence | QuotaExceeded | ...
 tls          the SSL context of a CA file, TLS failures in plain words
 permissions  server permission violations → PermissionDenied naming the subject

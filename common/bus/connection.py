@@ -25,7 +25,7 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from common.bus import errors, permissions, tls
+from common.bus import errors, flushing, permissions, tls
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -115,6 +115,8 @@ class Connection:
     """``close`` was called: its end is no loss."""
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once the connection is closed, by us or for good by the server."""
+    flushes: flushing.Flushes = field(default_factory=flushing.Flushes)
+    """Round trips of ``sync`` still waiting for their PONG."""
 
     @property
     def last_failure(self) -> str:
@@ -203,33 +205,11 @@ class Connection:
         One flush is not enough: nats-py writes the PING straight to the socket while earlier
         commands (SUB, PUB) may still wait in its pending buffer for the flusher task, so the
         PONG can overtake them. The first flush kicks the flusher; the second PING then follows
-        everything that was pending.
+        everything that was pending. Neither is ever cancelled (``common.bus.flushing``).
         """
-        timeout = int(self.options.request_timeout) or 1
+        timeout = float(self.options.request_timeout) or 1.0
         for _ in range(2):
-            if self._nc.is_closed:  # nothing to wait for: say so without a task
-                raise nats.errors.ConnectionClosedError
-            await self._unless_ended(self._nc.flush(timeout=timeout))
-
-    async def _unless_ended(self, call: Awaitable[None]) -> None:
-        """``call``, or nats-py's ConnectionClosedError as soon as the connection ends: nats-py
-        leaves a flush of a connection it has closed waiting for its PONG until the timeout."""
-        task = asyncio.ensure_future(call)
-        ended = asyncio.ensure_future(self.ended.wait())
-        try:
-            await asyncio.wait((task, ended), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            ended.cancel()
-            if not task.done():
-                task.cancel()
-        # The flush's error is read even when the closing is what is said: asyncio would log an
-        # error nobody read. A flush whose client closed meanwhile may also have returned (its
-        # loops stopped, nats-py skips the PING): the closing is said then too.
-        failed = task.exception() if task.done() and not task.cancelled() else None
-        if self._nc.is_closed:
-            raise nats.errors.ConnectionClosedError
-        if failed is not None:
-            raise failed
+            await flushing.round_trip(self._nc, self.flushes, self.ended, timeout=timeout)
 
     async def close(self) -> None:
         # close(), not drain(): every publish and ack of ours already waited for the server's

@@ -1,0 +1,55 @@
+"""A round trip that timed out is left to finish: when its PONG comes late (the server paused,
+as a cut link holds it) the connection goes on hearing the server, and nothing is left waiting."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+from collections.abc import Iterator
+
+import pytest
+
+from common import bus
+from common.bus import errors as bus_errors
+from sandbox import natsd
+from tests import helpers
+
+
+@pytest.fixture
+def paused(restartable_nats: natsd.NatsServer) -> Iterator[natsd.NatsServer]:
+    """The server, continued at the end whatever the test did to it."""
+    yield restartable_nats
+    assert restartable_nats.process is not None
+    os.kill(restartable_nats.process.pid, signal.SIGCONT)
+
+
+async def test_a_late_pong_leaves_the_connection_hearing_the_server(paused: natsd.NatsServer) -> None:
+    assert paused.process is not None
+    conn = await bus.connect(
+        dataclasses.replace(helpers.options(paused.url), request_timeout=0.5), deadline=10
+    )
+    other = await bus.connect(helpers.options(paused.url), deadline=10)
+    try:
+
+        async def answer(message: bus.Message) -> None:
+            await other.respond(message, b"still here")
+
+        await other.subscribe("late.ask", answer)
+        os.kill(paused.process.pid, signal.SIGSTOP)
+        with pytest.raises(bus_errors.BusTimeout, match="timed out"):
+            await conn.call(conn.sync(), subjects=[], what="sync")
+        assert conn.flushes.running == 1  # still waiting for its PONG, not cancelled
+        os.kill(paused.process.pid, signal.SIGCONT)
+
+        async def answered() -> bool:
+            return conn.flushes.running == 0
+
+        await helpers.eventually(answered, within=30, every=0.05)
+        # The late PONG was taken: the reader goes on (a cancelled flush would have stopped it,
+        # and neither this round trip nor the answer below would be heard).
+        await conn.call(conn.sync(), subjects=[], what="sync")
+        assert await conn.request("late.ask", b"anyone?", timeout=5) == b"still here"
+    finally:
+        await conn.close()
+        await other.close()
