@@ -17,7 +17,8 @@ from sandbox.kubeapi.server import Server
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m sandbox.kubeapi", description=__doc__)
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port (0: a free one)")
     parser.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
     parser.add_argument("--name", default="sandbox", help="cluster, user and context name")
     parser.add_argument("--crd", action="append", default=[], help="a YAML file of CRDs to load (repeatable)")
@@ -34,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
 async def _run(args: argparse.Namespace) -> None:
     server = Server(args.name, history=args.history, token_auth_file=args.token_auth_file)
     server.apply_crd_files(args.crd)
-    await server.start(port=args.port)
+    await server.start(port=args.port, host=args.host)
     path = server.write_kubeconfig(args.kubeconfig)
     print(f"{server.url} (kubeconfig: {path})", flush=True)
     stop = asyncio.Event()

@@ -54,6 +54,8 @@ class Server:
         self._handler = handlers.Handler(self.store, self.settings)
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self.host = "127.0.0.1"
+        """Where clients reach it: the address it listens on, or 127.0.0.1 for every address."""
 
     @property
     def requests(self) -> collections.Counter[Request]:
@@ -65,11 +67,11 @@ class Server:
     def url(self) -> str:
         if not self.port:
             raise RuntimeError("the server is not started")
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     async def start(self, port: int = 0, *, host: str = "127.0.0.1") -> None:
         """Listen on ``host``:``port`` (0 picks a free port; read it from ``url``, which is on
-        127.0.0.1 whatever ``host`` is: a container publishes it there)."""
+        ``host``, or on 127.0.0.1 for every address: a container publishes it there)."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._handler.handle)
         # handler_cancellation: a watch whose client went away is cancelled at once, so its
@@ -79,7 +81,8 @@ class Server:
         site = web.TCPSite(self._runner, host, port)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
-        self._handler.address = f"127.0.0.1:{self.port}"
+        self.host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        self._handler.address = f"{self.host}:{self.port}"
 
     async def stop(self) -> None:
         """End every watch stream, then close the listener and open connections."""

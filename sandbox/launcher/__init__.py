@@ -3,6 +3,7 @@
 options        Options: the sites, delays, timeouts, NATS nodes and hub replicas of a system
 layout         the sandbox directory (its marker, prepare_directory) and every path in it
 children       the system's children: spawn, stop in order, faults by name, the logs' error lines
+netlinks       with site_links: each site and nats-server in a network namespace, links to shape
 natsnodes      the nats-servers (one, or a JetStream cluster): ports, configuration, leaders
 clusters       emulated API servers and their clients, Site objects, a Kamaji simulator per site
 broker         the hub replicas (leader election) and an agent per site

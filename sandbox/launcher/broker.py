@@ -85,8 +85,8 @@ class Broker(Installs):
         return [self._agent(site) for site in self.sites]
 
     def _agent(self, site: str) -> processes.Child:
-        port = ports.free_port()
-        self.agent_health_urls[site] = f"http://127.0.0.1:{port}"
+        port, host = ports.free_port(), self.host(site)
+        self.agent_health_urls[site] = f"http://{host}:{port}"
         args = [
             sys.executable, *CLI, "agent",
             "--site", site,
@@ -98,7 +98,7 @@ class Broker(Installs):
             "--kubeconfig", str(self.agent_kubeconfig(site)),
             "--namespaces", self.namespace,
             "--heartbeat-interval", str(self.options.heartbeat_interval),
-            "--listen", f"127.0.0.1:{port}",
+            "--listen", f"{host}:{port}",
             *self.options.args,
         ]  # fmt: skip
-        return self._spawn(f"agent-{site}", args, health_url=self.agent_health_urls[site])
+        return self._spawn_at(site, f"agent-{site}", args, health_url=self.agent_health_urls[site])

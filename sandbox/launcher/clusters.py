@@ -31,8 +31,8 @@ from common.kube import resources
 from hub.api import crds as crdgen
 from sandbox import crds, processes, realcapi, realkamaji, realkube
 from sandbox.kamaji import crds as install
-from sandbox.launcher.children import Children
 from sandbox.launcher.layout import DEPLOY
+from sandbox.launcher.netlinks import NetLinks
 from sandbox.launcher.options import MGMT, Options
 from sandbox.sitenet import Namespace
 
@@ -46,7 +46,7 @@ def _address_pool(index: int) -> str:
     return str(ipaddress.ip_network(f"10.{index + 1}.0.0/16"))
 
 
-class Clusters(Children):
+class Clusters(NetLinks):
     """After ``start()``: ``mgmt`` and ``site_kube(site)``, clients of ``common.kube``."""
 
     def __init__(self, directory: Path, options: Options) -> None:
@@ -287,13 +287,13 @@ class Clusters(Children):
     def _emulator(self, cluster: str, crd_files: list[Path]) -> processes.Child:
         kubeconfig = self.kubeconfig(cluster)
         args = [sys.executable, "-m", "sandbox.kubeapi", "--port", "0", "--kubeconfig", str(kubeconfig)]
-        args += ["--name", cluster]
+        args += ["--name", cluster, "--host", self.host(cluster)]
         for path in crd_files:
             args += ["--crd", str(path)]
         # The emulator prints this line once it serves and its kubeconfig is written.
-        return self._spawn(f"kubeapi-{cluster}", args, ready_text="(kubeconfig:")
+        return self._spawn_at(cluster, f"kubeapi-{cluster}", args, ready_text="(kubeconfig:")
 
     def _simulator(self, index: int, site: str) -> processes.Child:
         args = [sys.executable, "-m", "sandbox.kamaji", "--kubeconfig", str(self.kubeconfig(site))]
         args += ["--ready-delay", str(self.options.kamaji_delay), "--address-pool", _address_pool(index)]
-        return self._spawn(f"kamaji-{site}", args, ready_text="kamaji simulator running")
+        return self._spawn_at(site, f"kamaji-{site}", args, ready_text="kamaji simulator running")

@@ -1,7 +1,8 @@
 """The system's nats-servers: one, or a JetStream cluster, and what the monitoring says of it.
 
 Owns the node names (``nats-server``, or ``nats-0``.. with ``nats_nodes`` > 1), their client,
-monitoring and route ports (free ports on 127.0.0.1), their configuration (``kamaji-broker
+monitoring and route ports (free ports on 127.0.0.1, or each at its namespace's address with
+``site_links``: ``sandbox.launcher.netlinks``), their configuration (``kamaji-broker
 nats-config``, one file per node in the shared DIR/nats/, TLS required of every client and, in a
 cluster, mutual TLS on the routes) and their start. Reads leaders and catch-up from each node's
 HTTP monitoring through ``sandbox.natsmonitor``. A layer of ``sandbox.launcher.system.System``.
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from common.files import natsserver
 from sandbox import natsd, natsmonitor, ports, processes
-from sandbox.launcher.children import Children
+from sandbox.launcher.netlinks import LOCAL, NetLinks
 from sandbox.launcher.options import Options
 
 __all__ = ["NATS_CLUSTER", "NATS_SINGLE", "NatsNodes"]
@@ -26,7 +27,7 @@ NATS_CLUSTER = "kamaji-broker-sandbox"
 """The server name of the single node, and the cluster's name with ``nats_nodes`` > 1."""
 
 
-class NatsNodes(Children):
+class NatsNodes(NetLinks):
     """After ``start()``: ``nats_url`` (the first node), ``nats_urls`` (every node),
     ``nats_monitor_urls``, the leaders of the meta group and of each stream."""
 
@@ -44,27 +45,28 @@ class NatsNodes(Children):
 
     @property
     def nats_monitor_url(self) -> str:
-        """nats-server's HTTP monitoring (/varz: message and byte counters), on 127.0.0.1."""
-        return f"http://127.0.0.1:{self.nats_monitor_port}" if self.nats_monitor_port else ""
+        """The first nats-server's HTTP monitoring (/varz: message and byte counters)."""
+        first = self.nats_names[0]
+        return f"http://{self.host(first)}:{self.nats_monitor_port}" if self.nats_monitor_port else ""
 
     @property
     def nats_url(self) -> str:
         """The first node's URL (nats-py learns the others from it; see ``nats_urls``)."""
         if not self.nats_port:
             raise RuntimeError("the system is not started")
-        return f"tls://127.0.0.1:{self.nats_port}"
+        return f"tls://{self.host(self.nats_names[0])}:{self.nats_port}"
 
     @property
     def nats_urls(self) -> tuple[str, ...]:
         """Every node's URL: what hub and agents are given, so any one of them is enough."""
         if not self.nats_ports:
             raise RuntimeError("the system is not started")
-        return tuple(f"tls://127.0.0.1:{port}" for port in self.nats_ports.values())
+        return tuple(f"tls://{self.host(name)}:{port}" for name, port in self.nats_ports.items())
 
     @property
     def nats_monitor_urls(self) -> dict[str, str]:
         """Each nats-server's HTTP monitoring by child name."""
-        return {name: f"http://127.0.0.1:{port}" for name, port in self.nats_monitor_ports.items()}
+        return {name: f"http://{self.host(name)}:{port}" for name, port in self.nats_monitor_ports.items()}
 
     @property
     def stream_replicas(self) -> int:
@@ -123,14 +125,19 @@ class NatsNodes(Children):
     def _cluster_flags(self, name: str, route_ports: Mapping[str, int]) -> list[str]:
         """``nats-config``'s flags that make node ``name`` one of the cluster: its own file in
         the shared directory, its route port, every node's route."""
-        routes = ",".join(f"nats://127.0.0.1:{port}" for port in route_ports.values())
+        routes = ",".join(f"nats://{self.host(node)}:{port}" for node, port in route_ports.items())
         return [
             "--config-file", self._nats_config(name).name, "--cluster-name", NATS_CLUSTER,
-            "--cluster-listen", f"127.0.0.1:{route_ports[name]}", "--routes", routes,
+            "--cluster-listen", f"{self.host(name)}:{route_ports[name]}", "--routes", routes,
         ]  # fmt: skip
 
     async def _configure_nats(self) -> None:
         """Pick every node's ports and write its configuration with ``nats-config``."""
+        await self._make_namespaces(self.nats_names)
+        # Every node's address in the one server certificate they share.
+        tls_hosts = [
+            a for n in self.nats_names for a in ("--tls-host", self.host(n)) if self.host(n) != LOCAL
+        ]
         for name in self.nats_names:
             self.nats_ports[name] = ports.free_port()
             self.nats_monitor_ports[name] = ports.free_port()
@@ -140,23 +147,24 @@ class NatsNodes(Children):
         single = self.options.nats_nodes == 1
         for name in self.nats_names:
             # One node at a time, all in one directory: they share auth.conf and the TLS files
-            # (the certificate names 127.0.0.1, so it serves the routes too).
+            # (the certificate names 127.0.0.1 and every node's address: it serves the routes too).
             store = self.directory / ("jetstream" if single else f"jetstream-{name}")
             cluster = [] if single else self._cluster_flags(name, route_ports)
             await self._cli(
                 "nats-config", "--dir", str(self.nats_dir),
-                "--host", "127.0.0.1", "--port", str(self.nats_ports[name]),
+                "--host", self.host(name), "--port", str(self.nats_ports[name]),
                 "--store-dir", str(store), "--server-name", self._server_name(name),
-                "--monitor", f"127.0.0.1:{self.nats_monitor_ports[name]}",
-                "--tls-generate", str(self.tls_dir), "--auth", "operator", *cluster,
+                "--monitor", f"{self.host(name)}:{self.nats_monitor_ports[name]}",
+                "--tls-generate", str(self.tls_dir), *tls_hosts, "--auth", "operator", *cluster,
             )  # fmt: skip
 
     def _start_nats(self) -> list[processes.Child]:
         """Start every node (not waited for: see ``_ready``)."""
         return [
-            self._spawn(
+            self._spawn_at(
                 name,
-                [natsd.find_binary(), "-a", "127.0.0.1", "-c", str(self._nats_config(name))],
+                name,
+                [natsd.find_binary(), "-a", self.host(name), "-c", str(self._nats_config(name))],
                 ready_text="Server is ready",
             )
             for name in self.nats_names

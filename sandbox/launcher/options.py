@@ -74,6 +74,11 @@ class Options:
     shard: bool = False
     """With ``hub_replicas`` > 1: the replicas share the sites (``--shard``), each leading its
     share through a Lease of its own, instead of one leading them all."""
+    site_links: bool = False
+    """Each site (its API server, Kamaji simulator and agent) and each nats-server in a network
+    namespace of its own, a site reaching NATS over a link the system can shape (delay, loss,
+    one way, cut: ``System.link``). Needs root, iptables and linkshaper (``gomod/build.sh
+    net``); emulated clusters only."""
 
     def __post_init__(self) -> None:
         if not self.sites:
@@ -96,5 +101,9 @@ class Options:
             raise ValueError(f"nats_nodes must be at least 1, got {self.nats_nodes}")
         if self.hub_replicas < 1:
             raise ValueError(f"hub_replicas must be at least 1, got {self.hub_replicas}")
+        if self.site_links and (self.kubernetes != "emulator" or self.kamaji != "simulator"):
+            raise ValueError(
+                "site_links puts emulated sites in network namespaces: kubernetes 'emulator' only"
+            )
         if MGMT in self.sites:
             raise ValueError(f"{MGMT!r} names the management cluster; choose another site name")

@@ -21,6 +21,7 @@ timeout, by PID. Every process logs to DIR/logs/<name>.log.
 
 The class is built in layers, one module each, every layer on top of what it uses:
 ``layout`` (options and paths) → ``children`` (child processes, faults by name, logs) →
+``netlinks`` (with ``site_links``: the network namespaces and the links a test shapes) →
 ``natsnodes`` (the nats-servers) and ``clusters`` (emulators, clients, simulators) → ``broker``
 (hub replicas, agents), ``controlplanes`` (Cluster + RKCP pairs, progress) and ``identities``
 (the launcher's own short-lived NATS users, signed when asked for) → ``System``.
@@ -76,6 +77,7 @@ class System(Broker, ControlPlanes, Identities):
         await self._credentials()
         nats = self._start_nats()
         await self._ready([*nats, *await self._start_clusters()])
+        await self._attach_links(self.nats_names)
         clustered = self.options.nats_nodes > 1
         if clustered:
             # "Server is ready" comes before the routes: the hub's first stream would be refused.
@@ -95,6 +97,7 @@ class System(Broker, ControlPlanes, Identities):
         await self._disconnect()
         await self._stop_children()
         await self._release()
+        await self._release_links()
 
     async def _credentials(self) -> None:
         await self._cli("keys", "generate", "--out", str(self.keys_dir))

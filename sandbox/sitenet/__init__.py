@@ -17,7 +17,9 @@ tests and CI run as root); nothing listens outside this machine: the namespaces 
 to them are its own.
 """
 
+from sandbox.sitenet.link import Link
 from sandbox.sitenet.namespace import Namespace, NetnsError
 from sandbox.sitenet.plan import Plan
+from sandbox.sitenet.shape import CLEAR, DOWN, Counts, LinkError, Shape
 
-__all__ = ["Namespace", "NetnsError", "Plan"]
+__all__ = ["CLEAR", "DOWN", "Counts", "Link", "LinkError", "Namespace", "NetnsError", "Plan", "Shape"]

@@ -31,12 +31,16 @@ ANSWER_TIMEOUT = 10.0
 """Seconds linkshaper has to answer a line (it answers at once)."""
 
 
-def _rules(namespace: Namespace) -> list[list[str]]:
-    """The rule specs (after the chain's verb) that send the link's packets to the queues."""
-    return [
-        ["OUTPUT", "-o", namespace.ns_if, "-j", "NFQUEUE", "--queue-num", str(OUT_QUEUE)],
-        ["INPUT", "-i", namespace.ns_if, "-j", "NFQUEUE", "--queue-num", str(IN_QUEUE)],
-    ]
+def _rules(namespace: Namespace, peers: tuple[str, ...]) -> list[list[str]]:
+    """The rule specs (after the chain's verb) that send the link's packets to the queues: those
+    to and from ``peers`` (addresses), or every one."""
+    out = ["OUTPUT", "-o", namespace.ns_if]
+    into = ["INPUT", "-i", namespace.ns_if]
+    out_queue = ["-j", "NFQUEUE", "--queue-num", str(OUT_QUEUE)]
+    in_queue = ["-j", "NFQUEUE", "--queue-num", str(IN_QUEUE)]
+    if not peers:
+        return [[*out, *out_queue], [*into, *in_queue]]
+    return [rule for p in peers for rule in ([*out, "-d", p, *out_queue], [*into, "-s", p, *in_queue])]
 
 
 def _iptables(namespace: Namespace, verb: str, rule: list[str]) -> None:
@@ -52,15 +56,20 @@ def _iptables(namespace: Namespace, verb: str, rule: list[str]) -> None:
 class Link:
     """The shaped link of one namespace (see the module)."""
 
-    def __init__(self, namespace: Namespace, process: asyncio.subprocess.Process) -> None:
+    def __init__(
+        self, namespace: Namespace, process: asyncio.subprocess.Process, peers: tuple[str, ...] = ()
+    ) -> None:
         self.namespace = namespace
+        self.peers = peers
+        """The addresses whose traffic with the namespace is shaped (none: all of its link's)."""
         self._process = process
         self._lock = asyncio.Lock()
         self._ruled = False
 
     @classmethod
-    async def attach(cls, namespace: Namespace, shaper: Path) -> Link:
-        """Start shaping ``namespace``'s link with the ``linkshaper`` binary ``shaper``; it passes
+    async def attach(cls, namespace: Namespace, shaper: Path, *, peers: tuple[str, ...] = ()) -> Link:
+        """Start shaping ``namespace``'s link with the ``linkshaper`` binary ``shaper``: what it
+        carries between the namespace and ``peers`` (addresses), or all it carries. It passes
         everything until ``shape`` says otherwise."""
         argv = [*namespace.exec_prefix(), str(shaper)]
         argv += ["-out", str(OUT_QUEUE), "-in", str(IN_QUEUE)]
@@ -71,12 +80,12 @@ class Link:
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
         )
-        link = cls(namespace, process)
+        link = cls(namespace, process, peers)
         try:
             await link._read()  # ready: its queues are bound
-            for rule in _rules(namespace):
-                _iptables(namespace, "-A", rule)
+            for rule in _rules(namespace, peers):
                 link._ruled = True
+                _iptables(namespace, "-A", rule)
         except BaseException:
             await link.close()
             raise
@@ -117,7 +126,7 @@ class Link:
         """Unshaped again: the rules removed, linkshaper stopped; safe to call twice."""
         if self._ruled:
             self._ruled = False
-            for rule in _rules(self.namespace):
+            for rule in _rules(self.namespace, self.peers):
                 with contextlib.suppress(NetnsError):
                     _iptables(self.namespace, "-D", rule)
         if self._process.returncode is None:

@@ -1,0 +1,169 @@
+"""Partitions: a site's link to NATS cut, cut one way, slowed and lossy, or flapping, while
+control planes are created, upgraded and deleted there.
+
+The world runs with ``site_links``: each site (its API server, Kamaji simulator and agent) and
+the nats-server in a network namespace of their own, a site reaching NATS over a veth pair whose
+traffic with the nats-server ``world.link(site)`` shapes (``sandbox.sitenet.Link``). While a
+site is cut off, its control planes say so (``SiteConnected=False``, ``HeartbeatMissing``);
+after the heal everything converges with nothing written twice or lost, and nobody intervenes
+(``fault.converges``: the invariants of ``sandbox.launcher.invariants``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+import pytest
+import pytest_asyncio
+
+from common.kube import resources
+from sandbox.launcher import System, invariants
+from sandbox.sitenet import CLEAR, DOWN, Shape
+from tests import helpers, systems
+from tests.faults.conftest import BASE, SITES
+from tests.faults.measure import Measure
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module")]
+
+RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
+NS = "default"
+SITE = "site-a"
+BURST = 6
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[System]:
+    directory = tmp_path_factory.mktemp("partitions") / "sandbox"
+    async with systems.running(directory, sites=SITES, base=BASE, site_links=True) as system:
+        yield system
+
+
+async def _site_says(world: System, names: Sequence[str], status: str, reason: str = "") -> None:
+    """Until every one of ``names`` has ``SiteConnected`` at ``status`` (with ``reason``)."""
+
+    async def said() -> bool:
+        for name in names:
+            obj = await world.mgmt.get_or_none(RKCP, name, namespace=NS)
+            found = {c["type"]: c for c in ((obj or {}).get("status") or {}).get("conditions") or ()}
+            got = found.get("SiteConnected") or {}
+            if got.get("status") != status or (reason and got.get("reason") != reason):
+                return False
+        return True
+
+    await helpers.eventually(said, within=90, every=0.3)
+
+
+async def _churn(world: System, prefix: str) -> tuple[list[str], list[invariants.Deleted]]:
+    """At SITE: BURST control planes created, the first upgraded, the last deleted (its intent
+    published while the site may not hear it); the names left and the one deleted."""
+    names = [f"{prefix}-{i}" for i in range(BURST)]
+    for name in names:
+        await world.create_control_plane(name, site=SITE)
+    await systems.update_control_plane(world, names[0], version="v1.32.0")
+    await systems.delete_control_plane(world, names[-1])
+    return names[:-1], [(NS, names[-1], SITE)]
+
+
+async def _clean_up(world: System, names: Sequence[str]) -> None:
+    for name in names:
+        await systems.delete_control_plane(world, name)
+    deleted = [(NS, name, SITE) for name in names]
+
+    async def gone() -> bool:
+        return await invariants.converged(world, deleted=deleted)
+
+    await helpers.eventually(gone, within=120, every=0.5)
+
+
+async def test_a_site_cut_off_during_a_burst_says_so_and_converges_after_the_heal(
+    world: System, fault: Measure
+) -> None:
+    link = world.link(SITE)
+    fault.inject(
+        world,
+        fault=f"{SITE}'s link to NATS cut both ways",
+        workload=f"{BURST} created, 1 upgraded, 1 deleted",
+    )
+    await link.shape(out=DOWN, into=DOWN)
+    kept, deleted = await _churn(world, "cut")
+    base = [name for name, site in BASE if site == SITE]
+    await _site_says(world, [*kept, *base], "False", "HeartbeatMissing")
+    await link.shape(out=CLEAR, into=CLEAR)
+    await fault.lifted(world)
+    await fault.converges(world, deleted=deleted)
+    await _site_says(world, [*kept, *base], "True")
+    await _clean_up(world, kept)
+
+
+@pytest.mark.parametrize("deaf", ["site hears nothing", "nothing the site says arrives"])
+async def test_a_one_way_partition_converges_after_the_heal(world: System, fault: Measure, deaf: str) -> None:
+    link = world.link(SITE)
+    cut = {"into": DOWN} if deaf == "site hears nothing" else {"out": DOWN}
+    fault.inject(
+        world, fault=f"{SITE}'s link one way: {deaf}", workload=f"{BURST} created, 1 upgraded, 1 deleted"
+    )
+    await link.shape(**cut)
+    kept, deleted = await _churn(world, "oneway" if "hears" in deaf else "mute")
+    # The hub hears no heartbeat either way: the site's answers are lost, or its TCP acks are.
+    await _site_says(world, kept, "False", "HeartbeatMissing")
+    await link.shape(out=CLEAR, into=CLEAR)
+    await fault.lifted(world)
+    await fault.converges(world, deleted=deleted)
+    await _clean_up(world, kept)
+
+
+async def test_a_slow_lossy_link_during_provisioning_converges(world: System, fault: Measure) -> None:
+    link = world.link(SITE)
+    lossy = Shape(delay=0.1, jitter=0.01, loss=0.05)
+    fault.inject(
+        world,
+        fault=f"{SITE}'s link: 200 ms round trip, 5% loss each way",
+        workload=f"{BURST} created, 1 upgraded, 1 deleted",
+    )
+    await link.shape(out=lossy, into=lossy)
+    kept, deleted = await _churn(world, "lossy")
+    await _packets_dropped(world)  # the link does lose packets, both ways
+    # Provisioning goes on over the bad link: every control plane Ready before it is healed.
+    await fault.lifted(world)
+    await fault.converges(world, deleted=deleted, within=180)
+    await link.shape(out=CLEAR, into=CLEAR)
+    await _clean_up(world, kept)
+
+
+async def test_a_flapping_link_converges_once_it_holds(world: System, fault: Measure) -> None:
+    link = world.link(SITE)
+    fault.inject(
+        world,
+        fault=f"{SITE}'s link down and up again 10 times",
+        workload=f"{BURST} created, 1 upgraded, 1 deleted",
+    )
+    kept, deleted = await _churn(world, "flap")
+    for _ in range(10):
+        await link.shape(out=DOWN, into=DOWN)
+        await _packets_dropped(world)
+        await link.shape(out=CLEAR, into=CLEAR)
+        await _packets_passed(world)
+    await fault.lifted(world)
+    await fault.converges(world, deleted=deleted)
+    await _clean_up(world, kept)
+
+
+async def _packets_dropped(world: System) -> None:
+    """Until the link has dropped a packet more in each direction than it had (a down that held)."""
+    before = await world.link(SITE).counts()
+
+    async def dropped() -> bool:
+        out, into = await world.link(SITE).counts()
+        return out.dropped > before[0].dropped and into.dropped > before[1].dropped
+
+    await helpers.eventually(dropped, within=60, every=0.1)
+
+
+async def _packets_passed(world: System) -> None:
+    before = await world.link(SITE).counts()
+
+    async def passed() -> bool:
+        out, into = await world.link(SITE).counts()
+        return out.passed > before[0].passed and into.passed > before[1].passed
+
+    await helpers.eventually(passed, within=60, every=0.1)
