@@ -73,6 +73,8 @@ def _client_options(options: Options) -> dict[str, Any]:
         "max_reconnect_attempts": -1,
         "reconnect_time_wait": options.reconnect_wait,
         "connect_timeout": options.request_timeout,
+        "ping_interval": options.ping_interval,
+        "max_outstanding_pings": options.max_outstanding_pings,
     }
     if options.seed_file is not None:
         kwargs["nkeys_seed"] = str(options.seed_file)

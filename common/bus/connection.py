@@ -65,6 +65,12 @@ class Options:
     """Seconds to wait for a JetStream API answer before a call counts as a timeout."""
     reconnect_wait: float = 2.0
     """Seconds between (re)connect attempts; nats-py adds jitter so sites do not stampede."""
+    ping_interval: float = 20.0
+    """Seconds between nats-py's PINGs. A connection that answers none of
+    ``max_outstanding_pings`` in a row counts as stale and is replaced: a link that died
+    without a word (a half-open connection, a cut that outlasts TCP's patience) is noticed after
+    about ``(max_outstanding_pings + 1) * ping_interval`` seconds (nats-py's own: 120 s, 2)."""
+    max_outstanding_pings: int = 3
     ca_file: Path | None = None
     """The CA (PEM) the server's certificate must chain to. With it (or a ``tls://`` URL) the
     connection is TLS from its first byte, and a server that does not speak TLS is refused."""

@@ -1,5 +1,6 @@
 """A round trip that timed out is left to finish: when its PONG comes late (the server paused,
-as a cut link holds it) the connection goes on hearing the server, and nothing is left waiting."""
+as a cut link holds it) the connection goes on hearing the server, and nothing is left waiting.
+A server gone silent is counted stale after a few unanswered PINGs, and left for a new connection."""
 
 from __future__ import annotations
 
@@ -53,3 +54,26 @@ async def test_a_late_pong_leaves_the_connection_hearing_the_server(paused: nats
     finally:
         await conn.close()
         await other.close()
+
+
+async def test_a_server_gone_silent_is_counted_stale_and_left(paused: natsd.NatsServer) -> None:
+    assert paused.process is not None
+    options = dataclasses.replace(helpers.options(paused.url), ping_interval=0.2, max_outstanding_pings=2)
+    conn = await bus.connect(options, deadline=10)
+    try:
+        os.kill(paused.process.pid, signal.SIGSTOP)
+
+        async def stale() -> bool:
+            return not conn.connected
+
+        # No PONG for three PINGs: nats-py leaves the connection (nothing else would tell it).
+        await helpers.eventually(stale, within=30, every=0.05)
+        os.kill(paused.process.pid, signal.SIGCONT)
+
+        async def back() -> bool:
+            return conn.reconnects >= 1 and conn.connected
+
+        await helpers.eventually(back, within=30, every=0.05)
+        await conn.call(conn.sync(), subjects=[], what="sync")
+    finally:
+        await conn.close()
