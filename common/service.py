@@ -73,6 +73,7 @@ class Service:
                 ca_file=s.nats_ca_file,
                 inbox_prefix=inbox_prefix,
                 name=name,
+                ping_interval=s.nats_ping_interval,
             ),
             report=lambda why: self.readiness.set(NATS_CHECK, False, why),
         )

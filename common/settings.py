@@ -10,10 +10,11 @@ import functools
 from pathlib import Path
 from typing import Annotated, Self
 
-from pydantic import AfterValidator, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from common import logs
+from common.durations import Duration
 from protocol import labels, subjects
 
 
@@ -59,6 +60,10 @@ class ProcessSettings(BaseSettings):
     """CA certificate (PEM) the NATS server's certificate must chain to (``nats-config
     --tls-generate``: tls/ca.crt). With it the connection is TLS from the first byte, trusting
     only this CA; without it, ``tls://`` URLs are verified against the system's CAs."""
+    nats_ping_interval: Annotated[Duration, Field(gt=0)] = 20.0
+    """Seconds between PINGs to the NATS server; a connection that answers three in a row with
+    silence is left for a new one: a link that died without a word (a half-open connection) is
+    noticed after about four of these."""
     kubeconfig: ExistingFile | None = None
     """Kubeconfig of the cluster this process works in (or --in-cluster)."""
     in_cluster: bool = False

@@ -163,6 +163,7 @@ class _Callbacks:
             return  # not connected yet, or an abandoned first attempt closing late
         conn, nc = self.holder[0]
         conn.ended.set()
+        conn.flushes.end()
         if conn.closing:
             return  # closed by us: no loss
         why = str(nc.last_error or "") or "the server closed it"

@@ -223,6 +223,7 @@ class Connection:
         self.closing = True
         if not self._nc.is_closed:
             await close_client(self._nc, timeout=self.options.request_timeout)
+        self.flushes.end()  # no one reads for their PONGs any more (nor has to, if it closed late)
 
 
 @dataclass(frozen=True)

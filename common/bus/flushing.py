@@ -9,8 +9,8 @@ message, no PONG that would count it stale) while it still says it is connected.
 So ``Flushes.start`` starts a flush with a patience no live connection reaches (nats-py counts a
 silent connection stale and reconnects long before, which starts its list anew) and keeps it
 running on its own; ``round_trip`` waits for it as long as its caller wants and gives up without
-cancelling it. What is left running is counted (``running``) and ends with its PONG, or with
-that patience on a connection that has been replaced.
+cancelling it. What is left running is counted (``running``) and ends with its PONG, when the
+connection is closed (``end``), or with that patience on a connection that has been replaced.
 """
 
 from __future__ import annotations
@@ -42,6 +42,12 @@ class Flushes:
         self._waiting.add(task)
         task.add_done_callback(self._settled)
         return task
+
+    def end(self) -> None:
+        """The connection is closed: its reader is gone, so no PONG will come and nothing can
+        fail on one; what still waits ends now."""
+        for task in list(self._waiting):
+            task.cancel()
 
     def _settled(self, task: asyncio.Task[None]) -> None:
         self._waiting.discard(task)

@@ -21,8 +21,8 @@ from tests import helpers
 def paused(restartable_nats: natsd.NatsServer) -> Iterator[natsd.NatsServer]:
     """The server, continued at the end whatever the test did to it."""
     yield restartable_nats
-    assert restartable_nats.process is not None
-    os.kill(restartable_nats.process.pid, signal.SIGCONT)
+    if restartable_nats.process is not None and restartable_nats.process.poll() is None:
+        os.kill(restartable_nats.process.pid, signal.SIGCONT)
 
 
 async def test_a_late_pong_leaves_the_connection_hearing_the_server(paused: natsd.NatsServer) -> None:
@@ -77,3 +77,22 @@ async def test_a_server_gone_silent_is_counted_stale_and_left(paused: natsd.Nats
         await conn.call(conn.sync(), subjects=[], what="sync")
     finally:
         await conn.close()
+
+
+async def test_a_round_trip_left_waiting_ends_with_its_connection(paused: natsd.NatsServer) -> None:
+    assert paused.process is not None
+    options = dataclasses.replace(helpers.options(paused.url), request_timeout=0.5)
+    conn = await bus.connect(options, deadline=10)
+    os.kill(paused.process.pid, signal.SIGSTOP)
+    with pytest.raises(bus_errors.BusTimeout):
+        await conn.call(conn.sync(), subjects=[], what="sync")
+    assert conn.flushes.running == 1
+    paused.process.kill()  # the server gone for good while the PONG is awaited
+    paused.process.wait()
+    await conn.close()
+
+    async def ended() -> bool:
+        return conn.flushes.running == 0
+
+    # Closed, its reader gone: nothing waits for a PONG that cannot come.
+    await helpers.eventually(ended, within=10, every=0.05)
