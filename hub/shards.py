@@ -14,7 +14,7 @@ listed is stale: a site is let go of before the view that gives it away is writt
 up after the view that claims it is.
 
 A replica that could not renew for ``renew_deadline`` (two thirds of the duration, counted from
-the start of its last renewal that succeeded; every call is bounded well within it) leads
+the start of its last renewal that succeeded; a call may take what is left of it, no more) leads
 nothing, since its peers may count it dead a third later; so does one whose Lease was deleted,
 or written by another process (the same ``--identity`` twice: neither leads, and says why). A
 replica leads nothing until it has renewed for a whole duration without such a lapse (from its
@@ -49,6 +49,14 @@ VIEW_ANNOTATION: Final = "kamaji-broker.io/view"
 def lease_name(group: str, identity: str) -> str:
     """A DNS-safe Lease name for any identity (a pod name, a host name with its pid)."""
     return f"{group}-{hashlib.blake2b(identity.encode(), digest_size=5).hexdigest()}"
+
+
+def call_budget(renewed: float | None, now: float, renew_deadline: float) -> float:
+    """Seconds a call to the API server may take at ``now``: until ``renew_deadline`` after the
+    start of the last renewal that succeeded (``renewed``; a whole one before the first, or
+    after a lapse), at least half a second."""
+    left = renew_deadline if renewed is None else renewed + renew_deadline - now
+    return max(0.5, left)
 
 
 def read_view(lease: dict[str, Any], holder: str) -> tuple[str, ...]:
@@ -106,7 +114,7 @@ class Membership:
             try:
                 await self.round()
             except (errors.KubeError, TimeoutError) as exc:
-                log.warning("hub shards: %s", exc or "a call took too long", extra=self._about)
+                log.warning("hub shards: %s", str(exc) or "a call took too long", extra=self._about)
             except Exception:
                 log.exception("hub shards: a round failed", extra=self._about)
             if self._lapsed():
@@ -237,8 +245,11 @@ class Membership:
             log.info("hub shards: %s leads its share among %s", self.identity, ", ".join(share.view))
 
     async def _call(self, call: Awaitable[T]) -> T:
-        """A call to the API server, bounded well within the renew deadline."""
-        return await asyncio.wait_for(call, timeout=max(0.5, self.renew_deadline / 3))
+        """A call to the API server, bounded by what is left until the renew deadline: a busy API
+        server (a list of 100,000 objects in its queue) may take seconds, and only a renewal
+        that comes too late for the peers is a lapse."""
+        now = asyncio.get_running_loop().time()
+        return await asyncio.wait_for(call, timeout=call_budget(self._renewed, now, self.renew_deadline))
 
     async def release(self) -> None:
         """A clean stop: lead nothing, say so (an empty view), and delete the Lease so the peers

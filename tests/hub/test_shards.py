@@ -133,3 +133,19 @@ async def test_a_peer_whose_view_cannot_be_read_claims_every_site(kube: ckube.Ku
             assert a.led == set()
     assert shards.read_view(body, "hub-z") == ("hub-z",)
     assert shards.read_view({"metadata": {"annotations": {shards.VIEW_ANNOTATION: "[]"}}}, "hub-z") == ()
+
+
+@pytest.mark.parametrize(
+    ("renewed", "now", "budget"),
+    [
+        (None, 100.0, 10.0),  # before the first renewal, or after a lapse: a whole deadline
+        (100.0, 100.0, 10.0),  # just renewed
+        (100.0, 103.5, 6.5),  # what is left of it
+        (100.0, 109.8, 0.5),  # never less than half a second
+        (100.0, 130.0, 0.5),  # past it: the round fails at once, and the lapse follows
+    ],
+)
+def test_a_call_may_take_what_is_left_until_the_renew_deadline(
+    renewed: float | None, now: float, budget: float
+) -> None:
+    assert shards.call_budget(renewed, now, 10.0) == pytest.approx(budget)
