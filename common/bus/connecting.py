@@ -51,8 +51,11 @@ class _Failures:
     def record(self, exc: BaseException) -> None:
         line = describe_failure(exc, options=self.options)
         if self.last[:1] != [line]:
-            is_tls = tls.describe(exc, ca_file=self.options.ca_file) is not None
-            (log.error if is_tls else log.warning)("%s", line)
+            # A TLS failure is a misconfiguration to be fixed, unless the link cut it short.
+            misconfigured = tls.describe(exc, ca_file=self.options.ca_file) is not None and not tls.cut_short(
+                exc
+            )
+            (log.error if misconfigured else log.warning)("%s", line)
         self.last[:] = [line]
         if self.report is not None:
             self.report(line)

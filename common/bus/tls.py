@@ -42,11 +42,32 @@ def _trust(ca_file: Path | None) -> str:
     )
 
 
+_CUT_SHORT = frozenset(
+    {
+        "APPLICATION_DATA_AFTER_CLOSE_NOTIFY",
+        "UNEXPECTED_EOF_WHILE_READING",
+        "DECRYPTION_FAILED_OR_BAD_RECORD_MAC",
+    }
+)
+"""Reasons a handshake ends that a bad link gives (a connection cut, or the end of an abandoned
+one arriving late), not a server that does not speak TLS as it should."""
+
+
+def cut_short(exc: BaseException) -> bool:
+    """Whether ``exc`` is a TLS handshake the network ended, rather than a misconfiguration."""
+    if isinstance(exc, ssl.SSLEOFError | ssl.SSLZeroReturnError):
+        return True
+    return isinstance(exc, ssl.SSLError) and getattr(exc, "reason", None) in _CUT_SHORT
+
+
 def describe(exc: BaseException, *, ca_file: Path | None) -> str | None:
     """One line for a TLS failure, or None when ``exc`` is not about TLS."""
     if isinstance(exc, ssl.SSLCertVerificationError):
         why = getattr(exc, "verify_message", None) or getattr(exc, "reason", None) or str(exc)
         return f"TLS: the NATS server's certificate failed verification against {_trust(ca_file)}: {why}"
+    if cut_short(exc):
+        why = getattr(exc, "reason", None) or type(exc).__name__
+        return f"TLS handshake with the NATS server cut short ({why}): the link dropped or closed it"
     if isinstance(exc, ssl.SSLError):
         why = getattr(exc, "reason", None) or str(exc)
         return (

@@ -1,5 +1,6 @@
-"""Partitions: a site's link to NATS cut, cut one way, slowed and lossy, or flapping, while
-control planes are created, upgraded and deleted there.
+"""Partitions: a site's link to NATS cut (briefly, and past its agent's connection and a
+deletion timeout), cut one way, slowed and lossy, or flapping, while control planes are created,
+upgraded and deleted there.
 
 The world runs with ``site_links``: each site (its API server, Kamaji simulator and agent) and
 the nats-server in a network namespace of their own, a site reaching NATS over a veth pair whose
@@ -22,6 +23,7 @@ from sandbox.sitenet import CLEAR, DOWN, Shape
 from tests import helpers, systems
 from tests.faults.conftest import BASE, SITES
 from tests.faults.measure import Measure
+from tests.faults.nats_support import noticed_nats_down
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module")]
 
@@ -34,7 +36,10 @@ BURST = 6
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[System]:
     directory = tmp_path_factory.mktemp("partitions") / "sandbox"
-    async with systems.running(directory, sites=SITES, base=BASE, site_links=True) as system:
+    # PINGs every 2 s: a cut of more than about 8 s outlasts the agent's connection (a cut of
+    # minutes does at the default 20 s), which it then leaves and makes again after the heal.
+    args = ("--nats-ping-interval", "2s")
+    async with systems.running(directory, sites=SITES, base=BASE, site_links=True, args=args) as system:
         yield system
 
 
@@ -92,6 +97,34 @@ async def test_a_site_cut_off_during_a_burst_says_so_and_converges_after_the_hea
     await fault.lifted(world)
     await fault.converges(world, deleted=deleted)
     await _site_says(world, [*kept, *base], "True")
+    await _clean_up(world, kept)
+
+
+async def test_a_partition_outlasting_the_connection_and_a_deletion_timeout_converges(
+    world: System, fault: Measure
+) -> None:
+    link = world.link(SITE)
+    released = "released"
+    await world.create_control_plane(released, site=SITE, siteUnavailableDeletionTimeout="2s")
+    await _site_says(world, [released], "True")
+    fault.inject(
+        world,
+        fault=f"{SITE}'s link cut past its agent's NATS connection and a deletion timeout",
+        workload=f"{BURST} created, 1 upgraded, 2 deleted (one released past its 2s site timeout)",
+    )
+    await link.shape(out=DOWN, into=DOWN)
+    kept, deleted = await _churn(world, "long")
+    await systems.delete_control_plane(world, released)
+
+    async def let_go() -> bool:  # the hub gave up waiting for the site: the RKCP is gone
+        return await world.mgmt.get_or_none(RKCP, released, namespace=NS) is None
+
+    await helpers.eventually(let_go, within=90, every=0.3)
+    # The agent counted its connection stale (no PONG) and left it: it connects anew after the heal.
+    await noticed_nats_down(world.agent_health_urls[SITE])
+    await link.shape(out=CLEAR, into=CLEAR)
+    await fault.lifted(world)
+    await fault.converges(world, deleted=[*deleted, (NS, released, SITE)])
     await _clean_up(world, kept)
 
 

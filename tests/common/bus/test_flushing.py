@@ -8,6 +8,7 @@ import dataclasses
 import os
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,20 @@ from common import bus
 from common.bus import errors as bus_errors
 from sandbox import natsd
 from tests import helpers
+
+
+async def _pause(pid: int) -> None:
+    """SIGSTOP ``pid`` and wait until every thread of it has stopped (a thread busy on the other
+    core takes a moment, and could still answer a PING meanwhile)."""
+    os.kill(pid, signal.SIGSTOP)
+
+    def state(task: str) -> str:
+        return Path(f"/proc/{pid}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+    async def stopped() -> bool:
+        return all(state(task) in ("T", "t") for task in os.listdir(f"/proc/{pid}/task"))
+
+    await helpers.eventually(stopped, within=10, every=0.01)
 
 
 @pytest.fixture
@@ -37,7 +52,7 @@ async def test_a_late_pong_leaves_the_connection_hearing_the_server(paused: nats
             await other.respond(message, b"still here")
 
         await other.subscribe("late.ask", answer)
-        os.kill(paused.process.pid, signal.SIGSTOP)
+        await _pause(paused.process.pid)
         with pytest.raises(bus_errors.BusTimeout, match="timed out"):
             await conn.call(conn.sync(), subjects=[], what="sync")
         assert conn.flushes.running == 1  # still waiting for its PONG, not cancelled
@@ -61,7 +76,7 @@ async def test_a_server_gone_silent_is_counted_stale_and_left(paused: natsd.Nats
     options = dataclasses.replace(helpers.options(paused.url), ping_interval=0.2, max_outstanding_pings=2)
     conn = await bus.connect(options, deadline=10)
     try:
-        os.kill(paused.process.pid, signal.SIGSTOP)
+        await _pause(paused.process.pid)
 
         async def stale() -> bool:
             return not conn.connected
@@ -83,7 +98,7 @@ async def test_a_round_trip_left_waiting_ends_with_its_connection(paused: natsd.
     assert paused.process is not None
     options = dataclasses.replace(helpers.options(paused.url), request_timeout=0.5)
     conn = await bus.connect(options, deadline=10)
-    os.kill(paused.process.pid, signal.SIGSTOP)
+    await _pause(paused.process.pid)
     with pytest.raises(bus_errors.BusTimeout):
         await conn.call(conn.sync(), subjects=[], what="sync")
     assert conn.flushes.running == 1

@@ -54,6 +54,12 @@ def _verify_error(message: str) -> ssl.SSLCertVerificationError:
     return exc
 
 
+def _ssl_error(reason: str) -> ssl.SSLError:
+    exc = ssl.SSLError(1, f"[SSL: {reason}] {reason.lower()}")
+    exc.reason = reason
+    return exc
+
+
 @pytest.mark.parametrize(
     ("exc", "ca", "expected"),
     [
@@ -65,6 +71,10 @@ def _verify_error(message: str) -> ssl.SSLCertVerificationError:
          "(no --nats-ca-file given): certificate has expired"),
         (ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number"), Path("/etc/ca.crt"),
          "TLS handshake with the NATS server failed ("),
+        (_ssl_error("APPLICATION_DATA_AFTER_CLOSE_NOTIFY"), Path("/etc/ca.crt"),
+         "TLS handshake with the NATS server cut short (APPLICATION_DATA_AFTER_CLOSE_NOTIFY): the link"),
+        (ssl.SSLEOFError(8, "EOF occurred in violation of protocol"), None,
+         "TLS handshake with the NATS server cut short (SSLEOFError)"),
         (ConnectionRefusedError(111, "Connection refused"), None, None),
     ],
 )  # fmt: skip
@@ -84,3 +94,18 @@ async def test_a_raw_nats_client_connects_with_the_helpers_context(nats_server: 
         assert nc.is_connected
     finally:
         await nc.close()
+
+
+@pytest.mark.parametrize(
+    ("exc", "cut"),
+    [
+        (_ssl_error("APPLICATION_DATA_AFTER_CLOSE_NOTIFY"), True),
+        (_ssl_error("UNEXPECTED_EOF_WHILE_READING"), True),
+        (ssl.SSLZeroReturnError(6, "TLS/SSL connection has been closed (EOF)"), True),
+        (_ssl_error("WRONG_VERSION_NUMBER"), False),
+        (_verify_error("certificate has expired"), False),
+        (ConnectionResetError(104, "Connection reset by peer"), False),
+    ],
+)
+def test_a_handshake_the_link_cut_short_is_no_misconfiguration(exc: BaseException, cut: bool) -> None:
+    assert tls.cut_short(exc) is cut
