@@ -60,10 +60,10 @@ class ProcessSettings(BaseSettings):
     """CA certificate (PEM) the NATS server's certificate must chain to (``nats-config
     --tls-generate``: tls/ca.crt). With it the connection is TLS from the first byte, trusting
     only this CA; without it, ``tls://`` URLs are verified against the system's CAs."""
-    nats_ping_interval: Annotated[Duration, Field(gt=0)] = 20.0
+    nats_ping_interval: Annotated[Duration, Field(gt=0, le=600)] = 20.0
     """Seconds between PINGs to the NATS server; a connection that answers three in a row with
     silence is left for a new one: a link that died without a word (a half-open connection) is
-    noticed after about four of these."""
+    noticed after about four of these. At most 10 minutes."""
     kubeconfig: ExistingFile | None = None
     """Kubeconfig of the cluster this process works in (or --in-cluster)."""
     in_cluster: bool = False

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import hashlib
+import inspect
 import json
 import logging
 import math
@@ -54,9 +55,8 @@ def lease_name(group: str, identity: str) -> str:
 def call_budget(renewed: float | None, now: float, renew_deadline: float) -> float:
     """Seconds a call to the API server may take at ``now``: until ``renew_deadline`` after the
     start of the last renewal that succeeded (``renewed``; a whole one before the first, or
-    after a lapse), at least half a second."""
-    left = renew_deadline if renewed is None else renewed + renew_deadline - now
-    return max(0.5, left)
+    after a lapse); 0 once that has passed (no call then: the lapse follows)."""
+    return renew_deadline if renewed is None else max(0.0, renewed + renew_deadline - now)
 
 
 def read_view(lease: dict[str, Any], holder: str) -> tuple[str, ...]:
@@ -119,7 +119,15 @@ class Membership:
                 log.exception("hub shards: a round failed", extra=self._about)
             if self._lapsed():
                 await self._lapse(f"Lease {self.name} not renewed within {self.renew_deadline:g}s")
-            await asyncio.sleep(self.renew_interval)
+            await asyncio.sleep(self._pause())
+
+    def _pause(self) -> float:
+        """Until the next round: ``renew_interval``, or less, so that a round that failed is tried
+        again (or the lapse said) by the renew deadline rather than after it."""
+        if self._renewed is None:
+            return self.renew_interval
+        left = self._renewed + self.renew_deadline - asyncio.get_running_loop().time()
+        return max(0.0, min(self.renew_interval, left + 0.01))
 
     async def round(self) -> None:
         loop = asyncio.get_running_loop()
@@ -129,8 +137,12 @@ class Membership:
         listing = await self._call(
             self.kube.list(resources.LEASE, namespace=self.namespace, label_selector=self._selector)
         )
+        # A peer's Lease seen changed is dated when the list came back, not when it was asked for:
+        # its renewal may have landed while the list was on its way.
+        seen_at = loop.time()
         mine = await self._mine(listing.items)
-        peers = self._live([i for i in listing.items if i["metadata"]["name"] != self.name], listed_at)
+        others = [i for i in listing.items if i["metadata"]["name"] != self.name]
+        peers = self._live(others, listed_at, seen_at=seen_at)
         view = shares.view(self.identity, (p.identity for p in peers))
         settled = self._since is not None and listed_at - self._since >= self.lease_duration
         share = shares.Share(self.identity, view, tuple(peers)) if settled else shares.NOTHING
@@ -171,13 +183,15 @@ class Membership:
             "two replicas? At most one of them leads, and neither for long"
         )
 
-    def _live(self, leases: Iterable[dict[str, Any]], now: float) -> list[shares.Peer]:
+    def _live(self, leases: Iterable[dict[str, Any]], now: float, *, seen_at: float) -> list[shares.Peer]:
+        """The live peers among ``leases`` as of ``now`` (when they were asked for), a Lease
+        first seen at a version counted from ``seen_at`` (when they came back)."""
         seen: dict[str, _Seen] = {}
         for lease in leases:
             name, spec = lease["metadata"]["name"], lease.get("spec") or {}
             version = str(lease["metadata"].get("resourceVersion") or "")
             before = self._seen.get(name)
-            since = before.since if before is not None and before.version == version else now
+            since = before.since if before is not None and before.version == version else seen_at
             holder = str(spec.get("holderIdentity") or "")
             duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
             seen[name] = _Seen(version, since, holder, read_view(lease, holder), duration)
@@ -249,7 +263,12 @@ class Membership:
         server (a list of 100,000 objects in its queue) may take seconds, and only a renewal
         that comes too late for the peers is a lapse."""
         now = asyncio.get_running_loop().time()
-        return await asyncio.wait_for(call, timeout=call_budget(self._renewed, now, self.renew_deadline))
+        budget = call_budget(self._renewed, now, self.renew_deadline)
+        if budget <= 0:
+            if inspect.iscoroutine(call):
+                call.close()  # never started
+            raise TimeoutError(f"the renew deadline of Lease {self.name} has passed")
+        return await asyncio.wait_for(call, timeout=budget)
 
     async def release(self) -> None:
         """A clean stop: lead nothing, say so (an empty view), and delete the Lease so the peers

@@ -221,9 +221,11 @@ class Connection:
         # close(), not drain(): every publish and ack of ours already waited for the server's
         # answer, and drain() waits its full timeout on a subscription the server refused.
         self.closing = True
-        if not self._nc.is_closed:
-            await close_client(self._nc, timeout=self.options.request_timeout)
-        self.flushes.end()  # no one reads for their PONGs any more (nor has to, if it closed late)
+        try:
+            if not self._nc.is_closed:
+                await close_client(self._nc, timeout=self.options.request_timeout)
+        finally:
+            self.flushes.end()  # no one reads for their PONGs any more (nor has to, if it closed late)
 
 
 @dataclass(frozen=True)

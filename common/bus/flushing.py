@@ -11,6 +11,9 @@ silent connection stale and reconnects long before, which starts its list anew) 
 running on its own; ``round_trip`` waits for it as long as its caller wants and gives up without
 cancelling it. What is left running is counted (``running``) and ends with its PONG, when the
 connection is closed (``end``), or with that patience on a connection that has been replaced.
+
+One such flush remains out of reach: nats-py's own, when it reconnects (10 s). Should that one
+time out, nats-py gives the attempt up and connects again, starting its list anew.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from nats.aio.client import Client
 __all__ = ["PATIENCE", "Flushes", "round_trip"]
 
 PATIENCE: Final = 3600
-"""Seconds a flush may wait for its PONG before nats-py itself gives up on it."""
+"""Seconds a flush may wait for its PONG before nats-py itself gives up on it: more than a silent
+connection lasts before it counts as stale (four PINGs, at most 10 minutes apart)."""
 
 
 class Flushes:

@@ -11,7 +11,8 @@
 //	{"out": {"delay_ms": 100, "jitter_ms": 10, "loss": 0.05, "down": false}, "in": {...}}
 //	{"ok": true, "out": {"passed": 12, "dropped": 1}, "in": {"passed": 9, "dropped": 0}}
 //
-// A direction left out keeps its shape; {} asks for the counts alone. A line it cannot read is
+// A direction given is set whole (a field left out is 0, or false); a direction left out keeps
+// its shape; {} asks for the counts alone. A line it cannot read is
 // answered {"ok": false, "error": "..."} and changes nothing. It exits when stdin closes: its
 // queues then have no reader, and the kernel drops what they get (the link is cut, never left
 // open by accident).
@@ -28,6 +29,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	nfqueue "github.com/florianl/go-nfqueue/v2"
@@ -142,11 +144,15 @@ func open(ctx context.Context, queue uint, length int) (*direction, error) {
 		}
 		return 0
 	}
+	var told atomic.Int32
 	failed := func(e error) int {
 		if ctx.Err() != nil || errors.Is(e, os.ErrDeadlineExceeded) {
 			return 0
 		}
-		fmt.Fprintf(os.Stderr, "linkshaper: queue %d: %v\n", queue, e)
+		// Said a few times only: a reader that keeps failing must not fill its stderr.
+		if n := told.Add(1); n <= 10 {
+			fmt.Fprintf(os.Stderr, "linkshaper: queue %d: %v\n", queue, e)
+		}
 		return 0
 	}
 	if err := nf.RegisterWithErrorFunc(ctx, hook, failed); err != nil {

@@ -1,4 +1,4 @@
-"""``Server``: one emulated cluster on 127.0.0.1, with its kubeconfig and CRD loading.
+"""``Server``: one emulated cluster (on 127.0.0.1 unless told), with its kubeconfig and CRD loading.
 
 Owns the aiohttp application and its lifecycle (start on a given or random port, stop cleanly
 ending every watch), the kubeconfig file, and the helpers that load CRDs into the cluster

@@ -6,16 +6,15 @@ API server (at its namespace's address), its Kamaji simulator and its agent. A s
 NATS through this machine over its veth pair, and ``link(site)`` shapes what crosses it between
 the site and the nats-servers (``sandbox.sitenet.Link``: delayed, lossy, one way or cut); the
 rest of its traffic (this machine reading its API server, the agent's health port) never is, and
-neither are the hub's connections, from this machine. ``nats_link(node)`` shapes what crosses a
-nats-server's link with the peers it is given: its routes to other nodes, the hub, a site.
-Without ``site_links`` every process runs here on 127.0.0.1. A layer of
-``sandbox.launcher.system.System`` under the NATS nodes and the clusters.
+neither are the hub's connections, from this machine. Without ``site_links`` every process runs
+here on 127.0.0.1. A layer of ``sandbox.launcher.system.System`` under the NATS nodes and the
+clusters.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from sandbox import processes
@@ -60,23 +59,6 @@ class NetLinks(Children):
                 f"site {site!r} has no link of its own: is the system started with site_links?"
             ) from None
 
-    async def nats_link(self, node: str, peers: Iterable[str]) -> Link:
-        """A link of nats-server ``node`` (its child name) shaped only between it and ``peers``
-        (addresses: ``host()`` of other nodes or of sites, ``hub_address(node)`` for the hub);
-        closed with the system. Its routes to the peers cut and nothing else: a partition."""
-        if node not in self._spaces:
-            raise KeyError(f"nats-server {node!r} has no namespace: is the system started with site_links?")
-        key = f"{node}:{','.join(sorted(peers))}"
-        if key not in self._links:
-            shaper = await asyncio.to_thread(kbin.linkshaper, build_missing=True)
-            self._links[key] = await Link.attach(self._spaces[node], shaper, peers=tuple(sorted(peers)))
-        return self._links[key]
-
-    def hub_address(self, node: str) -> str:
-        """The address a process on this machine (the hub, the launcher) comes from when it talks
-        to nats-server ``node``: this machine's end of the node's veth pair."""
-        return self._spaces[node].plan.host_address
-
     async def _make_namespaces(self, nats_names: Sequence[str]) -> None:
         """A namespace for each of ``nats_names`` and each site, with ``Options.site_links``."""
         if not self.options.site_links:
@@ -84,7 +66,12 @@ class NetLinks(Children):
         owners = [(_NATS_INDEX + i, n) for i, n in enumerate(nats_names)]
         owners += list(enumerate(self.sites))
         for index, owner in owners:
-            self._spaces[owner] = await asyncio.to_thread(Namespace.create, index)
+            made = asyncio.ensure_future(asyncio.to_thread(Namespace.create, index))
+            try:
+                self._spaces[owner] = await asyncio.shield(made)
+            except asyncio.CancelledError:  # a start given up: the namespace is still removed
+                self._spaces[owner] = await made
+                raise
 
     async def _attach_links(self, nats_names: Sequence[str]) -> None:
         """Each site's link, shaped between it and the nats-servers only (passing all for now)."""

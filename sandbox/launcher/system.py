@@ -11,7 +11,8 @@ Owns the order of things. ``start()``:
    production; hub and agents verify it with DIR/nats/tls/ca.crt) — or, with ``nats_nodes=3``,
    a JetStream cluster of three, waited for until a meta leader is elected (the hub then makes
    its streams R3 and every process gets every node's URL) — and one emulated API server per
-   cluster, all on 127.0.0.1 and free ports;
+   cluster, all on 127.0.0.1 and free ports (with ``site_links`` each site and nats-server at
+   the address of a network namespace of its own);
 3. the ``Site`` objects in ``mgmt`` (from the manifests ``site add`` wrote), the target
    namespace at each site, a Kamaji simulator per site (its own address pool);
 4. ``kamaji-broker hub`` and then one ``kamaji-broker agent`` per site, each waited for on ``/readyz``.
@@ -94,10 +95,12 @@ class System(Broker, ControlPlanes, Identities):
 
     async def stop(self) -> None:
         """Stop everything that was started, in reverse order; safe to call more than once."""
-        await self._disconnect()
-        await self._stop_children()
-        await self._release()
-        await self._release_links()
+        try:
+            await self._disconnect()
+            await self._stop_children()
+            await self._release()
+        finally:
+            await self._release_links()
 
     async def _credentials(self) -> None:
         await self._cli("keys", "generate", "--out", str(self.keys_dir))

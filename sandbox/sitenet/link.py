@@ -65,6 +65,17 @@ class Link:
         self._process = process
         self._lock = asyncio.Lock()
         self._ruled = False
+        self._broken = ""
+        """Why the link answers no more (an answer that never came would be read as the next)."""
+        self._said = bytearray()
+        """The end of what linkshaper wrote on stderr, read as it comes (a full pipe would stop it)."""
+        self._reading = asyncio.ensure_future(self._read_stderr())
+
+    async def _read_stderr(self) -> None:
+        if self._process.stderr is None:
+            return
+        while chunk := await self._process.stderr.read(4096):
+            self._said = (self._said + chunk)[-2000:]
 
     @classmethod
     async def attach(cls, namespace: Namespace, shaper: Path, *, peers: tuple[str, ...] = ()) -> Link:
@@ -85,7 +96,7 @@ class Link:
             await link._read()  # ready: its queues are bound
             for rule in _rules(namespace, peers):
                 link._ruled = True
-                _iptables(namespace, "-A", rule)
+                await asyncio.to_thread(_iptables, namespace, "-A", rule)
         except BaseException:
             await link.close()
             raise
@@ -96,10 +107,13 @@ class Link:
         each direction did so far, ``out`` first."""
         async with self._lock:
             stdin = self._process.stdin
-            if stdin is None or stdin.is_closing():
-                raise LinkError(f"the link of {self.namespace.name} is closed")
-            stdin.write(request(out=out, into=into))
-            await stdin.drain()
+            if self._broken or stdin is None or stdin.is_closing():
+                raise LinkError(self._broken or f"the link of {self.namespace.name} is closed")
+            try:
+                stdin.write(request(out=out, into=into))
+                await stdin.drain()
+            except ConnectionError:  # its end of the pipe closed: it exited, and says why below
+                pass
             return await self._read()
 
     async def counts(self) -> tuple[Counts, Counts]:
@@ -110,16 +124,14 @@ class Link:
         try:
             line = await asyncio.wait_for(self._process.stdout.readline(), ANSWER_TIMEOUT)
         except TimeoutError:
-            raise LinkError(
-                f"linkshaper of {self.namespace.name} did not answer in {ANSWER_TIMEOUT:g} s"
-            ) from None
+            self._broken = f"linkshaper of {self.namespace.name} did not answer in {ANSWER_TIMEOUT:g} s"
+            raise LinkError(self._broken) from None
         if not line:
-            err = b""
-            if self._process.stderr is not None:
-                with contextlib.suppress(TimeoutError):
-                    err = await asyncio.wait_for(self._process.stderr.read(2000), 1.0)
-            why = err.decode(errors="replace").strip() or "no reason given"
-            raise LinkError(f"linkshaper of {self.namespace.name} exited: {why}")
+            with contextlib.suppress(TimeoutError):  # the rest of what it said
+                await asyncio.wait_for(asyncio.shield(self._reading), 1.0)
+            why = self._said.decode(errors="replace").strip() or "no reason given"
+            self._broken = f"linkshaper of {self.namespace.name} exited: {why}"
+            raise LinkError(self._broken)
         return answer(line)
 
     async def close(self) -> None:
@@ -128,7 +140,7 @@ class Link:
             self._ruled = False
             for rule in _rules(self.namespace, self.peers):
                 with contextlib.suppress(NetnsError):
-                    _iptables(self.namespace, "-D", rule)
+                    await asyncio.to_thread(_iptables, self.namespace, "-D", rule)
         if self._process.returncode is None:
             if self._process.stdin is not None:
                 self._process.stdin.close()
@@ -138,3 +150,5 @@ class Link:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self._process.pid, 9)
                 await self._process.wait()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._reading, 5.0)

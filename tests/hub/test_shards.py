@@ -141,8 +141,9 @@ async def test_a_peer_whose_view_cannot_be_read_claims_every_site(kube: ckube.Ku
         (None, 100.0, 10.0),  # before the first renewal, or after a lapse: a whole deadline
         (100.0, 100.0, 10.0),  # just renewed
         (100.0, 103.5, 6.5),  # what is left of it
-        (100.0, 109.8, 0.5),  # never less than half a second
-        (100.0, 130.0, 0.5),  # past it: the round fails at once, and the lapse follows
+        (100.0, 109.8, 0.2),
+        (100.0, 110.0, 0.0),  # none left: no call, the round fails at once and the lapse follows
+        (100.0, 130.0, 0.0),
     ],
 )
 def test_a_call_may_take_what_is_left_until_the_renew_deadline(

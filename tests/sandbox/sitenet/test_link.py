@@ -114,7 +114,7 @@ async def site() -> AsyncIterator[Site]:
         shaper = await asyncio.to_thread(kbin.linkshaper, build_missing=True)
     except kbin.MissingBinaries as exc:
         pytest.skip(str(exc))
-    netns = Namespace.create(9)
+    netns = Namespace.create(10)
     echo = subprocess.Popen(  # noqa: ASYNC220 (a server for the test, started once)
         [*netns.exec_prefix(), sys.executable, "-c", ECHO, str(PORT)], stdout=subprocess.PIPE, text=True
     )
