@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from common.kube import resources
-from sandbox.launcher import Options, System
+from sandbox.launcher import Options, System, invariants
 from tests import helpers
 
 RKCP = resources.REMOTE_KAMAJI_CONTROL_PLANE
@@ -94,3 +94,17 @@ async def delete_control_plane(world: System, name: str, *, namespace: str = "de
     """
     await world.mgmt.delete(RKCP, name, namespace=namespace)
     await world.mgmt.delete(resources.CLUSTER, name, namespace=namespace)
+
+
+async def delete_all(world: System, names: Sequence[str], site: str, *, namespace: str = "default") -> None:
+    """Leave the world as a scenario found it: control planes ``names`` (at ``site``) deleted, and
+    the invariants of ``sandbox.launcher.invariants`` holding."""
+    for name in names:
+        await delete_control_plane(world, name, namespace=namespace)
+    deleted = [(namespace, name, site) for name in names]
+
+    async def gone() -> bool:
+        return await invariants.converged(world, deleted=deleted)
+
+    await helpers.eventually(gone, within=120, every=0.5)
+    assert await invariants.violations(world, deleted=deleted) == []

@@ -83,19 +83,6 @@ async def _tcp(world: System, name: str, site: str) -> dict[str, Any]:
     return await world.site_kube(site).get(TCP, name, namespace=world.namespace)
 
 
-async def _delete_all(world: System, names: Sequence[str], site: str) -> None:
-    """Leave the world as the scenario found it: its control planes deleted, the invariants hold."""
-    for name in names:
-        await systems.delete_control_plane(world, name)
-    deleted = [(NS, name, site) for name in names]
-
-    async def gone() -> bool:
-        return await invariants.converged(world, deleted=deleted)
-
-    await helpers.eventually(gone, within=120, every=0.5)
-    assert await invariants.violations(world, deleted=deleted) == []
-
-
 async def test_agent_killed_mid_burst_converges_after_restart(world: System, fault: Measure) -> None:
     site, agent = "site-a", "agent-site-a"
     names = [f"burst-{i}" for i in range(BURST)]
@@ -144,7 +131,7 @@ async def test_agent_killed_mid_burst_converges_after_restart(world: System, fau
         # Created once at the intent's spec: a redelivered intent the dead agent had applied
         # changed nothing (the invariants also count TCPs per owner: no duplicates).
         assert (await _tcp(world, name, site))["metadata"]["generation"] == 1
-    await _delete_all(world, names, site)
+    await systems.delete_all(world, names, site)
 
 
 async def test_agent_paused_past_the_heartbeat_timeout_shows_the_site_unavailable_then_converges(
@@ -182,7 +169,7 @@ async def test_agent_paused_past_the_heartbeat_timeout_shows_the_site_unavailabl
         assert _condition(await _rkcp(world, name), "SiteConnected") == ("True", "HeartbeatReceived")
     replicas = (await _tcp(world, names[0], site))["spec"]["controlPlane"]["deployment"]["replicas"]
     assert replicas == 3
-    await _delete_all(world, names, site)
+    await systems.delete_all(world, names, site)
 
 
 CHANGES: tuple[dict[str, Any], ...] = (
@@ -236,7 +223,7 @@ async def test_agent_offline_across_several_changes_applies_only_the_last(
     # intermediate spec was ever applied, before or after the final one.
     assert tcp["metadata"]["generation"] == generation + 1
     assert tcp["metadata"]["annotations"][managed.INTENT_SEQ] == str(latest.seq)
-    await _delete_all(world, [name], site)
+    await systems.delete_all(world, [name], site)
 
 
 async def test_replayed_identical_intent_changes_nothing(world: System, fault: Measure) -> None:
@@ -272,4 +259,4 @@ async def test_replayed_identical_intent_changes_nothing(world: System, fault: M
     assert after["metadata"]["uid"] == before["metadata"]["uid"]
     assert after["metadata"]["generation"] == before["metadata"]["generation"]
     assert after["spec"] == before["spec"]
-    await _delete_all(world, [name], site)
+    await systems.delete_all(world, [name], site)

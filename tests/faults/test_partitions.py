@@ -82,51 +82,63 @@ async def _churn(world: System, prefix: str) -> tuple[list[str], list[invariants
     return names[:-1], [(NS, names[-1], SITE)]
 
 
-async def _clean_up(world: System, names: Sequence[str]) -> None:
-    for name in names:
-        await systems.delete_control_plane(world, name)
-    deleted = [(NS, name, SITE) for name in names]
+WORKLOAD = f"{BURST} created, 1 upgraded, 1 deleted"
 
-    async def gone() -> bool:
-        return await invariants.converged(world, deleted=deleted)
 
-    await helpers.eventually(gone, within=120, every=0.5)
+async def _churn_behind(
+    world: System,
+    fault: Measure,
+    prefix: str,
+    what: str,
+    *,
+    workload: str = WORKLOAD,
+    out: Shape | None = None,
+    into: Shape | None = None,
+) -> tuple[list[str], list[invariants.Deleted]]:
+    """The fault (SITE's link ``what``, shaped ``out``/``into`` as given), then ``_churn``."""
+    fault.inject(world, fault=f"{SITE}'s link {what}", workload=workload)
+    if out is not None or into is not None:
+        await world.link(SITE).shape(out=out, into=into)
+    return await _churn(world, prefix)
+
+
+async def _converges(
+    world: System,
+    fault: Measure,
+    kept: Sequence[str],
+    deleted: Sequence[invariants.Deleted],
+    *,
+    heal_first: bool = True,
+) -> None:
+    """The link healed (or, not ``heal_first``, after converging over it), the invariants
+    holding, and the scenario's control planes deleted."""
+    if heal_first:
+        await world.link(SITE).shape(out=CLEAR, into=CLEAR)
+    await fault.lifted(world)
+    await fault.converges(world, deleted=deleted, within=120 if heal_first else 180)
+    await world.link(SITE).shape(out=CLEAR, into=CLEAR)
+    await systems.delete_all(world, kept, SITE)
 
 
 async def test_a_site_cut_off_during_a_burst_says_so_and_converges_after_the_heal(
     world: System, fault: Measure
 ) -> None:
-    link = world.link(SITE)
-    fault.inject(
-        world,
-        fault=f"{SITE}'s link to NATS cut both ways",
-        workload=f"{BURST} created, 1 upgraded, 1 deleted",
-    )
-    await link.shape(out=DOWN, into=DOWN)
-    kept, deleted = await _churn(world, "cut")
+    kept, deleted = await _churn_behind(world, fault, "cut", "to NATS cut both ways", out=DOWN, into=DOWN)
     base = [name for name, site in BASE if site == SITE]
     await _site_says(world, [*kept, *base], "False", "HeartbeatMissing")
-    await link.shape(out=CLEAR, into=CLEAR)
-    await fault.lifted(world)
-    await fault.converges(world, deleted=deleted)
-    await _site_says(world, [*kept, *base], "True")
-    await _clean_up(world, kept)
+    await _converges(world, fault, kept, deleted)
+    await _site_says(world, base, "True")
 
 
 async def test_a_partition_outlasting_the_connection_and_a_deletion_timeout_converges(
     world: System, fault: Measure
 ) -> None:
-    link = world.link(SITE)
     released = "released"
     await world.create_control_plane(released, site=SITE, siteUnavailableDeletionTimeout="2s")
     await _site_says(world, [released], "True")
-    fault.inject(
-        world,
-        fault=f"{SITE}'s link cut past its agent's NATS connection and a deletion timeout",
-        workload=f"{BURST} created, 1 upgraded, 2 deleted (one released past its 2s site timeout)",
-    )
-    await link.shape(out=DOWN, into=DOWN)
-    kept, deleted = await _churn(world, "long")
+    workload = f"{BURST} created, 1 upgraded, 2 deleted (one released past its 2s site timeout)"
+    what = "cut past its agent's NATS connection and a deletion timeout"
+    kept, deleted = await _churn_behind(world, fault, "long", what, workload=workload, out=DOWN, into=DOWN)
     await systems.delete_control_plane(world, released)
 
     async def let_go() -> bool:  # the hub gave up waiting for the site: the RKCP is gone
@@ -135,63 +147,40 @@ async def test_a_partition_outlasting_the_connection_and_a_deletion_timeout_conv
     await helpers.eventually(let_go, within=90, every=0.3)
     # The agent counted its connection stale (no PONG) and left it: it connects anew after the heal.
     await noticed_nats_down(world.agent_health_urls[SITE])
-    await link.shape(out=CLEAR, into=CLEAR)
-    await fault.lifted(world)
-    await fault.converges(world, deleted=[*deleted, (NS, released, SITE)])
-    await _clean_up(world, kept)
+    await _converges(world, fault, kept, [*deleted, (NS, released, SITE)])
 
 
 @pytest.mark.parametrize("deaf", ["site hears nothing", "nothing the site says arrives"])
 async def test_a_one_way_partition_converges_after_the_heal(world: System, fault: Measure, deaf: str) -> None:
-    link = world.link(SITE)
-    cut = {"into": DOWN} if deaf == "site hears nothing" else {"out": DOWN}
-    fault.inject(
-        world, fault=f"{SITE}'s link one way: {deaf}", workload=f"{BURST} created, 1 upgraded, 1 deleted"
-    )
-    await link.shape(**cut)
-    kept, deleted = await _churn(world, "oneway" if "hears" in deaf else "mute")
+    hears = deaf == "site hears nothing"
+    what = f"one way: {deaf}"
+    if hears:
+        kept, deleted = await _churn_behind(world, fault, "oneway", what, into=DOWN)
+    else:
+        kept, deleted = await _churn_behind(world, fault, "mute", what, out=DOWN)
     # The hub hears no heartbeat either way: the site's answers are lost, or its TCP acks are.
     await _site_says(world, kept, "False", "HeartbeatMissing")
-    await link.shape(out=CLEAR, into=CLEAR)
-    await fault.lifted(world)
-    await fault.converges(world, deleted=deleted)
-    await _clean_up(world, kept)
+    await _converges(world, fault, kept, deleted)
 
 
 async def test_a_slow_lossy_link_during_provisioning_converges(world: System, fault: Measure) -> None:
-    link = world.link(SITE)
     lossy = Shape(delay=0.1, jitter=0.01, loss=0.05)
-    fault.inject(
-        world,
-        fault=f"{SITE}'s link: 200 ms round trip, 5% loss each way",
-        workload=f"{BURST} created, 1 upgraded, 1 deleted",
-    )
-    await link.shape(out=lossy, into=lossy)
-    kept, deleted = await _churn(world, "lossy")
+    what = "at 200 ms round trip, 5% loss each way"
+    kept, deleted = await _churn_behind(world, fault, "lossy", what, out=lossy, into=lossy)
     await _packets_dropped(world)  # the link does lose packets, both ways
     # Provisioning goes on over the bad link: every control plane Ready before it is healed.
-    await fault.lifted(world)
-    await fault.converges(world, deleted=deleted, within=180)
-    await link.shape(out=CLEAR, into=CLEAR)
-    await _clean_up(world, kept)
+    await _converges(world, fault, kept, deleted, heal_first=False)
 
 
 async def test_a_flapping_link_converges_once_it_holds(world: System, fault: Measure) -> None:
+    kept, deleted = await _churn_behind(world, fault, "flap", "down and up again 10 times")
     link = world.link(SITE)
-    fault.inject(
-        world,
-        fault=f"{SITE}'s link down and up again 10 times",
-        workload=f"{BURST} created, 1 upgraded, 1 deleted",
-    )
-    kept, deleted = await _churn(world, "flap")
     for _ in range(10):
         await link.shape(out=DOWN, into=DOWN)
         await _packets_dropped(world, both=False)
         await link.shape(out=CLEAR, into=CLEAR)
         await _packets_passed(world, both=False)
-    await fault.lifted(world)
-    await fault.converges(world, deleted=deleted)
-    await _clean_up(world, kept)
+    await _converges(world, fault, kept, deleted)
 
 
 async def _packets_dropped(world: System, *, both: bool = True) -> None:
