@@ -156,6 +156,11 @@ class Membership:
             # process with this identity, most likely; a lapse either way.
             await self._lapse(self._twin(), always=True)
             return
+        except BaseException:
+            # A write that timed out may still have landed: the next round must not take its
+            # own Lease, changed, for another process's writing.
+            self._written = ""
+            raise
         self._renewed = started
         if self._since is None:
             self._since = started
